@@ -1,0 +1,65 @@
+// The README's quick start, runnable: `npm start` (LevelDB in ./data) or
+// `node examples/quick-start.js --memory`.
+import { open } from '../index.js'
+
+const memory = process.argv.includes('--memory')
+const db = await open(memory ? { backend: 'memory' } : { backend: 'leveldb', location: './data' })
+
+const users = db.collection('users', {
+  indexes: {
+    username: { unique: true, key: u => u.username },
+    byAge: { key: u => [u.age, u.city] },
+    tags: { key: u => u.tags, multi: true }
+  },
+  validate (u) {
+    if (typeof u.username !== 'string' || u.username === '') throw new Error('username is required')
+  }
+})
+const chats = db.collection('chats')
+const members = db.relation('members', { from: chats, to: users, onDelete: 'cascade' })
+const messages = db.children('messages', { parent: chats })
+
+// A second run on the same data finds the users already there.
+async function user (username, age, city, tags) {
+  const existing = await users.getBy('username', username)
+  return existing ? existing.id : users.insert({ username, age, city, tags })
+}
+const ann = await user('ann', 31, 'Oslo', ['admin', 'ops'])
+const bob = await user('bob', 35, 'Rome', ['ops'])
+const cat = await user('cat', 42, 'Bern', [])
+
+try {
+  await users.insert({ username: 'ann', age: 20, city: 'Lima', tags: [] })
+} catch (err) {
+  console.log(`second "ann" refused: ${err.code}`)
+}
+
+const chatId = await db.write(async (w) => {
+  const id = await chats.in(w).insert({ name: `standup ${new Date().toISOString().slice(0, 10)}` })
+  await members.in(w).add(id, ann)
+  await members.in(w).add(id, bob)
+  return id
+})
+await messages.append(chatId, { from: ann, text: 'morning!' })
+await messages.append(chatId, { from: bob, text: 'hi ann' })
+
+const thirties = await users.query({ index: 'byAge', gte: [30], lt: [40] }).all()
+console.log('users in their thirties:', thirties.map(u => `${u.username} (${u.age}, ${u.city})`).join(', '))
+console.log('tagged ops:', (await users.query({ index: 'tags', eq: 'ops' }).all()).map(u => u.username).join(', '))
+console.log(`members of chat ${chatId}:`, (await users.getMany(await members.to(chatId).all())).map(u => u.username).join(', '))
+console.log(`chats of ann: ${await members.from(ann).count()}`)
+for (const [seq, m] of await collect(messages.range(chatId).entries())) console.log(`  #${seq} ${m.text}`)
+
+const page = await users.query({ index: 'byAge', limit: 2 }).page()
+console.log('first page:', page.items.map(u => u.username), 'next:', (await users.query({ index: 'byAge', limit: 2, cursor: page.cursor }).page()).items.map(u => u.username))
+
+await users.update(cat, { age: 43 })
+const report = await db.check()
+console.log(`check: ${report.ok ? 'ok' : JSON.stringify(report.problems)}`)
+await db.close()
+
+async function collect (iterable) {
+  const out = []
+  for await (const x of iterable) out.push(x)
+  return out
+}

@@ -1,0 +1,35 @@
+import { openIn, loadBackend, requireLocation } from './lib/open.js'
+import { levelkitError, codes } from './lib/errors.js'
+
+/** @type {import('./lib/open.js').Environment} */
+const node = {
+  defaultBackend: ({ location }) => location === undefined ? 'memory' : 'leveldb',
+  backends: {
+    async leveldb (location, options) {
+      const { ClassicLevel } = await loadBackend('leveldb', 'classic-level', () => import('classic-level'))
+      return new ClassicLevel(requireLocation('leveldb', location), options)
+    },
+    async memory (location, options) {
+      const { MemoryLevel } = await loadBackend('memory', 'memory-level', () => import('memory-level'))
+      return new MemoryLevel(options)
+    },
+    async indexeddb (location, options) {
+      if (typeof globalThis.indexedDB === 'undefined') {
+        throw levelkitError(codes.BACKEND_UNAVAILABLE, 'The indexeddb backend needs IndexedDB, which this environment (Node.js) does not have: use leveldb or memory', { backend: 'indexeddb' })
+      }
+      const { BrowserLevel } = await loadBackend('indexeddb', 'browser-level', () => import('browser-level'))
+      return new BrowserLevel(requireLocation('indexeddb', location), options)
+    }
+  }
+}
+
+/**
+ * Open a levelkit database. With a location it defaults to LevelDB on disk
+ * (classic-level); without one, to memory (memory-level).
+ * @param {any} [options]
+ */
+export function open (options) {
+  return openIn(node, options)
+}
+
+export * from './lib/exports.js'

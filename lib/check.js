@@ -1,0 +1,261 @@
+import { encode, decode, compareBytes } from './tuple.js'
+import { invalid } from './errors.js'
+
+/**
+ * @typedef {import('./space.js').Space} Space
+ * @typedef {{ type: string, namespace: string, key: unknown, message: string, repaired: boolean }} Problem
+ * @typedef {{ type: 'put' | 'del', space: Space, key: Uint8Array, value?: any }} Fix
+ */
+
+/**
+ * Walk every declared namespace and compare it with what the records imply.
+ * Reads come from one snapshot where the backend has snapshots; a repair (or
+ * a backend without snapshots) runs as a critical section of the write path,
+ * so no write lands while it reads, and its fixes are one atomic batch.
+ *
+ * @param {import('./database.js').Database} db
+ * @param {{ repair?: boolean }} options
+ * @returns {Promise<{ ok: boolean, problems: Problem[], repaired: number }>}
+ */
+export async function checkDatabase (db, options) {
+  if (options === null || typeof options !== 'object') throw invalid('check() takes an options object')
+  const repair = options.repair === undefined ? false : options.repair
+  if (typeof repair !== 'boolean') throw invalid('The repair option must be a boolean')
+  const root = db.level
+
+  if (!repair && root.supports.explicitSnapshots) {
+    const snapshot = root.snapshot()
+    try {
+      return report(await scan(db, snapshot), false)
+    } finally {
+      await snapshot.close()
+    }
+  }
+  return db.writer.run(async tx => {
+    await db.writer.drain()
+    const found = await scan(db, undefined)
+    if (repair) {
+      for (const { fix } of found) {
+        if (!fix) continue
+        if (fix.type === 'put') tx.put(fix.space, fix.key, fix.value)
+        else tx.del(fix.space, fix.key)
+      }
+    }
+    return report(found, repair)
+  })
+}
+
+/**
+ * @param {Array<{ problem: Omit<Problem, 'repaired'>, fix: Fix | null }>} found
+ * @param {boolean} repair
+ */
+function report (found, repair) {
+  const problems = found.map(({ problem, fix }) => ({ ...problem, repaired: repair && fix !== null }))
+  return { ok: problems.length === 0, problems, repaired: problems.filter(p => p.repaired).length }
+}
+
+/**
+ * @param {import('./database.js').Database} db
+ * @param {any} snapshot
+ */
+async function scan (db, snapshot) {
+  /** @type {Array<{ problem: Omit<Problem, 'repaired'>, fix: Fix | null }>} */
+  const found = []
+  /** @type {Map<any, Set<string>>} record ids (as space ids) per collection model */
+  const existing = new Map()
+  const models = db.models()
+
+  /**
+   * @param {string} type @param {Space} space @param {Uint8Array} key
+   * @param {string} message @param {Fix | null} fix
+   */
+  const problem = (type, space, key, message, fix) => {
+    found.push({ problem: { type, namespace: space.name, key: safeDecode(key), message }, fix })
+  }
+
+  for (const { kind, model } of models) {
+    if (kind === 'collection') existing.set(model, await checkCollection(model, snapshot, problem))
+  }
+  for (const { kind, model } of models) {
+    if (kind === 'relation') await checkRelation(model, snapshot, existing, problem)
+    if (kind === 'children') await checkChildren(model, snapshot, existing, problem)
+  }
+  return found
+}
+
+/**
+ * @param {import('./collection.js').CollectionModel} model
+ * @param {any} snapshot
+ * @param {Function} problem
+ */
+async function checkCollection (model, snapshot, problem) {
+  const ids = new Set()
+  /** @type {Map<any, Map<string, { key: Uint8Array, value: Uint8Array, claims: unknown[] }>>} */
+  const expected = new Map()
+  for (const index of model.indexes.values()) expected.set(index, new Map())
+  let maxId = 0
+
+  for (const [key, value] of await readAll(model.records, snapshot)) {
+    ids.add(model.records.id(key))
+    const id = decode(key)
+    if (model.sequential && typeof id === 'number' && id > maxId) maxId = id
+    let record
+    try {
+      record = JSON.parse(value)
+    } catch {
+      problem('invalid-record', model.records, key, `Record ${label(id)} of "${model.name}" is not valid JSON`, null)
+      continue
+    }
+    for (const [index, wanted] of expected) {
+      let entries
+      try {
+        entries = index.entries(record, id, key)
+      } catch (err) {
+        problem('invalid-record', model.records, key, `Record ${label(id)} of "${model.name}" has no valid "${index.name}" entry: ${/** @type {Error} */ (err).message}`, null)
+        continue
+      }
+      for (const [entryId, entry] of entries) {
+        const claim = wanted.get(entryId)
+        if (claim) claim.claims.push(id)
+        else wanted.set(entryId, { key: entry.key, value: entry.value, claims: [id] })
+      }
+    }
+  }
+
+  for (const [index, wanted] of expected) {
+    const seen = new Set()
+    for (const [key, value] of await readAll(index.space, snapshot)) {
+      const entryId = index.space.id(key)
+      const claim = wanted.get(entryId)
+      if (!claim) {
+        problem('dangling-index-entry', index.space, key, `Index "${index.name}" of "${model.name}" has an entry that no record has`, { type: 'del', space: index.space, key })
+        continue
+      }
+      seen.add(entryId)
+      if (index.unique && !claim.claims.some(id => compareBytes(encode(id), value) === 0)) {
+        problem('dangling-index-entry', index.space, key, `Unique index "${index.name}" of "${model.name}" points at ${label(safeDecode(value))}, which does not have that value`, { type: 'put', space: index.space, key, value: claim.value })
+      }
+    }
+    for (const [entryId, claim] of wanted) {
+      if (index.unique && claim.claims.length > 1) {
+        problem('unique-violation', index.space, claim.key, `Records ${claim.claims.map(label).join(', ')} of "${model.name}" share the unique "${index.name}" value`, null)
+      }
+      if (!seen.has(entryId)) {
+        problem('missing-index-entry', index.space, claim.key, `Record ${label(claim.claims[0])} of "${model.name}" has no "${index.name}" entry`, { type: 'put', space: index.space, key: claim.key, value: claim.value })
+      }
+    }
+  }
+
+  if (model.sequential) {
+    const sequence = /** @type {Space} */ (model.sequence)
+    const key = encode('last')
+    const stored = await sequence.read(key, false, snapshot ? { snapshot } : undefined)
+    const last = stored === undefined ? 0 : Number(stored)
+    if (maxId > last) {
+      problem('sequence-behind', sequence, key, `The sequence of "${model.name}" is at ${last} but id ${maxId} exists`, { type: 'put', space: sequence, key, value: String(maxId) })
+    }
+  }
+  return ids
+}
+
+/**
+ * @param {import('./relation.js').RelationModel} model
+ * @param {any} snapshot
+ * @param {Map<any, Set<string>>} existing
+ * @param {Function} problem
+ */
+async function checkRelation (model, snapshot, existing, problem) {
+  const fromIds = /** @type {Set<string>} */ (existing.get(model.from))
+  const toIds = /** @type {Set<string>} */ (existing.get(model.to))
+  const forward = await readAll(model.forward, snapshot)
+  const reverse = await readAll(model.reverse, snapshot)
+  const reverseIds = new Set(reverse.map(([key]) => model.reverse.id(key)))
+  const forwardIds = new Set(forward.map(([key]) => model.forward.id(key)))
+
+  /**
+   * @param {unknown} fromId @param {unknown} toId
+   */
+  const endpointsExist = (fromId, toId) =>
+    fromIds.has(model.from.records.id(encode(fromId))) && toIds.has(model.to.records.id(encode(toId)))
+
+  for (const [key] of forward) {
+    const [fromId, toId] = /** @type {unknown[]} */ (decode(key))
+    const mirror = encode([toId, fromId])
+    if (!endpointsExist(fromId, toId)) {
+      problem('dangling-edge', model.forward, key, `Relation "${model.name}" links ${label(fromId)} to ${label(toId)}, but one of them does not exist`, { type: 'del', space: model.forward, key })
+    } else if (!reverseIds.has(model.reverse.id(mirror))) {
+      problem('one-sided-edge', model.forward, key, `Relation "${model.name}" has ${label(fromId)} -> ${label(toId)} without its reverse entry`, { type: 'put', space: model.reverse, key: mirror, value: '' })
+    }
+  }
+  for (const [key] of reverse) {
+    const [toId, fromId] = /** @type {unknown[]} */ (decode(key))
+    const mirror = encode([fromId, toId])
+    if (!endpointsExist(fromId, toId)) {
+      problem('dangling-edge', model.reverse, key, `Relation "${model.name}" (reverse) links ${label(toId)} to ${label(fromId)}, but one of them does not exist`, { type: 'del', space: model.reverse, key })
+    } else if (!forwardIds.has(model.forward.id(mirror))) {
+      problem('one-sided-edge', model.reverse, key, `Relation "${model.name}" has the reverse of ${label(fromId)} -> ${label(toId)} without its forward entry`, { type: 'put', space: model.forward, key: mirror, value: '' })
+    }
+  }
+}
+
+/**
+ * @param {import('./children.js').ChildrenModel} model
+ * @param {any} snapshot
+ * @param {Map<any, Set<string>>} existing
+ * @param {Function} problem
+ */
+async function checkChildren (model, snapshot, existing, problem) {
+  const parents = /** @type {Set<string>} */ (existing.get(model.parent))
+  /** @type {Map<string, { parentId: unknown, max: number }>} */
+  const highest = new Map()
+  for (const [key] of await readAll(model.items, snapshot, false)) {
+    const [parentId, seq] = /** @type {[unknown, number]} */ (decode(key))
+    const parentKey = encode(parentId)
+    const parentSpaceId = model.parent.records.id(parentKey)
+    if (!parents.has(parentSpaceId)) {
+      problem('orphan-child', model.items, key, `"${model.name}" ${label(seq)} belongs to ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', space: model.items, key })
+      continue
+    }
+    const entry = highest.get(parentSpaceId)
+    if (!entry || seq > entry.max) highest.set(parentSpaceId, { parentId, max: seq })
+  }
+  const stored = new Map()
+  for (const [key, value] of await readAll(model.sequence, snapshot)) {
+    const parentId = decode(key)
+    const parentSpaceId = model.parent.records.id(key)
+    if (!parents.has(parentSpaceId)) {
+      problem('orphan-sequence', model.sequence, key, `"${model.name}" keeps a sequence for ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', space: model.sequence, key })
+      continue
+    }
+    stored.set(parentSpaceId, Number(value))
+  }
+  for (const [parentSpaceId, { parentId, max }] of highest) {
+    const last = stored.get(parentSpaceId) || 0
+    if (max > last) {
+      const key = encode(parentId)
+      problem('sequence-behind', model.sequence, key, `The "${model.name}" sequence of ${label(parentId)} is at ${last} but item ${max} exists`, { type: 'put', space: model.sequence, key, value: String(max) })
+    }
+  }
+}
+
+/**
+ * @param {Space} space @param {any} snapshot @param {boolean} [values]
+ * @returns {Promise<Array<[Uint8Array, any]>>}
+ */
+function readAll (space, snapshot, values = true) {
+  return space.sublevel.iterator({ snapshot, values }).all()
+}
+
+/** @param {Uint8Array} bytes */
+function safeDecode (bytes) {
+  try {
+    return decode(bytes)
+  } catch {
+    return bytes
+  }
+}
+
+/** @param {unknown} value */
+function label (value) {
+  return typeof value === 'string' ? JSON.stringify(value) : Array.isArray(value) ? JSON.stringify(value) : String(value)
+}

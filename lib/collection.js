@@ -1,0 +1,459 @@
+import { encode, decode, compareBytes } from './tuple.js'
+import { invalid, levelkitError, codes } from './errors.js'
+import { encodeJson } from './json-value.js'
+import { assertName, layout } from './names.js'
+import { Space } from './space.js'
+import { IndexSpec, NO_ENTRIES } from './indexes.js'
+import { Query } from './query.js'
+import { valueBounds, tupleBounds } from './bounds.js'
+import { runWrite, assertScope } from './scope.js'
+
+const SEQUENCE_KEY = encode('last')
+
+/**
+ * @typedef {import('./transaction.js').Transaction} Transaction
+ * @typedef {{ name: string, beforeDelete: (tx: Transaction, id: unknown) => Promise<void> }} Dependent
+ */
+
+/**
+ * The shared state and the write logic of a collection. `Collection` is the
+ * public face: one per collection, plus one per `in(w)` scope.
+ */
+export class CollectionModel {
+  /**
+   * @param {import('./database.js').Database} db
+   * @param {string} name
+   * @param {any} options
+   */
+  constructor (db, name, options) {
+    assertName(name, 'Collection')
+    if (options === undefined) options = {}
+    if (options === null || typeof options !== 'object') throw invalid(`Options of collection "${name}" must be an object`)
+    const { id = 'sequence', indexes = {}, validate, ...rest } = options
+    const unknown = Object.keys(rest)
+    if (unknown.length > 0) throw invalid(`Collection "${name}" has unknown option(s): ${unknown.join(', ')}`)
+    if (id !== 'sequence' && typeof id !== 'function') {
+      throw invalid(`The id option of collection "${name}" must be 'sequence' or a function record => id`)
+    }
+    if (validate !== undefined && typeof validate !== 'function') {
+      throw invalid(`The validate option of collection "${name}" must be a function`)
+    }
+    if (indexes === null || typeof indexes !== 'object') throw invalid(`The indexes option of collection "${name}" must be an object`)
+
+    this.db = db
+    this.name = name
+    this.writer = db.writer
+    this.root = db.level
+    this.sequential = id === 'sequence'
+    /** @type {((record: any) => unknown) | null} */
+    this.idFunction = this.sequential ? null : id
+    this.validate = validate || null
+    this.records = new Space(this.root, layout.records(name), 'utf8')
+    this.sequence = this.sequential ? new Space(this.root, layout.sequence(name), 'utf8') : null
+    /** @type {Map<string, IndexSpec>} */
+    this.indexes = new Map()
+    for (const [indexName, spec] of Object.entries(indexes)) {
+      this.indexes.set(indexName, new IndexSpec(this.root, name, indexName, spec))
+    }
+    /** @type {Dependent[]} */
+    this.dependents = []
+  }
+
+  /** Encode and check an id passed by the user. @param {unknown} id */
+  keyOf (id) {
+    if (this.sequential && !(Number.isSafeInteger(id) && /** @type {number} */ (id) > 0)) {
+      throw invalid(`Ids of collection "${this.name}" are positive integers (it uses a sequence), got ${describe(id)}`)
+    }
+    try {
+      return encode(id)
+    } catch (err) {
+      throw invalid(`Not a valid id for collection "${this.name}": ${/** @type {Error} */ (err).message}`, { cause: err })
+    }
+  }
+
+  /** @param {Transaction} tx @returns {Promise<number>} */
+  async lastId (tx) {
+    const stored = await tx.get(/** @type {Space} */ (this.sequence), SEQUENCE_KEY)
+    return stored === undefined ? 0 : Number(stored)
+  }
+
+  /** @param {Transaction} tx @param {string} json */
+  async insert (tx, json) {
+    let record = JSON.parse(json)
+    let id
+    if (this.sequential) {
+      if (record.id !== undefined) {
+        throw invalid(`Records of collection "${this.name}" get their id from its sequence: insert them without an id, or use put(id, record)`)
+      }
+      id = (await this.lastId(tx)) + 1
+      record = { id, ...record }
+    } else {
+      id = this.computeId(record)
+    }
+    const idBytes = encode(id)
+    if (await tx.get(this.records, idBytes) !== undefined) {
+      throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(id)}`, { collection: this.name, id })
+    }
+    this.check(record)
+    await this.writeIndexes(tx, id, idBytes, undefined, record)
+    tx.put(this.records, idBytes, JSON.stringify(record))
+    if (this.sequential) tx.put(/** @type {Space} */ (this.sequence), SEQUENCE_KEY, String(id))
+    return id
+  }
+
+  /** @param {Transaction} tx @param {unknown} id @param {string} json @returns {Promise<boolean>} true if created */
+  async put (tx, id, json) {
+    const idBytes = this.keyOf(id)
+    const record = this.withId(JSON.parse(json), id, idBytes)
+    this.check(record)
+    const previous = await tx.get(this.records, idBytes)
+    const old = previous === undefined ? undefined : JSON.parse(previous)
+    await this.writeIndexes(tx, id, idBytes, old, record)
+    tx.put(this.records, idBytes, JSON.stringify(record))
+    if (this.sequential && /** @type {number} */ (id) > await this.lastId(tx)) {
+      // Keep the sequence ahead of every id, so insert() never hands this one out.
+      tx.put(/** @type {Space} */ (this.sequence), SEQUENCE_KEY, String(id))
+    }
+    return old === undefined
+  }
+
+  /**
+   * @param {Transaction} tx
+   * @param {unknown} id
+   * @param {{ json: string, removed: string[] } | ((record: any) => any)} change a patch, or a function old => new
+   */
+  async update (tx, id, change) {
+    const idBytes = this.keyOf(id)
+    const previous = await tx.get(this.records, idBytes)
+    if (previous === undefined) {
+      throw levelkitError(codes.NOT_FOUND, `Collection "${this.name}" has no record with id ${describe(id)}`, { collection: this.name, id })
+    }
+    const old = JSON.parse(previous)
+    let next
+    if (typeof change === 'function') {
+      next = change(JSON.parse(previous))
+      if (next !== null && typeof next === 'object' && typeof next.then === 'function') {
+        throw invalid('An update function must return the new record synchronously, not a promise')
+      }
+      next = parseRecord(next, `The record returned by the update function for "${this.name}"`)
+    } else {
+      next = { ...old, ...JSON.parse(change.json) }
+      for (const key of change.removed) delete next[key]
+    }
+    const record = this.withId(next, id, idBytes)
+    this.check(record)
+    await this.writeIndexes(tx, id, idBytes, old, record)
+    tx.put(this.records, idBytes, JSON.stringify(record))
+    return record
+  }
+
+  /** @param {Transaction} tx @param {unknown} id @returns {Promise<boolean>} true if it existed */
+  async del (tx, id) {
+    const idBytes = this.keyOf(id)
+    const previous = await tx.get(this.records, idBytes)
+    if (previous === undefined) return false
+    for (const dependent of this.dependents) await dependent.beforeDelete(tx, id)
+    await this.writeIndexes(tx, id, idBytes, JSON.parse(previous), undefined)
+    tx.del(this.records, idBytes)
+    return true
+  }
+
+  /**
+   * Write the difference between the index entries of `old` and `record`:
+   * check every unique value first, then delete and put.
+   *
+   * @param {Transaction} tx
+   * @param {unknown} id
+   * @param {Uint8Array} idBytes
+   * @param {object | undefined} old
+   * @param {object | undefined} record
+   */
+  async writeIndexes (tx, id, idBytes, old, record) {
+    const changes = []
+    for (const index of this.indexes.values()) {
+      const before = old ? index.entries(old, id, idBytes) : NO_ENTRIES
+      const after = record ? index.entries(record, id, idBytes) : NO_ENTRIES
+      changes.push({ index, before, after })
+    }
+    for (const { index, before, after } of changes) {
+      if (!index.unique) continue
+      for (const [entryId, entry] of after) {
+        if (before.has(entryId)) continue
+        const owner = await tx.get(index.space, entry.key)
+        if (owner !== undefined && compareBytes(owner, idBytes) !== 0) {
+          throw levelkitError(codes.UNIQUE, `Collection "${this.name}" already has a record with ${index.name} ${describe(entry.indexValue)}`, {
+            collection: this.name, index: index.name, value: entry.indexValue
+          })
+        }
+      }
+    }
+    for (const { index, before, after } of changes) {
+      for (const [entryId, entry] of before) {
+        if (after.has(entryId)) continue
+        // A unique entry is only ours to remove if it points at us: in a
+        // damaged database another record may hold it (check() reports that).
+        if (index.unique) {
+          const owner = await tx.get(index.space, entry.key)
+          if (owner === undefined || compareBytes(owner, idBytes) !== 0) continue
+        }
+        tx.del(index.space, entry.key)
+      }
+      for (const [entryId, entry] of after) {
+        if (!before.has(entryId)) tx.put(index.space, entry.key, entry.value)
+      }
+    }
+  }
+
+  /** @param {any} record */
+  computeId (record) {
+    let id
+    try {
+      id = /** @type {Function} */ (this.idFunction)(record)
+    } catch (err) {
+      throw invalid(`The id function of collection "${this.name}" threw: ${/** @type {Error} */ (err).message}`, { cause: err })
+    }
+    if (id === undefined) throw invalid(`The id function of collection "${this.name}" returned undefined`)
+    this.keyOf(id)
+    return id
+  }
+
+  /**
+   * The record as stored under `id`: sequence collections keep the id in the
+   * record's `id` property; function ids must agree with the record.
+   * @param {any} record @param {unknown} id @param {Uint8Array} idBytes
+   */
+  withId (record, id, idBytes) {
+    if (this.sequential) {
+      if (record.id !== undefined && record.id !== id) {
+        throw invalid(`The record's id ${describe(record.id)} differs from the id ${describe(id)} it is written under in "${this.name}"`)
+      }
+      const { id: _, ...rest } = record
+      return { id, ...rest }
+    }
+    const computed = this.computeId(record)
+    if (compareBytes(encode(computed), idBytes) !== 0) {
+      throw invalid(`The record's id ${describe(computed)} (from the id function) differs from the id ${describe(id)} it is written under in "${this.name}"`)
+    }
+    return record
+  }
+
+  /** @param {object} record */
+  check (record) {
+    if (!this.validate) return
+    try {
+      this.validate(record)
+    } catch (err) {
+      throw invalid(`Invalid record for "${this.name}": ${/** @type {Error} */ (err).message}`, { cause: err, collection: this.name })
+    }
+  }
+
+  /** @param {string} indexName */
+  index (indexName) {
+    const index = this.indexes.get(indexName)
+    if (!index) throw invalid(`Collection "${this.name}" has no index "${indexName}"`)
+    return index
+  }
+
+  /**
+   * Read records by encoded id, optionally from a snapshot. Uses getSync()
+   * where the backend has it: one call instead of a round trip per record.
+   * @param {Uint8Array[]} keys
+   * @param {any} [snapshot]
+   * @returns {Promise<Array<string | undefined>>}
+   */
+  async readMany (keys, snapshot) {
+    // No options object at all when there is no snapshot: getSync() has a fast path for that.
+    const options = /** @type {any} */ (snapshot ? { snapshot } : undefined)
+    if (this.writer.syncReads && keys.length <= 16 && this.records.sublevel.status === 'open') {
+      return keys.map(key => this.records.sublevel.getSync(key, options))
+    }
+    return this.records.sublevel.getMany(keys, options)
+  }
+}
+
+/**
+ * A collection of records, stored whole as JSON under their id, with its
+ * secondary indexes kept in the same atomic batch as every change.
+ */
+export class Collection {
+  /** @type {CollectionModel} */ #model
+  /** @type {Transaction | null} */ #scope
+
+  /** @param {CollectionModel} model @param {Transaction | null} [scope] */
+  constructor (model, scope = null) {
+    this.#model = model
+    this.#scope = scope
+  }
+
+  get name () {
+    return this.#model.name
+  }
+
+  /**
+   * This collection, bound to a db.write() scope.
+   * @param {Transaction} w
+   */
+  in (w) {
+    return new Collection(this.#model, assertScope(this.#model.writer, w))
+  }
+
+  /** @param {object} record @returns {Promise<unknown>} the new id */
+  async insert (record) {
+    const json = recordJson(record, `Record for "${this.name}"`)
+    return runWrite(this.#model.writer, this.#scope, tx => this.#model.insert(tx, json))
+  }
+
+  /** @param {unknown} id @param {object} record @returns {Promise<boolean>} true if created */
+  async put (id, record) {
+    const json = recordJson(record, `Record for "${this.name}"`)
+    return runWrite(this.#model.writer, this.#scope, tx => this.#model.put(tx, id, json))
+  }
+
+  /**
+   * Change a record: shallow-merge a patch (a property set to undefined is
+   * removed), or replace it with what `fn(old)` returns.
+   * @param {unknown} id
+   * @param {object | ((record: any) => object)} change
+   */
+  async update (id, change) {
+    const arg = typeof change === 'function'
+      ? /** @type {(record: any) => any} */ (change)
+      : { json: recordJson(change, `Patch for "${this.name}"`), removed: Object.keys(change).filter(key => /** @type {any} */ (change)[key] === undefined) }
+    return runWrite(this.#model.writer, this.#scope, tx => this.#model.update(tx, id, arg))
+  }
+
+  /** @param {unknown} id @returns {Promise<boolean>} true if a record was deleted */
+  async del (id) {
+    return runWrite(this.#model.writer, this.#scope, tx => this.#model.del(tx, id))
+  }
+
+  /** @param {unknown} id @returns {Promise<any>} the record, or undefined */
+  async get (id) {
+    const key = this.#model.keyOf(id)
+    const value = this.#scope ? await this.#scope.get(this.#model.records, key) : (await this.#model.readMany([key]))[0]
+    return value === undefined ? undefined : JSON.parse(value)
+  }
+
+  /** @param {unknown} id @returns {Promise<boolean>} */
+  async has (id) {
+    return (await this.get(id)) !== undefined
+  }
+
+  /** @param {unknown[]} ids @returns {Promise<any[]>} records in the same order; undefined where missing */
+  async getMany (ids) {
+    if (!Array.isArray(ids)) throw invalid('getMany() takes an array of ids')
+    const keys = ids.map(id => this.#model.keyOf(id))
+    const scope = this.#scope
+    const values = scope
+      ? await Promise.all(keys.map(key => scope.get(this.#model.records, key)))
+      : await this.#model.readMany(keys)
+    return values.map(value => value === undefined ? undefined : JSON.parse(value))
+  }
+
+  /**
+   * The record whose unique index `indexName` has `value`, or undefined.
+   * @param {string} indexName
+   * @param {unknown} value
+   */
+  async getBy (indexName, value) {
+    const model = this.#model
+    const index = model.index(indexName)
+    if (!index.unique) throw invalid(`getBy() needs a unique index; "${indexName}" of "${model.name}" is not unique: use query({ index, eq })`)
+    const key = encodeIndexValue(index, value)
+    const scope = this.#scope
+    if (scope) {
+      const owner = await scope.get(index.space, key)
+      if (owner === undefined) return undefined
+      const stored = await scope.get(model.records, owner)
+      return stored === undefined ? undefined : JSON.parse(stored)
+    }
+    // Read the entry and the record from one snapshot where there are
+    // snapshots, so a concurrent update cannot pair them up wrongly.
+    const snapshot = model.root.supports.explicitSnapshots ? model.root.snapshot() : undefined
+    try {
+      const options = snapshot ? { snapshot } : undefined
+      const owner = await index.space.read(key, model.writer.syncReads, options)
+      if (owner === undefined) return undefined
+      const [stored] = await model.readMany([owner], snapshot)
+      return stored === undefined ? undefined : JSON.parse(stored)
+    } finally {
+      if (snapshot) await snapshot.close()
+    }
+  }
+
+  /**
+   * Records in id order, or in the order of an index.
+   * @param {{ index?: string, gt?: unknown, gte?: unknown, lt?: unknown, lte?: unknown, eq?: unknown, prefix?: unknown[], limit?: number, reverse?: boolean, cursor?: string | null }} [options]
+   */
+  query (options = {}) {
+    if (options === null || typeof options !== 'object') throw invalid('query() takes an options object')
+    const model = this.#model
+    if (options.index === undefined) {
+      return new Query({
+        root: model.root,
+        space: model.records,
+        bounds: valueBounds(options),
+        tag: model.records.name,
+        values: true,
+        consistent: false,
+        load: entries => entries.map(([key, value]) => [decode(key), JSON.parse(value)])
+      }, options)
+    }
+    const index = model.index(options.index)
+    return new Query({
+      root: model.root,
+      space: index.space,
+      bounds: tupleBounds([], options),
+      tag: index.space.name,
+      values: index.unique,
+      consistent: true,
+      load: async (entries, snapshot) => {
+        const keys = entries.map(([key, value]) => index.unique ? value : encode(/** @type {any[]} */ (decode(key))[1]))
+        const stored = await model.readMany(keys, snapshot)
+        /** @type {Array<[unknown, any]>} */
+        const items = []
+        for (let i = 0; i < keys.length; i++) {
+          const value = stored[i]
+          if (value !== undefined) items.push([decode(keys[i]), JSON.parse(value)])
+        }
+        return items
+      }
+    }, options)
+  }
+
+  /** Number of records (or index entries in range, with `index`). */
+  async count (options = {}) {
+    return this.query(options).count()
+  }
+}
+
+/** @param {IndexSpec} index @param {unknown} value */
+function encodeIndexValue (index, value) {
+  try {
+    return encode([value])
+  } catch (err) {
+    throw invalid(`Not a valid value for index "${index.name}": ${/** @type {Error} */ (err).message}`, { cause: err })
+  }
+}
+
+/** @param {unknown} record @param {string} what */
+function recordJson (record, what) {
+  if (record === null || typeof record !== 'object' || Array.isArray(record)) {
+    throw invalid(`${what} must be a plain object, got ${describe(record)}`)
+  }
+  return encodeJson(record, what)
+}
+
+/** @param {unknown} record @param {string} what */
+function parseRecord (record, what) {
+  return JSON.parse(recordJson(record, what))
+}
+
+/** @param {unknown} value @returns {string} */
+export function describe (value) {
+  if (value instanceof Uint8Array) return `bytes(${value.length})`
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value)
+  if (Array.isArray(value)) return `[${value.map(describe).join(', ')}]`
+  return typeof value
+}

@@ -1,0 +1,83 @@
+import { encode } from './tuple.js'
+import { invalid } from './errors.js'
+import { assertName, layout } from './names.js'
+import { Space } from './space.js'
+import { runWrite, assertScope } from './scope.js'
+import { describe } from './collection.js'
+
+/** @typedef {import('./transaction.js').Transaction} Transaction */
+
+/**
+ * Named integer counters in their own namespace, one value per key. Each
+ * add() is a read-modify-write in the critical section, so concurrent adds
+ * never lose an increment.
+ */
+export class CounterModel {
+  /** @param {import('./database.js').Database} db @param {string} name */
+  constructor (db, name) {
+    assertName(name, 'Counter')
+    this.name = name
+    this.writer = db.writer
+    this.space = new Space(db.level, layout.counter(name), 'utf8')
+  }
+
+  /** @param {unknown} key */
+  keyOf (key) {
+    try {
+      return encode(key)
+    } catch (err) {
+      throw invalid(`Not a valid key for counter "${this.name}": ${/** @type {Error} */ (err).message}`, { cause: err })
+    }
+  }
+
+  /** @param {Transaction} tx @param {unknown} key @param {number} delta */
+  async add (tx, key, delta) {
+    const bytes = this.keyOf(key)
+    const stored = await tx.get(this.space, bytes)
+    const value = (stored === undefined ? 0 : Number(stored)) + delta
+    if (!Number.isSafeInteger(value)) throw invalid(`Counter "${this.name}" ${describe(key)} would leave the safe integer range`)
+    if (value === 0) tx.del(this.space, bytes)
+    else tx.put(this.space, bytes, String(value))
+    return value
+  }
+}
+
+/** The public face of a counter (one per counter, plus one per `in(w)` scope). */
+export class Counter {
+  /** @type {CounterModel} */ #model
+  /** @type {Transaction | null} */ #scope
+
+  /** @param {CounterModel} model @param {Transaction | null} [scope] */
+  constructor (model, scope = null) {
+    this.#model = model
+    this.#scope = scope
+  }
+
+  get name () {
+    return this.#model.name
+  }
+
+  /** @param {Transaction} w */
+  in (w) {
+    return new Counter(this.#model, assertScope(this.#model.writer, w))
+  }
+
+  /**
+   * Add `delta` (default 1) to the counter at `key` and resolve with the new value.
+   * @param {unknown} key @param {number} [delta]
+   */
+  async add (key, delta = 1) {
+    if (!Number.isSafeInteger(delta)) throw invalid(`Counter "${this.name}": delta must be a safe integer, got ${describe(delta)}`)
+    return runWrite(this.#model.writer, this.#scope, tx => this.#model.add(tx, key, delta))
+  }
+
+  /** @param {unknown} key @returns {Promise<number>} the value (0 if never added to) */
+  async get (key) {
+    const model = this.#model
+    const bytes = model.keyOf(key)
+    const value = this.#scope
+      ? await this.#scope.get(model.space, bytes)
+      : await model.space.read(bytes, model.writer.syncReads)
+    return value === undefined ? 0 : Number(value)
+  }
+}

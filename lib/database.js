@@ -1,0 +1,157 @@
+import { invalid, levelkitError, codes } from './errors.js'
+import { Writer } from './writer.js'
+import { CollectionModel, Collection } from './collection.js'
+import { RelationModel, Relation } from './relation.js'
+import { ChildrenModel, Children } from './children.js'
+import { CounterModel, Counter } from './counter.js'
+import { checkDatabase } from './check.js'
+
+/**
+ * A levelkit database: one abstract-level database whose namespaces
+ * (sublevels) hold the records, indexes, relations, children and counters
+ * declared on it, all written through one write path.
+ */
+export class Database {
+  /** @type {Map<string, { kind: string, model: any, face: any }>} */
+  #models = new Map()
+  /** @type {WeakMap<object, CollectionModel>} */
+  #collections = new WeakMap()
+  #ownsLevel
+  #closing = /** @type {Promise<void> | null} */ (null)
+
+  /**
+   * @param {any} level an open abstract-level 3 database
+   * @param {{ syncReads?: boolean, ownsLevel?: boolean }} [options]
+   */
+  constructor (level, options = {}) {
+    this.level = level
+    this.#ownsLevel = options.ownsLevel !== false
+    const syncReads = options.syncReads !== false && !!level.supports.getSync
+    this.writer = new Writer(level, syncReads)
+  }
+
+  /**
+   * Declare a collection.
+   * @param {string} name
+   * @param {any} [options] { id, indexes, validate }
+   * @returns {Collection}
+   */
+  collection (name, options) {
+    this.#assertNew(name)
+    const model = new CollectionModel(this, name, options)
+    const face = new Collection(model)
+    this.#collections.set(face, model)
+    this.#models.set(name, { kind: 'collection', model, face })
+    return face
+  }
+
+  /**
+   * Declare a many-to-many relation between two collections.
+   * @param {string} name
+   * @param {{ from: Collection, to: Collection, onDelete?: any }} options
+   * @returns {Relation}
+   */
+  relation (name, options) {
+    this.#assertNew(name)
+    const model = new RelationModel(this, name, options, c => this.#modelOf(c, `Relation "${name}"`))
+    const face = new Relation(model)
+    this.#models.set(name, { kind: 'relation', model, face })
+    return face
+  }
+
+  /**
+   * Declare ordered children of a collection's records.
+   * @param {string} name
+   * @param {{ parent: Collection, onDelete?: 'cascade' | 'restrict' }} options
+   * @returns {Children}
+   */
+  children (name, options) {
+    this.#assertNew(name)
+    const model = new ChildrenModel(this, name, options, c => this.#modelOf(c, `Children "${name}"`))
+    const face = new Children(model)
+    this.#models.set(name, { kind: 'children', model, face })
+    return face
+  }
+
+  /**
+   * Declare a set of named integer counters.
+   * @param {string} name
+   * @returns {Counter}
+   */
+  counter (name) {
+    this.#assertNew(name)
+    const model = new CounterModel(this, name)
+    const face = new Counter(model)
+    this.#models.set(name, { kind: 'counter', model, face })
+    return face
+  }
+
+  /**
+   * Run several model operations as one atomic batch: each operation called
+   * as `model.in(w).operation(...)`. Other writes wait until `fn` settles; if
+   * it throws, nothing of it is written.
+   *
+   * @template T
+   * @param {(w: import('./transaction.js').Transaction) => Promise<T> | T} fn
+   * @returns {Promise<T>}
+   */
+  async write (fn) {
+    if (typeof fn !== 'function') throw invalid('write() takes a function (w) => { ... }')
+    this.#assertOpen()
+    return this.writer.run(async tx => {
+      const result = await fn(tx)
+      await tx.tail
+      return result
+    })
+  }
+
+  /**
+   * Walk every namespace and report inconsistencies; with `repair: true`,
+   * fix them in one batch.
+   * @param {{ repair?: boolean }} [options]
+   */
+  async check (options = {}) {
+    this.#assertOpen()
+    return checkDatabase(this, options)
+  }
+
+  /** The declared models, by kind. For the consistency checker and tools. */
+  models () {
+    return Array.from(this.#models.values(), ({ kind, model }) => ({ kind, model }))
+  }
+
+  /** Wait for pending writes, then close the underlying database (if levelkit opened it). */
+  close () {
+    if (!this.#closing) {
+      this.#closing = (async () => {
+        await this.writer.idle()
+        if (this.#ownsLevel) await this.level.close()
+      })()
+    }
+    return this.#closing
+  }
+
+  get status () {
+    return this.#closing ? 'closed' : this.level.status
+  }
+
+  #assertOpen () {
+    if (this.#closing || this.level.status !== 'open') {
+      throw levelkitError(codes.NOT_OPEN, 'The database is not open')
+    }
+  }
+
+  /** @param {string} name */
+  #assertNew (name) {
+    if (typeof name === 'string' && this.#models.has(name)) {
+      throw invalid(`A model named "${name}" is already declared on this database`)
+    }
+  }
+
+  /** @param {unknown} face @param {string} what */
+  #modelOf (face, what) {
+    const model = face && typeof face === 'object' ? this.#collections.get(face) : undefined
+    if (!model) throw invalid(`${what} must reference collections declared on the same database`)
+    return model
+  }
+}

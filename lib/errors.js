@@ -1,0 +1,30 @@
+import ModuleError from 'module-error'
+
+/**
+ * Stable error codes. Messages may change between versions; codes do not.
+ */
+export const codes = Object.freeze({
+  INVALID: 'LEVELKIT_INVALID',
+  UNIQUE: 'LEVELKIT_UNIQUE',
+  EXISTS: 'LEVELKIT_EXISTS',
+  NOT_FOUND: 'LEVELKIT_NOT_FOUND',
+  RESTRICT: 'LEVELKIT_RESTRICT',
+  NOT_OPEN: 'LEVELKIT_NOT_OPEN',
+  LOCKED: 'LEVELKIT_LOCKED',
+  BACKEND_UNAVAILABLE: 'LEVELKIT_BACKEND_UNAVAILABLE',
+  ABORTED: 'LEVELKIT_ABORTED'
+})
+
+/**
+ * @param {string} code
+ * @param {string} message
+ * @param {{ cause?: unknown, [key: string]: unknown }} [details]
+ */
+export function levelkitError (code, message, details) {
+  const { cause, ...rest } = /** @type {{ cause?: Error, [key: string]: unknown }} */ (details || {})
+  const err = new ModuleError(message, { code, cause })
+  return Object.assign(err, rest)
+}
+
+/** @param {string} message @param {{ cause?: unknown, [key: string]: unknown }} [details] */
+export const invalid = (message, details) => levelkitError(codes.INVALID, message, details)

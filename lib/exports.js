@@ -1,0 +1,8 @@
+export { Database } from './database.js'
+export { Collection } from './collection.js'
+export { Relation } from './relation.js'
+export { Children } from './children.js'
+export { Counter } from './counter.js'
+export { Query } from './query.js'
+export { codes } from './errors.js'
+export { tupleEncoding, encode as encodeTuple, decode as decodeTuple } from './tuple.js'

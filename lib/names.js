@@ -1,0 +1,32 @@
+import { invalid } from './errors.js'
+
+// Sublevel names may only use bytes 0x23..0x7E. Model names are narrower still:
+// '.' is reserved so that a model's own namespaces ('users.idx.email',
+// 'members.rev') can never collide with another model's name.
+const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_:-]{0,63}$/
+
+/**
+ * @param {unknown} name
+ * @param {string} kind
+ * @returns {string}
+ */
+export function assertName (name, kind) {
+  if (typeof name !== 'string' || !MODEL_NAME.test(name)) {
+    throw invalid(`${kind} name must be 1-64 characters of A-Z a-z 0-9 _ : - (not starting with : or -), got ${JSON.stringify(name)}`, { name })
+  }
+  return name
+}
+
+/**
+ * The on-disk layout: every namespace is a flat sublevel of the root, so no
+ * namespace's range contains another's.
+ */
+export const layout = Object.freeze({
+  records: (/** @type {string} */ name) => name,
+  sequence: (/** @type {string} */ name) => `${name}.seq`,
+  index: (/** @type {string} */ name, /** @type {string} */ index) => `${name}.idx.${index}`,
+  forward: (/** @type {string} */ name) => `${name}.fwd`,
+  reverse: (/** @type {string} */ name) => `${name}.rev`,
+  counter: (/** @type {string} */ name) => name,
+  catalog: '.catalog'
+})

@@ -1,0 +1,76 @@
+import { invalid, levelkitError, codes } from './errors.js'
+import { Database } from './database.js'
+
+/**
+ * @typedef {(location: string | undefined, options: object) => Promise<any>} BackendFactory
+ * @typedef {{ defaultBackend: (options: { location?: string }) => string, backends: Record<string, BackendFactory> }} Environment
+ */
+
+/**
+ * Open a levelkit database on the backend the options name (or the
+ * environment's default) and wait until it is open.
+ *
+ * @param {Environment} environment
+ * @param {any} [options]
+ * @returns {Promise<Database>}
+ */
+export async function openIn (environment, options = {}) {
+  if (options === null || typeof options !== 'object') throw invalid('open() takes an options object')
+  const { backend: named, location, db, syncReads, ...levelOptions } = options
+  if (syncReads !== undefined && typeof syncReads !== 'boolean') throw invalid('The syncReads option must be a boolean')
+
+  if (db !== undefined) {
+    if (named !== undefined || location !== undefined) throw invalid('Pass either { db } or { backend, location }, not both')
+    assertAbstractLevel3(db)
+    if (db.status === 'opening') await db.open()
+    if (db.status !== 'open') await db.open()
+    return new Database(db, { syncReads, ownsLevel: false })
+  }
+
+  const backend = named === undefined ? environment.defaultBackend({ location }) : named
+  const factory = Object.prototype.hasOwnProperty.call(environment.backends, backend) ? environment.backends[backend] : undefined
+  if (!factory) {
+    throw invalid(`Unknown backend ${JSON.stringify(backend)}: use one of ${Object.keys(environment.backends).map(b => `'${b}'`).join(', ')}, or pass { db }`)
+  }
+  if (location !== undefined && (typeof location !== 'string' || location === '')) {
+    throw invalid('The location option must be a non-empty string')
+  }
+  const level = await factory(location, levelOptions)
+  try {
+    await level.open()
+  } catch (err) {
+    const cause = /** @type {any} */ (err).cause
+    if (cause && cause.code === 'LEVEL_LOCKED') {
+      throw levelkitError(codes.LOCKED, `The database at ${location} is in use by another process (or another open database in this one)`, { cause: err, location })
+    }
+    throw err
+  }
+  return new Database(level, { syncReads })
+}
+
+/** @param {string} backend @param {unknown} location */
+export function requireLocation (backend, location) {
+  if (typeof location !== 'string') throw invalid(`The ${backend} backend needs a location`)
+  return location
+}
+
+/**
+ * @param {string} backend @param {string} packageName
+ * @param {() => Promise<any>} load
+ */
+export async function loadBackend (backend, packageName, load) {
+  try {
+    return await load()
+  } catch (err) {
+    throw levelkitError(codes.BACKEND_UNAVAILABLE, `The ${backend} backend needs the ${packageName} package, which could not be loaded here: ${/** @type {Error} */ (err).message}`, { cause: err, backend })
+  }
+}
+
+/** @param {any} db */
+function assertAbstractLevel3 (db) {
+  const ok = db !== null && typeof db === 'object' &&
+    typeof db.sublevel === 'function' && typeof db.batch === 'function' &&
+    db.supports !== null && typeof db.supports === 'object' &&
+    db.hooks !== undefined && typeof db.snapshot === 'function'
+  if (!ok) throw invalid('The db option must be an abstract-level 3 database (level 10, classic-level 3, memory-level 3, browser-level 3, ...)')
+}

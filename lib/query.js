@@ -1,0 +1,217 @@
+import { concatBytes, compareBytes } from './tuple.js'
+import { invalid } from './errors.js'
+
+/**
+ * @typedef {import('./bounds.js').ByteBounds} ByteBounds
+ * @typedef {(entries: Array<[Uint8Array, any]>, snapshot: any) => Promise<Array<[any, any]>> | Array<[any, any]>} Loader
+ * @typedef {object} QuerySource
+ * @property {any} root the root database, for snapshots
+ * @property {import('./space.js').Space} space the namespace that is scanned
+ * @property {ByteBounds} bounds
+ * @property {string} tag names the scanned key space in cursors
+ * @property {boolean} values whether the scan needs values
+ * @property {boolean} consistent whether `load` reads other namespaces, so needs a snapshot
+ * @property {Loader} load turns raw entries into [key, item] pairs
+ */
+
+const FIRST_CHUNK = 64
+const CHUNK = 512
+
+/**
+ * A lazy, re-runnable range read. Nothing is read until it is iterated,
+ * collected with all(), paged with page() or counted with count().
+ */
+export class Query {
+  /** @type {QuerySource} */ #source
+  /** @type {ByteBounds} */ #bounds
+  #reverse
+  #limit
+
+  /**
+   * @param {QuerySource} source
+   * @param {{ reverse?: boolean, limit?: number, cursor?: string | null }} options
+   */
+  constructor (source, options) {
+    this.#source = source
+    this.#reverse = options.reverse === undefined ? false : assertBoolean(options.reverse, 'reverse')
+    this.#limit = assertLimit(options.limit)
+    this.#bounds = options.cursor == null ? source.bounds : resume(source, this.#reverse, options.cursor)
+  }
+
+  /** @returns {AsyncGenerator<any>} */
+  async * [Symbol.asyncIterator] () {
+    for await (const [, item] of this.entries()) yield item
+  }
+
+  /** @returns {AsyncGenerator<[any, any]>} pairs of key (id, sequence number...) and item */
+  async * entries () {
+    for await (const chunk of this.#chunks(this.#limit)) {
+      yield * chunk.items
+    }
+  }
+
+  /** @returns {AsyncGenerator<any>} */
+  async * keys () {
+    for await (const [key] of this.entries()) yield key
+  }
+
+  /** @returns {Promise<any[]>} */
+  async all () {
+    const items = []
+    for await (const chunk of this.#chunks(this.#limit)) {
+      for (const entry of chunk.items) items.push(entry[1])
+    }
+    return items
+  }
+
+  /**
+   * Up to `limit` items and a cursor to pass back as the `cursor` option for
+   * the next page, or null when there is nothing after this page.
+   * @returns {Promise<{ items: any[], cursor: string | null }>}
+   */
+  async page () {
+    const items = []
+    /** @type {Uint8Array | null} */
+    let last = null
+    let more = false
+    const wanted = this.#limit
+    for await (const chunk of this.#chunks(wanted === Infinity ? Infinity : wanted + 1)) {
+      for (let i = 0; i < chunk.items.length; i++) {
+        if (items.length === wanted) {
+          more = true
+          break
+        }
+        items.push(chunk.items[i][1])
+        last = chunk.rawKeys[i]
+      }
+    }
+    return { items, cursor: more && last ? encodeCursor(this.#source.tag, this.#reverse, last) : null }
+  }
+
+  /** Number of entries in range (up to `limit`), without reading values. */
+  async count () {
+    const it = this.#source.space.sublevel.keys({ ...this.#bounds, limit: this.#limit === Infinity ? -1 : this.#limit })
+    let n = 0
+    try {
+      for (let keys = await it.nextv(CHUNK); keys.length > 0; keys = await it.nextv(CHUNK)) n += keys.length
+    } finally {
+      await it.close()
+    }
+    return n
+  }
+
+  /**
+   * @param {number} limit
+   * @returns {AsyncGenerator<{ items: Array<[any, any]>, rawKeys: Uint8Array[] }>}
+   */
+  async * #chunks (limit) {
+    const { root, space, values, consistent, load } = this.#source
+    const snapshot = consistent && root.supports.explicitSnapshots ? root.snapshot() : undefined
+    const it = space.sublevel.iterator({
+      ...this.#bounds,
+      reverse: this.#reverse,
+      limit: limit === Infinity ? -1 : limit,
+      values,
+      snapshot
+    })
+    try {
+      let size = Math.min(limit, FIRST_CHUNK)
+      while (true) {
+        const entries = await it.nextv(size)
+        if (entries.length === 0) break
+        const items = await load(entries, snapshot)
+        yield { items, rawKeys: entries.map((/** @type {[Uint8Array, any]} */ entry) => entry[0]) }
+        size = CHUNK
+      }
+    } finally {
+      await it.close()
+      if (snapshot) await snapshot.close()
+    }
+  }
+}
+
+/** @param {unknown} limit */
+function assertLimit (limit) {
+  if (limit === undefined || limit === Infinity) return Infinity
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0) {
+    throw invalid(`The limit option must be a non-negative integer or Infinity, got ${String(limit)}`)
+  }
+  return limit
+}
+
+/** @param {unknown} value @param {string} name */
+function assertBoolean (value, name) {
+  if (typeof value !== 'boolean') throw invalid(`The ${name} option must be a boolean`)
+  return value
+}
+
+/**
+ * @param {string} tag
+ * @param {boolean} reverse
+ * @param {Uint8Array} key
+ */
+function encodeCursor (tag, reverse, key) {
+  return base64url(JSON.stringify([1, tag, reverse ? 1 : 0, base64url(binary(key))]))
+}
+
+/**
+ * Narrow the bounds to what comes after the cursor's key.
+ * @param {QuerySource} source
+ * @param {boolean} reverse
+ * @param {unknown} cursor
+ * @returns {ByteBounds}
+ */
+function resume (source, reverse, cursor) {
+  let parsed
+  try {
+    if (typeof cursor !== 'string') throw new TypeError('not a string')
+    parsed = JSON.parse(unbase64url(cursor))
+  } catch (err) {
+    throw invalid('The cursor option is not a cursor returned by page()', { cause: err })
+  }
+  if (!Array.isArray(parsed) || parsed[0] !== 1 || typeof parsed[3] !== 'string') {
+    throw invalid('The cursor option is not a cursor returned by page()')
+  }
+  if (parsed[1] !== source.tag || parsed[2] !== (reverse ? 1 : 0)) {
+    throw invalid('The cursor belongs to a different query (another index, namespace or direction)')
+  }
+  const key = fromBinary(unbase64url(parsed[3]))
+  const bounds = { ...source.bounds }
+  if (reverse) {
+    if (!bounds.lt || compareBytes(key, bounds.lt) < 0) bounds.lt = key
+  } else {
+    const after = concatBytes(key, [0])
+    if (!bounds.gte || compareBytes(after, bounds.gte) > 0) bounds.gte = after
+  }
+  return bounds
+}
+
+/** @param {Uint8Array} bytes */
+function binary (bytes) {
+  let s = ''
+  for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i])
+  return s
+}
+
+/** @param {string} s */
+function fromBinary (s) {
+  const bytes = new Uint8Array(s.length)
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c > 255) throw invalid('The cursor option is not a cursor returned by page()')
+    bytes[i] = c
+  }
+  return bytes
+}
+
+/** @param {string} s a string of any code points */
+function base64url (s) {
+  const utf8 = binary(new TextEncoder().encode(s))
+  return btoa(utf8).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+}
+
+/** @param {string} s */
+function unbase64url (s) {
+  const utf8 = atob(s.replace(/-/g, '+').replace(/_/g, '/'))
+  return new TextDecoder('utf-8', { fatal: true }).decode(fromBinary(utf8))
+}

@@ -1,0 +1,43 @@
+import { bytesToBinaryString } from './tuple.js'
+
+/**
+ * One namespace of the database: a flat sublevel of the root whose keys are
+ * tuple-encoded bytes (we encode them ourselves, once) and whose values are
+ * JSON strings ('utf8') or bytes ('view').
+ */
+export class Space {
+  /**
+   * @param {import('abstract-level').AbstractLevel<any, any, any>} root
+   * @param {string} name
+   * @param {'utf8' | 'view'} valueEncoding
+   */
+  constructor (root, name, valueEncoding) {
+    this.name = name
+    this.valueEncoding = valueEncoding
+    /** @type {any} keys are Uint8Array, values string or Uint8Array per valueEncoding */
+    this.sublevel = root.sublevel(name, { keyEncoding: 'view', valueEncoding })
+    this.prefix = this.sublevel.prefix
+  }
+
+  /**
+   * A string that names `key` in this space, unique across all spaces: used
+   * to find decided-but-unwritten ops.
+   * @param {Uint8Array} key
+   */
+  id (key) {
+    return this.prefix + bytesToBinaryString(key)
+  }
+
+  /**
+   * Read one raw value: with getSync() when allowed and the sublevel is open
+   * (it opens a tick after it is declared), else with get().
+   * @param {Uint8Array} key
+   * @param {boolean} sync
+   * @param {any} [options] left undefined where possible: getSync() has a fast path for that
+   * @returns {any} the value, or a promise of it
+   */
+  read (key, sync, options) {
+    const sublevel = this.sublevel
+    return sync && sublevel.status === 'open' ? sublevel.getSync(key, options) : sublevel.get(key, options)
+  }
+}

@@ -1,0 +1,63 @@
+import { encodeTuple as encode } from '../../index.js'
+import { usersSchema } from './index.js'
+
+/** @param {any} test @param {any} common */
+export default function (test, common) {
+  test(`${common.backend}: check() finds and repairs every kind of damage`, async t => {
+    const db = await common.open()
+    const users = usersSchema(db)
+    const chats = db.collection('chats')
+    const members = db.relation('members', { from: chats, to: users })
+    const messages = db.children('messages', { parent: chats })
+    const u1 = await users.insert({ username: 'ann', age: 3, tags: ['a'] })
+    const u2 = await users.insert({ username: 'bob', age: 4 })
+    const c1 = await chats.insert({})
+    await members.add(c1, u1)
+    await messages.append(c1, 'hi')
+    t.same(await db.check(), { ok: true, problems: [], repaired: 0 }, 'clean to begin with')
+
+    // Damage the namespaces behind levelkit's back, the way a buggy writer could.
+    const level = db.level
+    const sub = (/** @type {string} */ name, valueEncoding = 'utf8') => level.sublevel(name, { keyEncoding: 'view', valueEncoding })
+    await sub('users.idx.tags', 'view').put(encode(['zzz', u2]), new Uint8Array(0)) // dangling
+    await sub('users.idx.byAge', 'view').del(encode([[4], u2])) // missing
+    await sub('users', 'utf8').put(encode(3), JSON.stringify({ id: 3, username: 'ann' })) // unique violation
+    await sub('members.rev').del(encode([u1, c1])) // one-sided
+    await sub('members.fwd').put(encode([c1, 77]), '') // dangling edge
+    await sub('messages').put(encode([55, 1]), '"orphan"') // orphan child
+    await sub('messages.seq').put(encode(c1), '0') // sequence behind
+    await sub('users.seq').put(encode('last'), '1') // sequence behind
+
+    const report = await db.check()
+    t.is(report.ok, false)
+    const types = report.problems.map(p => p.type).sort()
+    t.same(types, [
+      'dangling-edge', 'dangling-index-entry', 'missing-index-entry',
+      'one-sided-edge', 'orphan-child', 'sequence-behind', 'sequence-behind', 'unique-violation'
+    ], 'every problem reported once')
+    t.ok(report.problems.every(p => typeof p.message === 'string' && typeof p.namespace === 'string' && p.repaired === false))
+
+    const repair = await db.check({ repair: true })
+    t.is(repair.problems.filter(p => !p.repaired).map(p => p.type).join(), 'unique-violation', 'all but the unique violation repaired')
+    const after = await db.check()
+    t.same(after.problems.map(p => p.type), ['unique-violation'], 'only the unrepairable problem is left')
+    await users.del(3)
+    t.same(await db.check(), { ok: true, problems: [], repaired: 0 }, 'clean once the duplicate record is gone')
+    t.same(await members.from(u1).all(), [c1], 'one-sided edge completed')
+    t.same(await members.to(c1).all(), [u1], 'dangling edge removed')
+    t.is(await messages.append(c1, 'next'), 2, 'sequence repaired')
+    t.is(await users.insert({ username: 'cat' }), 4, 'collection sequence repaired')
+    await db.close()
+  })
+
+  test(`${common.backend}: check() validates its options`, async t => {
+    const db = await common.open()
+    try {
+      await db.check({ repair: 'yes' })
+      t.fail('should throw')
+    } catch (err) {
+      t.is(err.code, 'LEVELKIT_INVALID')
+    }
+    await db.close()
+  })
+}

@@ -1,0 +1,50 @@
+import collection from './collection.js'
+import indexes from './indexes.js'
+import query from './query.js'
+import relation from './relation.js'
+import children from './children.js'
+import counter from './counter.js'
+import write from './write.js'
+import check from './check.js'
+
+/**
+ * The model conformance suite. It imports nothing environment-specific: the
+ * runner passes tape's `test` and a `common` object whose `open()` resolves
+ * to a fresh, empty levelkit database on the backend under test.
+ *
+ * @param {typeof import('tape')} test
+ * @param {{ backend: string, open: () => Promise<import('../../index.js').Database> }} common
+ */
+export function conformance (test, common) {
+  for (const suite of [collection, indexes, query, relation, children, counter, write, check]) {
+    suite(test, common)
+  }
+}
+
+/**
+ * Assert that `promise` rejects with `code`.
+ * @param {any} t @param {Promise<unknown>} promise @param {string} code @param {string} [message]
+ */
+export async function rejects (t, promise, code, message) {
+  try {
+    await promise
+    t.fail(`${message || 'should reject'}: resolved instead of rejecting with ${code}`)
+  } catch (err) {
+    t.is(/** @type {any} */ (err).code, code, message || `rejects with ${code}`)
+    return err
+  }
+}
+
+/** Declare the reference schema used by several suites. @param {any} db */
+export function usersSchema (db) {
+  return db.collection('users', {
+    indexes: {
+      username: { unique: true, key: u => u.username },
+      byAge: { key: u => u.age === undefined ? undefined : u.city === undefined ? [u.age] : [u.age, u.city] },
+      tags: { key: u => u.tags, multi: true }
+    },
+    validate (u) {
+      if (typeof u.username !== 'string' || u.username.length === 0) throw new Error('username must be a non-empty string')
+    }
+  })
+}

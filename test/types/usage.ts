@@ -1,0 +1,40 @@
+// Compiled by `tsc` in `npm test`: the declarations must describe real usage.
+import { open, codes, tupleEncoding, encodeTuple, decodeTuple } from '../../index.js'
+import type { Collection, CheckReport, Page, WriteScope } from '../../index.js'
+
+interface User { username: string, age?: number, tags?: string[] }
+
+export async function usage (): Promise<void> {
+  const db = await open({ backend: 'leveldb', location: './data', cacheSize: 8 << 20 })
+  const users: Collection<User> = db.collection<User>('users', {
+    indexes: {
+      username: { unique: true, key: u => u.username },
+      byAge: { key: u => u.age === undefined ? undefined : [u.age] },
+      tags: { key: u => u.tags, multi: true }
+    },
+    validate (u) { if (u.username === '') throw new Error('empty') }
+  })
+  const chats = db.collection('chats')
+  const members = db.relation('members', { from: chats, to: users, onDelete: { from: 'cascade', to: 'restrict' } })
+  const messages = db.children<{ text: string }>('messages', { parent: chats })
+  const id = await users.insert({ username: 'ann', age: 3 })
+  const user = await users.get(id)
+  const name: string | undefined = user?.username
+  await users.update(id, { age: 4 })
+  await users.update(id, old => ({ ...old, age: (old.age ?? 0) + 1 }))
+  const page: Page<User> = await users.query({ index: 'byAge', gte: [1], limit: 2 }).page()
+  await users.query({ cursor: page.cursor }).all()
+  for await (const [key, u] of users.query().entries()) console.log(key, u.username)
+  const seq: number = await messages.append(1, { text: 'hi' })
+  const texts: string[] = (await messages.range(1, { lt: seq, limit: 5, reverse: true }).all()).map(m => m.text)
+  await db.write(async (w: WriteScope) => {
+    await members.in(w).add(1, id)
+    await messages.in(w).append(1, { text: 'x' })
+  })
+  const report: CheckReport = await db.check({ repair: true })
+  const code: string = codes.UNIQUE
+  const key: Uint8Array = encodeTuple([1, 'a', [true, null]])
+  const back = decodeTuple(key)
+  console.log(name, texts, report.ok, code, back, tupleEncoding.name)
+  await db.close()
+}
