@@ -18,9 +18,13 @@
 // Rounds: every round opens two FRESH databases (levelkit, raw), runs the
 // phases above in order on both (each phase builds on the data of the
 // previous ones, identically on both sides), compares them, and deletes them.
-// Fresh databases keep the rounds comparable (same size, same LSM state);
-// which side goes first alternates per round. We report the median ops/s
-// over the rounds and raw/levelkit (the target is <= 1.2).
+// Fresh databases keep the rounds comparable (same size, same LSM state).
+// Within a measurement the N ops are done in 10 slices that alternate
+// between the sides (A B B A ...), so both databases grow in lockstep and
+// background load on a shared machine hits both alike; which side starts
+// alternates per round. We report, per operation, the median over rounds of
+// ops/s (N / total time of that side's slices) and raw/levelkit: the target
+// is <= 1.2.
 //
 // Usage: node bench/model-overhead.js [--n N] [--rounds R] [--concurrency C] [--quick]
 //   --n N   ops per measurement for every operation (default: per operation,
@@ -465,7 +469,7 @@ async function main () {
     abstractLevel: require('abstract-level/package.json').version
   }
   console.log(`node ${versions.node}, ${versions.cpu} (${versions.cores} cores), classic-level ${versions.classicLevel}, abstract-level ${versions.abstractLevel}`)
-  console.log(`rounds ${ROUNDS} (fresh databases per round, order alternates), concurrency ${CONCURRENCY}${quick ? ', QUICK' : ''}${globalThis.gc ? ', gc before each measurement' : ''}`)
+  console.log(`rounds ${ROUNDS} (fresh databases per round, ${SLICES} alternating slices per measurement), concurrency ${CONCURRENCY}${quick ? ', QUICK' : ''}${globalThis.gc ? ', gc before each measurement' : ''}`)
   console.log(`N per measurement: ${OPS.map(op => `${op} ${N[op]}`).join(', ')}`)
   console.log('raw side: array batches, getSync() for point reads and for the records of a query, in-memory counters\n')
 
@@ -474,6 +478,7 @@ async function main () {
   const results = {}
   for (const op of OPS) results[op] = { levelkit: [], raw: [] }
   const problems = []
+  const loadavg = [] // 1-minute load average at the start of each round
   try {
     if (!quick) {
       // Warm-up: same code paths, small N, results discarded.
@@ -483,6 +488,7 @@ async function main () {
       Object.assign(N, saved)
     }
     for (let round = 0; round < ROUNDS; round++) {
+      loadavg.push(os.loadavg()[0])
       const checks = await runRound(round, workload, tmp, results)
       problems.push(...checks.map(c => `round ${round + 1}: ${c}`))
       console.log(`round ${round + 1}/${ROUNDS}: ` + OPS.map(op =>
@@ -503,6 +509,7 @@ async function main () {
       `${ratio.toFixed(2)}x${ratio > 1.2 ? ' !' : '  '}`.padStart(14))
   }
   console.log('\n(medians over rounds; ratio > 1.2 marked "!")')
+  console.log(`1-min load average at round starts: ${loadavg.map(l => l.toFixed(2)).join(', ')} (${versions.cores} cores)`)
   if (problems.length > 0) {
     console.log('\nCHECKS FAILED:\n  ' + problems.join('\n  '))
     process.exitCode = 1
@@ -522,6 +529,8 @@ async function main () {
     quick,
     gc: !!globalThis.gc,
     n: N,
+    slices: SLICES,
+    loadavg,
     results,
     summary,
     problems

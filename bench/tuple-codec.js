@@ -13,7 +13,7 @@ const require = createRequire(import.meta.url)
 const bytewise = require('bytewise')
 
 const COUNT = Number(process.argv[2]) || 200_000
-const ROUNDS = Number(process.argv[3]) || 7
+const ROUNDS = Number(process.argv[3]) || 5
 
 // Deterministic PRNG (mulberry32) so runs are comparable.
 let seed = 0x9e3779b9

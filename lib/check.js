@@ -1,5 +1,6 @@
 import { encode, decode, compareBytes } from './tuple.js'
 import { invalid } from './errors.js'
+import { assertNotClosed } from './space.js'
 
 /**
  * @typedef {import('./space.js').Space} Space
@@ -22,6 +23,7 @@ export async function checkDatabase (db, options) {
   const repair = options.repair === undefined ? false : options.repair
   if (typeof repair !== 'boolean') throw invalid('The repair option must be a boolean')
   const root = db.level
+  assertNotClosed(root)
 
   if (!repair && root.supports.explicitSnapshots) {
     const snapshot = root.snapshot()

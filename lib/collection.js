@@ -2,7 +2,7 @@ import { encode, decode, compareBytes } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { encodeJson } from './json-value.js'
 import { assertName, layout } from './names.js'
-import { Space } from './space.js'
+import { Space, assertNotClosed } from './space.js'
 import { IndexSpec, NO_ENTRIES } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
@@ -262,6 +262,7 @@ export class CollectionModel {
    * @returns {Promise<Array<string | undefined>>}
    */
   async readMany (keys, snapshot) {
+    assertNotClosed(this.records.sublevel)
     // No options object at all when there is no snapshot: getSync() has a fast path for that.
     const options = /** @type {any} */ (snapshot ? { snapshot } : undefined)
     if (this.writer.syncReads && keys.length <= 16 && this.records.sublevel.status === 'open') {
@@ -369,6 +370,7 @@ export class Collection {
     }
     // Read the entry and the record from one snapshot where there are
     // snapshots, so a concurrent update cannot pair them up wrongly.
+    assertNotClosed(model.root)
     const snapshot = model.root.supports.explicitSnapshots ? model.root.snapshot() : undefined
     try {
       const options = snapshot ? { snapshot } : undefined

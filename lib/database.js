@@ -5,6 +5,7 @@ import { RelationModel, Relation } from './relation.js'
 import { ChildrenModel, Children } from './children.js'
 import { CounterModel, Counter } from './counter.js'
 import { checkDatabase } from './check.js'
+import { runInScope } from '#context'
 
 /**
  * A levelkit database: one abstract-level database whose namespaces
@@ -98,11 +99,11 @@ export class Database {
   async write (fn) {
     if (typeof fn !== 'function') throw invalid('write() takes a function (w) => { ... }')
     this.#assertOpen()
-    return this.writer.run(async tx => {
+    return this.writer.run(tx => runInScope(tx, async () => {
       const result = await fn(tx)
       await tx.tail
       return result
-    })
+    }))
   }
 
   /**
@@ -124,7 +125,7 @@ export class Database {
   close () {
     if (!this.#closing) {
       this.#closing = (async () => {
-        await this.writer.idle()
+        await this.writer.close()
         if (this.#ownsLevel) await this.level.close()
       })()
     }

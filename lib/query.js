@@ -1,5 +1,6 @@
 import { concatBytes, compareBytes } from './tuple.js'
 import { invalid } from './errors.js'
+import { assertNotClosed } from './space.js'
 
 /**
  * @typedef {import('./bounds.js').ByteBounds} ByteBounds
@@ -90,6 +91,7 @@ export class Query {
 
   /** Number of entries in range (up to `limit`), without reading values. */
   async count () {
+    assertNotClosed(this.#source.root)
     const it = this.#source.space.sublevel.keys({ ...this.#bounds, limit: this.#limit === Infinity ? -1 : this.#limit })
     let n = 0
     try {
@@ -106,6 +108,7 @@ export class Query {
    */
   async * #chunks (limit) {
     const { root, space, values, consistent, load } = this.#source
+    assertNotClosed(root)
     const snapshot = consistent && root.supports.explicitSnapshots ? root.snapshot() : undefined
     const it = space.sublevel.iterator({
       ...this.#bounds,

@@ -1,5 +1,6 @@
 import { Transaction } from './transaction.js'
 import { invalid } from './errors.js'
+import { currentScope } from '#context'
 
 /**
  * Runs a model operation: on its own (one critical section, one batch), or
@@ -14,7 +15,13 @@ import { invalid } from './errors.js'
  * @returns {Promise<T>}
  */
 export function runWrite (writer, scope, fn) {
-  if (scope === null) return writer.run(fn)
+  if (scope === null) {
+    const enclosing = currentScope()
+    if (enclosing && enclosing.writer === writer && enclosing.open) {
+      return Promise.reject(invalid('Inside a db.write() callback, call models through their in(w) form, e.g. users.in(w).insert(...): a direct call would wait for the callback to finish'))
+    }
+    return writer.run(fn)
+  }
   scope.assertOpen()
   return scope.atomic(fn)
 }

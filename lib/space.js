@@ -1,4 +1,5 @@
 import { bytesToBinaryString } from './tuple.js'
+import { levelkitError, codes } from './errors.js'
 
 /**
  * One namespace of the database: a flat sublevel of the root whose keys are
@@ -38,6 +39,19 @@ export class Space {
    */
   read (key, sync, options) {
     const sublevel = this.sublevel
-    return sync && sublevel.status === 'open' ? sublevel.getSync(key, options) : sublevel.get(key, options)
+    if (sublevel.status === 'open') return sync ? sublevel.getSync(key, options) : sublevel.get(key, options)
+    assertNotClosed(sublevel)
+    return sublevel.get(key, options)
+  }
+}
+
+/**
+ * Throw LEVELKIT_NOT_OPEN for a closed (or closing) database; a database
+ * that is still opening is fine, abstract-level defers until it is open.
+ * @param {any} db
+ */
+export function assertNotClosed (db) {
+  if (db.status === 'closed' || db.status === 'closing') {
+    throw levelkitError(codes.NOT_OPEN, 'The database is closed')
   }
 }

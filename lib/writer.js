@@ -28,6 +28,9 @@ export class Writer {
   /** @type {Promise<void> | null} */
   #flushing = null
   #epoch = 0
+  closed = false
+  /** @type {unknown} the error of the last failed batch */
+  lastError = undefined
 
   /**
    * Ops decided but not yet written, by namespace-qualified key.
@@ -54,6 +57,7 @@ export class Writer {
    * @returns {Promise<T>}
    */
   async run (fn) {
+    if (this.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
     const release = await this.#acquire()
     let written
     let result
@@ -72,6 +76,12 @@ export class Writer {
   /** Resolves when every op decided so far is written. */
   async drain () {
     while (this.#flushing) await this.#flushing
+  }
+
+  /** Refuse new writes, then wait for every queued critical section and batch. */
+  async close () {
+    this.closed = true
+    await this.idle()
   }
 
   /** Wait for every queued critical section and batch. */

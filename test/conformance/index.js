@@ -6,6 +6,7 @@ import children from './children.js'
 import counter from './counter.js'
 import write from './write.js'
 import check from './check.js'
+import lifecycle from './lifecycle.js'
 
 /**
  * The model conformance suite. It imports nothing environment-specific: the
@@ -16,7 +17,7 @@ import check from './check.js'
  * @param {{ backend: string, open: () => Promise<import('../../index.js').Database> }} common
  */
 export function conformance (test, common) {
-  for (const suite of [collection, indexes, query, relation, children, counter, write, check]) {
+  for (const suite of [collection, indexes, query, relation, children, counter, write, check, lifecycle]) {
     suite(test, common)
   }
 }

@@ -1,0 +1,17 @@
+// Browsers have no AsyncLocalStorage: a model call inside db.write() that
+// forgot `.in(w)` cannot be detected there (see the README's db.write()).
+
+/**
+ * @template T
+ * @param {object} scope
+ * @param {() => T} fn
+ * @returns {T}
+ */
+export function runInScope (scope, fn) {
+  return fn()
+}
+
+/** @returns {any} */
+export function currentScope () {
+  return undefined
+}
