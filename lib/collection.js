@@ -263,9 +263,9 @@ export class CollectionModel {
    */
   async readMany (keys, snapshot) {
     assertNotClosed(this.records.sublevel)
-    // No options object at all when there is no snapshot: getSync() has a fast path for that.
-    const options = /** @type {any} */ (snapshot ? { snapshot } : undefined)
-    if (this.writer.syncReads && keys.length <= 16 && this.records.sublevel.status === 'open') {
+    const options = readOptions(snapshot)
+    // getSync() per key beats one getMany() round trip up to a page or so.
+    if (this.writer.syncReads && keys.length <= 64 && this.records.sublevel.status === 'open') {
       return keys.map(key => this.records.sublevel.getSync(key, options))
     }
     return this.records.sublevel.getMany(keys, options)
@@ -373,7 +373,7 @@ export class Collection {
     assertNotClosed(model.root)
     const snapshot = model.root.supports.explicitSnapshots ? model.root.snapshot() : undefined
     try {
-      const options = snapshot ? { snapshot } : undefined
+      const options = snapshot ? { snapshot, keyEncoding: 'view', valueEncoding: 'view' } : undefined
       const owner = await index.space.read(key, model.writer.syncReads, options)
       if (owner === undefined) return undefined
       const [stored] = await model.readMany([owner], snapshot)
@@ -427,6 +427,17 @@ export class Collection {
   async count (options = {}) {
     return this.query(options).count()
   }
+}
+
+/**
+ * Options for reading records: none without a snapshot (getSync() has a fast
+ * path for that); with one, the encodings too, else abstract-level clones the
+ * options on every read.
+ * @param {any} snapshot
+ * @returns {any}
+ */
+function readOptions (snapshot) {
+  return snapshot ? { snapshot, keyEncoding: 'view', valueEncoding: 'utf8' } : undefined
 }
 
 /** @param {IndexSpec} index @param {unknown} value */

@@ -101,7 +101,15 @@ export class Database {
     this.#assertOpen()
     return this.writer.run(tx => runInScope(tx, async () => {
       const result = await fn(tx)
-      await tx.tail
+      // Wait until no operation of the scope is pending, then close it in the
+      // same continuation: an operation started later (a forgotten await)
+      // is refused instead of being acknowledged without being committed.
+      let tail
+      do {
+        tail = tx.tail
+        await tail
+      } while (tail !== tx.tail)
+      tx.close()
       return result
     }))
   }

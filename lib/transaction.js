@@ -72,6 +72,8 @@ export class Transaction {
    * @returns {any}
    */
   get (space, key) {
+    // Nothing decided and unwritten: skip building the lookup key.
+    if (this.local.size === 0 && this.writer.overlay.size === 0) return space.read(key, this.writer.syncReads)
     const id = space.id(key)
     const op = this.local.get(id) || this.writer.overlay.get(id)
     if (op !== undefined) return op.type === 'put' ? op.value : undefined
@@ -90,6 +92,7 @@ export class Transaction {
 
   /** @param {Op} op */
   #push (op) {
+    this.assertOpen()
     this.local.set(op.id, op)
     this.ops.push(op)
   }

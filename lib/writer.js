@@ -12,7 +12,7 @@ import { Transaction } from './transaction.js'
  *
  * The batch itself is written outside the critical section. Ops of critical
  * sections that finish while a batch is in flight are grouped into the next
- * chained batch (group commit), and an overlay of not-yet-written ops lets the
+ * batch (group commit), and an overlay of not-yet-written ops lets the
  * next critical section read what earlier ones decided. Batches are written one
  * at a time, in order, so LevelDB can never apply two writes to the same key
  * out of order. A critical section that only reads with getSync() never waits
@@ -123,12 +123,17 @@ export class Writer {
         const group = this.#group
         this.#group = null
         try {
-          const batch = this.#root.batch()
-          for (const op of group.ops) {
-            if (op.type === 'put') batch.put(op.key, op.value, { sublevel: op.sublevel })
-            else batch.del(op.key, { sublevel: op.sublevel })
+          // An array batch, not a chained one: with a `sublevel` on every op,
+          // abstract-level's chained batch costs about twice as much per op
+          // (bench/RESULTS.md).
+          const ops = new Array(group.ops.length)
+          for (let i = 0; i < ops.length; i++) {
+            const op = group.ops[i]
+            ops[i] = op.type === 'put'
+              ? { type: 'put', key: op.key, value: op.value, sublevel: op.sublevel }
+              : { type: 'del', key: op.key, sublevel: op.sublevel }
           }
-          await batch.write()
+          await this.#root.batch(ops)
           for (const op of group.ops) {
             if (this.overlay.get(op.id) === op) this.overlay.delete(op.id)
           }

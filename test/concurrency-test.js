@@ -1,5 +1,7 @@
 // Concurrency: many writes in flight at once, on real LevelDB (classic-level,
-// where the naive hook approach leaves stale index entries) and on memory-level.
+// where the naive hook approach leaves stale index entries), on memory-level,
+// and on LevelDB with syncReads: false (asynchronous reads inside the write
+// path, as on browser-level).
 //
 // Besides db.check(), every case audits the raw namespaces itself: it reads
 // records and index entries straight from the sublevels named by `layout`
@@ -22,7 +24,7 @@ import { open } from '../index.js'
 import { layout } from '../lib/names.js'
 
 const SEED = process.env.LEVELKIT_SEED ? Number(process.env.LEVELKIT_SEED) : Date.now() % 0x7fffffff
-const BACKENDS = ['leveldb', 'memory']
+const VARIANTS = [{ backend: 'leveldb' }, { backend: 'memory' }, { backend: 'leveldb', syncReads: false }]
 
 const USER_INDEXES = {
   username: { unique: true, key: u => u.username },
@@ -33,13 +35,18 @@ const USER_INDEXES = {
 // ---------------------------------------------------------------------------
 // Helpers
 
-/** Run `fn` once per backend with a fresh database (a temp dir for LevelDB). */
+/**
+ * Run `fn` once per variant with a fresh database (a temp dir for LevelDB).
+ * LevelDB with syncReads: false reads asynchronously inside the critical
+ * sections too, as browser-level (no getSync) always does.
+ */
 function each (name, fn) {
-  for (const backend of BACKENDS) {
-    test(`${name} (${backend})`, async t => {
+  for (const options of VARIANTS) {
+    const label = options.syncReads === false ? `${options.backend}, syncReads: false` : options.backend
+    test(`${name} (${label})`, async t => {
       t.comment(`seed ${SEED} (reproduce with LEVELKIT_SEED=${SEED})`)
-      const dir = backend === 'leveldb' ? fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-concurrency-')) : undefined
-      const db = await open(dir ? { backend, location: dir } : { backend })
+      const dir = options.backend === 'leveldb' ? fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-concurrency-')) : undefined
+      const db = await open(dir ? { ...options, location: dir } : options)
       try {
         await fn(t, db, prng(SEED ^ hash(name)))
       } finally {
@@ -292,6 +299,63 @@ each('hook race: 4 concurrent puts to one key, 20 repetitions, leave no stale in
   t.deepEqual([...records.keys()], [1], 'one record')
   t.is((await rawEntries(db, layout.index('books', 'words'))).length, 3, 'the multi index has exactly the last version\'s 3 entries')
   await assertCheckOk(t, db, 'after the hook race')
+})
+
+// With syncReads (the default on classic-level and memory-level) a read is one
+// synchronous call; without, reads are asynchronous and only snapshots keep
+// an index entry and its record from two different moments apart.
+each('readers running alongside swapping transactions never see a torn state', async (t, db) => {
+  const users = db.collection('users', { indexes: USER_INDEXES })
+  for (let i = 0; i < 8; i++) await users.insert({ username: `n${i}`, age: i, tags: [`t${i % 2}`] })
+  const torn = []
+  let reads = 0
+  const state = { writing: true }
+  const reader = async r => {
+    for (let n = r; state.writing; n++) {
+      await new Promise(resolve => setImmediate(resolve)) // let the writes through
+      const name = `n${n % 8}`
+      const found = await users.getBy('username', name)
+      if (!found || found.username !== name) torn.push(['getBy', name, found])
+      const lo = n % 8
+      for (const u of await users.query({ index: 'byAge', gte: [lo], lt: [lo + 3] }).all()) {
+        if (!(u.age >= lo && u.age < lo + 3)) torn.push(['byAge', lo, u])
+      }
+      for (const u of await users.query({ index: 'tags', eq: 't0' }).all()) {
+        if (!u.tags.includes('t0')) torn.push(['tags', u])
+      }
+      const names = (await users.query({ index: 'username' }).all()).map(u => u.username).sort()
+      if (names.join() !== 'n0,n1,n2,n3,n4,n5,n6,n7') torn.push(['all', names])
+      if ((await db.check()).problems.length > 0) torn.push(['check'])
+      reads++
+    }
+  }
+  const readers = [0, 1, 2].map(reader)
+  // Each write swaps everything but the id between two records, through a
+  // temporary name, so a reader that mixed two moments would see it.
+  const writes = []
+  for (let i = 0; i < 400; i++) {
+    const a = 1 + (i % 8)
+    const b = 1 + ((i * 3 + 1) % 8)
+    if (a === b) continue
+    writes.push(db.write(async w => {
+      const U = users.in(w)
+      const ra = await U.get(a)
+      const rb = await U.get(b)
+      await U.update(a, { username: 'tmp' })
+      await U.update(b, { username: ra.username, age: ra.age, tags: ra.tags })
+      await U.update(a, { username: rb.username, age: rb.age, tags: rb.tags })
+    }))
+    if (i % 20 === 0) await new Promise(resolve => setImmediate(resolve))
+  }
+  await Promise.all(writes)
+  state.writing = false
+  await Promise.all(readers)
+  t.ok(reads > 0, `readers ran alongside the writes (${reads} rounds)`)
+  t.deepEqual(torn.slice(0, 5), [], 'no reader saw a record without its index entries or a half-done swap')
+  const records = await assertClean(t, db, 'users', USER_INDEXES)
+  t.deepEqual([...records.values()].map(u => u.username).sort(), range(0, 7).map(i => `n${i}`), 'the names are still n0..n7, each once')
+  t.deepEqual([...records.values()].map(u => u.age).sort(numeric), range(0, 7), 'the ages moved with the names')
+  await assertCheckOk(t, db, 'after the swaps')
 })
 
 // ---------------------------------------------------------------------------

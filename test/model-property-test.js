@@ -4,8 +4,9 @@
 // codes) must agree; at the end of every run the whole state is compared
 // through every read path, and db.check() must find nothing wrong.
 //
-// Reproduce a failure with the seed (and path) that fast-check prints:
-//   LEVELKIT_MODEL_SEED=<seed> LEVELKIT_MODEL_PATH=<path> npx tape test/model-property-test.js
+// A failure prints the shrunk counterexample, the mismatch, and a command
+// line that replays it:
+//   LEVELKIT_MODEL_ONLY=<memory|leveldb> LEVELKIT_MODEL_SEED=<seed> LEVELKIT_MODEL_PATH=<path> npx tape test/model-property-test.js
 // LEVELKIT_MODEL_RUNS=<n> sets the number of runs (a quarter of it on classic-level).
 
 import test from 'tape'
@@ -20,6 +21,7 @@ import { encode, compareBytes } from '../lib/tuple.js'
 const env = process.env
 const SEED = env.LEVELKIT_MODEL_SEED === undefined ? (Date.now() ^ (Math.random() * 0x100000000)) | 0 : Number(env.LEVELKIT_MODEL_SEED)
 const PATH = env.LEVELKIT_MODEL_PATH
+const ONLY = env.LEVELKIT_MODEL_ONLY // 'memory' or 'leveldb'
 const RUNS = env.LEVELKIT_MODEL_RUNS === undefined ? null : Number(env.LEVELKIT_MODEL_RUNS)
 const MEMORY_RUNS = RUNS ?? 100
 const LEVELDB_RUNS = RUNS === null ? 25 : Math.max(1, Math.ceil(RUNS / 4))
@@ -89,6 +91,8 @@ const writeCommand = fc.oneof(
   { arbitrary: cmd('insertUser', { rec: user }), weight: 6 },
   { arbitrary: cmd('putUser', { id, rec: user }), weight: 2 },
   { arbitrary: cmd('updateUser', { id, patch }), weight: 4 },
+  // update(id, old => new): the returned record replaces the old one.
+  { arbitrary: cmd('replaceUser', { id, rec: user }), weight: 1 },
   { arbitrary: cmd('delUser', { id }), weight: 3 },
   { arbitrary: cmd('insertChat', { rec: chat }), weight: 3 },
   { arbitrary: cmd('putChat', { id: chatId, rec: chat }), weight: 1 },
@@ -106,7 +110,7 @@ const readCommand = fc.oneof(
   cmd('getChat', { id: chatId }),
   cmd('hasMember', { chat: chatId, user: id }),
   cmd('getMessage', { chat: chatId, seq }),
-  cmd('lastSeq', { chat: id })
+  cmd('lastSeq', { chat: chatId })
 )
 
 // Range options over a value domain: the pairs a caller would write.
@@ -128,7 +132,15 @@ const probe = fc.oneof(
   fc.record({ target: fc.constant('messages'), id: fc.integer({ min: 1, max: 3 }), range: range(seq), ...probeOptions })
 )
 
-const caught = fc.oneof({ arbitrary: fc.constant(false), weight: 3 }, { arbitrary: fc.constant(true), weight: 1 })
+const caught = fc.oneof({ arbitrary: fc.constant(false), weight: 2 }, { arbitrary: fc.constant(true), weight: 1 })
+// Deletes are the operations that can fail after deciding writes (a cascade
+// of one dependent, then a restrict of the next): inside a group, a caught
+// failure must take back exactly its own writes.
+const groupOp = fc.oneof(
+  { arbitrary: writeCommand, weight: 6 },
+  { arbitrary: fc.oneof(cmd('delChat', { id: chatId }), cmd('delUser', { id })), weight: 2 },
+  { arbitrary: readCommand, weight: 2 }
+)
 const abort = fc.oneof({ arbitrary: fc.constant(false), weight: 5 }, { arbitrary: fc.constant(true), weight: 1 })
 // db.write() groups. Sequential ones await each operation (and may read in
 // between); parallel ones start every operation at once, which the scope must
@@ -137,7 +149,7 @@ const group = fc.oneof(
   cmd('write', {
     parallel: fc.constant(false),
     abort,
-    ops: fc.array(fc.record({ op: fc.oneof({ arbitrary: writeCommand, weight: 3 }, { arbitrary: readCommand, weight: 1 }), caught }), { minLength: 1, maxLength: 4 })
+    ops: fc.array(fc.record({ op: groupOp, caught }), { minLength: 1, maxLength: 4 })
   }),
   cmd('write', {
     parallel: fc.constant(true),
@@ -150,16 +162,33 @@ const command = fc.oneof(
   { arbitrary: writeCommand, weight: 12 },
   { arbitrary: readCommand, weight: 3 },
   { arbitrary: group, weight: 4 },
-  // Several writes started without waiting: the write path runs them FIFO,
-  // so each must see exactly the effects of the ones started before it.
-  { arbitrary: cmd('concurrent', { ops: fc.array(writeCommand, { minLength: 2, maxLength: 5 }) }), weight: 2 },
-  { arbitrary: cmd('probe', { probe }), weight: 1 }
+  // Writes and write groups started without waiting: the write path runs
+  // them FIFO, so each must see exactly the effects of those started before.
+  { arbitrary: cmd('concurrent', { ops: fc.array(fc.oneof({ arbitrary: writeCommand, weight: 4 }, { arbitrary: group, weight: 1 }), { minLength: 2, maxLength: 5 }) }), weight: 2 },
+  { arbitrary: cmd('probe', { probe }), weight: 1 },
+  // A first page, some writes, then the next page: the cursor resumes right
+  // after the last key it returned, in whatever the data is by then.
+  { arbitrary: cmd('pages', { probe, between: fc.array(writeCommand, { maxLength: 3 }) }), weight: 1 },
+  // Close and reopen (classic-level only; a no-op on memory-level).
+  { arbitrary: cmd('reopen'), weight: 1 }
 )
 
-const policy = fc.record({
+const anyPolicy = fc.record({
   members: fc.constantFrom('cascade', 'restrict', { from: 'cascade', to: 'restrict' }, { from: 'restrict', to: 'cascade' }),
-  messages: fc.constantFrom('cascade', 'restrict')
+  messages: fc.constantFrom('cascade', 'restrict'),
+  // Declaration order is the order in which a chat's dependents are visited
+  // when it is deleted.
+  messagesFirst: fc.boolean()
 })
+// Deleting a chat cascades to its first dependent, then its second refuses:
+// the cascade's writes must be taken back.
+const cascadeThenRestrict = fc.constantFrom(
+  { members: 'cascade', messages: 'restrict', messagesFirst: false },
+  { members: { from: 'cascade', to: 'restrict' }, messages: 'restrict', messagesFirst: false },
+  { members: 'restrict', messages: 'cascade', messagesFirst: true },
+  { members: { from: 'restrict', to: 'cascade' }, messages: 'cascade', messagesFirst: true }
+)
+const policy = fc.oneof(anyPolicy, cascadeThenRestrict)
 
 // A few inserts first (themselves checked like any command), so that most
 // ids the commands name exist.
@@ -170,6 +199,8 @@ const setup = fc.tuple(
 
 const scenario = fc.record({
   policy,
+  // Reads with getSync() where the backend has it (the default), or without.
+  syncReads: fc.boolean(),
   setup,
   commands: fc.array(command, { maxLength: MAX_COMMANDS, size: 'max' }),
   probes: fc.array(probe, { maxLength: 8 })
@@ -197,7 +228,7 @@ class Reference {
   }
 
   copy () {
-    const copy = new Reference({ members: this.policy.members, messages: this.policy.messages })
+    const copy = new Reference(this.policy)
     for (const key of ['users', 'chats', 'edges', 'messages', 'lastSeqs']) copy[key] = structuredClone(this[key])
     return copy
   }
@@ -211,6 +242,7 @@ class Reference {
       case 'insertUser': return this.insert(this.users, c.rec)
       case 'putUser': return this.put(this.users, c.id, c.rec)
       case 'updateUser': return this.update(c.id, c.patch)
+      case 'replaceUser': return this.update(c.id, c.rec, true)
       case 'delUser': return this.delUser(c.id)
       case 'getUser': return isId(c.id) ? ok(this.users.records.get(c.id)) : fail(INVALID)
       case 'getBy': return ok(this.userByName(c.username))
@@ -304,12 +336,13 @@ class Reference {
     return ok(created)
   }
 
-  update (id, patch) {
+  update (id, patch, replace = false) {
     if (!isId(id)) return fail(INVALID)
     const old = this.users.records.get(id)
     if (old === undefined) return fail(NOT_FOUND)
-    // Documented semantics: shallow merge; a property set to undefined is removed.
-    const record = { ...old }
+    // A patch is merged shallowly (a property set to undefined is removed);
+    // what an update function returns replaces the record.
+    const record = replace ? { id } : { ...old }
     for (const [key, value] of Object.entries(patch)) {
       if (value === undefined) delete record[key]
       else record[key] = clone(value)
@@ -417,9 +450,14 @@ function declare (db, policy) {
     }
   })
   const chats = db.collection('chats')
-  const members = db.relation('members', { from: chats, to: users, onDelete: policy.members })
-  const messages = db.children('messages', { parent: chats, onDelete: policy.messages })
-  return { users, chats, members, messages }
+  const declareMembers = () => db.relation('members', { from: chats, to: users, onDelete: policy.members })
+  const declareMessages = () => db.children('messages', { parent: chats, onDelete: policy.messages })
+  if (policy.messagesFirst) {
+    const messages = declareMessages()
+    return { users, chats, members: declareMembers(), messages }
+  }
+  const members = declareMembers()
+  return { users, chats, members, messages: declareMessages() }
 }
 
 function scoped (api, w) {
@@ -432,6 +470,7 @@ function perform (api, c) {
     case 'insertUser': return api.users.insert(c.rec)
     case 'putUser': return api.users.put(c.id, c.rec)
     case 'updateUser': return api.users.update(c.id, c.patch)
+    case 'replaceUser': return api.users.update(c.id, old => ({ ...c.rec, id: old.id }))
     case 'delUser': return api.users.del(c.id)
     case 'getUser': return api.users.get(c.id)
     case 'getBy': return api.users.getBy('username', c.username)
@@ -475,20 +514,14 @@ function same (actual, expected, what) {
   }
 }
 
-async function step (db, api, ref, c, where) {
-  if (c.type === 'probe') return checkProbe(api, ref, c.probe, where)
-  if (c.type === 'concurrent') {
-    const actual = await Promise.all(c.ops.map(op => attempt(() => perform(api, op))))
-    c.ops.forEach((op, i) => same(actual[i], ref.apply(op), `${where} concurrent op ${i} ${fc.stringify(op)}`))
-    return
-  }
-  if (c.type === 'write') return stepGroup(db, api, ref, c, where)
-  same(await attempt(() => perform(api, c)), ref.apply(c), `${where} ${fc.stringify(c)}`)
-}
-
-async function stepGroup (db, api, ref, c, where) {
+/**
+ * Start a command or a db.write() group (synchronously, so that it queues for
+ * the write path in call order) and settle with what happened.
+ */
+function start (db, api, c) {
+  if (c.type !== 'write') return attempt(() => perform(api, c))
   const inner = []
-  const outcome = await attempt(() => db.write(async w => {
+  const outcome = attempt(() => db.write(async w => {
     const local = scoped(api, w)
     if (c.parallel) {
       const pending = c.ops.map(({ op }) => attempt(() => perform(local, op)))
@@ -507,9 +540,28 @@ async function stepGroup (db, api, ref, c, where) {
     if (c.abort) throw Object.assign(new Error('abort'), { code: ABORT })
     return inner.length
   }))
-  const expected = ref.group(c)
-  same(inner, expected.inner, `${where} results inside ${fc.stringify(c)}`)
-  same(outcome, expected.outcome, `${where} outcome of ${fc.stringify(c)}`)
+  return outcome.then(outcome => ({ inner, outcome }))
+}
+
+/** What the reference model says `start(db, api, c)` settles with. */
+function expect (ref, c) {
+  return c.type === 'write' ? ref.group(c) : ref.apply(c)
+}
+
+async function step (run, c, where) {
+  const { ref } = run
+  switch (c.type) {
+    case 'probe': return checkProbe(run.api, ref, c.probe, where)
+    case 'pages': return checkPages(run, c, where)
+    case 'reopen': return run.reopen()
+    case 'concurrent': {
+      const actual = await Promise.all(c.ops.map(op => start(run.db, run.api, op)))
+      c.ops.forEach((op, i) => same(actual[i], expect(ref, op), `${where}: concurrent op ${i} ${fc.stringify(op)}`))
+      return
+    }
+    default:
+      same(await start(run.db, run.api, c), expect(ref, c), `${where}: ${fc.stringify(c)}`)
+  }
 }
 
 function realQuery (api, p, extra) {
@@ -542,6 +594,21 @@ async function checkProbe (api, ref, p, where) {
   same(pages.length, Math.max(1, Math.ceil(whole.length / p.pageSize)), `${what}: number of pages`)
 }
 
+async function checkPages (run, { probe: p, between }, where) {
+  const what = `${where}: pages ${fc.stringify(p)}`
+  const first = await realQuery(run.api, p, { limit: p.pageSize }).page()
+  const expected = run.ref.query(p, { limit: Infinity })
+  same(first.items, expected.slice(0, p.pageSize).map(e => e.item), `${what}: first page`)
+  same(first.cursor !== null, expected.length > p.pageSize, `${what}: a cursor if and only if there is more`)
+  for (let i = 0; i < between.length; i++) await step(run, between[i], `${what}: between pages, command ${i}`)
+  if (first.cursor === null) return
+  const last = expected[p.pageSize - 1].key
+  const rest = run.ref.query(p, { limit: Infinity }).filter(e => compareBytes(e.key, last) * (p.reverse ? -1 : 1) > 0)
+  const next = await realQuery(run.api, p, { limit: p.pageSize, cursor: first.cursor }).page()
+  same(next.items, rest.slice(0, p.pageSize).map(e => e.item), `${what}: second page after ${fc.stringify(between)}`)
+  same(next.cursor !== null, rest.length > p.pageSize, `${what}: a cursor on the second page if and only if there is more`)
+}
+
 /** Compare everything levelkit holds with the reference, through every read path. */
 async function compareAll (db, api, ref, probes, where) {
   const byId = (a, b) => a.id - b.id
@@ -552,7 +619,9 @@ async function compareAll (db, api, ref, probes, where) {
   same(await api.chats.query().all(), chats, `${where}: all chats`)
   const userIds = Array.from({ length: ref.users.seq + 1 }, (_, i) => i + 1)
   const chatIds = Array.from({ length: ref.chats.seq + 1 }, (_, i) => i + 1)
-  same(await api.users.getMany(userIds), userIds.map(i => ref.users.records.get(i)), `${where}: users.getMany()`)
+  // More than 16 ids: getMany() reads them with one getMany() rather than getSync() each.
+  const manyIds = Array.from({ length: Math.max(20, ref.users.seq + 1) }, (_, i) => i + 1)
+  same(await api.users.getMany(manyIds), manyIds.map(i => ref.users.records.get(i)), `${where}: users.getMany()`)
   for (const i of userIds) same(await api.users.get(i), ref.users.records.get(i), `${where}: users.get(${i})`)
   for (const i of chatIds) same(await api.chats.get(i), ref.chats.records.get(i), `${where}: chats.get(${i})`)
   for (const name of USERNAMES) {
@@ -580,25 +649,32 @@ async function compareAll (db, api, ref, probes, where) {
   same({ ok: report.ok, problems: report.problems }, { ok: true, problems: [] }, `${where}: db.check()`)
 }
 
-async function runScenario (backend, { policy, setup, commands, probes }) {
+async function runScenario (backend, { policy, syncReads, setup, commands, probes }) {
   const dir = backend === 'leveldb' ? await fs.mkdtemp(path.join(os.tmpdir(), 'levelkit-model-')) : null
-  const options = dir ? { backend: 'leveldb', location: dir } : { backend: 'memory' }
-  let db = await open(options)
+  const options = dir ? { backend: 'leveldb', location: dir, syncReads } : { backend: 'memory', syncReads }
+  const run = {
+    ref: new Reference(policy),
+    db: await open(options),
+    api: null,
+    async reopen () {
+      if (!dir) return
+      await run.db.close()
+      run.db = await open(options)
+      run.api = declare(run.db, policy)
+    }
+  }
   try {
-    let api = declare(db, policy)
-    const ref = new Reference(policy)
-    for (let i = 0; i < setup.length; i++) await step(db, api, ref, setup[i], `setup command ${i}`)
-    for (let i = 0; i < commands.length; i++) await step(db, api, ref, commands[i], `command ${i}`)
-    await compareAll(db, api, ref, probes, 'after all commands')
+    run.api = declare(run.db, policy)
+    for (let i = 0; i < setup.length; i++) await step(run, setup[i], `setup command ${i}`)
+    for (let i = 0; i < commands.length; i++) await step(run, commands[i], `command ${i}`)
+    await compareAll(run.db, run.api, run.ref, probes, 'after all commands')
     if (dir) {
       // What was acknowledged must also be what is on disk.
-      await db.close()
-      db = await open(options)
-      api = declare(db, policy)
-      await compareAll(db, api, ref, probes, 'after reopening')
+      await run.reopen()
+      await compareAll(run.db, run.api, run.ref, probes, 'after reopening')
     }
   } finally {
-    await db.close()
+    await run.db.close()
     if (dir) await fs.rm(dir, { recursive: true, force: true })
   }
 }
@@ -610,23 +686,25 @@ async function property (t, backend, numRuns) {
   const seed = SEED + (backend === 'leveldb' ? 1 : 0)
   t.comment(`fast-check seed ${seed}, ${numRuns} runs (rerun with LEVELKIT_MODEL_SEED=${SEED})`)
   const started = Date.now()
-  try {
-    await fc.assert(fc.asyncProperty(scenario, s => runScenario(backend, s)), {
-      numRuns,
-      seed,
-      path: PATH,
-      endOnFailure: PATH !== undefined
-    })
-    t.pass(`${numRuns} random runs of up to ${MAX_COMMANDS} commands agree with the reference model (${Date.now() - started} ms)`)
-  } catch (err) {
-    t.fail(err.message)
+  const details = await fc.check(fc.asyncProperty(scenario, s => runScenario(backend, s)), {
+    numRuns,
+    seed,
+    path: PATH,
+    endOnFailure: PATH !== undefined,
+    includeErrorInReport: true
+  })
+  if (details.failed) {
+    t.fail(fc.defaultReportMessage(details))
+    t.comment(`replay: LEVELKIT_MODEL_ONLY=${backend} LEVELKIT_MODEL_SEED=${SEED} LEVELKIT_MODEL_PATH=${details.counterexamplePath} npx tape test/model-property-test.js`)
+  } else {
+    t.pass(`${details.numRuns} random runs of up to ${MAX_COMMANDS} commands agree with the reference model (${Date.now() - started} ms)`)
   }
 }
 
-test('model: levelkit on memory-level behaves like the reference model', async t => {
+test('model: levelkit on memory-level behaves like the reference model', { skip: ONLY !== undefined && ONLY !== 'memory' }, async t => {
   await property(t, 'memory', MEMORY_RUNS)
 })
 
-test('model: levelkit on classic-level behaves like the reference model (and survives reopening)', async t => {
+test('model: levelkit on classic-level behaves like the reference model (and survives reopening)', { skip: ONLY !== undefined && ONLY !== 'leveldb' }, async t => {
   await property(t, 'leveldb', LEVELDB_RUNS)
 })

@@ -82,6 +82,35 @@ export default function (test, common) {
     await db.close()
   })
 
+  test(`${common.backend}: an operation started as the callback returns is written or refused, never lost`, async t => {
+    const { db, users } = await schema()
+    const outcomes = { written: 0, refused: 0, lost: 0 }
+    for (let delay = 0; delay < 12; delay++) {
+      /** @type {Promise<{ id?: any, err?: any }> | null} */
+      let late = null
+      await db.write(async w => {
+        users.in(w).insert({ username: `early${delay}` })
+        let p = Promise.resolve()
+        for (let i = 0; i < delay; i++) p = p.then(() => {})
+        p.then(() => {
+          late = (async () => users.in(w).insert({ username: `late${delay}` }))().then(id => ({ id }), err => ({ err }))
+        })
+      })
+      const { id, err } = await /** @type {any} */ (late)
+      if (err) {
+        t.is(err.code, 'LEVELKIT_INVALID', 'refused with LEVELKIT_INVALID')
+        outcomes.refused++
+      } else if (await users.get(id)) {
+        outcomes.written++
+      } else {
+        outcomes.lost++
+      }
+    }
+    t.is(outcomes.lost, 0, 'no operation resolved without being written')
+    t.ok(outcomes.written > 0 && outcomes.refused > 0, `both outcomes happen (${JSON.stringify(outcomes)})`)
+    await db.close()
+  })
+
   test(`${common.backend}: concurrent writes and operations inside one scope are serialized`, async t => {
     const { db, users } = await schema()
     const ids = await db.write(w => Promise.all([1, 2, 3].map(i => users.in(w).insert({ username: `u${i}` }))))
