@@ -116,7 +116,8 @@ async function checkCollection (model, snapshot, problem) {
         problem('invalid-record', model.records, key, `Record ${label(id)} of "${model.name}" has no valid "${index.name}" entry: ${/** @type {Error} */ (err).message}`, null)
         continue
       }
-      for (const [entryId, entry] of entries) {
+      for (const entry of entries) {
+        const entryId = index.space.id(entry.key)
         const claim = wanted.get(entryId)
         if (claim) claim.claims.push(id)
         else wanted.set(entryId, { key: entry.key, value: entry.value, claims: [id] })

@@ -38,7 +38,8 @@ export class ChildrenModel {
     this.parent = modelOf(parent)
     this.onDelete = onDelete
     this.items = new Space(this.root, layout.records(name), 'utf8')
-    this.sequence = new Space(this.root, layout.sequence(name), 'utf8')
+    this.sequence = new Space(this.root, layout.sequence(name), 'utf8', { cache: true })
+    this.writer.registerCache(this.sequence)
     this.parent.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id) })
   }
 

@@ -3,7 +3,7 @@ import { invalid, levelkitError, codes } from './errors.js'
 import { encodeJson } from './json-value.js'
 import { assertName, layout } from './names.js'
 import { Space, assertNotClosed } from './space.js'
-import { IndexSpec, NO_ENTRIES } from './indexes.js'
+import { IndexSpec, NO_ENTRIES, diffEntries } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
 import { runWrite, assertScope } from './scope.js'
@@ -49,7 +49,8 @@ export class CollectionModel {
     this.idFunction = this.sequential ? null : id
     this.validate = validate || null
     this.records = new Space(this.root, layout.records(name), 'utf8')
-    this.sequence = this.sequential ? new Space(this.root, layout.sequence(name), 'utf8') : null
+    this.sequence = this.sequential ? new Space(this.root, layout.sequence(name), 'utf8', { cache: true }) : null
+    if (this.sequence) this.writer.registerCache(this.sequence)
     /** @type {Map<string, IndexSpec>} */
     this.indexes = new Map()
     for (const [indexName, spec] of Object.entries(indexes)) {
@@ -79,24 +80,27 @@ export class CollectionModel {
 
   /** @param {Transaction} tx @param {string} json */
   async insert (tx, json) {
-    let record = JSON.parse(json)
+    const record = JSON.parse(json)
     let id
+    let stored = json
     if (this.sequential) {
       if (record.id !== undefined) {
         throw invalid(`Records of collection "${this.name}" get their id from its sequence: insert them without an id, or use put(id, record)`)
       }
       id = (await this.lastId(tx)) + 1
-      record = { id, ...record }
+      record.id = id
+      stored = withIdJson(json, id)
     } else {
-      id = this.computeId(record)
+      id = this.computeId(Object.freeze(record))
     }
+    Object.freeze(record)
     const idBytes = encode(id)
     if (await tx.get(this.records, idBytes) !== undefined) {
       throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(id)}`, { collection: this.name, id })
     }
     this.check(record)
     await this.writeIndexes(tx, id, idBytes, undefined, record)
-    tx.put(this.records, idBytes, JSON.stringify(record))
+    tx.put(this.records, idBytes, stored)
     if (this.sequential) tx.put(/** @type {Space} */ (this.sequence), SEQUENCE_KEY, String(id))
     return id
   }
@@ -104,12 +108,14 @@ export class CollectionModel {
   /** @param {Transaction} tx @param {unknown} id @param {string} json @returns {Promise<boolean>} true if created */
   async put (tx, id, json) {
     const idBytes = this.keyOf(id)
-    const record = this.withId(JSON.parse(json), id, idBytes)
+    const parsed = JSON.parse(json)
+    const stored = this.sequential && parsed.id === undefined ? withIdJson(json, /** @type {number} */ (id)) : json
+    const record = Object.freeze(this.withId(parsed, id, idBytes))
     this.check(record)
     const previous = await tx.get(this.records, idBytes)
     const old = previous === undefined ? undefined : JSON.parse(previous)
     await this.writeIndexes(tx, id, idBytes, old, record)
-    tx.put(this.records, idBytes, JSON.stringify(record))
+    tx.put(this.records, idBytes, stored)
     if (this.sequential && /** @type {number} */ (id) > await this.lastId(tx)) {
       // Keep the sequence ahead of every id, so insert() never hands this one out.
       tx.put(/** @type {Space} */ (this.sequence), SEQUENCE_KEY, String(id))
@@ -140,11 +146,11 @@ export class CollectionModel {
       next = { ...old, ...JSON.parse(change.json) }
       for (const key of change.removed) delete next[key]
     }
-    const record = this.withId(next, id, idBytes)
+    const record = Object.freeze(this.withId(next, id, idBytes))
     this.check(record)
     await this.writeIndexes(tx, id, idBytes, old, record)
     tx.put(this.records, idBytes, JSON.stringify(record))
-    return record
+    return { ...record }
   }
 
   /** @param {Transaction} tx @param {unknown} id @returns {Promise<boolean>} true if it existed */
@@ -173,12 +179,12 @@ export class CollectionModel {
     for (const index of this.indexes.values()) {
       const before = old ? index.entries(old, id, idBytes) : NO_ENTRIES
       const after = record ? index.entries(record, id, idBytes) : NO_ENTRIES
-      changes.push({ index, before, after })
+      const { removed, added } = diffEntries(before, after)
+      if (removed.length > 0 || added.length > 0) changes.push({ index, removed, added })
     }
-    for (const { index, before, after } of changes) {
+    for (const { index, added } of changes) {
       if (!index.unique) continue
-      for (const [entryId, entry] of after) {
-        if (before.has(entryId)) continue
+      for (const entry of added) {
         const owner = await tx.get(index.space, entry.key)
         if (owner !== undefined && compareBytes(owner, idBytes) !== 0) {
           throw levelkitError(codes.UNIQUE, `Collection "${this.name}" already has a record with ${index.name} ${describe(entry.indexValue)}`, {
@@ -187,9 +193,8 @@ export class CollectionModel {
         }
       }
     }
-    for (const { index, before, after } of changes) {
-      for (const [entryId, entry] of before) {
-        if (after.has(entryId)) continue
+    for (const { index, removed, added } of changes) {
+      for (const entry of removed) {
         // A unique entry is only ours to remove if it points at us: in a
         // damaged database another record may hold it (check() reports that).
         if (index.unique) {
@@ -198,9 +203,7 @@ export class CollectionModel {
         }
         tx.del(index.space, entry.key)
       }
-      for (const [entryId, entry] of after) {
-        if (!before.has(entryId)) tx.put(index.space, entry.key, entry.value)
-      }
+      for (const entry of added) tx.put(index.space, entry.key, entry.value)
     }
   }
 
@@ -438,6 +441,15 @@ export class Collection {
  */
 function readOptions (snapshot) {
   return snapshot ? { snapshot, keyEncoding: 'view', valueEncoding: 'utf8' } : undefined
+}
+
+/**
+ * The JSON of a record with `"id":id` as its first property, from the JSON of
+ * the record without one: no second JSON.stringify.
+ * @param {string} json @param {number} id
+ */
+function withIdJson (json, id) {
+  return json.length === 2 ? `{"id":${id}}` : `{"id":${id},${json.slice(1)}`
 }
 
 /** @param {IndexSpec} index @param {unknown} value */

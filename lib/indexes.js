@@ -1,4 +1,4 @@
-import { encode } from './tuple.js'
+import { encode, compareBytes, bytesToBinaryString } from './tuple.js'
 import { invalid } from './errors.js'
 import { assertName, layout } from './names.js'
 import { Space } from './space.js'
@@ -7,11 +7,10 @@ const NO_VALUE = new Uint8Array(0)
 
 /**
  * @typedef {{ key: Uint8Array, value: Uint8Array, indexValue: unknown }} IndexEntry
- * @typedef {Map<string, IndexEntry>} IndexEntries entries by namespace-qualified key
  */
 
-/** @type {IndexEntries} */
-export const NO_ENTRIES = new Map()
+/** @type {IndexEntry[]} */
+export const NO_ENTRIES = []
 
 /**
  * One secondary index of a collection. Entry layout in its own namespace:
@@ -53,7 +52,7 @@ export class IndexSpec {
    * @param {object} record
    * @param {unknown} id
    * @param {Uint8Array} idBytes
-   * @returns {IndexEntries}
+   * @returns {IndexEntry[]} distinct entries
    */
   entries (record, id, idBytes) {
     let computed
@@ -66,18 +65,54 @@ export class IndexSpec {
     if (this.multi && !Array.isArray(computed)) {
       throw invalid(`The key function of multi index "${this.name}" of "${this.collection}" must return an array (or undefined)`)
     }
-    const values = this.multi ? computed : [computed]
-    /** @type {IndexEntries} */
-    const entries = new Map()
-    for (const value of values) {
-      let key
-      try {
-        key = this.unique ? encode([value]) : encode([value, id])
-      } catch (err) {
-        throw invalid(`Index "${this.name}" of "${this.collection}" computed a value that is not a valid key: ${/** @type {Error} */ (err).message}`, { cause: err })
-      }
-      entries.set(this.space.id(key), { key, value: this.unique ? idBytes : NO_VALUE, indexValue: value })
+    if (!this.multi) return [this.entry(computed, id, idBytes)]
+    /** @type {IndexEntry[]} */
+    const entries = []
+    const seen = new Set()
+    for (const value of computed) {
+      const entry = this.entry(value, id, idBytes)
+      const name = bytesToBinaryString(entry.key)
+      if (seen.has(name)) continue
+      seen.add(name)
+      entries.push(entry)
     }
     return entries
+  }
+
+  /**
+   * @param {unknown} value @param {unknown} id @param {Uint8Array} idBytes
+   * @returns {IndexEntry}
+   */
+  entry (value, id, idBytes) {
+    let key
+    try {
+      key = this.unique ? encode([value]) : encode([value, id])
+    } catch (err) {
+      throw invalid(`Index "${this.name}" of "${this.collection}" computed a value that is not a valid key: ${/** @type {Error} */ (err).message}`, { cause: err })
+    }
+    return { key, value: this.unique ? idBytes : NO_VALUE, indexValue: value }
+  }
+}
+
+/**
+ * The entries only in `before` and those only in `after`. Most indexes give
+ * a record one entry, which is compared directly.
+ * @param {IndexEntry[]} before
+ * @param {IndexEntry[]} after
+ * @returns {{ removed: IndexEntry[], added: IndexEntry[] }}
+ */
+export function diffEntries (before, after) {
+  if (before.length <= 1 && after.length <= 1) {
+    if (before.length === 1 && after.length === 1 && compareBytes(before[0].key, after[0].key) === 0) {
+      return { removed: NO_ENTRIES, added: NO_ENTRIES }
+    }
+    return { removed: before, added: after }
+  }
+  const names = (/** @type {IndexEntry[]} */ entries) => new Set(entries.map(e => bytesToBinaryString(e.key)))
+  const beforeNames = names(before)
+  const afterNames = names(after)
+  return {
+    removed: before.filter(e => !afterNames.has(bytesToBinaryString(e.key))),
+    added: after.filter(e => !beforeNames.has(bytesToBinaryString(e.key)))
   }
 }

@@ -12,54 +12,110 @@ import { invalid } from './errors.js'
  * @returns {string}
  */
 export function encodeJson (value, what) {
-  assertPlainJson(value, what, [], new Set())
+  try {
+    assertPlainJson(value, 0)
+  } catch (err) {
+    if (!(err instanceof Rejection)) throw err
+    if (err === TOO_DEEP) {
+      const cycle = findCycle(value, [], new Set())
+      if (cycle) throw invalid(`${what} has a circular reference at ${pathString(cycle)}`, { path: cycle })
+      throw invalid(`${what} is nested more than ${MAX_DEPTH} levels deep`)
+    }
+    const path = err.path.reverse()
+    throw invalid(`${what} has ${err.reason} at ${pathString(path)}`, { path })
+  }
   return JSON.stringify(value)
+}
+
+// Past this depth we look for a cycle (which is what it usually is); the
+// fast path keeps no set of ancestors.
+const MAX_DEPTH = 256
+
+/**
+ * A rejection on its way up: each level adds its key to `path` (innermost
+ * first), so the happy path allocates nothing.
+ */
+class Rejection {
+  /** @param {string} reason */
+  constructor (reason) {
+    this.reason = reason
+    /** @type {(string | number)[]} */
+    this.path = []
+  }
 }
 
 /**
  * @param {unknown} value
- * @param {string} what
- * @param {(string|number)[]} path
- * @param {Set<object>} ancestors
+ * @param {number} depth
  */
-function assertPlainJson (value, what, path, ancestors) {
+function assertPlainJson (value, depth) {
   switch (typeof value) {
     case 'string':
     case 'boolean':
       return
     case 'number':
       if (Number.isFinite(value)) return
-      throw invalid(`${what} has a non-finite number at ${pathString(path)}`, { path })
+      throw new Rejection(`a non-finite number (${value})`)
     case 'object': {
       if (value === null) return
-      if (ancestors.has(value)) {
-        throw invalid(`${what} has a circular reference at ${pathString(path)}`, { path })
-      }
-      ancestors.add(value)
+      if (depth > MAX_DEPTH) throw TOO_DEEP
       if (Array.isArray(value)) {
         for (let i = 0; i < value.length; i++) {
-          if (!(i in value) || value[i] === undefined) {
-            throw invalid(`${what} has an undefined array item at ${pathString([...path, i])}`, { path: [...path, i] })
+          const item = value[i]
+          if (item === undefined) throw withKey(new Rejection(i in value ? 'an undefined array item' : 'a hole in an array'), i)
+          try {
+            assertPlainJson(item, depth + 1)
+          } catch (err) {
+            throw withKey(err, i)
           }
-          assertPlainJson(value[i], what, [...path, i], ancestors)
         }
-      } else {
-        const proto = Object.getPrototypeOf(value)
-        if (proto !== Object.prototype && proto !== null) {
-          const name = proto && proto.constructor ? proto.constructor.name : 'object'
-          throw invalid(`${what} has a ${name} at ${pathString(path)}; only plain objects, arrays, strings, finite numbers, booleans and null are stored`, { path })
-        }
-        for (const key of Object.keys(value)) {
-          const item = /** @type {Record<string, unknown>} */ (value)[key]
-          if (item !== undefined) assertPlainJson(item, what, [...path, key], ancestors)
+        return
+      }
+      const proto = Object.getPrototypeOf(value)
+      if (proto !== Object.prototype && proto !== null) {
+        const name = proto && proto.constructor ? proto.constructor.name : 'object'
+        throw new Rejection(`a ${name}; only plain objects, arrays, strings, finite numbers, booleans and null are stored`)
+      }
+      for (const key in value) {
+        if (!Object.prototype.hasOwnProperty.call(value, key)) continue
+        const item = /** @type {Record<string, unknown>} */ (value)[key]
+        if (item === undefined) continue
+        try {
+          assertPlainJson(item, depth + 1)
+        } catch (err) {
+          throw withKey(err, key)
         }
       }
-      ancestors.delete(value)
       return
     }
     default:
-      throw invalid(`${what} has a ${typeof value} at ${pathString(path)}, which JSON cannot store`, { path })
+      throw new Rejection(`a ${typeof value}, which JSON cannot store`)
   }
+}
+
+const TOO_DEEP = new Rejection('nesting too deep')
+
+/** @param {unknown} err @param {string | number} key */
+function withKey (err, key) {
+  if (err instanceof Rejection && err !== TOO_DEEP) err.path.push(key)
+  return err
+}
+
+/**
+ * The path to the first value that contains itself, or null.
+ * @param {unknown} value @param {(string | number)[]} path @param {Set<object>} ancestors
+ * @returns {(string | number)[] | null}
+ */
+function findCycle (value, path, ancestors) {
+  if (value === null || typeof value !== 'object') return null
+  if (ancestors.has(value)) return path
+  ancestors.add(value)
+  for (const key of Object.keys(value)) {
+    const found = findCycle(/** @type {any} */ (value)[key], [...path, Array.isArray(value) ? Number(key) : key], ancestors)
+    if (found) return found
+  }
+  ancestors.delete(value)
+  return null
 }
 
 /** @param {(string|number)[]} path */

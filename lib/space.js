@@ -1,6 +1,9 @@
 import { bytesToBinaryString } from './tuple.js'
 import { levelkitError, codes } from './errors.js'
 
+// Enough for the sequences of many parents; past it the cache starts over.
+const CACHE_LIMIT = 10000
+
 /**
  * One namespace of the database: a flat sublevel of the root whose keys are
  * tuple-encoded bytes (we encode them ourselves, once) and whose values are
@@ -11,9 +14,13 @@ export class Space {
    * @param {import('abstract-level').AbstractLevel<any, any, any>} root
    * @param {string} name
    * @param {'utf8' | 'view'} valueEncoding
+   * @param {{ cache?: boolean }} [options] cache values the write path decides
+   *   (sequences): it is the only writer, so the cache stays exact
    */
-  constructor (root, name, valueEncoding) {
+  constructor (root, name, valueEncoding, options) {
     this.name = name
+    /** @type {Map<string, any> | null} value (undefined: absent) by bytesToBinaryString(key) */
+    this.cache = options?.cache ? new Map() : null
     this.valueEncoding = valueEncoding
     /** @type {any} keys are Uint8Array, values string or Uint8Array per valueEncoding */
     this.sublevel = root.sublevel(name, { keyEncoding: 'view', valueEncoding })
@@ -27,6 +34,16 @@ export class Space {
    */
   id (key) {
     return this.prefix + bytesToBinaryString(key)
+  }
+
+  /**
+   * Remember the value a write decided for `key` (undefined for a delete).
+   * @param {Uint8Array} key @param {any} value
+   */
+  remember (key, value) {
+    const cache = /** @type {Map<string, any>} */ (this.cache)
+    if (cache.size >= CACHE_LIMIT) cache.clear()
+    cache.set(bytesToBinaryString(key), value)
   }
 
   /**

@@ -1,8 +1,9 @@
-import { compareBytes } from './tuple.js'
+import { compareBytes, bytesToBinaryString } from './tuple.js'
 import { invalid } from './errors.js'
 
 /**
- * @typedef {{ type: 'put' | 'del', id: string, key: Uint8Array, value?: any, sublevel: any, space: import('./space.js').Space }} Op
+ * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, space: import('./space.js').Space }} Op
+ *   `id` names the key across namespaces; it is computed only when a lookup needs it
  * @typedef {{ gt?: Uint8Array, gte?: Uint8Array, lt?: Uint8Array, lte?: Uint8Array }} Bounds
  */
 
@@ -18,8 +19,9 @@ export class Transaction {
     this.epoch = writer.epoch
     /** @type {Op[]} */
     this.ops = []
-    /** @type {Map<string, Op>} */
+    /** @type {Map<string, Op>} ops by id, built lazily from `ops` */
     this.local = new Map()
+    this.indexed = 0
     this.open = true
     /** @type {Promise<unknown>} */
     this.tail = Promise.resolve()
@@ -53,7 +55,17 @@ export class Transaction {
     if (this.ops.length === mark) return
     this.ops.length = mark
     this.local.clear()
-    for (const op of this.ops) this.local.set(op.id, op)
+    this.indexed = 0
+  }
+
+  /** Bring `local` up to date with `ops`. */
+  #index () {
+    for (let i = this.indexed; i < this.ops.length; i++) {
+      const op = this.ops[i]
+      if (op.id === undefined) op.id = op.space.id(op.key)
+      this.local.set(op.id, op)
+    }
+    this.indexed = this.ops.length
   }
 
   close () {
@@ -73,27 +85,36 @@ export class Transaction {
    */
   get (space, key) {
     // Nothing decided and unwritten: skip building the lookup key.
-    if (this.local.size === 0 && this.writer.overlay.size === 0) return space.read(key, this.writer.syncReads)
-    const id = space.id(key)
-    const op = this.local.get(id) || this.writer.overlay.get(id)
-    if (op !== undefined) return op.type === 'put' ? op.value : undefined
-    return space.read(key, this.writer.syncReads)
+    if (this.ops.length > 0 || this.writer.pending) {
+      const id = space.id(key)
+      if (this.indexed < this.ops.length) this.#index()
+      const op = this.local.get(id) || this.writer.lookup(id)
+      if (op !== undefined) return op.type === 'put' ? op.value : undefined
+    }
+    if (space.cache === null) return space.read(key, this.writer.syncReads)
+    // A cached space: what is not in the cache is read once and remembered.
+    // Nothing is pending for the key here, so the stored value is current.
+    const name = bytesToBinaryString(key)
+    if (space.cache.has(name)) return space.cache.get(name)
+    const value = space.read(key, this.writer.syncReads)
+    if (value instanceof Promise) return value.then(v => { space.remember(key, v); return v })
+    space.remember(key, value)
+    return value
   }
 
   /** @param {import('./space.js').Space} space @param {Uint8Array} key @param {any} value */
   put (space, key, value) {
-    this.#push({ type: 'put', id: space.id(key), key, value, sublevel: space.sublevel, space })
+    this.#push({ type: 'put', id: undefined, key, value, sublevel: space.sublevel, space })
   }
 
   /** @param {import('./space.js').Space} space @param {Uint8Array} key */
   del (space, key) {
-    this.#push({ type: 'del', id: space.id(key), key, sublevel: space.sublevel, space })
+    this.#push({ type: 'del', id: undefined, key, value: undefined, sublevel: space.sublevel, space })
   }
 
   /** @param {Op} op */
   #push (op) {
     this.assertOpen()
-    this.local.set(op.id, op)
     this.ops.push(op)
   }
 
@@ -116,11 +137,12 @@ export class Transaction {
     const merged = new Map()
     for (const [key, value] of stored) merged.set(space.id(key), [key, value])
     let changed = false
-    for (const op of this.local.values()) {
+    this.#index()
+    for (const [id, op] of this.local) {
       if (op.space !== space || !within(op.key, bounds)) continue
       changed = true
-      if (op.type === 'put') merged.set(op.id, [op.key, op.value])
-      else merged.delete(op.id)
+      if (op.type === 'put') merged.set(id, [op.key, op.value])
+      else merged.delete(id)
     }
     const result = Array.from(merged.values())
     if (changed) result.sort((a, b) => compareBytes(a[0], b[0]))

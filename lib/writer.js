@@ -21,8 +21,9 @@ import { Transaction } from './transaction.js'
 export class Writer {
   /** @type {import('abstract-level').AbstractLevel<any, any, any>} */
   #root
-  /** @type {Promise<void>} */
-  #tail = Promise.resolve()
+  #locked = false
+  /** @type {Array<() => void>} critical sections waiting for the lock, in order */
+  #waiting = []
   /** @type {Group | null} */
   #group = null
   /** @type {Promise<void> | null} */
@@ -33,10 +34,15 @@ export class Writer {
   lastError = undefined
 
   /**
-   * Ops decided but not yet written, by namespace-qualified key.
+   * Ops decided but not yet written, by id. Built lazily from #unindexed:
+   * writes awaited one at a time never need it.
    * @type {Map<string, import('./transaction.js').Op>}
    */
-  overlay = new Map()
+  #overlay = new Map()
+  /** @type {import('./transaction.js').Op[]} ops decided but not yet in #overlay, in order */
+  #unindexed = []
+  /** @type {Set<import('./space.js').Space>} */
+  #cachedSpaces = new Set()
 
   /** @param {import('abstract-level').AbstractLevel<any, any, any>} root @param {boolean} syncReads */
   constructor (root, syncReads) {
@@ -46,6 +52,27 @@ export class Writer {
 
   get epoch () {
     return this.#epoch
+  }
+
+  /** True while some decided op is not yet written. */
+  get pending () {
+    return this.#unindexed.length > 0 || this.#overlay.size > 0
+  }
+
+  /**
+   * The latest decided-but-unwritten op for `id`, if any.
+   * @param {string} id
+   */
+  lookup (id) {
+    const unindexed = this.#unindexed
+    if (unindexed.length > 0) {
+      for (const op of unindexed) {
+        if (op.id === undefined) op.id = op.space.id(op.key)
+        this.#overlay.set(op.id, op)
+      }
+      unindexed.length = 0
+    }
+    return this.#overlay.get(id)
   }
 
   /**
@@ -58,7 +85,8 @@ export class Writer {
    */
   async run (fn) {
     if (this.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
-    const release = await this.#acquire()
+    if (this.#locked) await this.#wait()
+    else this.#locked = true
     let written
     let result
     const tx = new Transaction(this)
@@ -67,7 +95,7 @@ export class Writer {
       written = this.#commit(tx)
     } finally {
       tx.close()
-      release()
+      this.#release()
     }
     if (written) await written
     return result
@@ -86,18 +114,22 @@ export class Writer {
 
   /** Wait for every queued critical section and batch. */
   async idle () {
-    const release = await this.#acquire()
-    release()
+    if (this.#locked) await this.#wait()
+    else this.#locked = true
+    this.#release()
     await this.drain()
   }
 
-  /** @returns {Promise<() => void>} */
-  #acquire () {
-    const previous = this.#tail
-    /** @type {() => void} */
-    let release = noop
-    this.#tail = new Promise(resolve => { release = resolve })
-    return previous.then(() => release)
+  /** @returns {Promise<void>} resolves when the lock is handed to the caller */
+  #wait () {
+    return new Promise(resolve => this.#waiting.push(/** @type {() => void} */ (resolve)))
+  }
+
+  /** Hand the lock to the next waiting critical section, if any. */
+  #release () {
+    const next = this.#waiting.shift()
+    if (next) next()
+    else this.#locked = false
   }
 
   /** @param {Transaction} tx @returns {Promise<void> | null} */
@@ -110,8 +142,9 @@ export class Writer {
     if (tx.ops.length === 0) return null
     const group = this.#group || (this.#group = new Group())
     for (const op of tx.ops) {
-      this.overlay.set(op.id, op)
       group.ops.push(op)
+      this.#unindexed.push(op)
+      if (op.space.cache !== null) op.space.remember(op.key, op.value)
     }
     if (!this.#flushing) this.#flushing = this.#flush()
     return group.promise
@@ -134,9 +167,7 @@ export class Writer {
               : { type: 'del', key: op.key, sublevel: op.sublevel }
           }
           await this.#root.batch(ops)
-          for (const op of group.ops) {
-            if (this.overlay.get(op.id) === op) this.overlay.delete(op.id)
-          }
+          this.#forget(group)
           group.resolve()
         } catch (err) {
           this.#fail(group, err)
@@ -145,6 +176,20 @@ export class Writer {
     } finally {
       this.#flushing = null
     }
+  }
+
+  /**
+   * Drop a written group's ops from the overlay. Its ops that were never
+   * indexed are the first ones of #unindexed: groups are written in order.
+   * @param {Group} group
+   */
+  #forget (group) {
+    let k = 0
+    for (const op of group.ops) {
+      if (this.#unindexed[k] === op) k++
+      else if (op.id !== undefined && this.#overlay.get(op.id) === op) this.#overlay.delete(op.id)
+    }
+    if (k > 0) this.#unindexed.splice(0, k)
   }
 
   /** @param {Group} group @param {unknown} err */
@@ -157,7 +202,15 @@ export class Writer {
       this.#group.reject(levelkitError(codes.ABORTED, 'Write aborted because an earlier write failed', { cause: err }))
       this.#group = null
     }
-    this.overlay.clear()
+    this.#overlay.clear()
+    this.#unindexed.length = 0
+    // Cached values may come from the failed groups.
+    for (const space of this.#cachedSpaces) space.cache?.clear()
+  }
+
+  /** @param {import('./space.js').Space} space a space whose values are cached */
+  registerCache (space) {
+    this.#cachedSpaces.add(space)
   }
 }
 

@@ -65,6 +65,24 @@ export default function (test, common) {
     await db.close()
   })
 
+  test(`${common.backend}: validate and key functions cannot change the record they are given`, async t => {
+    const db = await common.open()
+    const sneaky = db.collection('sneaky', {
+      indexes: { name: { key: r => r.name } },
+      validate (r) { r.name = 'changed' }
+    })
+    await rejects(t, sneaky.insert({ name: 'orig' }), 'LEVELKIT_INVALID', 'a validate that assigns fails loudly')
+    const items = db.collection('items', { indexes: { name: { key: r => { r.extra = 1; return r.name } } } })
+    await rejects(t, items.insert({ name: 'x' }), 'LEVELKIT_INVALID', 'so does a key function that assigns')
+    t.same(await db.level.keys().all(), [], 'nothing written')
+    const ok = db.collection('ok', { indexes: { name: { key: r => r.name } } })
+    const id = await ok.insert({ name: 'a' })
+    const updated = await ok.update(id, { name: 'b' })
+    updated.name = 'mutable copy'
+    t.is((await ok.get(id)).name, 'b', 'update() resolves with a copy the caller may change')
+    await db.close()
+  })
+
   test(`${common.backend}: a throwing key function is LEVELKIT_INVALID and writes nothing`, async t => {
     const db = await common.open()
     const items = db.collection('items', { indexes: { name: { key: i => i.name.toUpperCase() } } })
