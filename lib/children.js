@@ -5,7 +5,7 @@ import { assertName, layout } from './names.js'
 import { Space } from './space.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { runWrite, assertScope } from './scope.js'
+import { ModelFace, modelOf, writeThrough, readThrough } from './scope.js'
 import { describe } from './collection.js'
 
 const ON_DELETE = ['cascade', 'restrict']
@@ -103,25 +103,7 @@ export class ChildrenModel {
 }
 
 /** The public face of a children set (one per set, plus one per `in(w)` scope). */
-export class Children {
-  /** @type {ChildrenModel} */ #model
-  /** @type {Transaction | null} */ #scope
-
-  /** @param {ChildrenModel} model @param {Transaction | null} [scope] */
-  constructor (model, scope = null) {
-    this.#model = model
-    this.#scope = scope
-  }
-
-  get name () {
-    return this.#model.name
-  }
-
-  /** @param {Transaction} w */
-  in (w) {
-    return new Children(this.#model, assertScope(this.#model.writer, w))
-  }
-
+export class Children extends ModelFace {
   /**
    * Append a value to a parent's children.
    * @param {unknown} parentId @param {unknown} value any JSON value
@@ -129,27 +111,25 @@ export class Children {
    */
   async append (parentId, value) {
     const json = encodeJson(value, `Value for "${this.name}"`)
-    return runWrite(this.#model.writer, this.#scope, tx => this.#model.append(tx, parentId, json))
+    return writeThrough(this, tx => modelOf(this).append(tx, parentId, json))
   }
 
   /** Replace an existing child. @param {unknown} parentId @param {number} seq @param {unknown} value */
   async put (parentId, seq, value) {
     const json = encodeJson(value, `Value for "${this.name}"`)
-    return runWrite(this.#model.writer, this.#scope, tx => this.#model.put(tx, parentId, seq, json))
+    return writeThrough(this, tx => modelOf(this).put(tx, parentId, seq, json))
   }
 
   /** @param {unknown} parentId @param {number} seq @returns {Promise<boolean>} true if it existed */
   async del (parentId, seq) {
-    return runWrite(this.#model.writer, this.#scope, tx => this.#model.del(tx, parentId, seq))
+    return writeThrough(this, tx => modelOf(this).del(tx, parentId, seq))
   }
 
   /** @param {unknown} parentId @param {number} seq @returns {Promise<any>} the value, or undefined */
   async get (parentId, seq) {
-    const model = this.#model
+    const model = modelOf(this)
     const key = model.key(parentId, seq)
-    let value
-    if (this.#scope) value = await this.#scope.get(model.items, key)
-    else value = await model.items.read(key, model.writer.syncReads)
+    const value = await readThrough(this, model.items, key)
     return value === undefined ? undefined : JSON.parse(value)
   }
 
@@ -159,7 +139,7 @@ export class Children {
    * @param {any} [options] gt/gte/lt/lte over seq, limit, reverse, cursor
    */
   range (parentId, options = {}) {
-    const model = this.#model
+    const model = modelOf(this)
     if (options === null || typeof options !== 'object') throw invalid('range() takes an options object')
     model.parent.keyOf(parentId)
     return new Query({
@@ -175,11 +155,9 @@ export class Children {
 
   /** The last sequence number handed out for `parentId` (0 if none). @param {unknown} parentId */
   async lastSeq (parentId) {
-    const model = this.#model
+    const model = modelOf(this)
     const key = model.parent.keyOf(parentId)
-    const value = this.#scope
-      ? await this.#scope.get(model.sequence, key)
-      : await model.sequence.read(key, model.writer.syncReads)
+    const value = await readThrough(this, model.sequence, key)
     return value === undefined ? 0 : Number(value)
   }
 }

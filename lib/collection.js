@@ -6,7 +6,7 @@ import { Space, assertNotClosed } from './space.js'
 import { IndexSpec, NO_ENTRIES, diffEntries } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
-import { runWrite, assertScope } from './scope.js'
+import { ModelFace, modelOf, scopeOf, writeThrough, readThrough } from './scope.js'
 
 const SEQUENCE_KEY = encode('last')
 
@@ -279,38 +279,17 @@ export class CollectionModel {
  * A collection of records, stored whole as JSON under their id, with its
  * secondary indexes kept in the same atomic batch as every change.
  */
-export class Collection {
-  /** @type {CollectionModel} */ #model
-  /** @type {Transaction | null} */ #scope
-
-  /** @param {CollectionModel} model @param {Transaction | null} [scope] */
-  constructor (model, scope = null) {
-    this.#model = model
-    this.#scope = scope
-  }
-
-  get name () {
-    return this.#model.name
-  }
-
-  /**
-   * This collection, bound to a db.write() scope.
-   * @param {Transaction} w
-   */
-  in (w) {
-    return new Collection(this.#model, assertScope(this.#model.writer, w))
-  }
-
+export class Collection extends ModelFace {
   /** @param {object} record @returns {Promise<unknown>} the new id */
   async insert (record) {
     const json = recordJson(record, `Record for "${this.name}"`)
-    return runWrite(this.#model.writer, this.#scope, tx => this.#model.insert(tx, json))
+    return writeThrough(this, tx => modelOf(this).insert(tx, json))
   }
 
   /** @param {unknown} id @param {object} record @returns {Promise<boolean>} true if created */
   async put (id, record) {
     const json = recordJson(record, `Record for "${this.name}"`)
-    return runWrite(this.#model.writer, this.#scope, tx => this.#model.put(tx, id, json))
+    return writeThrough(this, tx => modelOf(this).put(tx, id, json))
   }
 
   /**
@@ -323,18 +302,19 @@ export class Collection {
     const arg = typeof change === 'function'
       ? /** @type {(record: any) => any} */ (change)
       : { json: recordJson(change, `Patch for "${this.name}"`), removed: Object.keys(change).filter(key => /** @type {any} */ (change)[key] === undefined) }
-    return runWrite(this.#model.writer, this.#scope, tx => this.#model.update(tx, id, arg))
+    return writeThrough(this, tx => modelOf(this).update(tx, id, arg))
   }
 
   /** @param {unknown} id @returns {Promise<boolean>} true if a record was deleted */
   async del (id) {
-    return runWrite(this.#model.writer, this.#scope, tx => this.#model.del(tx, id))
+    return writeThrough(this, tx => modelOf(this).del(tx, id))
   }
 
   /** @param {unknown} id @returns {Promise<any>} the record, or undefined */
   async get (id) {
-    const key = this.#model.keyOf(id)
-    const value = this.#scope ? await this.#scope.get(this.#model.records, key) : (await this.#model.readMany([key]))[0]
+    const model = modelOf(this)
+    const key = model.keyOf(id)
+    const value = scopeOf(this) ? await readThrough(this, model.records, key) : (await model.readMany([key]))[0]
     return value === undefined ? undefined : JSON.parse(value)
   }
 
@@ -346,11 +326,13 @@ export class Collection {
   /** @param {unknown[]} ids @returns {Promise<any[]>} records in the same order; undefined where missing */
   async getMany (ids) {
     if (!Array.isArray(ids)) throw invalid('getMany() takes an array of ids')
-    const keys = ids.map(id => this.#model.keyOf(id))
-    const scope = this.#scope
+    const model = modelOf(this)
+    const keys = ids.map(id => model.keyOf(id))
+    const scope = scopeOf(this)
+    /** @type {Array<string | undefined>} */
     const values = scope
-      ? await Promise.all(keys.map(key => scope.get(this.#model.records, key)))
-      : await this.#model.readMany(keys)
+      ? await Promise.all(keys.map(key => scope.get(model.records, key)))
+      : await model.readMany(keys)
     return values.map(value => value === undefined ? undefined : JSON.parse(value))
   }
 
@@ -360,11 +342,11 @@ export class Collection {
    * @param {unknown} value
    */
   async getBy (indexName, value) {
-    const model = this.#model
+    const model = modelOf(this)
     const index = model.index(indexName)
     if (!index.unique) throw invalid(`getBy() needs a unique index; "${indexName}" of "${model.name}" is not unique: use query({ index, eq })`)
     const key = encodeIndexValue(index, value)
-    const scope = this.#scope
+    const scope = scopeOf(this)
     if (scope) {
       const owner = await scope.get(index.space, key)
       if (owner === undefined) return undefined
@@ -392,7 +374,7 @@ export class Collection {
    */
   query (options = {}) {
     if (options === null || typeof options !== 'object') throw invalid('query() takes an options object')
-    const model = this.#model
+    const model = modelOf(this)
     if (options.index === undefined) {
       return new Query({
         root: model.root,

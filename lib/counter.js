@@ -2,7 +2,7 @@ import { encode } from './tuple.js'
 import { invalid } from './errors.js'
 import { assertName, layout } from './names.js'
 import { Space } from './space.js'
-import { runWrite, assertScope } from './scope.js'
+import { ModelFace, modelOf, writeThrough, readThrough } from './scope.js'
 import { describe } from './collection.js'
 
 /** @typedef {import('./transaction.js').Transaction} Transaction */
@@ -43,41 +43,21 @@ export class CounterModel {
 }
 
 /** The public face of a counter (one per counter, plus one per `in(w)` scope). */
-export class Counter {
-  /** @type {CounterModel} */ #model
-  /** @type {Transaction | null} */ #scope
-
-  /** @param {CounterModel} model @param {Transaction | null} [scope] */
-  constructor (model, scope = null) {
-    this.#model = model
-    this.#scope = scope
-  }
-
-  get name () {
-    return this.#model.name
-  }
-
-  /** @param {Transaction} w */
-  in (w) {
-    return new Counter(this.#model, assertScope(this.#model.writer, w))
-  }
-
+export class Counter extends ModelFace {
   /**
    * Add `delta` (default 1) to the counter at `key` and resolve with the new value.
    * @param {unknown} key @param {number} [delta]
    */
   async add (key, delta = 1) {
     if (!Number.isSafeInteger(delta)) throw invalid(`Counter "${this.name}": delta must be a safe integer, got ${describe(delta)}`)
-    return runWrite(this.#model.writer, this.#scope, tx => this.#model.add(tx, key, delta))
+    return writeThrough(this, tx => modelOf(this).add(tx, key, delta))
   }
 
   /** @param {unknown} key @returns {Promise<number>} the value (0 if never added to) */
   async get (key) {
-    const model = this.#model
+    const model = modelOf(this)
     const bytes = model.keyOf(key)
-    const value = this.#scope
-      ? await this.#scope.get(model.space, bytes)
-      : await model.space.read(bytes, model.writer.syncReads)
+    const value = await readThrough(this, model.space, bytes)
     return value === undefined ? 0 : Number(value)
   }
 }

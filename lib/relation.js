@@ -4,7 +4,7 @@ import { assertName, layout } from './names.js'
 import { Space } from './space.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { runWrite, assertScope } from './scope.js'
+import { ModelFace, modelOf, writeThrough, readThrough } from './scope.js'
 import { describe } from './collection.js'
 
 const EMPTY = ''
@@ -140,41 +140,22 @@ export class RelationModel {
 }
 
 /** The public face of a relation (one per relation, plus one per `in(w)` scope). */
-export class Relation {
-  /** @type {RelationModel} */ #model
-  /** @type {Transaction | null} */ #scope
-
-  /** @param {RelationModel} model @param {Transaction | null} [scope] */
-  constructor (model, scope = null) {
-    this.#model = model
-    this.#scope = scope
-  }
-
-  get name () {
-    return this.#model.name
-  }
-
-  /** @param {Transaction} w */
-  in (w) {
-    return new Relation(this.#model, assertScope(this.#model.writer, w))
-  }
-
+export class Relation extends ModelFace {
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} true if the edge is new */
   async add (fromId, toId) {
-    return runWrite(this.#model.writer, this.#scope, tx => this.#model.add(tx, fromId, toId))
+    return writeThrough(this, tx => modelOf(this).add(tx, fromId, toId))
   }
 
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} true if the edge existed */
   async remove (fromId, toId) {
-    return runWrite(this.#model.writer, this.#scope, tx => this.#model.remove(tx, fromId, toId))
+    return writeThrough(this, tx => modelOf(this).remove(tx, fromId, toId))
   }
 
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} */
   async has (fromId, toId) {
-    const model = this.#model
+    const model = modelOf(this)
     const [key] = model.keys(fromId, toId)
-    if (this.#scope) return (await this.#scope.get(model.forward, key)) !== undefined
-    return (await model.forward.read(key, model.writer.syncReads)) !== undefined
+    return (await readThrough(this, model.forward, key)) !== undefined
   }
 
   /**
@@ -182,7 +163,7 @@ export class Relation {
    * @param {unknown} fromId @param {any} [options] range over the `to` ids, limit, reverse, cursor
    */
   to (fromId, options) {
-    return this.#model.query(this.#model.forward, this.#model.from, fromId, options)
+    return modelOf(this).query(modelOf(this).forward, modelOf(this).from, fromId, options)
   }
 
   /**
@@ -190,6 +171,6 @@ export class Relation {
    * @param {unknown} toId @param {any} [options]
    */
   from (toId, options) {
-    return this.#model.query(this.#model.reverse, this.#model.to, toId, options)
+    return modelOf(this).query(modelOf(this).reverse, modelOf(this).to, toId, options)
   }
 }

@@ -38,3 +38,79 @@ export function assertScope (writer, w) {
   w.assertOpen()
   return w
 }
+
+export const kModel = Symbol('model')
+export const kScope = Symbol('scope')
+
+/**
+ * What the public faces of all models share: the model they front, and the
+ * db.write() scope they are bound to (null for the database itself).
+ */
+export class ModelFace {
+  /**
+   * @param {any} model
+   * @param {Transaction | null} [scope]
+   */
+  constructor (model, scope = null) {
+    const self = /** @type {any} */ (this)
+    self[kModel] = model
+    self[kScope] = scope
+  }
+
+  /** @returns {string} */
+  get name () {
+    return modelOf(this).name
+  }
+
+  /**
+   * This model, bound to the write scope `w` of a db.write() callback.
+   * @param {Transaction} w
+   * @returns {this}
+   */
+  in (w) {
+    const Face = /** @type {any} */ (this.constructor)
+    return new Face(modelOf(this), assertScope(modelOf(this).writer, w))
+  }
+}
+
+/**
+ * The model a public face fronts.
+ * @param {ModelFace} face
+ * @returns {any}
+ */
+export function modelOf (face) {
+  return /** @type {any} */ (face)[kModel]
+}
+
+/**
+ * The write scope a public face is bound to, or null.
+ * @param {ModelFace} face
+ * @returns {Transaction | null}
+ */
+export function scopeOf (face) {
+  return /** @type {any} */ (face)[kScope]
+}
+
+/**
+ * Run a write of the face's model: alone, or inside the scope it is bound to.
+ * @template T
+ * @param {ModelFace} face
+ * @param {(tx: Transaction) => Promise<T> | T} fn
+ * @returns {Promise<T>}
+ */
+export function writeThrough (face, fn) {
+  return runWrite(modelOf(face).writer, scopeOf(face), fn)
+}
+
+/**
+ * Read one raw value: through the face's scope (its own writes first), or
+ * what is written.
+ * @param {ModelFace} face
+ * @param {import('./space.js').Space} space
+ * @param {Uint8Array} key
+ * @returns {Promise<any>}
+ */
+export async function readThrough (face, space, key) {
+  const scope = scopeOf(face)
+  return scope ? scope.get(space, key) : space.read(key, modelOf(face).writer.syncReads)
+}

@@ -22,6 +22,7 @@ import path from 'node:path'
 import bytewise from 'bytewise'
 import { open } from '../index.js'
 import { layout } from '../lib/names.js'
+import { prng } from './util/prng.js'
 
 const SEED = process.env.LEVELKIT_SEED ? Number(process.env.LEVELKIT_SEED) : Date.now() % 0x7fffffff
 const VARIANTS = [{ backend: 'leveldb' }, { backend: 'memory' }, { backend: 'leveldb', syncReads: false }]
@@ -55,21 +56,6 @@ function each (name, fn) {
       }
     })
   }
-}
-
-/** mulberry32 */
-function prng (seed) {
-  let a = seed >>> 0
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = a
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-  next.int = n => Math.floor(next() * n)
-  next.pick = list => list[Math.floor(next() * list.length)]
-  return next
 }
 
 function hash (s) {

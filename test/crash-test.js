@@ -24,7 +24,8 @@ import { isDeepStrictEqual } from 'node:util'
 import bytewise from 'bytewise'
 import { open } from '../index.js'
 import { layout } from '../lib/names.js'
-import { declare, prng, USER_INDEXES, CHAT_INDEXES, COUNTER_KEYS } from './fixtures/crash-worker.js'
+import { declare, USER_INDEXES, CHAT_INDEXES, COUNTER_KEYS } from './fixtures/crash-worker.js'
+import { prng } from './util/prng.js'
 
 const WORKER = fileURLToPath(new URL('./fixtures/crash-worker.js', import.meta.url))
 const SEED = process.env.CRASH_SEED ? Number(process.env.CRASH_SEED) : Date.now() % 0x7fffffff
