@@ -58,6 +58,7 @@ export class CollectionModel {
     }
     /** @type {Dependent[]} */
     this.dependents = []
+    this.sequenceVerified = false
   }
 
   /** Encode and check an id passed by the user. @param {unknown} id */
@@ -72,10 +73,36 @@ export class CollectionModel {
     }
   }
 
-  /** @param {Transaction} tx @returns {Promise<number>} */
+  /**
+   * The last id the sequence handed out. The first time a process asks, it
+   * also reads the highest stored id and takes the larger of the two, so a
+   * sequence that lags its records (check() calls that sequence-behind) can
+   * never hand out an id in use; after that, the write path is the only
+   * writer of both and keeps them in step.
+   * @param {Transaction} tx
+   * @returns {Promise<number>}
+   */
   async lastId (tx) {
     const stored = await tx.get(/** @type {Space} */ (this.sequence), SEQUENCE_KEY)
-    return stored === undefined ? 0 : Number(stored)
+    const last = stored === undefined ? 0 : Number(stored)
+    if (this.sequenceVerified) return last
+    const highest = await this.highestStoredId(tx)
+    this.sequenceVerified = true
+    return Math.max(last, highest)
+  }
+
+  /**
+   * The highest id among the records, counting the scope's own writes.
+   * @param {Transaction} tx
+   */
+  async highestStoredId (tx) {
+    await this.writer.drain()
+    const [key] = await this.records.sublevel.keys({ reverse: true, limit: 1 }).all()
+    let highest = key === undefined ? 0 : Number(decode(key))
+    for (const op of tx.ops) {
+      if (op.space === this.records && op.type === 'put') highest = Math.max(highest, Number(decode(op.key)))
+    }
+    return highest
   }
 
   /** @param {Transaction} tx @param {string} json */
@@ -95,7 +122,8 @@ export class CollectionModel {
     }
     Object.freeze(record)
     const idBytes = encode(id)
-    if (await tx.get(this.records, idBytes) !== undefined) {
+    // A sequence id is new by construction (see lastId()).
+    if (!this.sequential && await tx.get(this.records, idBytes) !== undefined) {
       throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(id)}`, { collection: this.name, id })
     }
     this.check(record)

@@ -1,4 +1,4 @@
-import { encodeTuple as encode } from '../../index.js'
+import { encodeTuple as encode, open } from '../../index.js'
 import { usersSchema } from './index.js'
 
 /** @param {any} test @param {any} common */
@@ -48,6 +48,24 @@ export default function (test, common) {
     t.is(await messages.append(c1, 'next'), 2, 'sequence repaired')
     t.is(await users.insert({ username: 'cat' }), 4, 'collection sequence repaired')
     await db.close()
+  })
+
+  test(`${common.backend}: a sequence that lags its records never hands out an id in use`, async t => {
+    const first = await common.open()
+    const users = usersSchema(first)
+    for (const username of ['a', 'b', 'c']) await users.insert({ username })
+    // The damage check() calls sequence-behind, made behind levelkit's back.
+    await first.level.sublevel('users.seq', { keyEncoding: 'view' }).put(encode('last'), '1')
+    t.same((await first.check()).problems.map(p => p.type), ['sequence-behind'])
+
+    // A new process (here: a new levelkit database over the same store).
+    const second = await open({ db: first.level })
+    const again = usersSchema(second)
+    t.is(await again.insert({ username: 'd' }), 4, 'the next id is past the highest stored id')
+    t.same((await again.query().all()).map(u => u.username), ['a', 'b', 'c', 'd'], 'no record overwritten')
+    t.ok((await second.check()).ok, 'and the sequence is back in step')
+    await second.close()
+    await first.close()
   })
 
   test(`${common.backend}: check() validates its options`, async t => {
