@@ -209,12 +209,26 @@ async function checkRelation (model, snapshot, existing, problem) {
  */
 async function checkChildren (model, snapshot, existing, problem) {
   const parents = /** @type {Set<string>} */ (existing.get(model.parent))
+  // Children of a deleted parent whose purge is pending are not orphans: the
+  // background purge deletes them (and is resumed on open).
+  const purging = new Set()
+  if (model.purge !== null) {
+    for (const [key] of await readAll(model.purge, snapshot, false)) {
+      const parentSpaceId = model.parent.records.id(key)
+      if (parents.has(parentSpaceId)) {
+        problem('purge-of-live-parent', model.purge, key, `"${model.name}" of ${label(decode(key))} are marked for purging, but "${model.parent.name}" has that record`, { type: 'del', space: model.purge, key })
+      } else {
+        purging.add(parentSpaceId)
+      }
+    }
+  }
   /** @type {Map<string, { parentId: unknown, max: number }>} */
   const highest = new Map()
   for (const [key] of await readAll(model.items, snapshot, false)) {
     const [parentId, seq] = /** @type {[unknown, number]} */ (decode(key))
     const parentKey = encode(parentId)
     const parentSpaceId = model.parent.records.id(parentKey)
+    if (purging.has(parentSpaceId)) continue
     if (!parents.has(parentSpaceId)) {
       problem('orphan-child', model.items, key, `"${model.name}" ${label(seq)} belongs to ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', space: model.items, key })
       continue
@@ -226,6 +240,7 @@ async function checkChildren (model, snapshot, existing, problem) {
   for (const [key, value] of await readAll(model.sequence, snapshot)) {
     const parentId = decode(key)
     const parentSpaceId = model.parent.records.id(key)
+    if (purging.has(parentSpaceId)) continue
     if (!parents.has(parentSpaceId)) {
       problem('orphan-sequence', model.sequence, key, `"${model.name}" keeps a sequence for ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', space: model.sequence, key })
       continue

@@ -5,10 +5,14 @@ import { assertName, layout } from './names.js'
 import { Space } from './space.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, writeThrough, readThrough } from './scope.js'
+import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare } from './scope.js'
 import { describe } from './collection.js'
 
-const ON_DELETE = ['cascade', 'restrict']
+const ON_DELETE = ['cascade', 'restrict', 'purge']
+
+// Children deleted per batch by a background purge: bounded, so deleting a
+// parent with millions of children never builds a huge batch.
+const PURGE_CHUNK = 1000
 
 /** @typedef {import('./transaction.js').Transaction} Transaction */
 
@@ -17,6 +21,11 @@ const ON_DELETE = ['cascade', 'restrict']
  * [parentId, seq] -> value and `<name>.seq` holds the last seq per parent.
  * Sequence numbers start at 1 per parent and have no gaps: they are assigned
  * in the critical section and persisted in the same batch as the child.
+ *
+ * With onDelete 'purge', deleting a parent writes a marker in `<name>.purge`
+ * in the same batch; from then on the parent's children are invisible, and a
+ * background job deletes them in bounded batches, removing the marker (and
+ * the sequence) with the last one. The job resumes after a restart.
  */
 export class ChildrenModel {
   /**
@@ -31,7 +40,7 @@ export class ChildrenModel {
     const { parent, onDelete = 'cascade', ...rest } = options
     const unknown = Object.keys(rest)
     if (unknown.length > 0) throw invalid(`Children "${name}" has unknown option(s): ${unknown.join(', ')}`)
-    if (!ON_DELETE.includes(onDelete)) throw invalid(`The onDelete option of children "${name}" must be 'cascade' or 'restrict'`)
+    if (!ON_DELETE.includes(onDelete)) throw invalid(`The onDelete option of children "${name}" must be 'cascade', 'restrict' or 'purge'`)
     this.name = name
     this.writer = db.writer
     this.root = db.level
@@ -40,7 +49,70 @@ export class ChildrenModel {
     this.items = new Space(this.root, layout.records(name), 'utf8')
     this.sequence = new Space(this.root, layout.sequence(name), 'utf8', { cache: true })
     this.writer.registerCache(this.sequence)
-    this.parent.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id) })
+    this.parent.dependents.push({
+      name,
+      beforeDelete: (tx, id) => this.beforeDelete(tx, id),
+      beforeCreate: (tx, id) => this.beforeCreate(tx, id)
+    })
+    /** @type {Space | null} */
+    this.purge = null
+    /** @type {Promise<void> | null} */
+    this.purging = null
+    if (onDelete === 'purge') {
+      if (!this.parent.sequential) {
+        throw invalid(`Children "${name}" with onDelete 'purge' need a parent collection with sequence ids (ids that are never reused)`)
+      }
+      this.purge = new Space(this.root, layout.purge(name), 'utf8')
+      const purge = this.purge
+      this.writer.onWritten(ops => {
+        if (ops.some(op => op.space === purge && op.type === 'put')) this.startPurge()
+      })
+      // Resume what a previous process left; the sublevel opens with the db.
+      queueMicrotask(() => this.startPurge())
+    }
+  }
+
+  /** Run the background purge unless it is running. */
+  startPurge () {
+    if (!this.purging) {
+      this.purging = this.purgeAll().finally(() => { this.purging = null })
+    }
+    return this.purging
+  }
+
+  /** Delete purged parents' children, one bounded batch at a time. */
+  async purgeAll () {
+    const purge = /** @type {Space} */ (this.purge)
+    try {
+      while (true) {
+        const finished = await this.writer.run(async tx => {
+          await this.writer.drain()
+          const [marker] = await purge.sublevel.keys({ limit: 1 }).all()
+          if (marker === undefined) return true
+          const parentId = decode(marker)
+          const keys = await this.items.sublevel.keys({ ...childBounds(parentId), limit: PURGE_CHUNK }).all()
+          for (const key of keys) tx.del(this.items, key)
+          if (keys.length < PURGE_CHUNK) {
+            tx.del(purge, marker)
+            tx.del(this.sequence, marker)
+          }
+          return false
+        })
+        if (finished) return
+      }
+    } catch (err) {
+      // Closing the database stops the purge; a later open resumes it.
+      if (/** @type {any} */ (err).code !== codes.NOT_OPEN) this.purgeError = err
+    }
+  }
+
+  /**
+   * True if `parentId`'s children are being purged (so they are invisible).
+   * @param {unknown} parentId
+   */
+  async isPurging (parentId) {
+    if (this.purge === null) return false
+    return (await this.purge.read(encode(parentId), this.writer.syncReads)) !== undefined
   }
 
   /** @param {Transaction} tx @param {unknown} parentId */
@@ -82,9 +154,11 @@ export class ChildrenModel {
 
   /** @param {Transaction} tx @param {unknown} parentId */
   async beforeDelete (tx, parentId) {
-    const prefix = concatBytes([ARRAY_START], encodeItems([parentId]))
-    const bounds = { gte: prefix, lt: concatBytes(prefix, [HIGH]) }
-    const children = await tx.entries(this.items, bounds, { values: false })
+    if (this.purge !== null) {
+      tx.put(this.purge, encode(parentId), '')
+      return
+    }
+    const children = await tx.entries(this.items, childBounds(parentId), { values: false })
     if (this.onDelete === 'restrict' && children.length > 0) {
       throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(parentId)} from "${this.parent.name}": it has ${children.length} "${this.name}" (onDelete: 'restrict')`, {
         collection: this.parent.name, children: this.name, id: parentId
@@ -92,6 +166,39 @@ export class ChildrenModel {
     }
     for (const [key] of children) tx.del(this.items, key)
     tx.del(this.sequence, encode(parentId))
+  }
+
+  /**
+   * Refuse to give a parent id back to a record while the children of the
+   * record that had it are still being purged.
+   * @param {Transaction} tx @param {unknown} parentId
+   */
+  async beforeCreate (tx, parentId) {
+    if (this.purge === null) return
+    if (await tx.get(this.purge, encode(parentId)) !== undefined) {
+      throw invalid(`Id ${describe(parentId)} of "${this.parent.name}" cannot be reused until the "${this.name}" of the record deleted under it are purged`)
+    }
+  }
+
+  /**
+   * The range of a parent's children in sequence order.
+   * @param {unknown} parentId
+   * @param {any} options
+   * @param {(() => Promise<boolean>) | undefined} scoped
+   */
+  range (parentId, options, scoped) {
+    if (options === null || typeof options !== 'object') throw invalid('range() takes an options object')
+    this.parent.keyOf(parentId)
+    return new Query({
+      root: this.root,
+      space: this.items,
+      bounds: tupleBounds([parentId], options),
+      tag: this.items.name,
+      values: true,
+      consistent: false,
+      prepare: async () => (!scoped || await scoped()) && !(await this.isPurging(parentId)),
+      load: entries => entries.map(([key, value]) => [(decode(key))[1], JSON.parse(value)])
+    }, options)
   }
 
   /** @param {unknown} parentId @param {unknown} seq */
@@ -130,7 +237,8 @@ export class Children extends ModelFace {
     const model = modelOf(this)
     const key = model.key(parentId, seq)
     const value = await readThrough(this, model.items, key)
-    return value === undefined ? undefined : JSON.parse(value)
+    if (value === undefined || await model.isPurging(parentId)) return undefined
+    return JSON.parse(value)
   }
 
   /**
@@ -139,18 +247,7 @@ export class Children extends ModelFace {
    * @param {any} [options] gt/gte/lt/lte over seq, limit, reverse, cursor
    */
   range (parentId, options = {}) {
-    const model = modelOf(this)
-    if (options === null || typeof options !== 'object') throw invalid('range() takes an options object')
-    model.parent.keyOf(parentId)
-    return new Query({
-      root: model.root,
-      space: model.items,
-      bounds: tupleBounds([parentId], options),
-      tag: model.items.name,
-      values: true,
-      consistent: false,
-      load: entries => entries.map(([key, value]) => [(decode(key))[1], JSON.parse(value)])
-    }, options)
+    return modelOf(this).range(parentId, options, scopedPrepare(this))
   }
 
   /** The last sequence number handed out for `parentId` (0 if none). @param {unknown} parentId */
@@ -158,6 +255,80 @@ export class Children extends ModelFace {
     const model = modelOf(this)
     const key = model.parent.keyOf(parentId)
     const value = await readThrough(this, model.sequence, key)
-    return value === undefined ? 0 : Number(value)
+    return value === undefined || await model.isPurging(parentId) ? 0 : Number(value)
   }
+
+  /**
+   * Each child appended to `parentId` after sequence number `after`, as
+   * [seq, value], in order, as its batch is written: no gap and no
+   * duplicate, whatever the consumer's pace. Ends when `signal` aborts or the
+   * parent is deleted.
+   * @param {unknown} parentId
+   * @param {{ after?: number, signal?: AbortSignal }} [options] `after` defaults to the current last sequence number
+   * @returns {AsyncGenerator<[number, any]>}
+   */
+  async * watch (parentId, options = {}) {
+    const model = modelOf(this)
+    if (options === null || typeof options !== 'object') throw invalid('watch() takes an options object')
+    const { after, signal } = options
+    if (after !== undefined && !(Number.isSafeInteger(after) && after >= 0)) throw invalid('The after option must be a non-negative integer')
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('The signal option must be an AbortSignal')
+    const prefix = concatBytes([ARRAY_START], encodeItems([parentId]))
+    let last = after === undefined ? await this.lastSeq(parentId) : after
+    let dirty = true
+    /** @type {(() => void) | null} */
+    let wake = null
+    const stop = model.writer.onWritten((/** @type {import('./transaction.js').Op[]} */ ops) => {
+      for (const op of ops) {
+        if ((op.space === model.items && startsWith(op.key, prefix)) || op.space === model.parent.records) {
+          dirty = true
+          if (wake) wake()
+          return
+        }
+      }
+    })
+    const onAbort = () => { if (wake) wake() }
+    signal?.addEventListener('abort', onAbort)
+    try {
+      while (!signal?.aborted) {
+        if (!dirty) await new Promise(resolve => { wake = /** @type {() => void} */ (resolve) })
+        wake = null
+        if (signal?.aborted) return
+        dirty = false
+        // Whatever woke us, read everything after the last child delivered:
+        // that is what makes the stream gap-free and duplicate-free.
+        if (await readThrough(this, model.parent.records, model.parent.keyOf(parentId)) === undefined) return
+        for await (const [seq, value] of model.range(parentId, { gt: last }, undefined).entries()) {
+          yield [seq, value]
+          last = seq
+          if (signal?.aborted) return
+        }
+      }
+    } finally {
+      stop()
+      signal?.removeEventListener('abort', onAbort)
+    }
+  }
+
+  /** Resolves when no background purge of this children set is running. */
+  async settled () {
+    const model = modelOf(this)
+    while (model.purging) await model.purging
+  }
+}
+
+/**
+ * Byte bounds of all children of one parent.
+ * @param {unknown} parentId
+ */
+function childBounds (parentId) {
+  const prefix = concatBytes([ARRAY_START], encodeItems([parentId]))
+  return { gte: prefix, lt: concatBytes(prefix, [HIGH]) }
+}
+
+/** @param {Uint8Array} bytes @param {Uint8Array} prefix */
+function startsWith (bytes, prefix) {
+  if (bytes.length < prefix.length) return false
+  for (let i = 0; i < prefix.length; i++) if (bytes[i] !== prefix[i]) return false
+  return true
 }

@@ -6,13 +6,13 @@ import { Space, assertNotClosed } from './space.js'
 import { IndexSpec, NO_ENTRIES, diffEntries } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, scopeOf, writeThrough, readThrough } from './scope.js'
+import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare } from './scope.js'
 
 const SEQUENCE_KEY = encode('last')
 
 /**
  * @typedef {import('./transaction.js').Transaction} Transaction
- * @typedef {{ name: string, beforeDelete: (tx: Transaction, id: unknown) => Promise<void> }} Dependent
+ * @typedef {{ name: string, beforeDelete: (tx: Transaction, id: unknown) => Promise<void>, beforeCreate?: (tx: Transaction, id: unknown) => Promise<void> }} Dependent
  */
 
 /**
@@ -141,6 +141,9 @@ export class CollectionModel {
     const record = Object.freeze(this.withId(parsed, id, idBytes))
     this.check(record)
     const previous = await tx.get(this.records, idBytes)
+    if (previous === undefined) {
+      for (const dependent of this.dependents) if (dependent.beforeCreate) await dependent.beforeCreate(tx, id)
+    }
     const old = previous === undefined ? undefined : JSON.parse(previous)
     await this.writeIndexes(tx, id, idBytes, old, record)
     tx.put(this.records, idBytes, stored)
@@ -411,6 +414,7 @@ export class Collection extends ModelFace {
         tag: model.records.name,
         values: true,
         consistent: false,
+        prepare: scopedPrepare(this),
         load: entries => entries.map(([key, value]) => [decode(key), JSON.parse(value)])
       }, options)
     }
@@ -422,6 +426,7 @@ export class Collection extends ModelFace {
       tag: index.space.name,
       values: index.unique,
       consistent: true,
+      prepare: scopedPrepare(this),
       load: async (entries, snapshot) => {
         const keys = entries.map(([key, value]) => index.unique ? value : encode(/** @type {any[]} */ (decode(key))[1]))
         const stored = await model.readMany(keys, snapshot)

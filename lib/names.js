@@ -28,5 +28,6 @@ export const layout = Object.freeze({
   forward: (/** @type {string} */ name) => `${name}.fwd`,
   reverse: (/** @type {string} */ name) => `${name}.rev`,
   counter: (/** @type {string} */ name) => name,
+  purge: (/** @type {string} */ name) => `${name}.purge`,
   catalog: '.catalog'
 })

@@ -13,6 +13,7 @@ import { assertNotClosed } from './space.js'
  * @property {boolean} values whether the scan needs values
  * @property {boolean} consistent whether `load` reads other namespaces, so needs a snapshot
  * @property {Loader} load turns raw entries into [key, item] pairs
+ * @property {() => Promise<boolean>} [prepare] runs before reading; false means the range is empty
  */
 
 const FIRST_CHUNK = 64
@@ -92,6 +93,7 @@ export class Query {
   /** Number of entries in range (up to `limit`), without reading values. */
   async count () {
     assertNotClosed(this.#source.root)
+    if (this.#source.prepare && !(await this.#source.prepare())) return 0
     const it = this.#source.space.sublevel.keys({ ...this.#bounds, limit: this.#limit === Infinity ? -1 : this.#limit })
     let n = 0
     try {
@@ -107,8 +109,9 @@ export class Query {
    * @returns {AsyncGenerator<{ items: Array<[any, any]>, rawKeys: Uint8Array[] }>}
    */
   async * #chunks (limit) {
-    const { root, space, values, consistent, load } = this.#source
+    const { root, space, values, consistent, load, prepare } = this.#source
     assertNotClosed(root)
+    if (prepare && !(await prepare())) return
     const snapshot = consistent && root.supports.explicitSnapshots ? root.snapshot() : undefined
     const it = space.sublevel.iterator({
       ...this.#bounds,

@@ -4,7 +4,7 @@ import { assertName, layout } from './names.js'
 import { Space } from './space.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, writeThrough, readThrough } from './scope.js'
+import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare } from './scope.js'
 import { describe } from './collection.js'
 
 const EMPTY = ''
@@ -120,8 +120,10 @@ export class RelationModel {
   /**
    * @param {Space} space @param {CollectionModel} keyed @param {unknown} id
    * @param {any} options
+   * @param {(() => Promise<boolean>) | undefined} prepare
    */
-  query (space, keyed, id, options = {}) {
+  query (space, keyed, id, options, prepare) {
+    if (options === undefined) options = {}
     if (options === null || typeof options !== 'object') throw invalid('Relation queries take an options object')
     keyed.keyOf(id)
     return new Query({
@@ -131,6 +133,7 @@ export class RelationModel {
       tag: space.name,
       values: false,
       consistent: false,
+      prepare,
       load: entries => entries.map(([key]) => {
         const other = /** @type {unknown[]} */ (decode(key))[1]
         return [other, other]
@@ -163,7 +166,7 @@ export class Relation extends ModelFace {
    * @param {unknown} fromId @param {any} [options] range over the `to` ids, limit, reverse, cursor
    */
   to (fromId, options) {
-    return modelOf(this).query(modelOf(this).forward, modelOf(this).from, fromId, options)
+    return modelOf(this).query(modelOf(this).forward, modelOf(this).from, fromId, options, scopedPrepare(this))
   }
 
   /**
@@ -171,6 +174,6 @@ export class Relation extends ModelFace {
    * @param {unknown} toId @param {any} [options]
    */
   from (toId, options) {
-    return modelOf(this).query(modelOf(this).reverse, modelOf(this).to, toId, options)
+    return modelOf(this).query(modelOf(this).reverse, modelOf(this).to, toId, options, scopedPrepare(this))
   }
 }

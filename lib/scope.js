@@ -114,3 +114,20 @@ export async function readThrough (face, space, key) {
   const scope = scopeOf(face)
   return scope ? scope.get(space, key) : space.read(key, modelOf(face).writer.syncReads)
 }
+
+/**
+ * For a query made through a face bound to a write scope: before reading,
+ * wait until everything decided before the scope is written, so the query
+ * sees it (the scope's own writes are not visible to queries).
+ * @param {ModelFace} face
+ * @returns {(() => Promise<boolean>) | undefined}
+ */
+export function scopedPrepare (face) {
+  const scope = scopeOf(face)
+  if (scope === null) return undefined
+  return async () => {
+    scope.assertOpen()
+    await scope.writer.drain()
+    return true
+  }
+}

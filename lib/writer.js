@@ -43,6 +43,8 @@ export class Writer {
   #unindexed = []
   /** @type {Set<import('./space.js').Space>} */
   #cachedSpaces = new Set()
+  /** @type {Set<(ops: import('./transaction.js').Op[]) => void>} */
+  #listeners = new Set()
 
   /** @param {import('abstract-level').AbstractLevel<any, any, any>} root @param {boolean} syncReads */
   constructor (root, syncReads) {
@@ -169,6 +171,7 @@ export class Writer {
           await this.#root.batch(ops)
           this.#forget(group)
           group.resolve()
+          this.#notify(group.ops)
         } catch (err) {
           this.#fail(group, err)
         }
@@ -206,6 +209,27 @@ export class Writer {
     this.#unindexed.length = 0
     // Cached values may come from the failed groups.
     for (const space of this.#cachedSpaces) space.cache?.clear()
+  }
+
+  /**
+   * Call `listener` with the ops of every batch once it is written.
+   * @param {(ops: import('./transaction.js').Op[]) => void} listener
+   * @returns {() => void} removes the listener
+   */
+  onWritten (listener) {
+    this.#listeners.add(listener)
+    return () => { this.#listeners.delete(listener) }
+  }
+
+  /** @param {import('./transaction.js').Op[]} ops */
+  #notify (ops) {
+    for (const listener of this.#listeners) {
+      try {
+        listener(ops)
+      } catch {
+        // A listener's failure must not fail the write it observes.
+      }
+    }
   }
 
   /** @param {import('./space.js').Space} space a space whose values are cached */

@@ -75,3 +75,99 @@ export default function (test, common) {
     await r.db.close()
   })
 }
+
+/** @param {any} test @param {any} common */
+export function purgeAndWatch (test, common) {
+  test(`${common.backend}: onDelete 'purge' hides children at once and deletes them in bounded batches`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, onDelete: 'purge' })
+    const c = await chats.insert({ name: 'big' })
+    const other = await chats.insert({ name: 'other' })
+    await db.write(async w => {
+      for (let i = 0; i < 2500; i++) await messages.in(w).append(c, { i })
+    })
+    await messages.append(other, 'keep')
+    const batches = []
+    db.level.on('write', ops => batches.push(ops.length))
+    await chats.del(c)
+    t.same(await messages.range(c).all(), [], 'invisible as soon as the parent is deleted')
+    t.is(await messages.range(c).count(), 0)
+    t.is(await messages.get(c, 1), undefined)
+    t.is(await messages.lastSeq(c), 0)
+    t.ok((await db.check()).ok, 'check() treats the pending purge as consistent')
+    await messages.settled()
+    t.ok(batches.length >= 4, `deleted in several batches (${batches.length})`)
+    t.ok(Math.max(...batches) <= 1001, `each bounded (largest ${Math.max(...batches)} ops)`)
+    t.is(await db.level.sublevel('messages', { keyEncoding: 'view' }).keys().all().then(k => k.length), 1, 'only the other chat\'s message is left')
+    t.same(await db.level.sublevel('messages.purge', { keyEncoding: 'view' }).keys().all(), [], 'marker removed')
+    t.same(await messages.range(other).all(), ['keep'])
+    t.ok((await db.check()).ok)
+    await db.close()
+  })
+
+  test(`${common.backend}: a purged parent's id cannot be reused until the purge is done`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, onDelete: 'purge' })
+    const c = await chats.insert({})
+    await messages.append(c, 'old')
+    // Hold the write path so the purge cannot run before our put().
+    await db.write(async w => {
+      await chats.in(w).del(c)
+      await rejects(t, chats.in(w).put(c, { again: true }), 'LEVELKIT_INVALID', 'refused while purging')
+    })
+    await messages.settled()
+    t.is(await chats.put(c, { again: true }), true, 'allowed once purged')
+    t.same(await messages.range(c).all(), [], 'no old child comes back')
+    t.is(await messages.append(c, 'new'), 1)
+    try {
+      db.children('notes', { parent: db.collection('tags', { id: t => t.name }), onDelete: 'purge' })
+      t.fail('should throw')
+    } catch (err) {
+      t.is(err.code, 'LEVELKIT_INVALID', 'purge needs a parent with sequence ids')
+    }
+    await db.close()
+  })
+
+  test(`${common.backend}: watch() delivers each new child once, in order, with no gap`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats })
+    const c = await chats.insert({})
+    await messages.append(c, 'before-1')
+    await messages.append(c, 'before-2')
+    const seen = await messages.range(c).all()
+    const controller = new AbortController()
+    const received = []
+    const watching = (async () => {
+      for await (const [seq, value] of messages.watch(c, { after: seen.length, signal: controller.signal })) {
+        received.push([seq, value])
+        if (received.length === 30) controller.abort()
+      }
+    })()
+    await Promise.all(Array.from({ length: 30 }, (_, i) => messages.append(c, `m${i}`)))
+    await watching
+    t.same(received.map(([seq]) => seq), Array.from({ length: 30 }, (_, i) => i + 3), 'seqs 3..32, each once')
+    t.same(received.map(([, value]) => value), Array.from({ length: 30 }, (_, i) => `m${i}`))
+
+    const ended = []
+    for await (const entry of messages.watch(c, { after: 30 })) {
+      ended.push(entry)
+      await chats.del(c)
+    }
+    t.same(ended.map(([seq]) => seq), [31, 32], 'catches up from `after`, then ends when the parent is deleted')
+    await rejects(t, messages.watch(c, { after: -1 }).next(), 'LEVELKIT_INVALID')
+    await db.close()
+  })
+
+  test(`${common.backend}: a query through a write scope sees every earlier write`, async t => {
+    const db = await common.open()
+    const items = db.collection('items', { indexes: { n: { key: r => r.n } } })
+    const writes = Array.from({ length: 20 }, (_, i) => items.insert({ n: i }))
+    const counted = await db.write(async w => items.in(w).query({ index: 'n' }).count())
+    await Promise.all(writes)
+    t.is(counted, 20, 'writes queued before the scope are visible to its queries')
+    await db.close()
+  })
+}

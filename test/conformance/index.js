@@ -2,7 +2,7 @@ import collection from './collection.js'
 import indexes from './indexes.js'
 import query from './query.js'
 import relation from './relation.js'
-import children from './children.js'
+import children, { purgeAndWatch } from './children.js'
 import counter from './counter.js'
 import write from './write.js'
 import check from './check.js'
@@ -17,7 +17,7 @@ import lifecycle from './lifecycle.js'
  * @param {{ backend: string, open: () => Promise<import('../../index.js').Database> }} common
  */
 export function conformance (test, common) {
-  for (const suite of [collection, indexes, query, relation, children, counter, write, check, lifecycle]) {
+  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle]) {
     suite(test, common)
   }
 }
