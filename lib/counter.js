@@ -1,8 +1,10 @@
-import { encode } from './tuple.js'
+import { encode, decode } from './tuple.js'
+import { Query } from './query.js'
+import { valueBounds } from './bounds.js'
 import { invalid } from './errors.js'
 import { assertName, layout } from './names.js'
 import { Space } from './space.js'
-import { ModelFace, modelOf, writeThrough, readThrough } from './scope.js'
+import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare } from './scope.js'
 import { describe } from './collection.js'
 
 /** @typedef {import('./transaction.js').Transaction} Transaction */
@@ -59,5 +61,25 @@ export class Counter extends ModelFace {
     const bytes = model.keyOf(key)
     const value = await readThrough(this, model.space, bytes)
     return value === undefined ? 0 : Number(value)
+  }
+
+  /**
+   * The counters in key order (keys never added to, or back at 0, are absent);
+   * iterate `entries()` for [key, value].
+   * @param {any} [options] gt/gte/lt/lte/eq/prefix over keys, limit, reverse, cursor
+   */
+  query (options = {}) {
+    if (options === null || typeof options !== 'object') throw invalid('query() takes an options object')
+    const model = modelOf(this)
+    return new Query({
+      root: model.space.sublevel.db,
+      space: model.space,
+      bounds: valueBounds(options),
+      tag: model.space.name,
+      values: true,
+      consistent: false,
+      prepare: scopedPrepare(this),
+      load: entries => entries.map(([key, value]) => [decode(key), Number(value)])
+    }, options)
   }
 }

@@ -63,7 +63,7 @@ export class Database {
   /**
    * Declare ordered children of a collection's records.
    * @param {string} name
-   * @param {{ parent: Collection, onDelete?: 'cascade' | 'restrict' }} options
+   * @param {{ parent: Collection, onDelete?: 'cascade' | 'restrict' | 'purge' }} options
    * @returns {Children}
    */
   children (name, options) {

@@ -1,0 +1,1 @@
+export { ChatStore } from './lib/chat/chat-store.js'
