@@ -38,8 +38,9 @@ export async function checkPassword (password, stored) {
  */
 async function derive (password, salt, iterations, length) {
   const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(password), 'PBKDF2', false, ['deriveBits'])
+  const saltBytes = /** @type {BufferSource} */ (salt)
   /** @type {Pbkdf2Params} */
-  const params = { name: 'PBKDF2', hash: 'SHA-256', salt: /** @type {BufferSource} */ (salt), iterations }
+  const params = { name: 'PBKDF2', hash: 'SHA-256', salt: saltBytes, iterations }
   const bits = await crypto.subtle.deriveBits(params, key, length * 8)
   return new Uint8Array(bits)
 }
