@@ -1,9 +1,15 @@
-// The README's quick start, runnable: `npm start` (LevelDB in ./data) or
-// `node examples/quick-start.js --memory`.
+// The README's quick start, runnable: `npm run example:quick-start` (LevelDB
+// in ./data), `node examples/quick-start.js --memory` or `--location <dir>`.
+import { parseArgs } from 'node:util'
 import { open } from '../index.js'
 
-const memory = process.argv.includes('--memory')
-const db = await open(memory ? { backend: 'memory' } : { backend: 'leveldb', location: './data' })
+const { values: args } = parseArgs({
+  options: {
+    memory: { type: 'boolean', default: false },
+    location: { type: 'string', default: './data' }
+  }
+})
+const db = await open(args.memory ? { backend: 'memory' } : { backend: 'leveldb', location: args.location })
 
 const users = db.collection('users', {
   indexes: {
