@@ -14,6 +14,10 @@ export declare const codes: Readonly<{
   NOT_FOUND: 'LEVELKIT_NOT_FOUND'
   /** A delete was refused because of an `onDelete: 'restrict'` relation or children set. */
   RESTRICT: 'LEVELKIT_RESTRICT'
+  /** A rule refused the operation (e.g. a non-member sending to a chat, a wrong chat password). */
+  FORBIDDEN: 'LEVELKIT_FORBIDDEN'
+  /** A limit would be exceeded (e.g. a full chat). */
+  LIMIT: 'LEVELKIT_LIMIT'
   /** The database is closed. */
   NOT_OPEN: 'LEVELKIT_NOT_OPEN'
   /** The LevelDB location is held by another process (or another open database). */
@@ -158,8 +162,19 @@ export declare class Relation {
 
 export interface ChildrenOptions {
   parent: Collection<any>
-  /** What deleting a parent does to its children. Default 'cascade'. */
-  onDelete?: OnDelete
+  /**
+   * What deleting a parent does to its children. Default 'cascade' (deleted in
+   * the same batch). 'purge': invisible at once, deleted in bounded background
+   * batches (resumed after a restart); needs a parent with sequence ids.
+   */
+  onDelete?: OnDelete | 'purge'
+}
+
+export interface WatchOptions {
+  /** Deliver children after this sequence number (default: the last one now). */
+  after?: number
+  /** Ends the iteration. */
+  signal?: AbortSignal
 }
 
 export declare class Children<V = any> {
@@ -175,6 +190,13 @@ export declare class Children<V = any> {
   range (parentId: Id, options?: RangeOptions): Query<V, number>
   /** The last sequence number handed out for the parent (0 if none). */
   lastSeq (parentId: Id): Promise<number>
+  /**
+   * Each child appended after `after`, as [seq, value], in order, as its batch
+   * is written: no gap, no duplicate. Ends on abort or when the parent is deleted.
+   */
+  watch (parentId: Id, options?: WatchOptions): AsyncGenerator<[number, V]>
+  /** Resolves when no background purge ('purge' onDelete) is running. */
+  settled (): Promise<void>
 }
 
 export declare class Counter {
@@ -184,11 +206,13 @@ export declare class Counter {
   add (key: TupleValue, delta?: number): Promise<number>
   /** The value, 0 if never added to. */
   get (key: TupleValue): Promise<number>
+  /** Counters in key order (those at 0 are absent); `entries()` gives [key, value]. */
+  query (options?: RangeOptions): Query<number, TupleValue>
 }
 
 export interface Problem {
   type: 'dangling-index-entry' | 'missing-index-entry' | 'unique-violation' | 'invalid-record' |
-  'dangling-edge' | 'one-sided-edge' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind'
+  'dangling-edge' | 'one-sided-edge' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent'
   /** The sublevel the problem is in. */
   namespace: string
   /** The decoded key of the offending entry. */

@@ -38,3 +38,21 @@ export async function usage (): Promise<void> {
   console.log(name, texts, report.ok, code, back, tupleEncoding.name)
   await db.close()
 }
+
+export async function chatUsage (): Promise<void> {
+  const { ChatStore } = await import('../../chat.js')
+  const db = await open({ backend: 'memory' })
+  const chat = new ChatStore(db, { maxMembers: 10, passwordCost: { scryptN: 1024 } })
+  const ann = await chat.createUser({ username: 'ann', password: 'pw' })
+  const user = await chat.getUser('ann')
+  const name: string | undefined = user?.username
+  const chatId = await chat.createChat({ name: 'c', adminId: ann, userIds: [] })
+  const id: number = await chat.addChatMessage({ chatId, senderId: ann, text: 'hi' })
+  const page = await chat.getChatMessages(chatId, { to: id + 1, n: 10, viewerId: ann })
+  const controller = new AbortController()
+  for await (const message of chat.watch(chatId, { after: id, signal: controller.signal })) console.log(message.text)
+  for await (const [seq, message] of chat.messages.watch(chatId)) console.log(seq, message.id)
+  for await (const [key, count] of chat.pairs.query().entries()) console.log(key, count)
+  await chat.messages.settled()
+  console.log(name, page?.length, (await chat.check()).ok, codes.FORBIDDEN, codes.LIMIT)
+}

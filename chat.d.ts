@@ -1,0 +1,107 @@
+import type { Database, Children, Collection, Counter, Relation } from './index.js'
+
+export interface ChatStoreOptions {
+  /** Members per chat (default 30). */
+  maxMembers?: number
+  /** Characters per message (default 200). */
+  maxMessageLength?: number
+  /** Characters per username, after trimming (default 64). */
+  maxUsernameLength?: number
+  /** Characters per chat name (default 100). */
+  maxChatNameLength?: number
+  /** Password hashing cost: scrypt N in Node (default 16384), PBKDF2-SHA256 iterations in browsers (default 600000). */
+  passwordCost?: { scryptN?: number, pbkdf2Iterations?: number }
+}
+
+export interface User {
+  id: number
+  username: string
+  createdAt: number
+}
+
+export interface Chat {
+  id: number
+  name: string
+  adminId: number
+  /** Member ids, ascending. */
+  members: number[]
+  lastActivity: number
+  createdAt: number
+  private: boolean
+}
+
+export interface Message {
+  id: number
+  chatId: number
+  senderId: number
+  text: string
+  timestamp: number
+  /** Set on a whisper: only the sender and these users see it. */
+  recipients?: number[]
+}
+
+export interface ChatMessagesOptions {
+  /** First id (inclusive): count up from here. */
+  from?: number
+  /** Upper id (exclusive). Without `from`: the `n` messages just below it. */
+  to?: number
+  /** Maximum count (default 50). */
+  n?: number
+  /** Whose view: whispers show only to their sender and recipients. */
+  viewerId?: number
+}
+
+/**
+ * The chat reference model: users, sessions, chats, members in both
+ * directions and messages in one levelkit database. Not found answers null
+ * or false; bad input and broken rules throw errors with a stable `code`.
+ */
+export declare class ChatStore {
+  /** Declares the chat models on an open levelkit database. */
+  constructor (db: Database, options?: ChatStoreOptions)
+  readonly db: Database
+  readonly users: Collection
+  readonly sessions: Collection
+  readonly chats: Collection
+  readonly members: Relation
+  readonly messages: Children<Message>
+  readonly pairs: Counter
+
+  /** Resolves with the new user's id; a taken username rejects with LEVELKIT_UNIQUE. */
+  createUser (user: { username: string, password: string }): Promise<number>
+  getUser (username: string): Promise<User | null>
+  getUserById (id: number): Promise<User | null>
+  /** The user if the password is theirs, else null. */
+  verifyPassword (username: string, password: string): Promise<User | null>
+
+  /** Create or replace a session; resolves with its id (random 128-bit hex when none is given). */
+  setUserSession (session: { sessionId?: string, userId: number, expiry: number }): Promise<string>
+  /** The user id, or null when the session is missing or expired. */
+  getUserFromSession (sessionId: string, now?: number): Promise<number | null>
+  removeSession (sessionId: string): Promise<boolean>
+  /** Removes sessions expired at `now` (default: now); resolves with the count. */
+  purgeExpiredSessions (now?: number): Promise<number>
+
+  /** Resolves with the new chat's id. The admin is a member; unknown users reject with LEVELKIT_NOT_FOUND. */
+  createChat (chat: { name: string, adminId: number, userIds?: number[], password?: string }): Promise<number>
+  getChat (chatId: number): Promise<Chat | null>
+  /** The user's chats, most recent activity first. */
+  getChats (userId: number): Promise<Chat[]>
+  deleteChat (chatId: number): Promise<boolean>
+  /** A private chat needs its password (LEVELKIT_FORBIDDEN otherwise); a full chat rejects with LEVELKIT_LIMIT. */
+  addChatMember (chatId: number, userId: number, options?: { password?: string }): Promise<boolean>
+  removeChatMember (chatId: number, userId: number): Promise<boolean>
+  checkChatMember (chatId: number, userId: number): Promise<boolean>
+  /** True iff a chat exists whose members are exactly these two users (one point read). */
+  existsChat (user1: number, user2: number): Promise<boolean>
+
+  /** Resolves with the message id: 1, 2, 3, ... per chat. Non-members reject with LEVELKIT_FORBIDDEN. */
+  addChatMessage (message: { chatId: number, senderId: number, text: string, timestamp?: number, recipients?: number[] }): Promise<number>
+  /** Messages in ascending id order, or null if the chat does not exist. */
+  getChatMessages (chatId: number, options?: ChatMessagesOptions): Promise<Message[] | null>
+  /** New messages as they are committed, in id order, with no gap and no duplicate after `after`. */
+  watch (chatId: number, options?: { after?: number, signal?: AbortSignal, viewerId?: number }): AsyncGenerator<Message>
+
+  /** db.check() plus the chat invariants (member lists match edges, pair counts match chats). */
+  check (): Promise<{ ok: boolean, problems: Array<{ type: string, message: string }> }>
+}
