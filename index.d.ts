@@ -236,6 +236,12 @@ export declare class Database {
   relation (name: string, options: RelationOptions): Relation
   children<V = any> (name: string, options: ChildrenOptions): Children<V>
   counter (name: string): Counter
+  /**
+   * A namespace of your own in this database (an abstract-level sublevel of
+   * the root); its name cannot collide with a model's. `'tuple'` names the
+   * tuple encoding.
+   */
+  sublevel (name: string, options?: { keyEncoding?: any, valueEncoding?: any, [option: string]: unknown }): AbstractLevel<any, any, any>
   /** Run several model operations (as `model.in(w).op()`) as one atomic batch. */
   write<R> (fn: (w: WriteScope) => Promise<R> | R): Promise<R>
   check (options?: { repair?: boolean }): Promise<CheckReport>

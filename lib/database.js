@@ -6,6 +6,8 @@ import { ChildrenModel, Children } from './children.js'
 import { CounterModel, Counter } from './counter.js'
 import { checkDatabase } from './check.js'
 import { runInScope } from '#context'
+import { tupleEncoding } from './tuple.js'
+import { assertName } from './names.js'
 
 /**
  * A levelkit database: one abstract-level database whose namespaces
@@ -29,6 +31,25 @@ export class Database {
     this.#ownsLevel = options.ownsLevel !== false
     const syncReads = options.syncReads !== false && !!level.supports.getSync
     this.writer = new Writer(level, syncReads)
+    // Lets the root refer to the tuple encoding by name ('tuple').
+    level.keyEncoding(tupleEncoding)
+  }
+
+  /**
+   * A namespace of your own in this database: an abstract-level sublevel of
+   * the root, whose name cannot collide with a model's. `'tuple'` names the
+   * tuple encoding for its keys or values.
+   * @param {string} name
+   * @param {{ keyEncoding?: any, valueEncoding?: any, [option: string]: unknown }} [options]
+   */
+  sublevel (name, options = {}) {
+    this.#assertNew(name)
+    assertName(name, 'Sublevel')
+    if (options === null || typeof options !== 'object') throw invalid('sublevel() options must be an object')
+    const resolve = (/** @type {any} */ encoding) => encoding === 'tuple' ? tupleEncoding : encoding
+    const sublevel = this.level.sublevel(name, { ...options, keyEncoding: resolve(options.keyEncoding), valueEncoding: resolve(options.valueEncoding) })
+    this.#models.set(name, { kind: 'sublevel', model: sublevel, face: sublevel })
+    return sublevel
   }
 
   /**

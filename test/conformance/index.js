@@ -7,6 +7,7 @@ import counter from './counter.js'
 import write from './write.js'
 import check from './check.js'
 import lifecycle from './lifecycle.js'
+import sublevel from './sublevel.js'
 
 /**
  * The model conformance suite. It imports nothing environment-specific: the
@@ -17,7 +18,7 @@ import lifecycle from './lifecycle.js'
  * @param {{ backend: string, open: () => Promise<import('../../index.js').Database> }} common
  */
 export function conformance (test, common) {
-  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle]) {
+  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel]) {
     suite(test, common)
   }
 }
