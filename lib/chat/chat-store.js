@@ -66,7 +66,8 @@ export class ChatStore {
    * @param {{ username: string, password: string }} user
    * @returns {Promise<number>} the new user's id
    */
-  async createUser ({ username, password } = /** @type {any} */ ({})) {
+  async createUser (user) {
+    const { username, password } = optionsObject(user, 'createUser()')
     const name = this.#username(username)
     assertPassword(password)
     const passwordHash = await hashPassword(password, this.options.passwordCost)
@@ -113,7 +114,8 @@ export class ChatStore {
    * @param {{ sessionId?: string, userId: number, expiry: number }} session
    * @returns {Promise<string>} the session id (a random 128-bit hex id when none is given)
    */
-  async setUserSession ({ sessionId, userId, expiry } = /** @type {any} */ ({})) {
+  async setUserSession (session) {
+    const { sessionId, userId, expiry } = optionsObject(session, 'setUserSession()')
     const id = sessionId === undefined ? randomId() : sessionId
     if (typeof id !== 'string' || id.length === 0 || id.length > 256) throw invalid('sessionId must be a non-empty string of at most 256 characters')
     assertId(userId, 'userId')
@@ -168,7 +170,8 @@ export class ChatStore {
    * @param {{ name: string, adminId: number, userIds?: number[], password?: string }} chat
    * @returns {Promise<number>} the new chat's id
    */
-  async createChat ({ name, adminId, userIds = [], password } = /** @type {any} */ ({})) {
+  async createChat (chat) {
+    const { name, adminId, userIds = [], password } = optionsObject(chat, 'createChat()')
     const chatName = this.#chatName(name)
     assertId(adminId, 'adminId')
     if (!Array.isArray(userIds)) throw invalid('userIds must be an array of user ids')
@@ -240,14 +243,14 @@ export class ChatStore {
    * @param {{ password?: string }} [options] the chat's password, for a private chat
    * @returns {Promise<boolean>} true if added; false if already a member or the chat or user does not exist
    */
-  async addChatMember (chatId, userId, options = {}) {
+  async addChatMember (chatId, userId, options) {
+    const { password } = optionsObject(options, 'addChatMember() options')
     assertId(chatId, 'chatId')
     assertId(userId, 'userId')
     const chat = await this.chats.get(chatId)
     if (!chat) return false
     if (chat.passwordHash) {
       // Hash outside the write path: checking takes tens of milliseconds.
-      const password = options.password
       if (typeof password !== 'string' || !(await checkPassword(password, chat.passwordHash))) {
         throw levelkitError(codes.FORBIDDEN, `Chat ${chatId} is private: the password is missing or wrong`, { chatId })
       }
@@ -307,11 +310,12 @@ export class ChatStore {
    *   `recipients` makes it a whisper, shown only to the sender and them
    * @returns {Promise<number>} the message id: 1, 2, 3, ... per chat, without gaps
    */
-  async addChatMessage ({ chatId, senderId, text, timestamp = Date.now(), recipients } = /** @type {any} */ ({})) {
+  async addChatMessage (message) {
+    const { chatId, senderId, text, timestamp = Date.now(), recipients } = optionsObject(message, 'addChatMessage()')
     assertId(chatId, 'chatId')
     assertId(senderId, 'senderId')
     if (typeof text !== 'string' || text.length === 0) throw invalid('text must be a non-empty string')
-    if (text.length > this.options.maxMessageLength) throw invalid(`A message is at most ${this.options.maxMessageLength} characters`)
+    if (characters(text) > this.options.maxMessageLength) throw invalid(`A message is at most ${this.options.maxMessageLength} characters`)
     if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) throw invalid('timestamp must be a finite number')
     if (recipients !== undefined) {
       if (!Array.isArray(recipients) || recipients.length === 0) throw invalid('recipients must be a non-empty array of user ids')
@@ -323,7 +327,7 @@ export class ChatStore {
       if (!(await this.members.in(w).has(chatId, senderId))) {
         throw levelkitError(codes.FORBIDDEN, `User ${senderId} is not a member of chat ${chatId}`, { chatId, userId: senderId })
       }
-      if (recipients && recipients.some(id => !chat.members.includes(id))) {
+      if (recipients && recipients.some((/** @type {number} */ id) => !chat.members.includes(id))) {
         throw levelkitError(codes.FORBIDDEN, 'Whisper recipients must be members of the chat', { chatId })
       }
       const id = (await this.messages.in(w).lastSeq(chatId)) + 1
@@ -344,9 +348,9 @@ export class ChatStore {
    * @param {{ from?: number, to?: number, n?: number, viewerId?: number }} [options]
    * @returns {Promise<Message[] | null>} null if the chat does not exist
    */
-  async getChatMessages (chatId, options = {}) {
+  async getChatMessages (chatId, options) {
     assertId(chatId, 'chatId')
-    const { from, to, n = DEFAULT_PAGE, viewerId } = options
+    const { from, to, n = DEFAULT_PAGE, viewerId } = optionsObject(options, 'getChatMessages() options')
     if (from !== undefined) assertId(from, 'from')
     if (to !== undefined) assertId(to, 'to')
     if (!Number.isSafeInteger(n) || n < 1) throw invalid('n must be a positive integer')
@@ -363,6 +367,9 @@ export class ChatStore {
       result.push(message)
       if (result.length === n) break
     }
+    // The chat may have been deleted since it was looked up: its messages
+    // are then hidden, and the answer is the one for a missing chat.
+    if (result.length === 0 && !(await this.chats.has(chatId))) return null
     return from !== undefined ? result : result.reverse()
   }
 
@@ -374,9 +381,9 @@ export class ChatStore {
    * @param {{ after?: number, signal?: AbortSignal, viewerId?: number }} [options]
    * @returns {AsyncGenerator<Message>}
    */
-  async * watch (chatId, options = {}) {
+  async * watch (chatId, options) {
     assertId(chatId, 'chatId')
-    const { viewerId, ...watchOptions } = options
+    const { viewerId, ...watchOptions } = optionsObject(options, 'watch() options')
     if (viewerId !== undefined) assertId(viewerId, 'viewerId')
     for await (const [, message] of this.messages.watch(chatId, watchOptions)) {
       if (!message.recipients || message.senderId === viewerId || (viewerId !== undefined && message.recipients.includes(viewerId))) {
@@ -433,7 +440,7 @@ export class ChatStore {
   #username (username) {
     if (typeof username !== 'string') throw invalid('username must be a string')
     const name = username.trim()
-    if (name.length === 0 || name.length > this.options.maxUsernameLength) {
+    if (name.length === 0 || characters(name) > this.options.maxUsernameLength) {
       throw invalid(`username must be 1 to ${this.options.maxUsernameLength} characters (after trimming)`)
     }
     return name
@@ -441,7 +448,7 @@ export class ChatStore {
 
   /** @param {unknown} name */
   #chatName (name) {
-    if (typeof name !== 'string' || name.trim().length === 0 || name.trim().length > this.options.maxChatNameLength) {
+    if (typeof name !== 'string' || name.trim().length === 0 || characters(name.trim()) > this.options.maxChatNameLength) {
       throw invalid(`A chat name must be 1 to ${this.options.maxChatNameLength} characters`)
     }
     return name.trim()
@@ -499,4 +506,25 @@ function limit (message) {
 function randomId () {
   const bytes = crypto.getRandomValues(new Uint8Array(16))
   return Array.from(bytes, b => b.toString(16).padStart(2, '0')).join('')
+}
+
+/**
+ * Options or a record argument: an object, or undefined for none.
+ * @param {unknown} value @param {string} what
+ * @returns {any}
+ */
+function optionsObject (value, what) {
+  if (value === undefined) return {}
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(`${what} takes an object`)
+  return value
+}
+
+/**
+ * Length in characters (code points), not UTF-16 units: an emoji is one.
+ * @param {string} text
+ */
+function characters (text) {
+  let n = 0
+  for (const _ of text) n++ // eslint-disable-line no-unused-vars
+  return n
 }
