@@ -86,23 +86,19 @@ export class CollectionModel {
     const stored = await tx.get(/** @type {Space} */ (this.sequence), SEQUENCE_KEY)
     const last = stored === undefined ? 0 : Number(stored)
     if (this.sequenceVerified) return last
-    const highest = await this.highestStoredId(tx)
+    const highest = await this.highestStoredId()
     this.sequenceVerified = true
     return Math.max(last, highest)
   }
 
   /**
-   * The highest id among the records, counting the scope's own writes.
-   * @param {Transaction} tx
+   * The highest id among the written records. (A scope's own puts need not
+   * count: each one also raised the sequence in the same scope.)
    */
-  async highestStoredId (tx) {
+  async highestStoredId () {
     await this.writer.drain()
     const [key] = await this.records.sublevel.keys({ reverse: true, limit: 1 }).all()
-    let highest = key === undefined ? 0 : Number(decode(key))
-    for (const op of tx.ops) {
-      if (op.space === this.records && op.type === 'put') highest = Math.max(highest, Number(decode(op.key)))
-    }
-    return highest
+    return key === undefined ? 0 : Number(decode(key))
   }
 
   /** @param {Transaction} tx @param {string} json */
@@ -145,12 +141,11 @@ export class CollectionModel {
       for (const dependent of this.dependents) if (dependent.beforeCreate) await dependent.beforeCreate(tx, id)
     }
     const old = previous === undefined ? undefined : JSON.parse(previous)
+    // Keep the sequence ahead of every id, so insert() never hands this one out.
+    const raise = this.sequential && /** @type {number} */ (id) > await this.lastId(tx)
     await this.writeIndexes(tx, id, idBytes, old, record)
     tx.put(this.records, idBytes, stored)
-    if (this.sequential && /** @type {number} */ (id) > await this.lastId(tx)) {
-      // Keep the sequence ahead of every id, so insert() never hands this one out.
-      tx.put(/** @type {Space} */ (this.sequence), SEQUENCE_KEY, String(id))
-    }
+    if (raise) tx.put(/** @type {Space} */ (this.sequence), SEQUENCE_KEY, String(id))
     return old === undefined
   }
 

@@ -68,6 +68,20 @@ export default function (test, common) {
     await first.close()
   })
 
+  test(`${common.backend}: the first put() of a new process past the sequence raises it`, async t => {
+    const first = await common.open()
+    const users = usersSchema(first)
+    await users.insert({ username: 'a' })
+    await users.insert({ username: 'b' })
+    const second = await open({ db: first.level })
+    const again = usersSchema(second)
+    t.is(await again.put(3, { username: 'c' }), true)
+    t.same(await second.check(), { ok: true, problems: [], repaired: 0 }, 'the sequence moved to 3 with the record')
+    t.is(await again.insert({ username: 'd' }), 4)
+    await second.close()
+    await first.close()
+  })
+
   test(`${common.backend}: check() validates its options`, async t => {
     const db = await common.open()
     try {
