@@ -98,8 +98,12 @@ async function checkCollection (model, snapshot, problem) {
   let maxId = 0
 
   for (const [key, value] of await readAll(model.records, snapshot)) {
+    const id = tryDecode(key)
+    if (id === INVALID || (model.sequential && !(Number.isSafeInteger(id) && /** @type {number} */ (id) > 0))) {
+      problem('invalid-key', model.records, key, `"${model.name}" has a key that is not ${model.sequential ? 'a positive integer id' : 'a valid tuple'}`, { type: 'del', space: model.records, key })
+      continue
+    }
     ids.add(model.records.id(key))
-    const id = decode(key)
     if (model.sequential && typeof id === 'number' && id > maxId) maxId = id
     let record
     try {
@@ -182,7 +186,12 @@ async function checkRelation (model, snapshot, existing, problem) {
     fromIds.has(model.from.records.id(encode(fromId))) && toIds.has(model.to.records.id(encode(toId)))
 
   for (const [key] of forward) {
-    const [fromId, toId] = /** @type {unknown[]} */ (decode(key))
+    const pair = tryPair(key)
+    if (!pair) {
+      problem('invalid-key', model.forward, key, `Relation "${model.name}" has a key that is not a [from, to] pair`, { type: 'del', space: model.forward, key })
+      continue
+    }
+    const [fromId, toId] = pair
     const mirror = encode([toId, fromId])
     if (!endpointsExist(fromId, toId)) {
       problem('dangling-edge', model.forward, key, `Relation "${model.name}" links ${label(fromId)} to ${label(toId)}, but one of them does not exist`, { type: 'del', space: model.forward, key })
@@ -191,7 +200,12 @@ async function checkRelation (model, snapshot, existing, problem) {
     }
   }
   for (const [key] of reverse) {
-    const [toId, fromId] = /** @type {unknown[]} */ (decode(key))
+    const pair = tryPair(key)
+    if (!pair) {
+      problem('invalid-key', model.reverse, key, `Relation "${model.name}" (reverse) has a key that is not a [to, from] pair`, { type: 'del', space: model.reverse, key })
+      continue
+    }
+    const [toId, fromId] = pair
     const mirror = encode([fromId, toId])
     if (!endpointsExist(fromId, toId)) {
       problem('dangling-edge', model.reverse, key, `Relation "${model.name}" (reverse) links ${label(toId)} to ${label(fromId)}, but one of them does not exist`, { type: 'del', space: model.reverse, key })
@@ -225,7 +239,12 @@ async function checkChildren (model, snapshot, existing, problem) {
   /** @type {Map<string, { parentId: unknown, max: number }>} */
   const highest = new Map()
   for (const [key] of await readAll(model.items, snapshot, false)) {
-    const [parentId, seq] = /** @type {[unknown, number]} */ (decode(key))
+    const pair = tryPair(key)
+    if (!pair || !Number.isSafeInteger(pair[1]) || /** @type {number} */ (pair[1]) < 1) {
+      problem('invalid-key', model.items, key, `"${model.name}" has a key that is not a [parent, seq] pair`, { type: 'del', space: model.items, key })
+      continue
+    }
+    const [parentId, seq] = /** @type {[unknown, number]} */ (pair)
     const parentKey = encode(parentId)
     const parentSpaceId = model.parent.records.id(parentKey)
     if (purging.has(parentSpaceId)) continue
@@ -238,7 +257,11 @@ async function checkChildren (model, snapshot, existing, problem) {
   }
   const stored = new Map()
   for (const [key, value] of await readAll(model.sequence, snapshot)) {
-    const parentId = decode(key)
+    const parentId = tryDecode(key)
+    if (parentId === INVALID) {
+      problem('invalid-key', model.sequence, key, `"${model.name}" keeps a sequence under a key that is not a valid tuple`, { type: 'del', space: model.sequence, key })
+      continue
+    }
     const parentSpaceId = model.parent.records.id(key)
     if (purging.has(parentSpaceId)) continue
     if (!parents.has(parentSpaceId)) {
@@ -262,6 +285,23 @@ async function checkChildren (model, snapshot, existing, problem) {
  */
 function readAll (space, snapshot, values = true) {
   return space.sublevel.iterator({ snapshot, values }).all()
+}
+
+const INVALID = Symbol('invalid key')
+
+/** @param {Uint8Array} bytes @returns {unknown} the decoded key, or INVALID */
+function tryDecode (bytes) {
+  try {
+    return decode(bytes)
+  } catch {
+    return INVALID
+  }
+}
+
+/** @param {Uint8Array} bytes @returns {[unknown, unknown] | null} */
+function tryPair (bytes) {
+  const value = tryDecode(bytes)
+  return Array.isArray(value) && value.length === 2 ? /** @type {[unknown, unknown]} */ (value) : null
 }
 
 /** @param {Uint8Array} bytes */

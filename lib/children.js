@@ -5,7 +5,7 @@ import { assertName, layout } from './names.js'
 import { Space } from './space.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare } from './scope.js'
+import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare } from './scope.js'
 import { describe } from './collection.js'
 
 const ON_DELETE = ['cascade', 'restrict', 'purge']
@@ -13,6 +13,7 @@ const ON_DELETE = ['cascade', 'restrict', 'purge']
 // Children deleted per batch by a background purge: bounded, so deleting a
 // parent with millions of children never builds a huge batch.
 const PURGE_CHUNK = 1000
+const PURGE_RETRIES = 5
 
 /** @typedef {import('./transaction.js').Transaction} Transaction */
 
@@ -58,6 +59,9 @@ export class ChildrenModel {
     this.purge = null
     /** @type {Promise<void> | null} */
     this.purging = null
+    this.purgeAgain = false
+    /** @type {unknown} the error that stopped the last purge, if any */
+    this.purgeError = undefined
     if (onDelete === 'purge') {
       if (!this.parent.sequential) {
         throw invalid(`Children "${name}" with onDelete 'purge' need a parent collection with sequence ids (ids that are never reused)`)
@@ -67,13 +71,15 @@ export class ChildrenModel {
       this.writer.onWritten(ops => {
         if (ops.some(op => op.space === purge && op.type === 'put')) this.startPurge()
       })
-      // Resume what a previous process left; the sublevel opens with the db.
-      queueMicrotask(() => this.startPurge())
+      // Resume what a previous process left (started now, so settled()
+      // right after declaring waits for it).
+      this.startPurge()
     }
   }
 
-  /** Run the background purge unless it is running. */
+  /** Run the background purge, or have the running one look again. */
   startPurge () {
+    this.purgeAgain = true
     if (!this.purging) {
       this.purging = this.purgeAll().finally(() => { this.purging = null })
     }
@@ -83,8 +89,11 @@ export class ChildrenModel {
   /** Delete purged parents' children, one bounded batch at a time. */
   async purgeAll () {
     const purge = /** @type {Space} */ (this.purge)
-    try {
-      while (true) {
+    let failures = 0
+    this.purgeError = undefined
+    while (true) {
+      try {
+        this.purgeAgain = false
         const finished = await this.writer.run(async tx => {
           await this.writer.drain()
           const [marker] = await purge.sublevel.keys({ limit: 1 }).all()
@@ -98,21 +107,32 @@ export class ChildrenModel {
           }
           return false
         })
-        if (finished) return
+        failures = 0
+        // A marker written after the last look is looked at again.
+        if (finished && !this.purgeAgain) return
+      } catch (err) {
+        // Closing the database stops the purge; a later open resumes it.
+        if (/** @type {any} */ (err).code === codes.NOT_OPEN || this.writer.closed) return
+        // A failed batch is retried with backoff; the markers stay, so a
+        // later open resumes it too. settled() reports the last failure.
+        if (++failures > PURGE_RETRIES) {
+          this.purgeError = err
+          return
+        }
+        await new Promise(resolve => setTimeout(resolve, 50 * 2 ** failures))
       }
-    } catch (err) {
-      // Closing the database stops the purge; a later open resumes it.
-      if (/** @type {any} */ (err).code !== codes.NOT_OPEN) this.purgeError = err
     }
   }
 
   /**
    * True if `parentId`'s children are being purged (so they are invisible).
    * @param {unknown} parentId
+   * @param {Transaction | null} [tx] read through this scope (its own deletes count)
    */
-  async isPurging (parentId) {
+  async isPurging (parentId, tx = null) {
     if (this.purge === null) return false
-    return (await this.purge.read(encode(parentId), this.writer.syncReads)) !== undefined
+    const key = encode(parentId)
+    return (await (tx ? tx.get(this.purge, key) : this.purge.read(key, this.writer.syncReads))) !== undefined
   }
 
   /** @param {Transaction} tx @param {unknown} parentId */
@@ -138,7 +158,7 @@ export class ChildrenModel {
   /** @param {Transaction} tx @param {unknown} parentId @param {unknown} seq @param {string} json */
   async put (tx, parentId, seq, json) {
     const key = this.key(parentId, seq)
-    if (await tx.get(this.items, key) === undefined) {
+    if (await tx.get(this.items, key) === undefined || await this.isPurging(parentId, tx)) {
       throw levelkitError(codes.NOT_FOUND, `Children "${this.name}" of ${describe(parentId)} has no item ${describe(seq)}`, { children: this.name, id: parentId, seq })
     }
     tx.put(this.items, key, json)
@@ -147,7 +167,7 @@ export class ChildrenModel {
   /** @param {Transaction} tx @param {unknown} parentId @param {unknown} seq */
   async del (tx, parentId, seq) {
     const key = this.key(parentId, seq)
-    if (await tx.get(this.items, key) === undefined) return false
+    if (await tx.get(this.items, key) === undefined || await this.isPurging(parentId, tx)) return false
     tx.del(this.items, key)
     return true
   }
@@ -197,7 +217,7 @@ export class ChildrenModel {
       values: true,
       consistent: false,
       prepare: async () => (!scoped || await scoped()) && !(await this.isPurging(parentId)),
-      load: entries => entries.map(([key, value]) => [(decode(key))[1], JSON.parse(value)])
+      load: entries => entries.map(([key, value]) => [(decode(key))[1], JSON.parse(value), key])
     }, options)
   }
 
@@ -237,7 +257,7 @@ export class Children extends ModelFace {
     const model = modelOf(this)
     const key = model.key(parentId, seq)
     const value = await readThrough(this, model.items, key)
-    if (value === undefined || await model.isPurging(parentId)) return undefined
+    if (value === undefined || await model.isPurging(parentId, scopeOf(this))) return undefined
     return JSON.parse(value)
   }
 
@@ -255,7 +275,7 @@ export class Children extends ModelFace {
     const model = modelOf(this)
     const key = model.parent.keyOf(parentId)
     const value = await readThrough(this, model.sequence, key)
-    return value === undefined || await model.isPurging(parentId) ? 0 : Number(value)
+    return value === undefined || await model.isPurging(parentId, scopeOf(this)) ? 0 : Number(value)
   }
 
   /**
@@ -267,14 +287,28 @@ export class Children extends ModelFace {
    * @param {{ after?: number, signal?: AbortSignal }} [options] `after` defaults to the current last sequence number
    * @returns {AsyncGenerator<[number, any]>}
    */
-  async * watch (parentId, options = {}) {
+  watch (parentId, options = {}) {
+    // The default starting point is taken now, when watch() is called, not
+    // at the first next(): a child appended in between is delivered.
+    const start = options !== null && typeof options === 'object' && options.after === undefined
+      ? this.lastSeq(parentId)
+      : undefined
+    start?.catch(noop)
+    return this.#watch(parentId, options, start)
+  }
+
+  /**
+   * @param {unknown} parentId @param {any} options @param {Promise<number> | undefined} start
+   * @returns {AsyncGenerator<[number, any]>}
+   */
+  async * #watch (parentId, options, start) {
     const model = modelOf(this)
     if (options === null || typeof options !== 'object') throw invalid('watch() takes an options object')
     const { after, signal } = options
     if (after !== undefined && !(Number.isSafeInteger(after) && after >= 0)) throw invalid('The after option must be a non-negative integer')
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('The signal option must be an AbortSignal')
     const prefix = concatBytes([ARRAY_START], encodeItems([parentId]))
-    let last = after === undefined ? await this.lastSeq(parentId) : after
+    let last = after === undefined ? await /** @type {Promise<number>} */ (start) : after
     let dirty = true
     /** @type {(() => void) | null} */
     let wake = null
@@ -314,6 +348,7 @@ export class Children extends ModelFace {
   async settled () {
     const model = modelOf(this)
     while (model.purging) await model.purging
+    if (model.purgeError) throw model.purgeError
   }
 }
 
@@ -332,3 +367,5 @@ function startsWith (bytes, prefix) {
   for (let i = 0; i < prefix.length; i++) if (bytes[i] !== prefix[i]) return false
   return true
 }
+
+function noop () {}

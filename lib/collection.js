@@ -58,7 +58,8 @@ export class CollectionModel {
     }
     /** @type {Dependent[]} */
     this.dependents = []
-    this.sequenceVerified = false
+    /** @type {number | null} the highest stored id when this process first used the sequence */
+    this.idFloor = null
   }
 
   /** Encode and check an id passed by the user. @param {unknown} id */
@@ -85,10 +86,10 @@ export class CollectionModel {
   async lastId (tx) {
     const stored = await tx.get(/** @type {Space} */ (this.sequence), SEQUENCE_KEY)
     const last = stored === undefined ? 0 : Number(stored)
-    if (this.sequenceVerified) return last
-    const highest = await this.highestStoredId()
-    this.sequenceVerified = true
-    return Math.max(last, highest)
+    // The floor stays in memory: whether or not this write goes through, no
+    // id at or below the highest stored one is ever handed out.
+    if (this.idFloor === null) this.idFloor = await this.highestStoredId()
+    return Math.max(last, this.idFloor)
   }
 
   /**
@@ -97,8 +98,10 @@ export class CollectionModel {
    */
   async highestStoredId () {
     await this.writer.drain()
-    const [key] = await this.records.sublevel.keys({ reverse: true, limit: 1 }).all()
-    return key === undefined ? 0 : Number(decode(key))
+    // Ids of a sequence collection are positive integers; anything else
+    // (only there if written behind levelkit's back) is check()'s business.
+    const highest = await this.records.sublevel.keys({ reverse: true, lte: encode(Number.MAX_SAFE_INTEGER), limit: 1 }).all()
+    return highest.length === 0 ? 0 : Number(decode(highest[0]))
   }
 
   /** @param {Transaction} tx @param {string} json */
@@ -114,9 +117,9 @@ export class CollectionModel {
       record.id = id
       stored = withIdJson(json, id)
     } else {
-      id = this.computeId(Object.freeze(record))
+      id = this.computeId(deepFreeze(record))
     }
-    Object.freeze(record)
+    deepFreeze(record)
     const idBytes = encode(id)
     // A sequence id is new by construction (see lastId()).
     if (!this.sequential && await tx.get(this.records, idBytes) !== undefined) {
@@ -134,7 +137,7 @@ export class CollectionModel {
     const idBytes = this.keyOf(id)
     const parsed = JSON.parse(json)
     const stored = this.sequential && parsed.id === undefined ? withIdJson(json, /** @type {number} */ (id)) : json
-    const record = Object.freeze(this.withId(parsed, id, idBytes))
+    const record = deepFreeze(this.withId(parsed, id, idBytes))
     this.check(record)
     const previous = await tx.get(this.records, idBytes)
     if (previous === undefined) {
@@ -172,11 +175,11 @@ export class CollectionModel {
       next = { ...old, ...JSON.parse(change.json) }
       for (const key of change.removed) delete next[key]
     }
-    const record = Object.freeze(this.withId(next, id, idBytes))
+    const record = deepFreeze(this.withId(next, id, idBytes))
     this.check(record)
     await this.writeIndexes(tx, id, idBytes, old, record)
     tx.put(this.records, idBytes, JSON.stringify(record))
-    return { ...record }
+    return JSON.parse(JSON.stringify(record))
   }
 
   /** @param {Transaction} tx @param {unknown} id @returns {Promise<boolean>} true if it existed */
@@ -410,7 +413,7 @@ export class Collection extends ModelFace {
         values: true,
         consistent: false,
         prepare: scopedPrepare(this),
-        load: entries => entries.map(([key, value]) => [decode(key), JSON.parse(value)])
+        load: entries => entries.map(([key, value]) => [decode(key), JSON.parse(value), key])
       }, options)
     }
     const index = model.index(options.index)
@@ -425,11 +428,17 @@ export class Collection extends ModelFace {
       load: async (entries, snapshot) => {
         const keys = entries.map(([key, value]) => index.unique ? value : encode(/** @type {any[]} */ (decode(key))[1]))
         const stored = await model.readMany(keys, snapshot)
-        /** @type {Array<[unknown, any]>} */
+        /** @type {Array<[unknown, any, Uint8Array]>} */
         const items = []
         for (let i = 0; i < keys.length; i++) {
           const value = stored[i]
-          if (value !== undefined) items.push([decode(keys[i]), JSON.parse(value)])
+          if (value === undefined) continue
+          const id = decode(keys[i])
+          const record = JSON.parse(value)
+          // Without a snapshot (browser-level) the record may have changed
+          // since its index entry was read: keep it only if it still has it.
+          if (!snapshot && !hasEntry(index, record, id, keys[i], entries[i][0])) continue
+          items.push([id, record, entries[i][0]])
         }
         return items
       }
@@ -462,6 +471,18 @@ function withIdJson (json, id) {
   return json.length === 2 ? `{"id":${id}}` : `{"id":${id},${json.slice(1)}`
 }
 
+/**
+ * @param {IndexSpec} index @param {any} record @param {unknown} id
+ * @param {Uint8Array} idBytes @param {Uint8Array} entryKey
+ */
+function hasEntry (index, record, id, idBytes, entryKey) {
+  try {
+    return index.entries(record, id, idBytes).some(entry => compareBytes(entry.key, entryKey) === 0)
+  } catch {
+    return false
+  }
+}
+
 /** @param {IndexSpec} index @param {unknown} value */
 function encodeIndexValue (index, value) {
   try {
@@ -491,4 +512,19 @@ export function describe (value) {
   if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value)
   if (Array.isArray(value)) return `[${value.map(describe).join(', ')}]`
   return typeof value
+}
+
+/**
+ * Freeze a parsed JSON value all the way down, so user callbacks cannot make
+ * what is indexed differ from what is stored.
+ * @template T
+ * @param {T} value
+ * @returns {T}
+ */
+function deepFreeze (value) {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const key of Object.keys(value)) deepFreeze(/** @type {any} */ (value)[key])
+  }
+  return value
 }

@@ -79,7 +79,7 @@ export class Counter extends ModelFace {
       values: true,
       consistent: false,
       prepare: scopedPrepare(this),
-      load: entries => entries.map(([key, value]) => [decode(key), Number(value)])
+      load: entries => entries.map(([key, value]) => [decode(key), Number(value), key])
     }, options)
   }
 }

@@ -6,6 +6,7 @@ import { ChildrenModel, Children } from './children.js'
 import { CounterModel, Counter } from './counter.js'
 import { checkDatabase } from './check.js'
 import { runInScope } from '#context'
+import { refuseInsideScope } from './scope.js'
 import { tupleEncoding } from './tuple.js'
 import { assertName } from './names.js'
 
@@ -120,6 +121,8 @@ export class Database {
   async write (fn) {
     if (typeof fn !== 'function') throw invalid('write() takes a function (w) => { ... }')
     this.#assertOpen()
+    const refused = refuseInsideScope(this.writer)
+    if (refused) throw refused
     return this.writer.run(tx => runInScope(tx, async () => {
       const result = await fn(tx)
       // Wait until no operation of the scope is pending, then close it in the
@@ -142,6 +145,10 @@ export class Database {
    */
   async check (options = {}) {
     this.#assertOpen()
+    if (options && options.repair) {
+      const refused = refuseInsideScope(this.writer)
+      if (refused) throw refused
+    }
     return checkDatabase(this, options)
   }
 

@@ -4,7 +4,8 @@ import { assertNotClosed } from './space.js'
 
 /**
  * @typedef {import('./bounds.js').ByteBounds} ByteBounds
- * @typedef {(entries: Array<[Uint8Array, any]>, snapshot: any) => Promise<Array<[any, any]>> | Array<[any, any]>} Loader
+ * @typedef {(entries: Array<[Uint8Array, any]>, snapshot: any) => Promise<Array<[any, any, Uint8Array]>> | Array<[any, any, Uint8Array]>} Loader
+ *   returns [key, item, raw key] per entry it keeps (it may drop entries)
  * @typedef {object} QuerySource
  * @property {any} root the root database, for snapshots
  * @property {import('./space.js').Space} space the namespace that is scanned
@@ -48,7 +49,7 @@ export class Query {
   /** @returns {AsyncGenerator<[any, any]>} pairs of key (id, sequence number...) and item */
   async * entries () {
     for await (const chunk of this.#chunks(this.#limit)) {
-      yield * chunk.items
+      for (const [key, item] of chunk) yield [key, item]
     }
   }
 
@@ -61,7 +62,7 @@ export class Query {
   async all () {
     const items = []
     for await (const chunk of this.#chunks(this.#limit)) {
-      for (const entry of chunk.items) items.push(entry[1])
+      for (const entry of chunk) items.push(entry[1])
     }
     return items
   }
@@ -78,13 +79,13 @@ export class Query {
     let more = false
     const wanted = this.#limit
     for await (const chunk of this.#chunks(wanted === Infinity ? Infinity : wanted + 1)) {
-      for (let i = 0; i < chunk.items.length; i++) {
+      for (const [, item, rawKey] of chunk) {
         if (items.length === wanted) {
           more = true
           break
         }
-        items.push(chunk.items[i][1])
-        last = chunk.rawKeys[i]
+        items.push(item)
+        last = rawKey
       }
     }
     return { items, cursor: more && last ? encodeCursor(this.#source.tag, this.#reverse, last) : null }
@@ -105,8 +106,11 @@ export class Query {
   }
 
   /**
+   * Loaded entries, in chunks, at most `limit` of them. Loaders may drop
+   * entries (an index entry whose record is gone), so the limit counts what
+   * they keep, not what the iterator reads.
    * @param {number} limit
-   * @returns {AsyncGenerator<{ items: Array<[any, any]>, rawKeys: Uint8Array[] }>}
+   * @returns {AsyncGenerator<Array<[any, any, Uint8Array]>>}
    */
   async * #chunks (limit) {
     const { root, space, values, consistent, load, prepare } = this.#source
@@ -116,18 +120,19 @@ export class Query {
     const it = space.sublevel.iterator({
       ...this.#bounds,
       reverse: this.#reverse,
-      limit: limit === Infinity ? -1 : limit,
+      limit: consistent || limit === Infinity ? -1 : limit,
       values,
       snapshot
     })
     try {
-      let size = Math.min(limit, FIRST_CHUNK)
-      while (true) {
-        const entries = await it.nextv(size)
+      let remaining = limit
+      while (remaining > 0) {
+        const entries = await it.nextv(Math.min(remaining, remaining === limit ? FIRST_CHUNK : CHUNK))
         if (entries.length === 0) break
-        const items = await load(entries, snapshot)
-        yield { items, rawKeys: entries.map((/** @type {[Uint8Array, any]} */ entry) => entry[0]) }
-        size = CHUNK
+        let loaded = await load(entries, snapshot)
+        if (loaded.length > remaining) loaded = loaded.slice(0, remaining)
+        remaining -= loaded.length
+        if (loaded.length > 0) yield loaded
       }
     } finally {
       await it.close()

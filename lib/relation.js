@@ -136,7 +136,7 @@ export class RelationModel {
       prepare,
       load: entries => entries.map(([key]) => {
         const other = /** @type {unknown[]} */ (decode(key))[1]
-        return [other, other]
+        return [other, other, key]
       })
     }, options)
   }

@@ -16,10 +16,8 @@ import { currentScope } from '#context'
  */
 export function runWrite (writer, scope, fn) {
   if (scope === null) {
-    const enclosing = currentScope()
-    if (enclosing && enclosing.writer === writer && enclosing.open) {
-      return Promise.reject(invalid('Inside a db.write() callback, call models through their in(w) form, e.g. users.in(w).insert(...): a direct call would wait for the callback to finish'))
-    }
+    const refused = refuseInsideScope(writer)
+    if (refused) return Promise.reject(refused)
     return writer.run(fn)
   }
   scope.assertOpen()
@@ -130,4 +128,18 @@ export function scopedPrepare (face) {
     await scope.writer.drain()
     return true
   }
+}
+
+/**
+ * An error if the caller runs inside a db.write() callback of the same
+ * database (where a write of its own would wait for the callback that waits
+ * for it), else null. Node only: browsers cannot tell.
+ * @param {import('./writer.js').Writer} writer
+ */
+export function refuseInsideScope (writer) {
+  const enclosing = currentScope()
+  if (enclosing && enclosing.writer === writer && enclosing.open) {
+    return invalid('Inside a db.write() callback, call models through their in(w) form, e.g. users.in(w).insert(...); db.write(), check({ repair: true }) and ChatStore methods cannot be nested in it')
+  }
+  return null
 }

@@ -84,6 +84,7 @@ export class Transaction {
    * @returns {any}
    */
   get (space, key) {
+    if (!this.open) this.assertOpen()
     // Nothing decided and unwritten: skip building the lookup key.
     if (this.ops.length > 0 || this.writer.pending) {
       const id = space.id(key)

@@ -29,6 +29,8 @@ export class Writer {
   /** @type {Promise<void> | null} */
   #flushing = null
   #epoch = 0
+  /** @type {Group | null} the group created last: written after every earlier one */
+  #newest = null
   closed = false
   /** @type {unknown} the error of the last failed batch */
   lastError = undefined
@@ -89,17 +91,37 @@ export class Writer {
     if (this.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
     if (this.#locked) await this.#wait()
     else this.#locked = true
-    let written
+    let written = null
+    /** @type {any} */
     let result
+    let failed = false
+    let failure
+    const pending = this.#newest
     const tx = new Transaction(this)
     try {
       result = await fn(tx)
       written = this.#commit(tx)
+    } catch (err) {
+      failed = true
+      failure = err
     } finally {
       tx.close()
       this.#release()
     }
-    if (written) await written
+    if (written) {
+      await written
+      return result
+    }
+    // Nothing written (a refusal, or nothing to do): the answer may rest on
+    // writes decided earlier and not yet on disk. Answer once they are, and
+    // not at all if they failed.
+    if (pending && !pending.settled) {
+      await pending.promise.catch(noop)
+      if (this.#epoch !== tx.epoch) {
+        throw levelkitError(codes.ABORTED, 'Aborted because an earlier write it depended on failed', { cause: this.lastError })
+      }
+    }
+    if (failed) throw failure
     return result
   }
 
@@ -142,7 +164,7 @@ export class Writer {
       throw levelkitError(codes.ABORTED, 'Write aborted because an earlier write failed', { cause: this.lastError })
     }
     if (tx.ops.length === 0) return null
-    const group = this.#group || (this.#group = new Group())
+    const group = this.#group || (this.#group = this.#newest = new Group())
     for (const op of tx.ops) {
       group.ops.push(op)
       this.#unindexed.push(op)
@@ -246,10 +268,11 @@ class Group {
     this.resolve = noop
     /** @type {(reason?: any) => void} */
     this.reject = noop
+    this.settled = false
     /** @type {Promise<void>} */
     this.promise = new Promise((resolve, reject) => {
-      this.resolve = resolve
-      this.reject = reject
+      this.resolve = (value) => { this.settled = true; resolve(value) }
+      this.reject = (reason) => { this.settled = true; reject(reason) }
     })
   }
 }

@@ -381,46 +381,56 @@ export class ChatStore {
    * @param {{ after?: number, signal?: AbortSignal, viewerId?: number }} [options]
    * @returns {AsyncGenerator<Message>}
    */
-  async * watch (chatId, options) {
-    assertId(chatId, 'chatId')
-    const { viewerId, ...watchOptions } = optionsObject(options, 'watch() options')
-    if (viewerId !== undefined) assertId(viewerId, 'viewerId')
-    for await (const [, message] of this.messages.watch(chatId, watchOptions)) {
-      if (!message.recipients || message.senderId === viewerId || (viewerId !== undefined && message.recipients.includes(viewerId))) {
-        yield message
-      }
+  watch (chatId, options) {
+    // Start the underlying watch now, so its starting point is taken now.
+    let inner = null
+    let error = null
+    try {
+      assertId(chatId, 'chatId')
+      const { viewerId, ...watchOptions } = optionsObject(options, 'watch() options')
+      if (viewerId !== undefined) assertId(viewerId, 'viewerId')
+      inner = { viewerId, messages: this.messages.watch(chatId, watchOptions) }
+    } catch (err) {
+      error = err
     }
+    return visibleMessages(inner, error)
   }
 
   /**
    * db.check() plus the chat model's own invariants: every chat's member
-   * list equals its edges, and the pair counts match the chats.
+   * list equals its edges, and the pair counts match the chats. The
+   * invariants are read in one critical section, so they hold while other
+   * writes run.
    * @returns {Promise<{ ok: boolean, problems: Array<{ type: string, message: string }> }>}
    */
   async check () {
     const { problems } = await this.db.check()
     /** @type {Array<{ type: string, message: string }>} */
     const found = problems.map(p => ({ type: p.type, message: p.message }))
-    /** @type {Map<string, number>} */
-    const expectedPairs = new Map()
-    for await (const chat of this.chats.query()) {
-      const edges = await this.members.to(chat.id).all()
-      if (JSON.stringify(edges) !== JSON.stringify(chat.members)) {
-        found.push({ type: 'chat-members-mismatch', message: `Chat ${chat.id} lists members ${JSON.stringify(chat.members)} but has edges to ${JSON.stringify(edges)}` })
+    // Read the chat invariants as one critical section: no write lands
+    // between reading a chat, its edges and the pair counts.
+    await this.db.write(async (w) => {
+      /** @type {Map<string, number>} */
+      const expectedPairs = new Map()
+      for await (const chat of this.chats.in(w).query()) {
+        const edges = await this.members.in(w).to(chat.id).all()
+        if (JSON.stringify(edges) !== JSON.stringify(chat.members)) {
+          found.push({ type: 'chat-members-mismatch', message: `Chat ${chat.id} lists members ${JSON.stringify(chat.members)} but has edges to ${JSON.stringify(edges)}` })
+        }
+        if (chat.members.length === 2) {
+          const key = JSON.stringify(pairKey(chat.members))
+          expectedPairs.set(key, (expectedPairs.get(key) || 0) + 1)
+        }
       }
-      if (chat.members.length === 2) {
-        const key = JSON.stringify(pairKey(chat.members))
-        expectedPairs.set(key, (expectedPairs.get(key) || 0) + 1)
+      /** @type {Map<string, number>} */
+      const actualPairs = new Map()
+      for await (const [key, count] of this.pairs.in(w).query().entries()) actualPairs.set(JSON.stringify(key), count)
+      for (const key of new Set([...expectedPairs.keys(), ...actualPairs.keys()])) {
+        if ((expectedPairs.get(key) || 0) !== (actualPairs.get(key) || 0)) {
+          found.push({ type: 'pair-count-mismatch', message: `Pair ${key}: ${actualPairs.get(key) || 0} counted, ${expectedPairs.get(key) || 0} chats` })
+        }
       }
-    }
-    /** @type {Map<string, number>} */
-    const actualPairs = new Map()
-    for await (const [key, count] of this.pairs.query().entries()) actualPairs.set(JSON.stringify(key), count)
-    for (const key of new Set([...expectedPairs.keys(), ...actualPairs.keys()])) {
-      if ((expectedPairs.get(key) || 0) !== (actualPairs.get(key) || 0)) {
-        found.push({ type: 'pair-count-mismatch', message: `Pair ${key}: ${actualPairs.get(key) || 0} counted, ${expectedPairs.get(key) || 0} chats` })
-      }
-    }
+    })
     return { ok: found.length === 0, problems: found }
   }
 
@@ -527,4 +537,19 @@ function characters (text) {
   let n = 0
   for (const _ of text) n++ // eslint-disable-line no-unused-vars
   return n
+}
+
+/**
+ * @param {{ viewerId: number | undefined, messages: AsyncGenerator<[number, any]> } | null} inner
+ * @param {unknown} error
+ * @returns {AsyncGenerator<Message>}
+ */
+async function * visibleMessages (inner, error) {
+  if (inner === null) throw error
+  const { viewerId, messages } = inner
+  for await (const [, message] of messages) {
+    if (!message.recipients || message.senderId === viewerId || (viewerId !== undefined && message.recipients.includes(viewerId))) {
+      yield message
+    }
+  }
 }

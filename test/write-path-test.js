@@ -1,0 +1,198 @@
+// The write path under failures and misuse, on memory-level with a batch
+// that can be made slow or failing: things the conformance suite cannot
+// provoke through the public API alone.
+import test from 'tape'
+import { MemoryLevel } from 'memory-level'
+import { open } from '../index.js'
+import { ChatStore } from '../chat.js'
+
+/** A memory database whose next batch waits `ms` and then fails if `fail`. */
+function flaky () {
+  const level = new MemoryLevel()
+  const plan = { delay: 0, fail: 0 }
+  const batch = level._batch.bind(level)
+  level._batch = async (ops, options) => {
+    if (plan.delay) await new Promise(resolve => setTimeout(resolve, plan.delay))
+    if (plan.fail > 0) {
+      plan.fail--
+      throw Object.assign(new Error('disk full'), { code: 'LEVEL_IO_ERROR' })
+    }
+    return batch(ops, options)
+  }
+  return { level, plan }
+}
+
+/** @param {Promise<unknown>} promise */
+async function codeOf (promise) {
+  try {
+    await promise
+    return 'fulfilled'
+  } catch (err) {
+    return err.code
+  }
+}
+
+test('a refusal that rests on a failed write is LEVELKIT_ABORTED, never a wrong answer', async t => {
+  const { level, plan } = flaky()
+  const db = await open({ db: level })
+  const users = db.collection('users', { indexes: { name: { unique: true, key: u => u.name } } })
+  await users.insert({ name: 'warm' })
+  plan.delay = 30
+  plan.fail = 1
+  const first = users.insert({ name: 'ann' })
+  const second = users.insert({ name: 'ann' })
+  t.same(await Promise.all([codeOf(first), codeOf(second)]), ['LEVEL_IO_ERROR', 'LEVELKIT_ABORTED'],
+    'the second insert is not told the name is taken by an insert that failed')
+  plan.delay = 0
+  t.is(typeof await users.insert({ name: 'ann' }), 'number', 'the name is free')
+  t.ok((await db.check()).ok)
+  await db.close()
+})
+
+test('a no-op answer waits until the write it rests on is on disk', async t => {
+  const { level, plan } = flaky()
+  const db = await open({ db: level })
+  const a = db.collection('a')
+  const rel = db.relation('rel', { from: a, to: a })
+  const x = await a.insert({})
+  plan.delay = 30
+  const adding = rel.add(x, x)
+  t.is(await rel.add(x, x), false, 'the edge exists (decided by the first add)')
+  t.is(await rel.has(x, x), true, 'and by the time that answer arrives, it is written')
+  await adding
+  plan.fail = 1
+  const failing = rel.remove(x, x)
+  const again = rel.remove(x, x)
+  t.same(await Promise.all([codeOf(failing), codeOf(again)]), ['LEVEL_IO_ERROR', 'LEVELKIT_ABORTED'])
+  t.is(await rel.has(x, x), true)
+  await db.close()
+})
+
+test('nested db.write(), repair and ChatStore calls inside a write scope fail fast', async t => {
+  const db = await open()
+  const chat = new ChatStore(db, { passwordCost: { scryptN: 1024 } })
+  const users = db.collection('things')
+  const outcome = await codeOf(db.write(async () => {
+    t.is(await codeOf(db.write(async () => {})), 'LEVELKIT_INVALID', 'nested db.write()')
+    t.is(await codeOf(db.check({ repair: true })), 'LEVELKIT_INVALID', 'repair')
+    t.is(await codeOf(chat.createUser({ username: 'x', password: 'y' })), 'LEVELKIT_INVALID', 'ChatStore method')
+  }))
+  t.is(outcome, 'fulfilled')
+  t.is(await users.insert({}), 1, 'later writes are not blocked')
+  await db.close()
+})
+
+test('a lagging sequence is never reused, whatever the first write of a process is', async t => {
+  const level = new MemoryLevel()
+  const first = await open({ db: level })
+  const users = first.collection('users', { indexes: { name: { unique: true, key: u => u.name } } })
+  for (const name of ['a', 'b', 'c']) await users.insert({ name })
+  await first.level.sublevel('users.seq', { keyEncoding: 'view' }).clear()
+  for (const start of ['put', 'failed insert']) {
+    const db = await open({ db: level })
+    const again = db.collection('users', { indexes: { name: { unique: true, key: u => u.name } } })
+    if (start === 'put') await again.put(2, { name: 'b2' })
+    else t.is(await codeOf(again.insert({ name: 'a' })), 'LEVELKIT_UNIQUE')
+    const id = await again.insert({ name: `after ${start}` })
+    t.ok(id > 3, `after a first ${start}, insert hands out ${id}, past the stored ids`)
+    t.is((await again.get(1)).name, 'a', 'record 1 intact')
+  }
+  await level.close()
+})
+
+test('paging an index skips vanished records without ending early', async t => {
+  const db = await open()
+  const people = db.collection('people', { indexes: { age: { key: p => [p.age] } } })
+  for (const age of [10, 20, 30, 40, 50, 60]) await people.insert({ age })
+  // An index entry whose record is gone (damage check() reports).
+  await db.level.sublevel('people', { keyEncoding: 'view' }).del((await import('../index.js')).encodeTuple(2))
+  const ages = []
+  let cursor = null
+  do {
+    const page = await people.query({ index: 'age', limit: 2, cursor }).page()
+    ages.push(...page.items.map(p => p.age))
+    cursor = page.cursor
+  } while (cursor)
+  t.same(ages, [10, 30, 40, 50, 60], 'every page is full until the end')
+  t.same((await people.query({ index: 'age', limit: 3 }).all()).map(p => p.age), [10, 30, 40], 'limit counts records, not entries')
+  await db.close()
+})
+
+test('user callbacks get a deeply frozen record', async t => {
+  const db = await open()
+  const lists = db.collection('lists', { indexes: { last: { key: r => r.list.reverse()[0] } } })
+  t.is(await codeOf(lists.insert({ list: [1, 2] })), 'LEVELKIT_INVALID', 'reverse() on a nested array is refused')
+  t.same(await db.level.keys().all(), [])
+  await db.close()
+})
+
+test('watch() starts from the children there when it is called', async t => {
+  const db = await open()
+  const chats = db.collection('chats')
+  const messages = db.children('messages', { parent: chats })
+  const c = await chats.insert({})
+  await messages.append(c, 'before')
+  const controller = new AbortController()
+  const stream = messages.watch(c, { signal: controller.signal })
+  await messages.append(c, 'first')
+  await messages.append(c, 'second')
+  const seen = []
+  for await (const [seq, value] of stream) {
+    seen.push([seq, value])
+    if (seen.length === 2) controller.abort()
+  }
+  t.same(seen, [[2, 'first'], [3, 'second']])
+  await db.close()
+})
+
+test('a failed purge batch is retried; settled() waits for it', async t => {
+  const { level, plan } = flaky()
+  const db = await open({ db: level })
+  const chats = db.collection('chats')
+  const messages = db.children('messages', { parent: chats, onDelete: 'purge' })
+  const c = await chats.insert({})
+  await db.write(async w => { for (let i = 0; i < 1500; i++) await messages.in(w).append(c, i) })
+  await db.write(async w => {
+    await chats.in(w).del(c)
+    t.is(await messages.in(w).get(c, 1), undefined, 'hidden inside the deleting scope too')
+    t.is(await messages.in(w).lastSeq(c), 0)
+    t.is(await codeOf(messages.in(w).put(c, 1, 'x')), 'LEVELKIT_NOT_FOUND', 'no put to a purged parent')
+  })
+  plan.fail = 1
+  await messages.settled()
+  t.same(await db.level.sublevel('messages', { keyEncoding: 'view' }).keys().all(), [], 'purged despite a failed batch')
+  t.same(await db.level.sublevel('messages.purge', { keyEncoding: 'view' }).keys().all(), [])
+  await db.close()
+})
+
+test('check() reports malformed keys instead of throwing, and repairs them', async t => {
+  const db = await open()
+  const users = db.collection('users')
+  const chats = db.collection('chats')
+  db.relation('members', { from: chats, to: users })
+  db.children('messages', { parent: chats })
+  await users.insert({})
+  const { encodeTuple } = await import('../index.js')
+  await db.level.sublevel('users', { keyEncoding: 'view' }).put(Uint8Array.of(0x99), '{}')
+  await db.level.sublevel('users', { keyEncoding: 'view' }).put(encodeTuple('x'), '{}')
+  await db.level.sublevel('members.fwd', { keyEncoding: 'view' }).put(encodeTuple('x'), '')
+  await db.level.sublevel('messages', { keyEncoding: 'view' }).put(encodeTuple(5), '1')
+  const report = await db.check()
+  t.same(report.problems.map(p => p.type), ['invalid-key', 'invalid-key', 'invalid-key', 'invalid-key'])
+  t.is((await db.check({ repair: true })).repaired, 4)
+  t.ok((await db.check()).ok)
+  t.is(await users.insert({}), 2, 'the sequence ignores what is not an id')
+  await db.close()
+})
+
+test('a scoped face cannot read after its scope ends', async t => {
+  const db = await open()
+  const things = db.collection('things')
+  const id = await things.insert({ v: 1 })
+  let kept
+  await db.write(async w => { kept = things.in(w); await kept.get(id) })
+  await things.put(id, { v: 2 })
+  t.is(await codeOf(kept.get(id)), 'LEVELKIT_INVALID')
+  t.is(await codeOf(kept.getMany([id])), 'LEVELKIT_INVALID')
+  await db.close()
+})
