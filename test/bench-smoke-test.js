@@ -1,0 +1,102 @@
+// Smoke test of bench/sorted-write.js: runs it once per mode and backend with
+// a tiny N and checks what it writes. It never asserts a time: a benchmark
+// measures, it is not a timed test.
+
+import test from 'tape'
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const script = fileURLToPath(new URL('../bench/sorted-write.js', import.meta.url))
+const ENTRIES = 3000
+
+/** @param {string[]} args @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
+function run (args) {
+  return new Promise(resolve => {
+    execFile(process.execPath, [script, ...args], { timeout: 60000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? /** @type {any} */ (err).code ?? 1 : 0, stdout, stderr })
+    })
+  })
+}
+
+/** The one output folder the script made under `out`. @param {any} t @param {string} out */
+function outputOf (t, out) {
+  const dirs = readdirSync(out).filter(name => name.startsWith('sorted-write-'))
+  t.is(dirs.length, 1, 'one output folder')
+  return join(out, dirs[0])
+}
+
+/** @param {any} t @param {string} file @param {number} entries */
+function checkCsv (t, file, entries) {
+  const lines = readFileSync(file, 'utf8').trimEnd().split('\n')
+  t.is(lines[0], 'elapsed_ms,avg_ns_per_write,window_ms', 'CSV header')
+  const rows = lines.slice(1).map(line => line.split(',').map(Number))
+  t.is(rows.length, Math.ceil(entries / 1000), 'one CSV row per 1000 writes')
+  t.ok(rows.every(row => row.length === 3 && row.every(Number.isFinite) && row[1] > 0), 'CSV rows are 3 finite numbers')
+  t.ok(rows.every((row, i) => i === 0 || row[0] >= rows[i - 1][0]), 'elapsed time never decreases')
+}
+
+/** @param {any} t @param {string} file @param {number} series */
+function checkSvg (t, file, series) {
+  const svg = readFileSync(file, 'utf8')
+  t.ok(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"') && svg.trimEnd().endsWith('</svg>'), 'SVG document')
+  t.is((svg.match(/<path /g) || []).length, series, 'one point series per run')
+  t.ok(svg.includes('>Seconds</text>') && svg.includes('Milliseconds per write'), 'axis labels')
+}
+
+for (const backend of ['leveldb', 'memory']) {
+  for (const mode of ['put', 'batch', 'levelkit', 'levelkit-put']) {
+    test(`bench/sorted-write.js --mode ${mode} --backend ${backend}`, async t => {
+      const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-smoke-'))
+      try {
+        const { code, stdout, stderr } = await run(['--entries', String(ENTRIES), '--runs', '1', '--mode', mode, '--backend', backend, '--out', out, '--db-dir', out])
+        t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
+        t.match(stdout, /writes\/s/, 'prints a summary')
+        const dir = outputOf(t, out)
+        checkCsv(t, join(dir, `${mode}-${backend}-run1.csv`), ENTRIES)
+        const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+        const s = summary.summary[`${mode}-${backend}`]
+        t.is(s.runs, 1, 'JSON summary of the run')
+        t.ok(s.totalMs > 0 && s.writesPerSec > 0 && s.peakRssBytes > 0, 'JSON has total time, writes/s and peak RSS')
+        t.is(s.dbBytes === null, backend === 'memory', 'database size on leveldb only')
+        t.is(summary.options.entries, ENTRIES)
+        checkSvg(t, join(dir, 'sorted-write.svg'), 1)
+        t.same(readdirSync(out).filter(name => name.startsWith('levelkit-sorted-write-')), [], 'the database is removed')
+      } finally {
+        rmSync(out, { recursive: true, force: true })
+      }
+    })
+  }
+}
+
+test('bench/sorted-write.js --compare --overhead with classic-level options', async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-smoke-'))
+  try {
+    const { code, stdout, stderr } = await run([
+      '--entries', String(ENTRIES), '--runs', '2', '--compare', '--overhead', '--batch-size', '500',
+      '--write-buffer-size', '1M', '--cache-size', '1M', '--compression', 'false', '--out', out, '--db-dir', out
+    ])
+    t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
+    t.match(stdout, /levelkit\/batch leveldb/, 'prints ratios against batch')
+    t.match(stdout, /Script overhead/, 'prints the overhead')
+    const dir = outputOf(t, out)
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+    t.same(summary.options.levelOptions, { writeBufferSize: 1 << 20, cacheSize: 1 << 20, compression: false }, 'classic-level options pass through')
+    t.same(Object.keys(summary.ratiosAgainstBatch).sort(), ['levelkit/batch leveldb', 'put/batch leveldb'])
+    t.same(Object.keys(summary.overhead).sort(), ['batch leveldb', 'put leveldb'])
+    for (const mode of ['put', 'batch', 'levelkit']) {
+      for (const round of [1, 2]) checkCsv(t, join(dir, `${mode}-leveldb-run${round}.csv`), ENTRIES)
+    }
+    checkSvg(t, join(dir, 'sorted-write.svg'), 6)
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
+
+test('bench/sorted-write.js refuses bad options', async t => {
+  const { code, stderr } = await run(['--mode', 'nope'])
+  t.is(code, 2, 'exit 2')
+  t.match(stderr, /Unknown mode "nope"/)
+})
