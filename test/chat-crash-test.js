@@ -27,7 +27,6 @@ import test from 'tape'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
 import bytewise from 'bytewise'
@@ -36,6 +35,7 @@ import { ChatStore } from '../chat.js'
 import { layout } from '../lib/names.js'
 import { STORE_OPTIONS, SESSION_CUTOFF, chatPassword } from './fixtures/chat-crash-worker.js'
 import { prng } from './util/prng.js'
+import { startWorker } from './util/worker.js'
 
 const WORKER = fileURLToPath(new URL('./fixtures/chat-crash-worker.js', import.meta.url))
 const SEED = process.env.CHAT_CRASH_SEED ? Number(process.env.CHAT_CRASH_SEED) : Date.now() % 0x7fffffff
@@ -66,17 +66,7 @@ test('chat crash: SIGKILL during a random ChatStore workload, 20 times on one Le
   try {
     for (let cycle = 0; cycle < CYCLES && !failed; cycle++) {
       const logPath = path.join(dir, `ack-${cycle}.log`)
-      const child = fork(WORKER, [location, logPath, String(rand.int(0x7fffffff)), String(cycle)], {
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc']
-      })
-      const exited = new Promise(resolve => child.once('exit', (code, signal) => resolve({ code, signal })))
-      let timer
-      const ready = await Promise.race([
-        new Promise(resolve => child.once('message', msg => resolve(msg === 'ready'))),
-        exited.then(() => false),
-        new Promise(resolve => { timer = setTimeout(resolve, 20000, false) })
-      ])
-      clearTimeout(timer)
+      const { child, exited, ready } = await startWorker(WORKER, [location, logPath, String(rand.int(0x7fffffff)), String(cycle)])
       if (!ready) {
         child.kill('SIGKILL')
         t.fail(`cycle ${cycle}: the worker did not get ready`)

@@ -18,7 +18,6 @@ import test from 'tape'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
 import bytewise from 'bytewise'
@@ -26,6 +25,7 @@ import { open } from '../index.js'
 import { layout } from '../lib/names.js'
 import { declare, USER_INDEXES, CHAT_INDEXES, COUNTER_KEYS } from './fixtures/crash-worker.js'
 import { prng } from './util/prng.js'
+import { startWorker } from './util/worker.js'
 
 const WORKER = fileURLToPath(new URL('./fixtures/crash-worker.js', import.meta.url))
 const SEED = process.env.CRASH_SEED ? Number(process.env.CRASH_SEED) : Date.now() % 0x7fffffff
@@ -55,17 +55,7 @@ test('crash: SIGKILL during a random write workload, 25 times on one LevelDB dat
   try {
     for (let cycle = 0; cycle < CYCLES && !failed; cycle++) {
       const logPath = path.join(dir, `ack-${cycle}.log`)
-      const child = fork(WORKER, [location, logPath, String(rand.int(0x7fffffff)), String(cycle)], {
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc']
-      })
-      const exited = new Promise(resolve => child.once('exit', (code, signal) => resolve({ code, signal })))
-      let timer
-      const ready = await Promise.race([
-        new Promise(resolve => child.once('message', msg => resolve(msg === 'ready'))),
-        exited.then(() => false),
-        new Promise(resolve => { timer = setTimeout(resolve, 20000, false) })
-      ])
-      clearTimeout(timer)
+      const { child, exited, ready } = await startWorker(WORKER, [location, logPath, String(rand.int(0x7fffffff)), String(cycle)])
       if (!ready) {
         child.kill('SIGKILL')
         t.fail(`cycle ${cycle}: the worker did not get ready`)
