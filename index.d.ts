@@ -24,7 +24,7 @@ export declare const codes: Readonly<{
   LOCKED: 'LEVELKIT_LOCKED'
   /** The backend cannot run in this environment; the message names what is missing. */
   BACKEND_UNAVAILABLE: 'LEVELKIT_BACKEND_UNAVAILABLE'
-  /** The write was decided on top of an earlier write that failed, so it was not written. */
+  /** The operation was decided on top of an earlier write that failed: not written, or its refusal not given. */
   ABORTED: 'LEVELKIT_ABORTED'
 }>
 
@@ -195,7 +195,7 @@ export declare class Children<V = any> {
    * is written: no gap, no duplicate. Ends on abort or when the parent is deleted.
    */
   watch (parentId: Id, options?: WatchOptions): AsyncGenerator<[number, V]>
-  /** Resolves when no background purge ('purge' onDelete) is running. */
+  /** Resolves when no background purge ('purge' onDelete) is running; rejects with the error if one failed after its retries. */
   settled (): Promise<void>
 }
 

@@ -11,7 +11,6 @@ import { invalid } from './errors.js'
  */
 
 const ZERO = [0x00]
-const RANGE_KEYS = ['gt', 'gte', 'lt', 'lte', 'eq', 'prefix']
 
 /**
  * Bounds over keys that are the encoded values themselves (primary keys).
@@ -70,11 +69,6 @@ export function tupleBounds (head, options) {
     b.upper(concatBytes(start, [HIGH]))
   }
   return b.bounds()
-}
-
-/** True if any range option is set. @param {object} options */
-export function hasRange (options) {
-  return RANGE_KEYS.some(k => has(options, k))
 }
 
 /** @param {RangeOptions} options */

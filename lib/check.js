@@ -304,13 +304,10 @@ function tryPair (bytes) {
   return Array.isArray(value) && value.length === 2 ? /** @type {[unknown, unknown]} */ (value) : null
 }
 
-/** @param {Uint8Array} bytes */
+/** The decoded key, or the bytes themselves if they do not decode. @param {Uint8Array} bytes */
 function safeDecode (bytes) {
-  try {
-    return decode(bytes)
-  } catch {
-    return bytes
-  }
+  const value = tryDecode(bytes)
+  return value === INVALID ? bytes : value
 }
 
 /** @param {unknown} value */

@@ -1,4 +1,4 @@
-import { encode, decode, encodeItems, concatBytes, ARRAY_START, HIGH } from './tuple.js'
+import { encode, decode } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { encodeJson } from './json-value.js'
 import { assertName, layout } from './names.js'
@@ -99,7 +99,7 @@ export class ChildrenModel {
           const [marker] = await purge.sublevel.keys({ limit: 1 }).all()
           if (marker === undefined) return true
           const parentId = decode(marker)
-          const keys = await this.items.sublevel.keys({ ...childBounds(parentId), limit: PURGE_CHUNK }).all()
+          const keys = await this.items.sublevel.keys({ ...tupleBounds([parentId], {}), limit: PURGE_CHUNK }).all()
           for (const key of keys) tx.del(this.items, key)
           if (keys.length < PURGE_CHUNK) {
             tx.del(purge, marker)
@@ -178,7 +178,7 @@ export class ChildrenModel {
       tx.put(this.purge, encode(parentId), '')
       return
     }
-    const children = await tx.entries(this.items, childBounds(parentId), { values: false })
+    const children = await tx.entries(this.items, tupleBounds([parentId], {}), { values: false })
     if (this.onDelete === 'restrict' && children.length > 0) {
       throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(parentId)} from "${this.parent.name}": it has ${children.length} "${this.name}" (onDelete: 'restrict')`, {
         collection: this.parent.name, children: this.name, id: parentId
@@ -307,7 +307,7 @@ export class Children extends ModelFace {
     const { after, signal } = options
     if (after !== undefined && !(Number.isSafeInteger(after) && after >= 0)) throw invalid('The after option must be a non-negative integer')
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('The signal option must be an AbortSignal')
-    const prefix = concatBytes([ARRAY_START], encodeItems([parentId]))
+    const prefix = /** @type {Uint8Array} */ (tupleBounds([parentId], {}).gte)
     let last = after === undefined ? await /** @type {Promise<number>} */ (start) : after
     let dirty = true
     /** @type {(() => void) | null} */
@@ -350,15 +350,6 @@ export class Children extends ModelFace {
     while (model.purging) await model.purging
     if (model.purgeError) throw model.purgeError
   }
-}
-
-/**
- * Byte bounds of all children of one parent.
- * @param {unknown} parentId
- */
-function childBounds (parentId) {
-  const prefix = concatBytes([ARRAY_START], encodeItems([parentId]))
-  return { gte: prefix, lt: concatBytes(prefix, [HIGH]) }
 }
 
 /** @param {Uint8Array} bytes @param {Uint8Array} prefix */

@@ -1,4 +1,4 @@
-import { encode, decode, encodeItems, concatBytes, ARRAY_START, HIGH } from './tuple.js'
+import { encode, decode } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { assertName, layout } from './names.js'
 import { Space } from './space.js'
@@ -85,8 +85,7 @@ export class RelationModel {
    * @param {CollectionModel} collection
    */
   async beforeDelete (tx, id, near, far, policy, collection) {
-    const prefix = concatBytes([ARRAY_START], encodeItems([id]))
-    const bounds = { gte: prefix, lt: concatBytes(prefix, [HIGH]) }
+    const bounds = tupleBounds([id], {})
     if (policy === 'restrict') {
       const edges = await tx.entries(near, { ...bounds }, { values: false })
       if (edges.length > 0) {

@@ -26,6 +26,8 @@ import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
 import { layout } from '../lib/names.js'
 import { prng } from './util/prng.js'
+import { hash, range, numeric, outcomes, rawEntries } from './util/common.js'
+import { membershipProblems } from './util/chat-agreement.js'
 
 const SEED = process.env.LEVELKIT_SEED ? Number(process.env.LEVELKIT_SEED) : Date.now() % 0x7fffffff
 const VARIANTS = [{ backend: 'leveldb' }, { backend: 'leveldb', syncReads: false }, { backend: 'memory' }]
@@ -54,18 +56,6 @@ function each (name, fn, storeOptions = {}) {
   }
 }
 
-function hash (s) {
-  let h = 2166136261
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619)
-  return h >>> 0
-}
-
-function range (from, to) {
-  const out = []
-  for (let i = from; i <= to; i++) out.push(i)
-  return out
-}
-
 function shuffle (rand, list) {
   const out = [...list]
   for (let i = out.length - 1; i > 0; i--) {
@@ -75,24 +65,8 @@ function shuffle (rand, list) {
   return out
 }
 
-const numeric = (a, b) => a - b
 const sorted = list => [...list].sort(numeric)
 const show = value => JSON.stringify(value)
-
-/** Every [decodedKey, rawValue] of a namespace, read through the root database. */
-async function rawEntries (store, name) {
-  const sublevel = store.db.level.sublevel(name, { keyEncoding: 'view', valueEncoding: 'view' })
-  const entries = await sublevel.iterator().all()
-  return entries.map(([key, value]) => [bytewise.decode(Buffer.from(key)), value])
-}
-
-/** Settle every promise; describe each outcome as { ok, value } or { ok: false, code, message }. */
-async function outcomes (promises) {
-  const settled = await Promise.allSettled(promises)
-  return settled.map(s => s.status === 'fulfilled'
-    ? { ok: true, value: s.value }
-    : { ok: false, code: s.reason && s.reason.code, message: s.reason && s.reason.message })
-}
 
 async function assertCheckOk (t, store, what) {
   const result = await store.check()
@@ -104,51 +78,6 @@ async function makeUsers (store, n, prefix = 'user') {
   const ids = []
   for (let i = 0; i < n; i++) ids.push(await store.createUser({ username: `${prefix}${i}`, password: `pw${i}` }))
   return ids
-}
-
-/**
- * Compare every membership view with the chats' own member lists, for every
- * user, every (chat, user) and every pair of users. Returns problems found.
- * @param {ChatStore} store
- * @param {number[]} userIds
- * @param {number} maxChatId chat ids 1..maxChatId are probed (deleted ones included)
- */
-async function membershipProblems (store, userIds, maxChatId) {
-  const problems = []
-  const chats = await store.chats.query().all()
-  const byId = new Map(chats.map(c => [c.id, c]))
-  for (const chat of chats) {
-    if (show(chat.members) !== show(sorted(new Set(chat.members)))) problems.push(`chat ${chat.id}: members ${show(chat.members)} not sorted or not unique`)
-    if (chat.members.length > store.options.maxMembers) problems.push(`chat ${chat.id}: ${chat.members.length} members, more than ${store.options.maxMembers}`)
-    const edges = await store.members.to(chat.id).all()
-    if (show(edges) !== show(chat.members)) problems.push(`members.to(${chat.id}) is ${show(edges)}, the chat lists ${show(chat.members)}`)
-    const got = await store.getChat(chat.id)
-    if (got === null || show(got.members) !== show(chat.members) || 'passwordHash' in got) problems.push(`getChat(${chat.id}) is ${show(got)}`)
-  }
-  for (const u of userIds) {
-    const want = chats.filter(c => c.members.includes(u)).map(c => c.id).sort(numeric)
-    const from = await store.members.from(u).all()
-    if (show(from) !== show(want)) problems.push(`members.from(${u}) is ${show(from)}, expected ${show(want)}`)
-    const listed = await store.getChats(u)
-    const ids = listed.map(c => c.id).sort(numeric)
-    if (show(ids) !== show(want)) problems.push(`getChats(${u}) gives chats ${show(ids)}, expected ${show(want)}`)
-    for (let i = 1; i < listed.length; i++) {
-      const a = listed[i - 1]
-      const b = listed[i]
-      if (a.lastActivity < b.lastActivity || (a.lastActivity === b.lastActivity && a.id < b.id)) problems.push(`getChats(${u}) is not ordered by lastActivity, id descending`)
-    }
-    for (let c = 1; c <= maxChatId; c++) {
-      const member = byId.has(c) && byId.get(c).members.includes(u)
-      if (await store.checkChatMember(c, u) !== member) problems.push(`checkChatMember(${c}, ${u}) is ${!member}, expected ${member}`)
-    }
-  }
-  for (const a of userIds) {
-    for (const b of userIds) {
-      const want = a !== b && chats.some(c => c.members.length === 2 && c.members.includes(a) && c.members.includes(b))
-      if (await store.existsChat(a, b) !== want) problems.push(`existsChat(${a}, ${b}) is ${!want}, expected ${want}`)
-    }
-  }
-  return problems
 }
 
 /**
@@ -185,7 +114,7 @@ each('200 concurrent createUser() with one username: exactly one wins', async (t
   t.deepEqual(await store.verifyPassword('alice', `secret-${winner}`), user, "the stored password is the winner's")
   t.is(await store.verifyPassword('alice', `secret-${(winner + 1) % 200}`), null, "a loser's password does not verify")
   t.is(await store.users.count(), 1, 'one user stored')
-  t.deepEqual((await rawEntries(store, layout.index('users', 'username'))).map(([key, value]) => [key, bytewise.decode(Buffer.from(value))]),
+  t.deepEqual((await rawEntries(store.db, layout.index('users', 'username'))).map(([key, value]) => [key, bytewise.decode(Buffer.from(value))]),
     [[['alice'], id]], 'the raw username index has exactly one entry, pointing at the winner')
   t.is(await store.createUser({ username: 'bob', password: 'x' }), 2, 'the losers consumed no ids: the next user gets 2')
   await assertCheckOk(t, store, 'after 200 racing createUser()')
@@ -228,7 +157,7 @@ each('200 concurrent addChatMessage() to one chat: ids exactly 1..200', async (t
   t.deepEqual(wrong, [], 'each send resolved with the id its own message is stored under')
   t.ok(messages.every(m => !m.text.startsWith('intruder')), 'no message of the non-member is stored')
 
-  const raw = await rawEntries(store, layout.records('messages'))
+  const raw = await rawEntries(store.db, layout.records('messages'))
   t.deepEqual(raw.map(([key]) => key), range(1, n).map(i => [chatId, i]), 'the raw messages are keyed [chat, 1..200]')
   t.ok(raw.every(([[, seq], value]) => JSON.parse(Buffer.from(value).toString('utf8')).id === seq), "each raw message's id equals its key's sequence number")
 
@@ -319,7 +248,7 @@ each('waves of concurrent membership churn keep every membership view consistent
     t.ok(createdIds.every(id => id <= maxChatId && !created.has(id)) && new Set(createdIds).size === createdIds.length, `wave ${wave}: created chats got distinct new ids`)
     for (const id of createdIds) created.add(id)
 
-    t.deepEqual(await membershipProblems(store, users, maxChatId + 4), [], `wave ${wave}: getChats, checkChatMember, existsChat, members.to/from agree with every chat's members`)
+    t.deepEqual(await membershipProblems(store, await store.chats.query().all(), users, maxChatId + 3), [], `wave ${wave}: getChats, checkChatMember, existsChat, members.to/from agree with every chat's members`)
     await assertCheckOk(t, store, `wave ${wave}`)
 
     const live = new Set((await store.chats.query().all()).map(c => c.id))
@@ -345,9 +274,9 @@ each('waves of concurrent membership churn keep every membership view consistent
   }
 
   await store.messages.settled()
-  const left = (await rawEntries(store, layout.records('messages'))).filter(([[c]]) => deleted.has(c))
+  const left = (await rawEntries(store.db, layout.records('messages'))).filter(([[c]]) => deleted.has(c))
   t.deepEqual(left, [], `after settled(), no raw message of the ${deleted.size} deleted chats remains`)
-  t.deepEqual(await rawEntries(store, layout.purge('messages')), [], 'after settled(), nothing is left to purge')
+  t.deepEqual(await rawEntries(store.db, layout.purge('messages')), [], 'after settled(), nothing is left to purge')
   t.ok(counts.true > 0 && counts.false > 0, `membership calls both changed and did not change something (${counts.true} / ${counts.false})`)
   t.ok(counts.rejected.LEVELKIT_LIMIT > 0, `full rooms refused members (${counts.rejected.LEVELKIT_LIMIT || 0} LEVELKIT_LIMIT)`)
   t.ok(counts.rejected.LEVELKIT_FORBIDDEN > 0 && counts.rejected.LEVELKIT_NOT_FOUND > 0, 'non-members and missing chats were refused sends')

@@ -29,13 +29,14 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
-import bytewise from 'bytewise'
 import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
 import { layout } from '../lib/names.js'
 import { STORE_OPTIONS, SESSION_CUTOFF, chatPassword } from './fixtures/chat-crash-worker.js'
 import { prng } from './util/prng.js'
-import { startWorker } from './util/worker.js'
+import { rawEntries } from './util/common.js'
+import { membershipProblems } from './util/chat-agreement.js'
+import { killCycle, readAckLog } from './util/worker.js'
 
 const WORKER = fileURLToPath(new URL('./fixtures/chat-crash-worker.js', import.meta.url))
 const SEED = process.env.CHAT_CRASH_SEED ? Number(process.env.CHAT_CRASH_SEED) : Date.now() % 0x7fffffff
@@ -66,21 +67,13 @@ test('chat crash: SIGKILL during a random ChatStore workload, 20 times on one Le
   try {
     for (let cycle = 0; cycle < CYCLES && !failed; cycle++) {
       const logPath = path.join(dir, `ack-${cycle}.log`)
-      const { child, exited, ready } = await startWorker(WORKER, [location, logPath, String(rand.int(0x7fffffff)), String(cycle)])
-      if (!ready) {
-        child.kill('SIGKILL')
-        t.fail(`cycle ${cycle}: the worker did not get ready`)
-        failed = true
-        break
-      }
-
       // At a random moment; on odd cycles, right after the worker reports a
       // deletion of a chat with hundreds of messages (its purge running), or
       // at a random moment of a longer span if none comes.
       const targeted = cycle % 2 === 1
       const deadline = targeted ? 400 + rand.int(1000) : 50 + rand.int(350)
       const afterPurgeStart = rand.int(4)
-      await new Promise(resolve => {
+      const wrong = await killCycle(WORKER, [location, logPath, String(rand.int(0x7fffffff)), String(cycle)], child => new Promise(resolve => {
         const timer = setTimeout(resolve, deadline)
         if (targeted) {
           child.on('message', msg => {
@@ -89,11 +82,9 @@ test('chat crash: SIGKILL during a random ChatStore workload, 20 times on one Le
             setTimeout(resolve, afterPurgeStart)
           })
         }
-      })
-      child.kill('SIGKILL')
-      const { signal } = await exited
-      if (signal !== 'SIGKILL') {
-        t.fail(`cycle ${cycle}: the worker ended by itself (${signal}) instead of being killed`)
+      }))
+      if (wrong) {
+        t.fail(`cycle ${cycle}: ${wrong}`)
         failed = true
         break
       }
@@ -165,7 +156,7 @@ async function verify (logPath, location, model, totals) {
       else problems.push(`createUser(${username}) was refused as taken, but no user has that name`)
     }
     compare(model, actual, problems)
-    problems.push(...await membershipProblems(store, model))
+    problems.push(...await membershipProblems(store, [...model.chats.values()], [...model.users.keys()], Math.max(0, ...model.chats.keys(), ...model.deleted)))
     problems.push(...await publicReadProblems(store, model))
 
     await store.messages.settled()
@@ -194,12 +185,6 @@ async function verify (logPath, location, model, totals) {
   return problems
 }
 
-/** Every [decodedKey, rawValue] of a namespace, read through the root database. */
-async function rawEntries (db, name) {
-  const sublevel = db.level.sublevel(name, { keyEncoding: 'view', valueEncoding: 'view' })
-  return (await sublevel.iterator().all()).map(([key, value]) => [bytewise.decode(Buffer.from(key)), value])
-}
-
 /**
  * Walk the ack log in order, applying acks to the model and checking each
  * result and each rejection against the model. Returns the ops in flight at
@@ -208,11 +193,7 @@ async function rawEntries (db, name) {
 function replayLog (logPath, model, totals, problems) {
   const ops = new Map()
   const usernamesTaken = []
-  const content = fs.existsSync(logPath) ? fs.readFileSync(logPath, 'utf8') : ''
-  const lines = content.split('\n')
-  lines.pop() // '' after the last newline, or a torn line
-  for (const line of lines) {
-    const entry = JSON.parse(line)
+  for (const entry of readAckLog(logPath)) {
     if (entry.t === 's') {
       ops.set(entry.n, { start: entry })
       continue
@@ -478,40 +459,6 @@ function compare (model, actual, problems) {
     const known = model.messages.get(c)
     if (known) diff(`chat ${c} message`, known, items)
   }
-}
-
-/**
- * Every membership view against the chats' member lists and the edges, for
- * every user, every (chat, user) and every pair of users.
- */
-async function membershipProblems (store, model) {
-  const problems = []
-  const chats = [...model.chats.values()]
-  const userIds = [...model.users.keys()]
-  const maxChatId = Math.max(0, ...model.chats.keys(), ...model.deleted)
-  for (const chat of chats) {
-    const edges = await store.members.to(chat.id).all()
-    if (!same(edges, chat.members)) problems.push(`members.to(${chat.id}) is ${show(edges)}, the chat lists ${show(chat.members)}`)
-  }
-  for (const u of userIds) {
-    const want = chats.filter(c => c.members.includes(u)).map(c => c.id).sort(numeric)
-    const from = await store.members.from(u).all()
-    if (!same(from, want)) problems.push(`members.from(${u}) is ${show(from)}, expected ${show(want)}`)
-    const listed = await store.getChats(u)
-    if (!same(listed.map(c => c.id).sort(numeric), want)) problems.push(`getChats(${u}) gives chats ${show(listed.map(c => c.id))}, expected ${show(want)}`)
-    if (listed.some(c => 'passwordHash' in c || !c.members.includes(u))) problems.push(`getChats(${u}) gives a chat with a password hash or without the user`)
-    for (let c = 1; c <= maxChatId + 1; c++) {
-      const member = model.chats.has(c) && model.chats.get(c).members.includes(u)
-      if (await store.checkChatMember(c, u) !== member) problems.push(`checkChatMember(${c}, ${u}) is ${!member}, expected ${member}`)
-    }
-  }
-  for (const a of userIds) {
-    for (const b of userIds) {
-      const want = a !== b && chats.some(c => c.members.length === 2 && c.members.includes(a) && c.members.includes(b))
-      if (await store.existsChat(a, b) !== want) problems.push(`existsChat(${a}, ${b}) is ${!want}, expected ${want}`)
-    }
-  }
-  return problems
 }
 
 /** The ChatStore's own read methods on users, sessions, chats and messages. */

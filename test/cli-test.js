@@ -1,23 +1,17 @@
 import test from 'tape'
-import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { open, encodeTuple } from '../index.js'
 import declare from './fixtures/cli-schema.js'
+import { runScript } from './util/worker.js'
 
 const bin = fileURLToPath(new URL('../bin/levelkit.js', import.meta.url))
 const schema = fileURLToPath(new URL('./fixtures/cli-schema.js', import.meta.url))
 
-/** @param {string[]} args @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
-function levelkit (args) {
-  return new Promise(resolve => {
-    execFile(process.execPath, [bin, ...args], (err, stdout, stderr) => {
-      resolve({ code: err ? /** @type {any} */ (err).code : 0, stdout, stderr })
-    })
-  })
-}
+/** @param {string[]} args */
+const levelkit = args => runScript(bin, args)
 
 test('levelkit check reports, repairs, and exits with a meaningful status', async t => {
   const dir = mkdtempSync(join(tmpdir(), 'levelkit-cli-'))

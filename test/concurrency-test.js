@@ -23,6 +23,7 @@ import bytewise from 'bytewise'
 import { open } from '../index.js'
 import { layout } from '../lib/names.js'
 import { prng } from './util/prng.js'
+import { hash, range, numeric, outcomes, rawEntries } from './util/common.js'
 
 const SEED = process.env.LEVELKIT_SEED ? Number(process.env.LEVELKIT_SEED) : Date.now() % 0x7fffffff
 const VARIANTS = [{ backend: 'leveldb' }, { backend: 'memory' }, { backend: 'leveldb', syncReads: false }]
@@ -58,28 +59,8 @@ function each (name, fn) {
   }
 }
 
-function hash (s) {
-  let h = 2166136261
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619)
-  return h >>> 0
-}
-
-function range (from, to) {
-  const out = []
-  for (let i = from; i <= to; i++) out.push(i)
-  return out
-}
-
-const numeric = (a, b) => a - b
 const decode = bytes => bytewise.decode(Buffer.from(bytes))
 const text = bytes => Buffer.from(bytes).toString('utf8')
-
-/** Every [decodedKey, rawValue] of a namespace, read through the root database. */
-async function rawEntries (db, name) {
-  const sublevel = db.level.sublevel(name, { keyEncoding: 'view', valueEncoding: 'view' })
-  const entries = await sublevel.iterator().all()
-  return entries.map(([key, value]) => [decode(key), value])
-}
 
 /**
  * Independent audit of one collection: records, every index entry, the
@@ -140,12 +121,6 @@ async function assertCheckOk (t, db, what) {
   const result = await db.check()
   t.deepEqual(result.problems, [], `${what}: check() reports no problems`)
   t.is(result.ok, true, `${what}: check() is ok`)
-}
-
-/** Settle every promise; describe each outcome as { ok, value } or { ok: false, code }. */
-async function outcomes (promises) {
-  const settled = await Promise.allSettled(promises)
-  return settled.map(s => s.status === 'fulfilled' ? { ok: true, value: s.value } : { ok: false, code: s.reason && s.reason.code, message: s.reason && s.reason.message })
 }
 
 const unexpected = (list, allowed) => list.filter(o => !o.ok && !allowed.includes(o.code)).map(o => `${o.code}: ${o.message}`)

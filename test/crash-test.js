@@ -25,7 +25,7 @@ import { open } from '../index.js'
 import { layout } from '../lib/names.js'
 import { declare, USER_INDEXES, CHAT_INDEXES, COUNTER_KEYS } from './fixtures/crash-worker.js'
 import { prng } from './util/prng.js'
-import { startWorker } from './util/worker.js'
+import { killCycle, readAckLog } from './util/worker.js'
 
 const WORKER = fileURLToPath(new URL('./fixtures/crash-worker.js', import.meta.url))
 const SEED = process.env.CRASH_SEED ? Number(process.env.CRASH_SEED) : Date.now() % 0x7fffffff
@@ -55,31 +55,22 @@ test('crash: SIGKILL during a random write workload, 25 times on one LevelDB dat
   try {
     for (let cycle = 0; cycle < CYCLES && !failed; cycle++) {
       const logPath = path.join(dir, `ack-${cycle}.log`)
-      const { child, exited, ready } = await startWorker(WORKER, [location, logPath, String(rand.int(0x7fffffff)), String(cycle)])
-      if (!ready) {
-        child.kill('SIGKILL')
-        t.fail(`cycle ${cycle}: the worker did not get ready`)
-        failed = true
-        break
-      }
-
-      if (cycle === 0) {
-        // The worker holds the LevelDB lock: a second open must say so.
-        let code = null
-        try {
-          const intruder = await open({ backend: 'leveldb', location })
-          await intruder.close()
-        } catch (err) {
-          code = err.code
+      const wrong = await killCycle(WORKER, [location, logPath, String(rand.int(0x7fffffff)), String(cycle)], async () => {
+        if (cycle === 0) {
+          // The worker holds the LevelDB lock: a second open must say so.
+          let code = null
+          try {
+            const intruder = await open({ backend: 'leveldb', location })
+            await intruder.close()
+          } catch (err) {
+            code = err.code
+          }
+          t.is(code, 'LEVELKIT_LOCKED', 'opening the location while the worker holds it fails with LEVELKIT_LOCKED')
         }
-        t.is(code, 'LEVELKIT_LOCKED', 'opening the location while the worker holds it fails with LEVELKIT_LOCKED')
-      }
-
-      await sleep(50 + rand.int(350))
-      child.kill('SIGKILL')
-      const { signal } = await exited
-      if (signal !== 'SIGKILL') {
-        t.fail(`cycle ${cycle}: the worker ended by itself (${signal}) instead of being killed`)
+        await sleep(50 + rand.int(350))
+      })
+      if (wrong) {
+        t.fail(`cycle ${cycle}: ${wrong}`)
         failed = true
         break
       }
@@ -170,11 +161,7 @@ function readLog (logPath, problems) {
   const ops = new Map()
   const acked = []
   const failures = []
-  const content = fs.existsSync(logPath) ? fs.readFileSync(logPath, 'utf8') : ''
-  const lines = content.split('\n')
-  lines.pop() // '' after the last newline, or a torn line
-  for (const line of lines) {
-    const entry = JSON.parse(line)
+  for (const entry of readAckLog(logPath)) {
     if (entry.t === 's') {
       ops.set(entry.n, { start: entry })
       continue

@@ -1,18 +1,13 @@
 import test from 'tape'
-import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { runScript } from './util/worker.js'
 
 /** @param {string} script @param {string[]} args @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
 function run (script, args) {
-  const file = fileURLToPath(new URL(`../examples/${script}`, import.meta.url))
-  return new Promise(resolve => {
-    execFile(process.execPath, [file, ...args], (err, stdout, stderr) => {
-      resolve({ code: err ? /** @type {any} */ (err).code : 0, stdout, stderr })
-    })
-  })
+  return runScript(fileURLToPath(new URL(`../examples/${script}`, import.meta.url)), args)
 }
 
 test('the chat demo runs on LevelDB, twice on the same data, and in memory', async t => {
