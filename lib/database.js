@@ -9,6 +9,7 @@ import { runInScope } from '#context'
 import { refuseInsideScope } from './scope.js'
 import { tupleEncoding } from './tuple.js'
 import { assertName } from './names.js'
+import { crossTabFor } from './cross-tab.js'
 
 /**
  * A levelkit database: one abstract-level database whose namespaces
@@ -31,7 +32,7 @@ export class Database {
     this.level = level
     this.#ownsLevel = options.ownsLevel !== false
     const syncReads = options.syncReads !== false && !!level.supports.getSync
-    this.writer = new Writer(level, syncReads)
+    this.writer = new Writer(level, syncReads, crossTabFor(level))
     // Lets the root refer to the tuple encoding by name ('tuple').
     level.keyEncoding(tupleEncoding)
   }

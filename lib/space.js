@@ -4,6 +4,17 @@ import { levelkitError, codes } from './errors.js'
 // Enough for the sequences of many parents; past it the cache starts over.
 const CACHE_LIMIT = 10000
 
+/** @type {WeakMap<object, Map<string, Space>>} the spaces of each root database, by prefix */
+const spacesOfRoot = new WeakMap()
+
+/**
+ * The space declared on `root` whose sublevel has `prefix`, if any.
+ * @param {object} root @param {string} prefix
+ */
+export function spaceByPrefix (root, prefix) {
+  return spacesOfRoot.get(root)?.get(prefix)
+}
+
 /**
  * One namespace of the database: a flat sublevel of the root whose keys are
  * tuple-encoded bytes (we encode them ourselves, once) and whose values are
@@ -25,6 +36,9 @@ export class Space {
     /** @type {any} keys are Uint8Array, values string or Uint8Array per valueEncoding */
     this.sublevel = root.sublevel(name, { keyEncoding: 'view', valueEncoding })
     this.prefix = this.sublevel.prefix
+    let spaces = spacesOfRoot.get(root)
+    if (!spaces) spacesOfRoot.set(root, spaces = new Map())
+    spaces.set(this.prefix, this)
   }
 
   /**

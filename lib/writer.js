@@ -1,5 +1,10 @@
 import { levelkitError, codes } from './errors.js'
 import { Transaction } from './transaction.js'
+import { spaceByPrefix } from './space.js'
+
+// How long one tab may keep the cross-tab lock while it has more to write,
+// before it lets a waiting tab in.
+const CROSS_TAB_SLICE_MS = 50
 
 /**
  * The one write path of a levelkit database.
@@ -17,6 +22,11 @@ import { Transaction } from './transaction.js'
  * at a time, in order, so LevelDB can never apply two writes to the same key
  * out of order. A critical section that only reads with getSync() never waits
  * for the disk.
+ *
+ * On IndexedDB, other tabs write the same database: a tab holds a cross-tab
+ * lock (lib/cross-tab.js) from its first critical section until it is idle
+ * (nothing queued, nothing unwritten), and forgets its cached values each
+ * time it takes the lock, since another tab may have written in between.
  */
 export class Writer {
   /** @type {import('abstract-level').AbstractLevel<any, any, any>} */
@@ -47,11 +57,22 @@ export class Writer {
   #cachedSpaces = new Set()
   /** @type {Set<(ops: import('./transaction.js').Op[]) => void>} */
   #listeners = new Set()
+  /** @type {import('./cross-tab.js').CrossTab | null} */
+  #crossTab
+  /** @type {(() => void) | null} releases the cross-tab lock while this tab holds it */
+  #crossTabRelease = null
+  #crossTabSince = 0
 
-  /** @param {import('abstract-level').AbstractLevel<any, any, any>} root @param {boolean} syncReads */
-  constructor (root, syncReads) {
+  /**
+   * @param {import('abstract-level').AbstractLevel<any, any, any>} root
+   * @param {boolean} syncReads
+   * @param {import('./cross-tab.js').CrossTab | null} [crossTab]
+   */
+  constructor (root, syncReads, crossTab = null) {
     this.#root = root
     this.syncReads = syncReads
+    this.#crossTab = crossTab
+    crossTab?.listen(remote => this.#notifyRemote(remote))
   }
 
   get epoch () {
@@ -99,6 +120,7 @@ export class Writer {
     const pending = this.#newest
     const tx = new Transaction(this)
     try {
+      if (this.#crossTab) await this.#holdCrossTab()
       result = await fn(tx)
       written = this.#commit(tx)
     } catch (err) {
@@ -134,6 +156,7 @@ export class Writer {
   async close () {
     this.closed = true
     await this.idle()
+    this.#crossTab?.close()
   }
 
   /** Wait for every queued critical section and batch. */
@@ -153,7 +176,36 @@ export class Writer {
   #release () {
     const next = this.#waiting.shift()
     if (next) next()
-    else this.#locked = false
+    else {
+      this.#locked = false
+      if (!this.#flushing) this.#releaseCrossTab()
+    }
+  }
+
+  /**
+   * Called with the local lock held: make sure this tab holds the cross-tab
+   * lock too, and has not held it for too long while other tabs may wait.
+   */
+  async #holdCrossTab () {
+    if (this.#crossTabRelease) {
+      if (Date.now() - this.#crossTabSince < CROSS_TAB_SLICE_MS) return
+      // Finish what was decided under this holding, then queue up again
+      // (Web Locks are granted in request order).
+      await this.drain()
+      this.#releaseCrossTab()
+    }
+    this.#crossTabRelease = await /** @type {import('./cross-tab.js').CrossTab} */ (this.#crossTab).acquire()
+    this.#crossTabSince = Date.now()
+    // Another tab may have written since this one last held the lock.
+    for (const space of this.#cachedSpaces) space.cache?.clear()
+  }
+
+  #releaseCrossTab () {
+    const release = this.#crossTabRelease
+    if (release) {
+      this.#crossTabRelease = null
+      release()
+    }
   }
 
   /** @param {Transaction} tx @returns {Promise<void> | null} */
@@ -194,12 +246,14 @@ export class Writer {
           this.#forget(group)
           group.resolve()
           this.#notify(group.ops)
+          if (this.#crossTab) this.#crossTab.post(group.ops.map(op => ({ prefix: op.space.prefix, type: op.type, key: op.key })))
         } catch (err) {
           this.#fail(group, err)
         }
       }
     } finally {
       this.#flushing = null
+      if (!this.#locked) this.#releaseCrossTab()
     }
   }
 
@@ -252,6 +306,21 @@ export class Writer {
         // A listener's failure must not fail the write it observes.
       }
     }
+  }
+
+  /**
+   * Tell this tab's listeners about a batch another tab wrote. Ops in
+   * namespaces this tab has not declared concern none of its listeners.
+   * @param {import('./cross-tab.js').RemoteOp[]} remote
+   */
+  #notifyRemote (remote) {
+    /** @type {import('./transaction.js').Op[]} */
+    const ops = []
+    for (const { prefix, type, key } of remote) {
+      const space = spaceByPrefix(this.#root, prefix)
+      if (space) ops.push({ type, key, space, sublevel: space.sublevel })
+    }
+    if (ops.length > 0) this.#notify(ops)
   }
 
   /** @param {import('./space.js').Space} space a space whose values are cached */

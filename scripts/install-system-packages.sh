@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install the system packages the tests need, when they are missing:
+# Debian's chromium (browser tests, driven by playwright-core) and tmux (the
+# workshop's menu test in a real terminal). Runs before `npm test`; does
+# nothing when both are there. Set LEVELKIT_CHROMIUM to use another Chromium.
+set -euo pipefail
+
+missing=()
+if [ -z "${LEVELKIT_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then missing+=(chromium); fi
+if ! command -v tmux >/dev/null 2>&1; then missing+=(tmux); fi
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+
+echo "Installing ${missing[*]} from Debian's packages (needed by npm test)..." >&2
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  sudo=(sudo -n)
+else
+  echo "Cannot install ${missing[*]}: run as root, or install them yourself (apt-get install ${missing[*]})." >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "No apt-get here: install ${missing[*]} with your system's package manager (or set LEVELKIT_CHROMIUM)." >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+echo "Installed ${missing[*]}." >&2

@@ -1,0 +1,183 @@
+// Two tabs of one origin writing one IndexedDB database at once, in a real
+// Chromium: the write path must serialize across tabs (Web Locks), and a
+// watcher in one tab must see what the other tab writes (BroadcastChannel).
+// A control run with Web Locks hidden shows the same workload breaking, so
+// these tests can fail.
+
+import test from 'tape'
+import { bundlePath, launchChromium, serve } from './util/browser.js'
+
+const PAGE = `<!doctype html><meta charset="utf-8"><title>levelkit tab</title>
+<script type="module">import * as levelkit from '/levelkit.js'; window.levelkit = levelkit</script>`
+
+/** Open `count` tabs of one origin, each with the bundle loaded as window.levelkit. */
+async function tabs (count) {
+  const server = await serve({ '/': { body: PAGE }, '/levelkit.js': bundlePath })
+  const browser = await launchChromium()
+  const context = await browser.newContext()
+  const pages = []
+  for (let i = 0; i < count; i++) {
+    const page = await context.newPage()
+    await page.goto(server.url + '/')
+    await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
+    pages.push(page)
+  }
+  return {
+    pages,
+    async close () {
+      await browser.close()
+      await server.close()
+    }
+  }
+}
+
+/**
+ * One tab's share of the workload: 150 inserts of usernames that the other
+ * tab inserts too (one winner each), interleaved with 150 updates of records
+ * either tab may have created (index entries diffed old against new).
+ * @param {any} page @param {string} location @param {number} tab @param {boolean} hideLocks
+ */
+function workload (page, location, tab, hideLocks) {
+  return page.evaluate(async ({ location, tab, hideLocks }) => {
+    if (hideLocks) Object.defineProperty(navigator, 'locks', { value: undefined })
+    const { open } = /** @type {any} */ (window).levelkit
+    const db = await open({ location })
+    const users = db.collection('users', {
+      indexes: {
+        username: { unique: true, key: (/** @type {any} */ u) => u.username },
+        team: { key: (/** @type {any} */ u) => u.team }
+      }
+    })
+    const ops = []
+    for (let i = 0; i < 150; i++) {
+      ops.push(users.insert({ username: `user-${i}`, team: `t${tab}` }).then((/** @type {number} */ id) => ({ id }), (/** @type {any} */ err) => ({ code: err.code })))
+      ops.push(users.update(150 - i, { username: `user-${150 - i - 1}`, team: `t${tab}-${i % 7}` }).then(() => ({ updated: true }), (/** @type {any} */ err) => ({ code: err.code })))
+    }
+    const outcomes = await Promise.all(ops)
+    await db.close()
+    return outcomes
+  }, { location, tab, hideLocks })
+}
+
+/** Inspect the database after the workload, from one tab. @param {any} page @param {string} location */
+function inspect (page, location) {
+  return page.evaluate(async (location) => {
+    const { open } = /** @type {any} */ (window).levelkit
+    const db = await open({ location })
+    const users = db.collection('users', {
+      indexes: {
+        username: { unique: true, key: (/** @type {any} */ u) => u.username },
+        team: { key: (/** @type {any} */ u) => u.team }
+      }
+    })
+    const records = await users.query().all()
+    const report = await db.check()
+    await db.close()
+    return { records, problems: report.problems.map((/** @type {any} */ p) => p.type) }
+  }, location)
+}
+
+/** @param {Array<Array<{ id?: number, code?: string, updated?: boolean }>>} perTab */
+function summarize (perTab) {
+  const ids = perTab.flat().filter(o => o.id !== undefined).map(o => o.id)
+  const codes = new Set(perTab.flat().map(o => o.code).filter(Boolean))
+  return { ids, codes }
+}
+
+test('two tabs writing at once: no duplicate id, no duplicate unique value, no stale index entry', { timeout: 120000 }, async t => {
+  const { pages, close } = await tabs(2)
+  try {
+    const location = 'cross-tab-locked'
+    const perTab = await Promise.all(pages.map((page, tab) => workload(page, location, tab, false)))
+    const { ids, codes } = summarize(perTab)
+    t.is(new Set(ids).size, ids.length, `no id handed out twice (${ids.length} inserts succeeded)`)
+    t.is(ids.length, 150, 'each of the 150 usernames was inserted by exactly one tab')
+    t.same([...codes].sort(), ['LEVELKIT_NOT_FOUND', 'LEVELKIT_UNIQUE'].filter(code => codes.has(code)), 'the only refusals are a taken username and an update before the insert')
+    t.ok(codes.has('LEVELKIT_UNIQUE'), 'the tabs did race for the same usernames')
+    const { records, problems } = await inspect(pages[0], location)
+    t.is(records.length, 150, 'every acknowledged insert is stored')
+    t.same(records.map((/** @type {any} */ r) => r.id).sort((/** @type {number} */ a, /** @type {number} */ b) => a - b), [...ids].sort((a, b) => a - b), 'the stored ids are the acknowledged ones')
+    t.is(new Set(records.map((/** @type {any} */ r) => r.username)).size, 150, 'usernames are unique')
+    t.same(problems, [], 'check() finds nothing: no stale or missing index entry')
+  } finally {
+    await close()
+  }
+})
+
+test('control: the same workload without Web Locks breaks (so the test above can fail)', { timeout: 120000 }, async t => {
+  const { pages, close } = await tabs(2)
+  try {
+    const location = 'cross-tab-unlocked'
+    const perTab = await Promise.all(pages.map((page, tab) => workload(page, location, tab, true)))
+    const { ids } = summarize(perTab)
+    const { records, problems } = await inspect(pages[0], location)
+    const broken = new Set(ids).size !== ids.length || records.length !== ids.length || problems.length > 0
+    t.ok(broken, `without the cross-tab lock: ${ids.length} inserts acknowledged, ${new Set(ids).size} distinct ids, ${records.length} stored, check() problems: ${[...new Set(problems)].join(', ') || 'none'}`)
+  } finally {
+    await close()
+  }
+})
+
+test('a watcher in one tab sees the messages another tab writes, in order, without gap or duplicate', { timeout: 120000 }, async t => {
+  const { pages, close } = await tabs(2)
+  try {
+    const location = 'cross-tab-watch'
+    const [watcher, writer] = pages
+    const chatId = await writer.evaluate(async (location) => {
+      const { open, ChatStore } = /** @type {any} */ (window).levelkit
+      const db = await open({ location })
+      const chat = new ChatStore(db, { passwordCost: { pbkdf2Iterations: 1000 } })
+      const alice = await chat.createUser({ username: 'alice', password: 'pw-alice' })
+      const bob = await chat.createUser({ username: 'bob', password: 'pw-bob' })
+      const chatId = await chat.createChat({ name: 'tabs', adminId: alice, userIds: [bob] })
+      Object.assign(window, { db, chat, alice, bob })
+      return chatId
+    }, location)
+
+    // The watcher tab starts watching, then both tabs write: 30 messages
+    // from the other tab and 10 from the watcher's own, at once; then 10
+    // more from the other tab alone, which only a cross-tab notice can wake
+    // the watcher for.
+    await watcher.evaluate(async ({ location, chatId }) => {
+      const { open, ChatStore } = /** @type {any} */ (window).levelkit
+      const db = await open({ location })
+      const chat = new ChatStore(db)
+      /** @type {any[]} */
+      const seen = []
+      const done = (async () => {
+        for await (const message of chat.watch(chatId)) {
+          seen.push({ id: message.id, text: message.text })
+          if (seen.length === 50) return
+        }
+      })()
+      Object.assign(window, { db, chat, seen, done })
+    }, { location, chatId })
+
+    await Promise.all([
+      writer.evaluate(async (chatId) => {
+        const { chat, alice } = /** @type {any} */ (window)
+        for (let i = 0; i < 30; i++) await chat.addChatMessage({ chatId, senderId: alice, text: `from the other tab ${i}` })
+      }, chatId),
+      watcher.evaluate(async (chatId) => {
+        const { chat } = /** @type {any} */ (window)
+        for (let i = 0; i < 10; i++) await chat.addChatMessage({ chatId, senderId: 2, text: `from this tab ${i}` })
+      }, chatId)
+    ])
+    await writer.evaluate(async (chatId) => {
+      const { chat, alice } = /** @type {any} */ (window)
+      for (let i = 30; i < 40; i++) await chat.addChatMessage({ chatId, senderId: alice, text: `from the other tab ${i}` })
+    }, chatId)
+
+    const seen = await watcher.evaluate(async () => {
+      const { done, seen } = /** @type {any} */ (window)
+      await Promise.race([done, new Promise((resolve, reject) => setTimeout(() => reject(new Error(`watch saw only ${seen.length} of 50 messages`)), 10000))])
+      return seen
+    })
+    t.same(seen.map((/** @type {any} */ m) => m.id), Array.from({ length: 50 }, (_, i) => i + 1), 'ids 1..50, in order, no gap, no duplicate')
+    t.is(seen.filter((/** @type {any} */ m) => m.text.startsWith('from the other tab')).length, 40, 'all 40 messages of the other tab were seen')
+    const other = seen.filter((/** @type {any} */ m) => m.text.startsWith('from the other tab')).map((/** @type {any} */ m) => m.text)
+    t.same(other, Array.from({ length: 40 }, (_, i) => `from the other tab ${i}`), 'in the order they were sent')
+  } finally {
+    await close()
+  }
+})

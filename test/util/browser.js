@@ -1,0 +1,118 @@
+// Helpers for the tests that run in a real Chromium: bundle a test entry with
+// esbuild, serve files on 127.0.0.1, launch Debian's chromium through
+// playwright-core, and turn the browser's results back into tape assertions.
+
+import { build } from 'esbuild'
+import { createServer } from 'node:http'
+import { existsSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { extname, join } from 'node:path'
+import { chromium } from 'playwright-core'
+
+export const root = fileURLToPath(new URL('../..', import.meta.url))
+export const bundlePath = join(root, 'dist', 'levelkit.browser.js')
+
+/** Where Chromium is: $LEVELKIT_CHROMIUM, else Debian's package. */
+export const chromiumPath = process.env.LEVELKIT_CHROMIUM || '/usr/bin/chromium'
+
+// As root in a VM with no network: no sandbox, no GPU, and none of the
+// background connections a closed network refuses.
+const CHROMIUM_ARGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--disable-default-apps', '--disable-extensions', '--mute-audio'
+]
+
+/** Launch headless Chromium, or throw saying how to install it. */
+export async function launchChromium () {
+  if (!existsSync(chromiumPath)) {
+    throw new Error(`Chromium is not installed at ${chromiumPath}: run \`bash scripts/install-system-packages.sh\` (npm test does it first), or set LEVELKIT_CHROMIUM`)
+  }
+  return chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS })
+}
+
+/**
+ * Bundle a test entry for the browser, with every import of the package's
+ * entry points (index.js, browser.js, chat.js) pointed at the built bundle,
+ * so the tests exercise what ships.
+ * @param {string} entry path relative to the repository root
+ * @returns {Promise<string>} the bundled code
+ */
+export async function bundleForBrowser (entry) {
+  if (!existsSync(bundlePath)) throw new Error(`${bundlePath} is missing: run \`npm run build\` (npm test does it first)`)
+  const entryPoints = new Set(['index.js', 'browser.js', 'chat.js'].map(name => join(root, name)))
+  const result = await build({
+    entryPoints: [join(root, entry)],
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    write: false,
+    logLevel: 'warning',
+    plugins: [{
+      name: 'use-the-built-bundle',
+      setup (b) {
+        b.onResolve({ filter: /\.js$/ }, args => {
+          const resolved = join(args.resolveDir, args.path)
+          return entryPoints.has(resolved) ? { path: bundlePath } : undefined
+        })
+      }
+    }]
+  })
+  return result.outputFiles[0].text
+}
+
+const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.json': 'application/json' }
+
+/**
+ * Serve `files` (URL path → file path on disk, or { body }) on an ephemeral
+ * port of 127.0.0.1. Anything else is a 404.
+ * @param {Record<string, string | { body: string }>} files
+ * @returns {Promise<{ url: string, close: () => Promise<void> }>}
+ */
+export async function serve (files) {
+  const server = createServer((req, res) => {
+    const path = new URL(req.url || '/', 'http://localhost').pathname
+    const file = files[path]
+    if (file === undefined) {
+      res.writeHead(404).end('not found')
+      return
+    }
+    const body = typeof file === 'string' ? readFileSync(file) : file.body
+    const type = TYPES[/** @type {keyof TYPES} */ (extname(typeof file === 'string' ? file : path) || '.html')] || 'application/octet-stream'
+    res.writeHead(200, { 'content-type': type, 'cache-control': 'no-store' }).end(body)
+  })
+  await new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve(undefined)))
+  const address = /** @type {import('node:net').AddressInfo} */ (server.address())
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    close: () => new Promise(resolve => {
+      server.closeAllConnections()
+      server.close(() => resolve(undefined))
+    })
+  }
+}
+
+/** A page that loads one module script. @param {string} src */
+export function modulePage (src) {
+  return { body: `<!doctype html><meta charset="utf-8"><title>levelkit tests</title><script type="module" src="${src}"></script>` }
+}
+
+/**
+ * Replay the results of test/browser/harness.js as tape assertions: one per
+ * browser assertion, plus a failure for each test that threw or asserted
+ * nothing.
+ * @param {any} t
+ * @param {import('../browser/harness.js').TestResult[]} results
+ */
+export function replay (t, results) {
+  t.ok(results.length > 0, 'the browser ran tests')
+  for (const result of results) {
+    for (const a of result.assertions) {
+      const detail = a.ok || a.actual === undefined ? '' : ` (${a.operator}: expected ${a.expected}, got ${a.actual})`
+      t.ok(a.ok, `${result.name}: ${a.name}${detail}`)
+    }
+    if (result.error !== undefined) t.fail(`${result.name}: threw ${result.error}`)
+    else if (result.assertions.length === 0) t.fail(`${result.name}: asserted nothing`)
+  }
+}
