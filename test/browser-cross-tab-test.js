@@ -181,3 +181,66 @@ test('a watcher in one tab sees the messages another tab writes, in order, witho
     await close()
   }
 })
+
+test('reads stay consistent without snapshots while another tab writes: index queries, message pages, check()', { timeout: 120000 }, async t => {
+  const { pages, close } = await tabs(2)
+  try {
+    const location = 'cross-tab-reads'
+    const [reader, writer] = pages
+    // The writer tab keeps moving records between teams (each move deletes
+    // one index entry and writes another) and appending messages.
+    const writing = writer.evaluate(async (location) => {
+      const { open } = /** @type {any} */ (window).levelkit
+      const db = await open({ location })
+      const users = db.collection('users', { indexes: { team: { key: (/** @type {any} */ u) => u.team } } })
+      const messages = db.children('messages', { parent: users })
+      for (let i = 0; i < 40; i++) await users.insert({ name: `u${i}`, team: 'a' })
+      window.localStorage.setItem('seeded', 'yes')
+      const until = Date.now() + 3000
+      let moves = 0
+      while (Date.now() < until) {
+        const id = 1 + (moves % 40)
+        await Promise.all([
+          users.update(id, { team: moves % 2 ? 'a' : 'b' }),
+          messages.append(1, { n: moves })
+        ])
+        moves++
+      }
+      await db.close()
+      return moves
+    }, location)
+
+    const observed = await reader.evaluate(async (location) => {
+      while (window.localStorage.getItem('seeded') !== 'yes') await new Promise(resolve => setTimeout(resolve, 20))
+      const { open } = /** @type {any} */ (window).levelkit
+      const db = await open({ location })
+      const users = db.collection('users', { indexes: { team: { key: (/** @type {any} */ u) => u.team } } })
+      const messages = db.children('messages', { parent: users })
+      const result = { rounds: 0, wrongTeam: 0, brokenPages: 0, problems: /** @type {string[]} */ ([]) }
+      const until = Date.now() + 2500
+      while (Date.now() < until) {
+        for (const team of ['a', 'b']) {
+          for (const user of await users.query({ index: 'team', eq: team }).all()) {
+            if (user.team !== team) result.wrongTeam++
+          }
+        }
+        /** @type {number[]} */
+        const seqs = []
+        for await (const [seq] of messages.range(1, { reverse: true, limit: 50 }).entries()) seqs.push(seq)
+        if (seqs.some((seq, i) => i > 0 && seq !== seqs[i - 1] - 1)) result.brokenPages++
+        const report = await db.check()
+        result.problems.push(...report.problems.map((/** @type {any} */ p) => p.type))
+        result.rounds++
+      }
+      await db.close()
+      return result
+    }, location).catch(err => { writing.catch(() => {}); throw err })
+    const moves = await writing
+    t.ok(moves > 20 && observed.rounds > 3, `the tabs overlapped (${moves} moves written, ${observed.rounds} rounds of reads)`)
+    t.is(observed.wrongTeam, 0, 'an index query never returns a record whose value moved away')
+    t.is(observed.brokenPages, 0, 'a page of messages is contiguous')
+    t.same(observed.problems, [], 'check() finds nothing while the other tab writes')
+  } finally {
+    await close()
+  }
+})
