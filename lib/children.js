@@ -281,8 +281,8 @@ export class Children extends ModelFace {
   /**
    * Each child appended to `parentId` after sequence number `after`, as
    * [seq, value], in order, as its batch is written: no gap and no
-   * duplicate, whatever the consumer's pace. Ends when `signal` aborts or the
-   * parent is deleted.
+   * duplicate, whatever the consumer's pace. Ends when `signal` aborts, the
+   * parent is deleted or the database closes.
    * @param {unknown} parentId
    * @param {{ after?: number, signal?: AbortSignal }} [options] `after` defaults to the current last sequence number
    * @returns {AsyncGenerator<[number, any]>}
@@ -323,23 +323,32 @@ export class Children extends ModelFace {
     })
     const onAbort = () => { if (wake) wake() }
     signal?.addEventListener('abort', onAbort)
+    const stopOnClose = model.writer.onClose(onAbort)
+    const ended = () => !!signal?.aborted || model.writer.closed
     try {
-      while (!signal?.aborted) {
+      while (!ended()) {
         if (!dirty) await new Promise(resolve => { wake = /** @type {() => void} */ (resolve) })
         wake = null
-        if (signal?.aborted) return
+        if (ended()) return
         dirty = false
         // Whatever woke us, read everything after the last child delivered:
         // that is what makes the stream gap-free and duplicate-free.
-        if (await readThrough(this, model.parent.records, model.parent.keyOf(parentId)) === undefined) return
-        for await (const [seq, value] of model.range(parentId, { gt: last }, undefined).entries()) {
-          yield [seq, value]
-          last = seq
-          if (signal?.aborted) return
+        try {
+          if (await readThrough(this, model.parent.records, model.parent.keyOf(parentId)) === undefined) return
+          for await (const [seq, value] of model.range(parentId, { gt: last }, undefined).entries()) {
+            yield [seq, value]
+            last = seq
+            if (ended()) return
+          }
+        } catch (err) {
+          // The database closed under a read: the watch ends, like on abort.
+          if (model.writer.closed) return
+          throw err
         }
       }
     } finally {
       stop()
+      stopOnClose()
       signal?.removeEventListener('abort', onAbort)
     }
   }

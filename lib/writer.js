@@ -57,6 +57,8 @@ export class Writer {
   #cachedSpaces = new Set()
   /** @type {Set<(ops: import('./transaction.js').Op[]) => void>} */
   #listeners = new Set()
+  /** @type {Set<() => void>} */
+  #closeListeners = new Set()
   /** @type {import('./cross-tab.js').CrossTab | null} */
   #crossTab
   /** @type {(() => void) | null} releases the cross-tab lock while this tab holds it */
@@ -155,6 +157,8 @@ export class Writer {
   /** Refuse new writes, then wait for every queued critical section and batch. */
   async close () {
     this.closed = true
+    for (const listener of this.#closeListeners) listener()
+    this.#closeListeners.clear()
     await this.idle()
     this.#crossTab?.close()
   }
@@ -295,6 +299,16 @@ export class Writer {
   onWritten (listener) {
     this.#listeners.add(listener)
     return () => { this.#listeners.delete(listener) }
+  }
+
+  /**
+   * Call `listener` once, when close() starts.
+   * @param {() => void} listener
+   * @returns {() => void} removes the listener
+   */
+  onClose (listener) {
+    this.#closeListeners.add(listener)
+    return () => { this.#closeListeners.delete(listener) }
   }
 
   /** @param {import('./transaction.js').Op[]} ops */

@@ -161,6 +161,36 @@ export function purgeAndWatch (test, common) {
     await db.close()
   })
 
+  test(`${common.backend}: watch() ends when the database closes`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats })
+    const c = await chats.insert({})
+    const received = []
+    const watching = (async () => {
+      for await (const [seq] of messages.watch(c)) {
+        received.push(seq)
+        if (received.length === 2) await db.close()
+      }
+      return 'ended'
+    })()
+    await messages.append(c, 'a')
+    await messages.append(c, 'b')
+    const outcome = await Promise.race([watching, new Promise(resolve => setTimeout(resolve, 5000, 'still watching after 5 s'))])
+    t.is(outcome, 'ended', 'the iterator ends, without an error')
+    t.same(received, [1, 2])
+
+    const idle = await common.open()
+    const parents = idle.collection('chats')
+    const children = idle.children('messages', { parent: parents })
+    const p = await parents.insert({})
+    const waiting = children.watch(p).next().then(({ done }) => done ? 'ended' : 'delivered a child')
+    await new Promise(resolve => setTimeout(resolve, 20))
+    await idle.close()
+    const idleOutcome = await Promise.race([waiting, new Promise(resolve => setTimeout(resolve, 5000, 'still waiting after 5 s'))])
+    t.is(idleOutcome, 'ended', 'a watcher waiting for children ends when the database closes')
+  })
+
   test(`${common.backend}: a query through a write scope sees every earlier write`, async t => {
     const db = await common.open()
     const items = db.collection('items', { indexes: { n: { key: r => r.n } } })
