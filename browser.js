@@ -1,9 +1,12 @@
-import { openIn, loadBackend, requireLocation } from './lib/open.js'
+import { openIn, loadBackend } from './lib/open.js'
 import { levelkitError, codes } from './lib/errors.js'
+
+// The IndexedDB database open() uses when given no location.
+const DEFAULT_DATABASE = 'levelkit'
 
 /** @type {import('./lib/open.js').Environment} */
 const browser = {
-  defaultBackend: ({ location }) => location === undefined ? 'memory' : 'indexeddb',
+  defaultBackend: () => 'indexeddb',
   backends: {
     async leveldb () {
       throw levelkitError(codes.BACKEND_UNAVAILABLE, 'The leveldb backend needs Node.js (classic-level): in a browser use indexeddb or memory', { backend: 'leveldb' })
@@ -14,14 +17,14 @@ const browser = {
     },
     async indexeddb (location, options) {
       const { BrowserLevel } = await loadBackend('indexeddb', 'browser-level', () => import('browser-level'))
-      return new BrowserLevel(requireLocation('indexeddb', location), options)
+      return new BrowserLevel(location === undefined ? DEFAULT_DATABASE : location, options)
     }
   }
 }
 
 /**
- * Open a levelkit database. In a browser it defaults to IndexedDB when a
- * location (database name) is given, and to memory otherwise.
+ * Open a levelkit database. In a browser it defaults to IndexedDB, in the
+ * database named by `location` ('levelkit' if none).
  * @param {any} [options]
  */
 export function open (options) {

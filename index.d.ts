@@ -37,7 +37,7 @@ export type Id = TupleValue
 export interface OpenOptions {
   /**
    * 'leveldb' (classic-level, Node), 'memory' (memory-level) or 'indexeddb' (browser-level, browsers).
-   * Defaults to 'leveldb' in Node and 'indexeddb' in browsers when `location` is given, else 'memory'.
+   * In Node: 'leveldb' when `location` is given, else 'memory'. In browsers: 'indexeddb' (database 'levelkit' when no `location` is given).
    */
   backend?: 'leveldb' | 'memory' | 'indexeddb'
   /** Directory (leveldb) or database name (indexeddb). */

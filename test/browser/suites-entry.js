@@ -18,4 +18,24 @@ const common = {
 conformance(/** @type {any} */ (test), common)
 chatSuite(/** @type {any} */ (test), common)
 
+test('browser: open() picks IndexedDB and explains what it cannot do', async (/** @type {any} */ t) => {
+  const db = await open()
+  t.is(db.level.type, 'browser-level', 'open() with no options opens IndexedDB')
+  t.is(db.level.location, 'levelkit', "in the database named 'levelkit'")
+  await db.close()
+  const named = await open({ location: `levelkit-named-${run_}` })
+  t.is(named.level.location, `levelkit-named-${run_}`, 'or in the one named by location')
+  await named.close()
+  const memory = await open({ backend: 'memory' })
+  t.is(memory.level.type, undefined, 'memory on request')
+  t.is(memory.level.supports.permanence, false, 'a memory database is not permanent')
+  await memory.close()
+  try {
+    await open({ backend: 'leveldb', location: 'x' })
+    t.fail('leveldb should be refused')
+  } catch (err) {
+    t.is(/** @type {any} */ (err).code, 'LEVELKIT_BACKEND_UNAVAILABLE', 'leveldb is refused with LEVELKIT_BACKEND_UNAVAILABLE')
+  }
+})
+
 Object.assign(globalThis, { levelkitTests: { run } })
