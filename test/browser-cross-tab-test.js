@@ -5,14 +5,11 @@
 // these tests can fail.
 
 import test from 'tape'
-import { bundlePath, launchChromium, serve } from './util/browser.js'
-
-const PAGE = `<!doctype html><meta charset="utf-8"><title>levelkit tab</title>
-<script type="module">import * as levelkit from '/levelkit.js'; window.levelkit = levelkit</script>`
+import { bundlePath, launchChromium, serve, LEVELKIT_PAGE } from './util/browser.js'
 
 /** Open `count` tabs of one origin, each with the bundle loaded as window.levelkit. */
 async function tabs (count) {
-  const server = await serve({ '/': { body: PAGE }, '/levelkit.js': bundlePath })
+  const server = await serve({ '/': LEVELKIT_PAGE, '/levelkit.js': bundlePath })
   const browser = await launchChromium()
   const context = await browser.newContext()
   const pages = []

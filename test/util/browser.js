@@ -23,13 +23,31 @@ const CHROMIUM_ARGS = [
   '--disable-default-apps', '--disable-extensions', '--mute-audio'
 ]
 
-/** Launch headless Chromium, or throw saying how to install it. */
-export async function launchChromium () {
+function assertChromium () {
   if (!existsSync(chromiumPath)) {
     throw new Error(`Chromium is not installed at ${chromiumPath}: run \`bash scripts/install-system-packages.sh\` (npm test does it first), or set LEVELKIT_CHROMIUM`)
   }
+}
+
+/** Launch headless Chromium, or throw saying how to install it. */
+export async function launchChromium () {
+  assertChromium()
   return chromium.launch({ executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS })
 }
+
+/**
+ * Launch headless Chromium on a profile folder that outlives it (IndexedDB
+ * data stays there), as a browser context.
+ * @param {string} userDataDir
+ */
+export async function launchPersistentChromium (userDataDir) {
+  assertChromium()
+  return chromium.launchPersistentContext(userDataDir, { executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS })
+}
+
+/** A page that loads the bundle as `window.levelkit`. */
+export const LEVELKIT_PAGE = { body: `<!doctype html><meta charset="utf-8"><title>levelkit</title>
+<script type="module">import * as levelkit from '/levelkit.js'; window.levelkit = levelkit</script>` }
 
 /**
  * Bundle a test entry for the browser, with every import of the package's

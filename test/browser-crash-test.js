@@ -1,0 +1,133 @@
+// Chromium killed with SIGKILL in the middle of a write workload on
+// IndexedDB, again and again, on one profile: after each restart check()
+// finds nothing, and every write the page saw acknowledged is there.
+
+import test from 'tape'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { bundlePath, launchPersistentChromium, serve, LEVELKIT_PAGE } from './util/browser.js'
+import { prng } from './util/prng.js'
+
+const CYCLES = 4
+const SEED = Number(process.env.CRASH_SEED) || Math.floor(Math.random() * 2 ** 31)
+
+/**
+ * In the page: declare the schema on the database and, with `run`, write
+ * until killed: inserts with a unique name (collisions refused), renames,
+ * and appends to fixed parents, several in flight. Each acknowledged write
+ * is reported to Node through window.ack().
+ * @param {{ run: boolean, seed: number }} options
+ */
+async function pageWorkload ({ run, seed }) {
+  const { open } = /** @type {any} */ (window).levelkit
+  const db = await open({ location: 'crash' })
+  const users = db.collection('users', { indexes: { name: { unique: true, key: (/** @type {any} */ u) => u.name } } })
+  const topics = db.collection('topics')
+  const posts = db.children('posts', { parent: topics })
+  if (!run) {
+    const report = await db.check()
+    const stored = { users: await users.query().all(), posts: [] }
+    for (const topic of await topics.query().all()) {
+      for await (const [seq] of posts.range(topic.id).entries()) /** @type {any[]} */ (stored.posts).push([topic.id, seq])
+    }
+    await db.close()
+    return { problems: report.problems.map((/** @type {any} */ p) => p.type), stored }
+  }
+  // Parents are created once and never deleted, so every acknowledged post must survive.
+  if (await topics.count() === 0) await db.write(async (/** @type {any} */ w) => { for (let i = 0; i < 3; i++) await topics.in(w).insert({ n: i }) })
+  let state = seed
+  const random = (/** @type {number} */ n) => {
+    state = (state * 1103515245 + 12345) % 2147483648
+    return state % n
+  }
+  const ack = /** @type {any} */ (window).ack
+  const one = async () => {
+    const dice = random(10)
+    try {
+      if (dice < 4) {
+        const name = `n${random(400)}`
+        ack({ type: 'insert', id: await users.insert({ name }), name })
+      } else if (dice < 6) {
+        const id = 1 + random(200)
+        await users.update(id, { name: `n${random(400)}` })
+      } else {
+        const parent = 1 + random(3)
+        ack({ type: 'post', parent, seq: await posts.append(parent, { at: Date.now() }) })
+      }
+    } catch (err) {
+      const code = /** @type {any} */ (err).code
+      if (code !== 'LEVELKIT_UNIQUE' && code !== 'LEVELKIT_NOT_FOUND') ack({ type: 'error', message: String(err) })
+    }
+  }
+  while (true) await Promise.all([one(), one(), one(), one()])
+}
+
+/**
+ * SIGKILL every process whose command line names `marker` (all of one
+ * Chromium's processes carry its profile folder), all at once.
+ * @param {string} marker
+ * @returns {number} how many were killed
+ */
+function killAll (marker) {
+  let killed = 0
+  for (const pid of readdirSync('/proc').filter(name => /^\d+$/.test(name))) {
+    let cmdline = ''
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+    } catch {
+      continue
+    }
+    if (!cmdline.includes(marker)) continue
+    try {
+      process.kill(Number(pid), 'SIGKILL')
+      killed++
+    } catch {}
+  }
+  return killed
+}
+
+test(`crash: Chromium killed with SIGKILL mid-workload on IndexedDB, ${CYCLES} times (seed ${SEED})`, { timeout: 180000 }, async t => {
+  const random = prng(SEED)
+  // One origin for every cycle: IndexedDB is per origin and profile.
+  const server = await serve({ '/': LEVELKIT_PAGE, '/levelkit.js': bundlePath })
+  const profile = mkdtempSync(join(tmpdir(), 'levelkit-chromium-crash-'))
+  /** @type {Array<any>} */
+  const acked = []
+  try {
+    for (let cycle = 0; cycle < CYCLES; cycle++) {
+      const context = await launchPersistentChromium(profile)
+      const page = context.pages()[0] || await context.newPage()
+      await page.exposeFunction('ack', (/** @type {any} */ entry) => { acked.push(entry) })
+      await page.goto(server.url + '/')
+      await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
+      const before = acked.length
+      page.evaluate(pageWorkload, { run: true, seed: 1 + random.int(2 ** 30) }).catch(() => {})
+      const deadline = Date.now() + 5000
+      while (acked.length < before + 20 + random.int(150) && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
+      // Every process of this profile, at once, with no chance to clean up.
+      t.ok(killAll(profile) > 0, `cycle ${cycle}: Chromium killed with SIGKILL`)
+      await context.close().catch(() => {})
+      t.ok(acked.length > before, `cycle ${cycle}: killed after ${acked.length - before} acknowledged writes`)
+
+      const reopened = await launchPersistentChromium(profile)
+      const check = reopened.pages()[0] || await reopened.newPage()
+      await check.goto(server.url + '/')
+      await check.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
+      const { problems, stored } = await check.evaluate(pageWorkload, { run: false, seed: 0 })
+      await reopened.close()
+
+      t.same(problems, [], `cycle ${cycle}: check() finds nothing after the restart`)
+      const ids = new Set(stored.users.map((/** @type {any} */ u) => u.id))
+      const posts = new Set(stored.posts.map((/** @type {any} */ [parent, seq]) => `${parent}/${seq}`))
+      const lostUsers = acked.filter(a => a.type === 'insert' && !ids.has(a.id))
+      const lostPosts = acked.filter(a => a.type === 'post' && !posts.has(`${a.parent}/${a.seq}`))
+      t.same([...lostUsers, ...lostPosts], [], `cycle ${cycle}: every acknowledged insert and post is stored`)
+      t.is(new Set(stored.users.map((/** @type {any} */ u) => u.name)).size, stored.users.length, `cycle ${cycle}: names are unique`)
+      t.same(acked.filter(a => a.type === 'error'), [], `cycle ${cycle}: no unexpected error in the page`)
+    }
+  } finally {
+    await server.close()
+    rmSync(profile, { recursive: true, force: true })
+  }
+})
