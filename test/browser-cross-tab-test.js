@@ -7,24 +7,27 @@
 import test from 'tape'
 import { bundlePath, launchChromium, serve, LEVELKIT_PAGE } from './util/browser.js'
 
-/** Open `count` tabs of one origin, each with the bundle loaded as window.levelkit. */
-async function tabs (count) {
+/**
+ * Run `fn` with `count` tabs of one origin open, each with the bundle
+ * loaded as window.levelkit; close them after.
+ * @param {number} count @param {(pages: import('playwright-core').Page[]) => Promise<void>} fn
+ */
+async function withTabs (count, fn) {
   const server = await serve({ '/': LEVELKIT_PAGE, '/levelkit.js': bundlePath })
   const browser = await launchChromium()
-  const context = await browser.newContext()
-  const pages = []
-  for (let i = 0; i < count; i++) {
-    const page = await context.newPage()
-    await page.goto(server.url + '/')
-    await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
-    pages.push(page)
-  }
-  return {
-    pages,
-    async close () {
-      await browser.close()
-      await server.close()
+  try {
+    const context = await browser.newContext()
+    const pages = []
+    for (let i = 0; i < count; i++) {
+      const page = await context.newPage()
+      await page.goto(server.url + '/')
+      await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
+      pages.push(page)
     }
+    await fn(pages)
+  } finally {
+    await browser.close()
+    await server.close()
   }
 }
 
@@ -82,8 +85,7 @@ function summarize (perTab) {
 }
 
 test('two tabs writing at once: no duplicate id, no duplicate unique value, no stale index entry', { timeout: 120000 }, async t => {
-  const { pages, close } = await tabs(2)
-  try {
+  await withTabs(2, async pages => {
     const location = 'cross-tab-locked'
     const perTab = await Promise.all(pages.map((page, tab) => workload(page, location, tab, false)))
     const { ids, codes } = summarize(perTab)
@@ -96,28 +98,22 @@ test('two tabs writing at once: no duplicate id, no duplicate unique value, no s
     t.same(records.map((/** @type {any} */ r) => r.id).sort((/** @type {number} */ a, /** @type {number} */ b) => a - b), [...ids].sort((a, b) => a - b), 'the stored ids are the acknowledged ones')
     t.is(new Set(records.map((/** @type {any} */ r) => r.username)).size, 150, 'usernames are unique')
     t.same(problems, [], 'check() finds nothing: no stale or missing index entry')
-  } finally {
-    await close()
-  }
+  })
 })
 
 test('control: the same workload without Web Locks breaks (so the test above can fail)', { timeout: 120000 }, async t => {
-  const { pages, close } = await tabs(2)
-  try {
+  await withTabs(2, async pages => {
     const location = 'cross-tab-unlocked'
     const perTab = await Promise.all(pages.map((page, tab) => workload(page, location, tab, true)))
     const { ids } = summarize(perTab)
     const { records, problems } = await inspect(pages[0], location)
     const broken = new Set(ids).size !== ids.length || records.length !== ids.length || problems.length > 0
     t.ok(broken, `without the cross-tab lock: ${ids.length} inserts acknowledged, ${new Set(ids).size} distinct ids, ${records.length} stored, check() problems: ${[...new Set(problems)].join(', ') || 'none'}`)
-  } finally {
-    await close()
-  }
+  })
 })
 
 test('a watcher in one tab sees the messages another tab writes, in order, without gap or duplicate', { timeout: 120000 }, async t => {
-  const { pages, close } = await tabs(2)
-  try {
+  await withTabs(2, async pages => {
     const location = 'cross-tab-watch'
     const [watcher, writer] = pages
     const chatId = await writer.evaluate(async (location) => {
@@ -174,14 +170,11 @@ test('a watcher in one tab sees the messages another tab writes, in order, witho
     t.is(seen.filter((/** @type {any} */ m) => m.text.startsWith('from the other tab')).length, 40, 'all 40 messages of the other tab were seen')
     const other = seen.filter((/** @type {any} */ m) => m.text.startsWith('from the other tab')).map((/** @type {any} */ m) => m.text)
     t.same(other, Array.from({ length: 40 }, (_, i) => `from the other tab ${i}`), 'in the order they were sent')
-  } finally {
-    await close()
-  }
+  })
 })
 
 test('reads stay consistent without snapshots while another tab writes: index queries, message pages, check()', { timeout: 120000 }, async t => {
-  const { pages, close } = await tabs(2)
-  try {
+  await withTabs(2, async pages => {
     const location = 'cross-tab-reads'
     const [reader, writer] = pages
     // The writer tab keeps moving records between teams (each move deletes
@@ -237,7 +230,5 @@ test('reads stay consistent without snapshots while another tab writes: index qu
     t.is(observed.wrongTeam, 0, 'an index query never returns a record whose value moved away')
     t.is(observed.brokenPages, 0, 'a page of messages is contiguous')
     t.same(observed.problems, [], 'check() finds nothing while the other tab writes')
-  } finally {
-    await close()
-  }
+  })
 })
