@@ -46,8 +46,10 @@ export async function launchPersistentChromium (userDataDir) {
 }
 
 /** A page that loads the bundle as `window.levelkit`. */
-export const LEVELKIT_PAGE = { body: `<!doctype html><meta charset="utf-8"><title>levelkit</title>
-<script type="module">import * as levelkit from '/levelkit.js'; window.levelkit = levelkit</script>` }
+export const LEVELKIT_PAGE = {
+  body: `<!doctype html><meta charset="utf-8"><title>levelkit</title>
+<script type="module">import * as levelkit from '/levelkit.js'; window.levelkit = levelkit</script>`
+}
 
 /**
  * Bundle a test entry for the browser, with every import of the package's
