@@ -1,0 +1,210 @@
+// Instrumented backends for behaviour and fault checks. Sublevels forward to
+// their root's private methods (_iterator, _batch, ...), so counting on the
+// root sees every read and write made through any sublevel.
+import { MemoryLevel } from 'memory-level'
+
+/** @returns {Counts} */
+function zeroCounts () {
+  return { entriesRead: 0, iterators: 0, gets: 0, puts: 0, dels: 0, batches: 0, writeEvents: 0 }
+}
+
+/**
+ * @typedef {object} Counts
+ * @property {number} entriesRead entries (or keys, or values) yielded by iterators
+ * @property {number} iterators iterators created
+ * @property {number} gets point reads (_get, and one per key of _getMany)
+ * @property {number} puts physical single puts
+ * @property {number} dels physical single deletes
+ * @property {number} batches physical batches (a chained batch counts once)
+ * @property {number} writeEvents 'write' events on the root (one per atomic write)
+ */
+
+/**
+ * A memory-level that counts what it is asked to do. Memory-level does not
+ * prefetch, so "entries read" is exactly what the learner's range pulled.
+ */
+export class InstrumentedLevel extends MemoryLevel {
+  /** @param {any} [options] */
+  constructor (options) {
+    super(options)
+    this.counts = zeroCounts()
+    /** @type {null | (() => number)} milliseconds to delay each _get by, to expose races */
+    this.getLatency = null
+    /** @type {null | ((op: any) => boolean)} a physical batch holding a matching op throws */
+    this.failBatch = null
+    this.on('write', () => { this.counts.writeEvents++ })
+  }
+
+  resetCounts () {
+    this.counts = zeroCounts()
+  }
+
+  /** Run fn and return what it changed in the counters. */
+  async measure (fn) {
+    const before = { ...this.counts }
+    const outcome = await attempt(fn)
+    const counts = {}
+    for (const key of Object.keys(before)) counts[key] = this.counts[key] - before[key]
+    return { ...outcome, counts }
+  }
+
+  async #delay () {
+    const ms = this.getLatency ? this.getLatency() : 0
+    if (ms > 0) await new Promise(resolve => setTimeout(resolve, ms))
+  }
+
+  async _get (key, options) {
+    this.counts.gets++
+    // Read first, answer late: like a slow disk, the value is the one at the
+    // time of the request, so two overlapping read-then-write calls both
+    // see the same old value.
+    const value = await super._get(key, options)
+    await this.#delay()
+    return value
+  }
+
+  _getSync (key, options) {
+    this.counts.gets++
+    return super._getSync(key, options)
+  }
+
+  async _getMany (keys, options) {
+    this.counts.gets += keys.length
+    const values = await super._getMany(keys, options)
+    await this.#delay()
+    return values
+  }
+
+  async _put (key, value, options) {
+    this.counts.puts++
+    return super._put(key, value, options)
+  }
+
+  async _del (key, options) {
+    this.counts.dels++
+    return super._del(key, options)
+  }
+
+  async _batch (operations, options) {
+    this.counts.batches++
+    if (this.failBatch && operations.some(this.failBatch)) {
+      throw new Error('Injected batch failure')
+    }
+    return super._batch(operations, options)
+  }
+
+  _iterator (options) {
+    return this.#count(super._iterator(options))
+  }
+
+  _keys (options) {
+    return this.#count(super._keys(options))
+  }
+
+  _values (options) {
+    return this.#count(super._values(options))
+  }
+
+  // Wrap the private read methods of one iterator instance: the public
+  // next()/nextv()/all() and async iteration all end up in these.
+  #count (iterator) {
+    const counts = () => this.counts
+    counts().iterators++
+    const next = iterator._next
+    const nextv = iterator._nextv
+    const all = iterator._all
+    iterator._next = async function (...args) {
+      const item = await next.apply(this, args)
+      if (item !== undefined) counts().entriesRead++
+      return item
+    }
+    iterator._nextv = async function (...args) {
+      const items = await nextv.apply(this, args)
+      counts().entriesRead += items.length
+      return items
+    }
+    iterator._all = async function (...args) {
+      const items = await all.apply(this, args)
+      counts().entriesRead += items.length
+      return items
+    }
+    return iterator
+  }
+}
+
+/**
+ * The full key of a write op as a string, whether it came as a sublevel op
+ * of a root batch (key plus op.sublevel) or already prefixed (sublevel.put).
+ * @param {any} op
+ */
+export function opKeyString (op) {
+  const text = (k) => typeof k === 'string' ? k : Buffer.from(k).toString('latin1')
+  const key = text(op.key)
+  return op.sublevel ? op.sublevel.prefix + key : key
+}
+
+/**
+ * Make every write to a matching key fail, through a root prewrite hook: the
+ * whole put/del/batch is refused before anything of it is written, the way a
+ * full disk or a crash would refuse it.
+ * @param {import('abstract-level').AbstractLevel<any, any, any>} db the root
+ * @param {string | RegExp} match a full key (with sublevel prefix) or a pattern
+ * @returns {() => void} removes the fault
+ */
+export function failWritesTo (db, match) {
+  const hook = (op) => {
+    const key = opKeyString(op)
+    if (typeof match === 'string' ? key === match : match.test(key)) {
+      throw new Error(`Injected write failure on ${key}`)
+    }
+  }
+  db.hooks.prewrite.add(hook)
+  return () => db.hooks.prewrite.delete(hook)
+}
+
+/**
+ * Every entry of a database as [key, value] strings in key order: the
+ * "state" a state check compares. Keys and values are read raw (utf8 where
+ * they are text, hex otherwise) so prefixes and encodings are visible.
+ * @param {any} db
+ */
+export async function dump (db) {
+  const entries = []
+  for await (const [key, value] of db.iterator({ keyEncoding: 'view', valueEncoding: 'view' })) {
+    entries.push([show(key), show(value)])
+  }
+  return entries
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true })
+
+function show (bytes) {
+  try {
+    const text = decoder.decode(bytes)
+    // Control characters make a diff unreadable; those keys are binary.
+    // eslint-disable-next-line no-control-regex
+    if (!/[\u0000-\u0008\u000e-\u001f]/.test(text)) return text
+  } catch {}
+  return 'hex:' + Buffer.from(bytes).toString('hex')
+}
+
+/**
+ * Run fn and capture its outcome as data that survives IPC: a thrown error
+ * becomes { threw: { name, code, message } }.
+ * @param {() => any} fn
+ */
+export async function attempt (fn) {
+  try {
+    return { value: await fn() }
+  } catch (err) {
+    return { threw: describeError(err) }
+  }
+}
+
+/** @param {any} err */
+export function describeError (err) {
+  if (err && typeof err === 'object') {
+    return { name: err.name, code: err.code, message: err.message }
+  }
+  return { name: 'Error', code: undefined, message: String(err) }
+}
