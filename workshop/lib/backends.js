@@ -139,7 +139,12 @@ export class InstrumentedLevel extends MemoryLevel {
  */
 export function opKeyString (op) {
   const text = (k) => typeof k === 'string' ? k : Buffer.from(k).toString('latin1')
-  const key = text(op.key)
+  // A root batch op routed with `sublevel` still carries the key the learner
+  // gave (say a tuple array): encode it the way that sublevel will.
+  const raw = op.sublevel && typeof op.key !== 'string' && !ArrayBuffer.isView(op.key)
+    ? op.sublevel.keyEncoding().encode(op.key)
+    : op.key
+  const key = text(raw)
   return op.sublevel ? op.sublevel.prefix + key : key
 }
 

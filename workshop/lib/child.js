@@ -46,6 +46,7 @@ async function main () {
   const scenario = verifier.scenario(createRandom(deriveSeed(seed, 'scenario')))
   const context = {
     mod,
+    moduleFile,
     scenario,
     seed,
     random: createRandom(deriveSeed(seed, 'exec')),
