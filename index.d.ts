@@ -46,6 +46,13 @@ export interface OpenOptions {
   db?: AbstractLevel<any, any, any>
   /** Read with getSync() where the backend supports it (default true). */
   syncReads?: boolean
+  /**
+   * Values kept in memory per namespace for point reads (records, unique
+   * index entries, relation edges, counters), updated by the write path as
+   * its batches are written (default 10000; 0 turns it off). Only with
+   * synchronous reads: never on IndexedDB, where other tabs write too.
+   */
+  readCache?: number
   /** Other options pass through to the backend (classic-level: cacheSize, writeBufferSize, compression, ...). */
   [backendOption: string]: unknown
 }

@@ -66,7 +66,7 @@ export class ChildrenModel {
       if (!this.parent.sequential) {
         throw invalid(`Children "${name}" with onDelete 'purge' need a parent collection with sequence ids (ids that are never reused)`)
       }
-      this.purge = new Space(this.root, layout.purge(name), 'utf8')
+      this.purge = new Space(this.root, layout.purge(name), 'utf8', { readCache: db.readCache })
       const purge = this.purge
       this.writer.onWritten(ops => {
         if (ops.some(op => op.space === purge && op.type === 'put')) this.startPurge()

@@ -48,13 +48,13 @@ export class CollectionModel {
     /** @type {((record: any) => unknown) | null} */
     this.idFunction = this.sequential ? null : id
     this.validate = validate || null
-    this.records = new Space(this.root, layout.records(name), 'utf8')
+    this.records = new Space(this.root, layout.records(name), 'utf8', { readCache: db.readCache })
     this.sequence = this.sequential ? new Space(this.root, layout.sequence(name), 'utf8', { cache: true }) : null
     if (this.sequence) this.writer.registerCache(this.sequence)
     /** @type {Map<string, IndexSpec>} */
     this.indexes = new Map()
     for (const [indexName, spec] of Object.entries(indexes)) {
-      this.indexes.set(indexName, new IndexSpec(this.root, name, indexName, spec))
+      this.indexes.set(indexName, new IndexSpec(this.root, name, indexName, spec, db.readCache))
     }
     /** @type {Dependent[]} */
     this.dependents = []
@@ -175,11 +175,13 @@ export class CollectionModel {
       next = { ...old, ...JSON.parse(change.json) }
       for (const key of change.removed) delete next[key]
     }
-    const record = deepFreeze(this.withId(next, id, idBytes))
+    // A patch that leaves the id alone needs no copy to put the id first.
+    const record = deepFreeze(this.sequential && next.id === id ? next : this.withId(next, id, idBytes))
     this.check(record)
     await this.writeIndexes(tx, id, idBytes, old, record)
-    tx.put(this.records, idBytes, JSON.stringify(record))
-    return JSON.parse(JSON.stringify(record))
+    const json = JSON.stringify(record)
+    tx.put(this.records, idBytes, json)
+    return JSON.parse(json)
   }
 
   /** @param {Transaction} tx @param {unknown} id @returns {Promise<boolean>} true if it existed */
@@ -298,7 +300,7 @@ export class CollectionModel {
     const options = readOptions(snapshot)
     // getSync() per key beats one getMany() round trip up to a page or so.
     if (this.writer.syncReads && keys.length <= 64 && this.records.sublevel.status === 'open') {
-      return keys.map(key => this.records.sublevel.getSync(key, options))
+      return keys.map(key => this.records.read(key, true, options))
     }
     return this.records.sublevel.getMany(keys, options)
   }
@@ -382,9 +384,24 @@ export class Collection extends ModelFace {
       const stored = await scope.get(model.records, owner)
       return stored === undefined ? undefined : JSON.parse(stored)
     }
+    assertNotClosed(model.root)
+    if (model.writer.syncReads && index.space.sublevel.status === 'open') {
+      // Two synchronous reads need no snapshot to be paired up right: a batch
+      // that lands between them (LevelDB writes on its own thread) can only
+      // make the record stop holding the value, and then we read both again
+      // from one snapshot below. A record that still holds the value holds it
+      // now. (One that is gone may have passed the value on in the same
+      // batch: that, too, is read again below.)
+      const owner = index.space.read(key, true)
+      if (owner === undefined) return undefined
+      const [stored] = await model.readMany([owner])
+      if (stored !== undefined) {
+        const record = JSON.parse(stored)
+        if (hasEntry(index, record, decode(owner), owner, key)) return record
+      }
+    }
     // Read the entry and the record from one snapshot where there are
     // snapshots, so a concurrent update cannot pair them up wrongly.
-    assertNotClosed(model.root)
     const snapshot = model.root.supports.explicitSnapshots ? model.root.snapshot() : undefined
     try {
       const options = snapshot ? { snapshot, keyEncoding: 'view', valueEncoding: 'view' } : undefined

@@ -20,7 +20,7 @@ export class CounterModel {
     assertName(name, 'Counter')
     this.name = name
     this.writer = db.writer
-    this.space = new Space(db.level, layout.counter(name), 'utf8')
+    this.space = new Space(db.level, layout.counter(name), 'utf8', { readCache: db.readCache })
   }
 
   /** @param {unknown} key */

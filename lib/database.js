@@ -11,6 +11,9 @@ import { tupleEncoding } from './tuple.js'
 import { assertName } from './names.js'
 import { crossTabFor } from './cross-tab.js'
 
+// Values kept per cached namespace by default.
+const DEFAULT_READ_CACHE = 10000
+
 /**
  * A levelkit database: one abstract-level database whose namespaces
  * (sublevels) hold the records, indexes, relations, children and counters
@@ -26,13 +29,18 @@ export class Database {
 
   /**
    * @param {any} level an open abstract-level 3 database
-   * @param {{ syncReads?: boolean, ownsLevel?: boolean }} [options]
+   * @param {{ syncReads?: boolean, readCache?: number, ownsLevel?: boolean }} [options]
    */
   constructor (level, options = {}) {
     this.level = level
     this.#ownsLevel = options.ownsLevel !== false
     const syncReads = options.syncReads !== false && !!level.supports.getSync
     this.writer = new Writer(level, syncReads, crossTabFor(level))
+    // Values read with getSync() are kept per namespace (the write path keeps
+    // them exact); without getSync (IndexedDB, where other tabs write too)
+    // nothing is cached.
+    /** @type {number} */
+    this.readCache = syncReads ? (options.readCache ?? DEFAULT_READ_CACHE) : 0
     // Lets the root refer to the tuple encoding by name ('tuple').
     level.keyEncoding(tupleEncoding)
   }

@@ -24,8 +24,9 @@ export class IndexSpec {
    * @param {string} collection
    * @param {string} name
    * @param {unknown} options
+   * @param {number} [readCache] values of a unique index to keep in memory (see Space)
    */
-  constructor (root, collection, name, options) {
+  constructor (root, collection, name, options, readCache = 0) {
     assertName(name, 'Index')
     if (options === null || typeof options !== 'object') {
       throw invalid(`Index "${name}" of "${collection}" needs an options object with a key function`)
@@ -42,7 +43,8 @@ export class IndexSpec {
     this.key = key
     this.unique = unique
     this.multi = multi
-    this.space = new Space(root, layout.index(collection, name), 'view')
+    // Unique entries are point-read (getBy, unique checks): cache them.
+    this.space = new Space(root, layout.index(collection, name), 'view', { readCache: unique ? readCache : 0 })
   }
 
   /**

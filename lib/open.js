@@ -16,15 +16,18 @@ import { Database } from './database.js'
  */
 export async function openIn (environment, options = {}) {
   if (options === null || typeof options !== 'object') throw invalid('open() takes an options object')
-  const { backend: named, location, db, syncReads, ...levelOptions } = options
+  const { backend: named, location, db, syncReads, readCache, ...levelOptions } = options
   if (syncReads !== undefined && typeof syncReads !== 'boolean') throw invalid('The syncReads option must be a boolean')
+  if (readCache !== undefined && !(Number.isSafeInteger(readCache) && readCache >= 0)) {
+    throw invalid('The readCache option must be a non-negative integer (values kept per namespace; 0 turns the cache off)')
+  }
 
   if (db !== undefined) {
     if (named !== undefined || location !== undefined) throw invalid('Pass either { db } or { backend, location }, not both')
     assertAbstractLevel3(db)
     if (db.status === 'opening') await db.open()
     if (db.status !== 'open') await db.open()
-    return new Database(db, { syncReads, ownsLevel: false })
+    return new Database(db, { syncReads, readCache, ownsLevel: false })
   }
 
   const backend = named === undefined ? environment.defaultBackend({ location }) : named
@@ -45,7 +48,7 @@ export async function openIn (environment, options = {}) {
     }
     throw err
   }
-  return new Database(level, { syncReads })
+  return new Database(level, { syncReads, readCache })
 }
 
 /** @param {string} backend @param {unknown} location */

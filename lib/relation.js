@@ -43,7 +43,7 @@ export class RelationModel {
       throw invalid(`The onDelete option of relation "${name}" must be 'cascade', 'restrict' or { from, to } of those`)
     }
     this.onDelete = { from: policy.from, to: policy.to }
-    this.forward = new Space(this.root, layout.forward(name), 'utf8')
+    this.forward = new Space(this.root, layout.forward(name), 'utf8', { readCache: db.readCache })
     this.reverse = new Space(this.root, layout.reverse(name), 'utf8')
     this.from.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.forward, this.reverse, this.onDelete.from, this.from) })
     this.to.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.reverse, this.forward, this.onDelete.to, this.to) })
@@ -102,6 +102,19 @@ export class RelationModel {
     }
   }
 
+  /**
+   * The forward key alone (for has()): one encode instead of four when both
+   * sides use sequence ids, whose validity is a plain integer check.
+   * @param {unknown} fromId @param {unknown} toId
+   */
+  forwardKey (fromId, toId) {
+    if (!(this.from.sequential && this.to.sequential && isSequenceId(fromId) && isSequenceId(toId))) {
+      this.from.keyOf(fromId)
+      this.to.keyOf(toId)
+    }
+    return encode([fromId, toId])
+  }
+
   /** @param {unknown} fromId @param {unknown} toId */
   keys (fromId, toId) {
     this.from.keyOf(fromId)
@@ -141,6 +154,11 @@ export class RelationModel {
   }
 }
 
+/** @param {unknown} id */
+function isSequenceId (id) {
+  return Number.isSafeInteger(id) && /** @type {number} */ (id) > 0
+}
+
 /** The public face of a relation (one per relation, plus one per `in(w)` scope). */
 export class Relation extends ModelFace {
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} true if the edge is new */
@@ -156,8 +174,7 @@ export class Relation extends ModelFace {
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} */
   async has (fromId, toId) {
     const model = modelOf(this)
-    const [key] = model.keys(fromId, toId)
-    return (await readThrough(this, model.forward, key)) !== undefined
+    return (await readThrough(this, model.forward, model.forwardKey(fromId, toId))) !== undefined
   }
 
   /**

@@ -106,9 +106,10 @@ export function writeThrough (face, fn) {
  * @param {ModelFace} face
  * @param {import('./space.js').Space} space
  * @param {Uint8Array} key
- * @returns {Promise<any>}
+ * @returns {any} the value, or a promise of it
  */
-export async function readThrough (face, space, key) {
+export function readThrough (face, space, key) {
+  // Not async: callers await it, and a synchronous read needs no promise of its own.
   const scope = scopeOf(face)
   return scope ? scope.get(space, key) : space.read(key, modelOf(face).writer.syncReads)
 }

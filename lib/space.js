@@ -25,13 +25,24 @@ export class Space {
    * @param {import('abstract-level').AbstractLevel<any, any, any>} root
    * @param {string} name
    * @param {'utf8' | 'view'} valueEncoding
-   * @param {{ cache?: boolean }} [options] cache values the write path decides
-   *   (sequences): it is the only writer, so the cache stays exact
+   * @param {{ cache?: boolean, readCache?: number }} [options]
+   *   `cache`: cache values the write path decides (sequences): it is the
+   *   only writer, so the cache stays exact.
+   *   `readCache`: keep up to this many values read with getSync() (0: none);
+   *   the write path updates them as its batches are written
    */
   constructor (root, name, valueEncoding, options) {
     this.name = name
     /** @type {Map<string, any> | null} value (undefined: absent) by bytesToBinaryString(key) */
     this.cache = options?.cache ? new Map() : null
+    this.readCacheLimit = options?.readCache || 0
+    /**
+     * Written values (undefined: absent) by bytesToBinaryString(key), oldest
+     * first: filled by synchronous reads only, so a read that started before
+     * a batch can never put back what that batch replaced.
+     * @type {Map<string, any> | null}
+     */
+    this.readCache = this.readCacheLimit > 0 ? new Map() : null
     this.valueEncoding = valueEncoding
     /** @type {any} keys are Uint8Array, values string or Uint8Array per valueEncoding */
     this.sublevel = root.sublevel(name, { keyEncoding: 'view', valueEncoding })
@@ -61,6 +72,17 @@ export class Space {
   }
 
   /**
+   * Bring a cached value up to date with a write that is now on disk. Only
+   * values already cached are touched: a bulk load does not flush the cache.
+   * @param {import('./transaction.js').Op} op
+   */
+  written (op) {
+    const readCache = /** @type {Map<string, any>} */ (this.readCache)
+    const name = bytesToBinaryString(op.key)
+    if (readCache.has(name)) readCache.set(name, op.type === 'put' ? op.value : undefined)
+  }
+
+  /**
    * Read one raw value: with getSync() when allowed and the sublevel is open
    * (it opens a tick after it is declared), else with get().
    * @param {Uint8Array} key
@@ -70,7 +92,18 @@ export class Space {
    */
   read (key, sync, options) {
     const sublevel = this.sublevel
-    if (sublevel.status === 'open') return sync ? sublevel.getSync(key, options) : sublevel.get(key, options)
+    if (sublevel.status === 'open') {
+      if (!sync) return sublevel.get(key, options)
+      const readCache = this.readCache
+      if (readCache === null || options !== undefined) return sublevel.getSync(key, options)
+      const name = bytesToBinaryString(key)
+      const cached = readCache.get(name)
+      if (cached !== undefined || readCache.has(name)) return cached
+      const value = sublevel.getSync(key)
+      if (readCache.size >= this.readCacheLimit) readCache.delete(/** @type {string} */ (readCache.keys().next().value))
+      readCache.set(name, value)
+      return value
+    }
     assertNotClosed(sublevel)
     return sublevel.get(key, options)
   }

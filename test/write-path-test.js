@@ -196,3 +196,47 @@ test('a scoped face cannot read after its scope ends', async t => {
   t.is(await codeOf(kept.getMany([id])), 'LEVELKIT_INVALID')
   await db.close()
 })
+
+test('the read cache serves only what is on disk: not a failed write, not a replaced value, never more than its size', async t => {
+  const { level, plan } = flaky()
+  const db = await open({ db: level, readCache: 3 })
+  const users = db.collection('users', { indexes: { name: { unique: true, key: u => u.name } } })
+  const ids = []
+  for (const name of ['a', 'b', 'c', 'd', 'e']) ids.push(await users.insert({ name }))
+  for (const id of ids) await users.get(id)
+  const records = modelSpace(db, 'users')
+  t.ok(records.readCache.size <= 3, `at most readCache values per namespace (${records.readCache.size})`)
+
+  t.is((await users.getBy('name', 'e')).id, ids[4], 'cached: the last records read')
+  plan.delay = 20
+  plan.fail = 1
+  const failing = users.update(ids[4], { name: 'e2' })
+  t.is((await users.get(ids[4])).name, 'e', 'while the batch is in flight, readers see what is on disk')
+  t.is(await codeOf(failing), 'LEVEL_IO_ERROR')
+  t.is((await users.get(ids[4])).name, 'e', 'a failed batch leaves the cached value as it was')
+  t.is((await users.getBy('name', 'e')).id, ids[4], 'and the cached index entry')
+  t.is(await users.getBy('name', 'e2'), undefined)
+
+  plan.delay = 0
+  await users.update(ids[4], { name: 'e3' })
+  t.is((await users.get(ids[4])).name, 'e3', 'a written batch updates the cached record')
+  t.is(await users.getBy('name', 'e'), undefined, 'and drops the replaced index entry')
+  t.is((await users.getBy('name', 'e3')).id, ids[4])
+  await users.del(ids[4])
+  t.is(await users.get(ids[4]), undefined, 'and a delete')
+  t.ok((await db.check()).ok)
+  await db.close()
+
+  const off = await open({ backend: 'memory', readCache: 0 })
+  const things = off.collection('things')
+  await things.get(await things.insert({}))
+  t.is(modelSpace(off, 'things').readCache, null, 'readCache: 0 turns it off')
+  await off.close()
+  t.is(await codeOf(open({ backend: 'memory', readCache: -1 })), 'LEVELKIT_INVALID', 'a bad readCache is refused')
+  t.is(await codeOf(open({ backend: 'memory', readCache: '10' })), 'LEVELKIT_INVALID')
+})
+
+/** The records namespace of a collection, for looking at its cache. @param {any} db @param {string} name */
+function modelSpace (db, name) {
+  return db.models().find((/** @type {any} */ m) => m.kind === 'collection' && m.model.name === name).model.records
+}

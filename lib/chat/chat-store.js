@@ -359,13 +359,22 @@ export class ChatStore {
     const visible = (/** @type {Message} */ m) => !m.recipients || m.senderId === viewerId || (viewerId !== undefined && m.recipients.includes(viewerId))
     /** @type {Message[]} */
     const result = []
-    const range = from !== undefined
-      ? { gte: from, ...(to !== undefined && { lt: to }) }
-      : { ...(to !== undefined && { lt: to }), reverse: true }
-    for await (const message of this.messages.range(chatId, range)) {
-      if (!visible(message)) continue
-      result.push(message)
-      if (result.length === n) break
+    // Read exactly as many as are still wanted, with one all() per round (no
+    // per-message async iteration); only hidden whispers make another round,
+    // which continues after the last message read.
+    let lower = from
+    let upper = to
+    while (result.length < n) {
+      const wanted = n - result.length
+      const range = from !== undefined
+        ? { gte: lower, ...(upper !== undefined && { lt: upper }), limit: wanted }
+        : { ...(upper !== undefined && { lt: upper }), reverse: true, limit: wanted }
+      const page = await this.messages.range(chatId, range).all()
+      for (const message of page) if (visible(message)) result.push(message)
+      if (page.length < wanted) break
+      const last = page[page.length - 1].id
+      if (from !== undefined) lower = last + 1
+      else upper = last
     }
     // The chat may have been deleted since it was looked up: its messages
     // are then hidden, and the answer is the one for a missing chat.
