@@ -35,14 +35,17 @@ export class Space {
     this.name = name
     /** @type {Map<string, any> | null} value (undefined: absent) by bytesToBinaryString(key) */
     this.cache = options?.cache ? new Map() : null
-    this.readCacheLimit = options?.readCache || 0
     /**
-     * Written values (undefined: absent) by bytesToBinaryString(key), oldest
-     * first: filled by synchronous reads only, so a read that started before
-     * a batch can never put back what that batch replaced.
-     * @type {Map<string, any> | null}
+     * Written values (undefined: absent) by bytesToBinaryString(key), filled
+     * by synchronous reads only, so a read that started before a batch can
+     * never put back what that batch replaced. Two generations: when the
+     * recent one is half the limit it becomes the older one and the previous
+     * older one is dropped; a hit in the older one moves to the recent one.
+     * (Evicting one by one from a Map is slow: deleted entries stay in its
+     * table until it is rebuilt.)
+     * @type {{ limit: number, recent: Map<string, any>, older: Map<string, any> } | null}
      */
-    this.readCache = this.readCacheLimit > 0 ? new Map() : null
+    this.readCache = options?.readCache ? { limit: options.readCache, recent: new Map(), older: new Map() } : null
     this.valueEncoding = valueEncoding
     /** @type {any} keys are Uint8Array, values string or Uint8Array per valueEncoding */
     this.sublevel = root.sublevel(name, { keyEncoding: 'view', valueEncoding })
@@ -77,9 +80,11 @@ export class Space {
    * @param {import('./transaction.js').Op} op
    */
   written (op) {
-    const readCache = /** @type {Map<string, any>} */ (this.readCache)
+    const { recent, older } = /** @type {NonNullable<Space['readCache']>} */ (this.readCache)
     const name = bytesToBinaryString(op.key)
-    if (readCache.has(name)) readCache.set(name, op.type === 'put' ? op.value : undefined)
+    const value = op.type === 'put' ? op.value : undefined
+    if (recent.has(name)) recent.set(name, value)
+    if (older.has(name)) older.set(name, value)
   }
 
   /**
@@ -97,11 +102,15 @@ export class Space {
       const readCache = this.readCache
       if (readCache === null || options !== undefined) return sublevel.getSync(key, options)
       const name = bytesToBinaryString(key)
-      const cached = readCache.get(name)
-      if (cached !== undefined || readCache.has(name)) return cached
-      const value = sublevel.getSync(key)
-      if (readCache.size >= this.readCacheLimit) readCache.delete(/** @type {string} */ (readCache.keys().next().value))
-      readCache.set(name, value)
+      let value = readCache.recent.get(name)
+      if (value !== undefined || readCache.recent.has(name)) return value
+      value = readCache.older.get(name)
+      if (value === undefined && !readCache.older.has(name)) value = sublevel.getSync(key)
+      readCache.recent.set(name, value)
+      if (readCache.recent.size * 2 >= readCache.limit) {
+        readCache.older = readCache.recent
+        readCache.recent = new Map()
+      }
       return value
     }
     assertNotClosed(sublevel)
