@@ -173,3 +173,209 @@ function r (v) {
 function esc (text) {
   return String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
 }
+
+/**
+ * @typedef {{ name: string, values: Array<number | null>, color?: string }} BarSeries
+ * @typedef {{
+ *   title: string, subtitle?: string, xLabel: string,
+ *   categories: string[], series: BarSeries[], xScale?: 'linear' | 'log',
+ *   width?: number, barHeight?: number, labels?: Array<Array<string | null>>
+ * }} BarOptions
+ */
+
+/**
+ * A horizontal grouped bar chart: one group per category, one bar per series
+ * in each group, the value written at the end of each bar. A null value
+ * draws no bar ("n/a"). Linear or log x. `labels[s][c]`, when given,
+ * replaces the printed value of series s in category c.
+ * @param {BarOptions} options
+ * @returns {string} the SVG document
+ */
+export function barSvg (options) {
+  const width = options.width || 1040
+  const barH = options.barHeight || 16
+  const nSeries = options.series.length
+  const groupH = barH * nSeries + 14
+  const labelW = 14 + 6.6 * Math.max(6, ...options.categories.map(c => c.length))
+  const legendW = 30 + 6.6 * Math.max(4, ...options.series.map(s => s.name.length))
+  const margin = { left: labelW, right: legendW + 90, top: options.subtitle ? 62 : 44, bottom: 52 }
+  const plotW = width - margin.left - margin.right
+  const plotH = groupH * options.categories.length
+  const height = margin.top + plotH + margin.bottom
+  const series = options.series.map((s, k) => ({ ...s, color: s.color || PALETTE[k % PALETTE.length] }))
+
+  let vMax = 0
+  let vMin = Infinity
+  for (const s of series) {
+    for (const v of s.values) {
+      if (v === null || !Number.isFinite(v)) continue
+      if (v > vMax) vMax = v
+      if (v > 0 && v < vMin) vMin = v
+    }
+  }
+  if (vMax <= 0) vMax = 1
+  if (!Number.isFinite(vMin)) vMin = 1
+  const log = options.xScale === 'log'
+  let ticks, lo, hi
+  if (log) {
+    lo = 10 ** Math.floor(Math.log10(vMin))
+    hi = 10 ** Math.ceil(Math.log10(vMax))
+    if (hi === lo) hi *= 10
+    ticks = []
+    for (let d = lo; d <= hi * 1.0001; d *= 10) ticks.push(d)
+  } else {
+    ticks = niceTicks(0, vMax, 8)
+    lo = 0
+    hi = ticks[ticks.length - 1]
+  }
+  const sx = log
+    ? (/** @type {number} */ v) => margin.left + (Math.log10(Math.max(v, lo) / lo) / Math.log10(hi / lo)) * plotW
+    : (/** @type {number} */ v) => margin.left + (v / hi) * plotW
+
+  const out = []
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`)
+  out.push(`<rect width="${width}" height="${height}" fill="#fff"/>`)
+  out.push(`<text x="${width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${esc(options.title)}</text>`)
+  if (options.subtitle) out.push(`<text x="${width / 2}" y="42" text-anchor="middle" fill="#444">${esc(options.subtitle)}</text>`)
+  out.push('<g stroke="#e5e5e5" stroke-width="1">')
+  for (const t of ticks) out.push(`<line x1="${r(sx(t))}" y1="${margin.top}" x2="${r(sx(t))}" y2="${margin.top + plotH}"/>`)
+  out.push('</g>')
+  out.push(`<rect x="${margin.left}" y="${margin.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#333"/>`)
+  out.push('<g fill="#333">')
+  for (const t of ticks) out.push(`<text x="${r(sx(t))}" y="${margin.top + plotH + 16}" text-anchor="middle">${tickLabel(t)}</text>`)
+  out.push('</g>')
+  out.push(`<text x="${margin.left + plotW / 2}" y="${height - 12}" text-anchor="middle">${esc(options.xLabel + (log ? ' (log scale)' : ''))}</text>`)
+
+  options.categories.forEach((category, c) => {
+    const top = margin.top + c * groupH + 7
+    out.push(`<text x="${margin.left - 8}" y="${r(top + barH * nSeries / 2 + 4)}" text-anchor="end">${esc(category)}</text>`)
+    series.forEach((s, k) => {
+      const v = s.values[c]
+      const y = top + k * barH
+      const label = options.labels?.[k]?.[c] ?? (v === null || v === undefined ? 'n/a' : Number(v.toPrecision(3)).toLocaleString('en-US'))
+      if (v === null || v === undefined || !Number.isFinite(v)) {
+        out.push(`<text x="${margin.left + 4}" y="${r(y + barH - 4)}" fill="#999">${esc(label)}</text>`)
+        return
+      }
+      const x1 = sx(log ? Math.max(v, lo) : v)
+      out.push(`<rect x="${margin.left}" y="${r(y + 1)}" width="${r(Math.max(1, x1 - margin.left))}" height="${barH - 2}" fill="${s.color}" fill-opacity="0.85"/>`)
+      out.push(`<text x="${r(x1 + 4)}" y="${r(y + barH - 4)}" fill="#333" font-size="11">${esc(label)}</text>`)
+    })
+  })
+
+  const legendX = margin.left + plotW + 90
+  out.push(`<rect x="${legendX}" y="${margin.top}" width="${r(legendW)}" height="${8 + 16 * series.length}" fill="#fff" stroke="#bbb"/>`)
+  series.forEach((s, k) => {
+    const y = margin.top + 16 + 16 * k
+    out.push(`<rect x="${legendX + 8}" y="${y - 9}" width="10" height="10" fill="${s.color}"/><text x="${legendX + 22}" y="${y}">${esc(s.name)}</text>`)
+  })
+  out.push('</svg>')
+  return out.join('\n') + '\n'
+}
+
+/**
+ * @typedef {{
+ *   title: string, subtitle?: string, yLabel: string,
+ *   categories: string[],
+ *   series: Array<{ name: string, values: number[], color?: string }>,
+ *   notes?: string[], yScale?: 'linear' | 'log' | 'auto',
+ *   width?: number, height?: number
+ * }} BarChartOptions
+ */
+
+/**
+ * A grouped bar chart: one group of bars per category (one bar per series),
+ * with the value on each bar and an optional note under each group (e.g. a
+ * ratio). Linear or log y (auto: log when the values span more than 30×).
+ * @param {BarChartOptions} options
+ * @returns {string} the SVG document
+ */
+export function barChartSvg (options) {
+  const { categories, series } = options
+  const width = options.width || Math.max(720, 110 + categories.length * (34 + 26 * series.length) + 170)
+  const height = options.height || 600
+  const legendW = 30 + 6.6 * Math.max(4, ...series.map(s => s.name.length))
+  const margin = { left: 86, right: legendW + 24, top: options.subtitle ? 62 : 44, bottom: 120 }
+  const plotW = width - margin.left - margin.right
+  const plotH = height - margin.top - margin.bottom
+  const colors = series.map((s, k) => s.color || PALETTE[(k + 1) % PALETTE.length])
+
+  let yMin = Infinity
+  let yMax = 0
+  for (const s of series) {
+    for (const v of s.values) {
+      if (v > 0 && v < yMin) yMin = v
+      if (v > yMax) yMax = v
+    }
+  }
+  if (!Number.isFinite(yMin)) { yMin = 1; yMax = 10 }
+  const log = options.yScale === 'log' || (options.yScale !== 'linear' && yMax / yMin > 30)
+  let yTicks, yLo, yHi
+  if (log) {
+    yLo = 10 ** Math.floor(Math.log10(yMin))
+    yHi = 10 ** Math.ceil(Math.log10(yMax))
+    if (yHi === yLo) yHi *= 10
+    yTicks = []
+    for (let d = yLo; d <= yHi * 1.0001; d *= 10) yTicks.push(d)
+  } else {
+    yTicks = niceTicks(0, yMax, 6)
+    yLo = 0
+    yHi = yTicks[yTicks.length - 1]
+  }
+  const sy = log
+    ? (/** @type {number} */ y) => margin.top + plotH - (Math.log10(Math.max(y, yLo) / yLo) / Math.log10(yHi / yLo)) * plotH
+    : (/** @type {number} */ y) => margin.top + plotH - ((y - yLo) / (yHi - yLo)) * plotH
+  const groupW = plotW / Math.max(1, categories.length)
+  const barW = Math.min(34, (groupW * 0.8) / Math.max(1, series.length))
+
+  const out = []
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`)
+  out.push(`<rect width="${width}" height="${height}" fill="#fff"/>`)
+  out.push(`<text x="${width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${esc(options.title)}</text>`)
+  if (options.subtitle) out.push(`<text x="${width / 2}" y="42" text-anchor="middle" fill="#444">${esc(options.subtitle)}</text>`)
+  out.push('<g stroke="#e5e5e5" stroke-width="1">')
+  for (const t of yTicks) out.push(`<line x1="${margin.left}" y1="${r(sy(t))}" x2="${margin.left + plotW}" y2="${r(sy(t))}"/>`)
+  out.push('</g>')
+  out.push('<g fill="#333">')
+  for (const t of yTicks) out.push(`<text x="${margin.left - 6}" y="${r(sy(t)) + 4}" text-anchor="end">${compact(t)}</text>`)
+  out.push('</g>')
+  out.push(`<text transform="translate(16 ${margin.top + plotH / 2}) rotate(-90)" text-anchor="middle">${esc(options.yLabel + (log ? ' (log scale)' : ''))}</text>`)
+
+  categories.forEach((category, c) => {
+    const x0 = margin.left + c * groupW + (groupW - barW * series.length) / 2
+    series.forEach((s, k) => {
+      const v = s.values[c]
+      if (!(v > 0)) return
+      const x = x0 + k * barW
+      const y = sy(v)
+      out.push(`<rect class="bar" x="${r(x)}" y="${r(y)}" width="${r(barW - 2)}" height="${r(margin.top + plotH - y)}" fill="${colors[k]}"><title>${esc(`${s.name}, ${category}: ${compact(v)}`)}</title></rect>`)
+      out.push(`<text x="${r(x + (barW - 2) / 2)}" y="${r(y - 3)}" text-anchor="middle" font-size="9" fill="#333">${compact(v)}</text>`)
+    })
+    const cx = margin.left + (c + 0.5) * groupW
+    out.push(`<text transform="translate(${r(cx)} ${margin.top + plotH + 12}) rotate(30)" font-size="11">${esc(category)}</text>`)
+    if (options.notes && options.notes[c]) {
+      out.push(`<text x="${r(cx)}" y="${margin.top + 14}" text-anchor="middle" font-size="11" font-weight="bold" fill="#333">${esc(options.notes[c])}</text>`)
+    }
+  })
+  out.push(`<rect x="${margin.left}" y="${margin.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#333"/>`)
+  if (options.notes && options.notesLabel) {
+    out.push(`<text x="${margin.left + plotW + 12}" y="${margin.top + 14 + 16 * series.length + 20}" font-size="11" fill="#333">${esc(options.notesLabel)}</text>`)
+  }
+
+  const legendX = margin.left + plotW + 12
+  const legendY = margin.top
+  out.push(`<rect x="${legendX}" y="${legendY}" width="${r(legendW)}" height="${8 + 16 * series.length}" fill="#fff" stroke="#bbb"/>`)
+  series.forEach((s, k) => {
+    const y = legendY + 16 + 16 * k
+    out.push(`<rect x="${legendX + 8}" y="${y - 9}" width="10" height="10" fill="${colors[k]}"/><text x="${legendX + 24}" y="${y}">${esc(s.name)}</text>`)
+  })
+  out.push('</svg>')
+  return out.join('\n') + '\n'
+}
+
+/** 1234 -> 1.2k, 123456 -> 123k. @param {number} v */
+function compact (v) {
+  if (v >= 1e6) return `${Number((v / 1e6).toPrecision(3))}M`
+  if (v >= 1e3) return `${Number((v / 1e3).toPrecision(3))}k`
+  return String(Number(v.toPrecision(3)))
+}

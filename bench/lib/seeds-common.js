@@ -1,0 +1,226 @@
+// Shared helpers of the "seeds' questions" benchmarks (issue 6 part 3):
+// bench/record-layout.js, bench/one-vs-many.js and bench/tuple-codec.js.
+// Machine and version facts, option parsing, output folders, CSV, a plain
+// text table, directory sizes, a seeded PRNG, and Linux process figures
+// (open file descriptors, RSS).
+
+import os from 'node:os'
+import fs from 'node:fs'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+
+/** Facts about the machine, for the summary and the JSON. */
+export function machineInfo () {
+  return {
+    cpu: os.cpus()[0]?.model || 'unknown',
+    cores: os.cpus().length,
+    memoryBytes: os.totalmem(),
+    platform: `${os.platform()} ${os.arch()} ${os.release()}`,
+    hostname: os.hostname()
+  }
+}
+
+/**
+ * Versions of node and of the named packages (those not installed are left
+ * out).
+ * @param {string[]} packages
+ */
+export function versionsOf (packages) {
+  /** @type {Record<string, string>} */
+  const versions = { node: process.version, levelkit: require('../../package.json').version }
+  for (const name of packages) {
+    try {
+      versions[name] = require(`${name}/package.json`).version
+    } catch {}
+  }
+  return versions
+}
+
+/** @param {number[]} load */
+export const loadText = load => load.map(l => l.toFixed(2)).join(' ')
+
+/**
+ * Parse the command line, or print the usage and exit 2.
+ * @param {string} name the script's name, for messages
+ * @param {string} usage
+ * @param {Record<string, any>} options parseArgs options
+ * @returns {Record<string, any>}
+ */
+export function parseCli (name, usage, options) {
+  let values
+  try {
+    values = parseArgs({ options: { ...options, help: { type: 'boolean', short: 'h', default: false } } }).values
+  } catch (err) {
+    failWith(name, usage, /** @type {Error} */ (err).message)
+  }
+  if (values.help) {
+    console.log(usage)
+    process.exit(0)
+  }
+  return values
+}
+
+/** @param {string} name @param {string} usage @param {string} message @returns {never} */
+export function failWith (name, usage, message) {
+  console.error(`${name}: ${message}\n\n${usage}`)
+  process.exit(2)
+}
+
+/**
+ * Run `parse`, turning a thrown error into a usage error.
+ * @template T
+ * @param {string} name @param {string} usage @param {() => T} parse
+ * @returns {T}
+ */
+export function optionOf (name, usage, parse) {
+  try {
+    return parse()
+  } catch (err) {
+    return failWith(name, usage, /** @type {Error} */ (err).message)
+  }
+}
+
+/**
+ * A fresh, timestamped output folder `<out>/<name>-<time>/`.
+ * @param {string} out @param {string} name
+ */
+export function outputDir (out, name) {
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+  const dir = path.resolve(out, `${name}-${stamp}`)
+  fs.mkdirSync(dir, { recursive: true })
+  return dir
+}
+
+/** A path relative to the working directory when it is inside it. @param {string} file */
+export function shown (file) {
+  return file.startsWith(process.cwd() + path.sep) ? path.relative(process.cwd(), file) : file
+}
+
+/**
+ * Write a CSV file: a header row and rows of cells (numbers, strings).
+ * @param {string} file @param {string[]} header @param {Array<Array<string | number | null>>} rows
+ */
+export function writeCsv (file, header, rows) {
+  const cell = (/** @type {any} */ v) => {
+    if (v === null || v === undefined) return ''
+    const s = typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toPrecision(8)) : String(v)
+    return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s
+  }
+  fs.writeFileSync(file, [header, ...rows].map(row => row.map(cell).join(',')).join('\n') + '\n')
+}
+
+/**
+ * Print rows as an aligned table (first `left` columns left-aligned, the
+ * rest right-aligned).
+ * @param {string[][]} table @param {number} [left]
+ */
+export function printTable (table, left = 1) {
+  const widths = table[0].map((_, c) => Math.max(...table.map(row => String(row[c]).length)))
+  for (const row of table) {
+    console.log('  ' + row.map((cell, c) => c < left ? String(cell).padEnd(widths[c]) : String(cell).padStart(widths[c])).join('  '))
+  }
+}
+
+/** Total size of the files under a directory. @param {string} dir @returns {number} bytes */
+export function dirSize (dir) {
+  let total = 0
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name)
+    total += entry.isDirectory() ? dirSize(file) : fs.statSync(file).size
+  }
+  return total
+}
+
+/**
+ * A small seeded PRNG (mulberry32), so data sets are the same from run to
+ * run and from layout to layout.
+ * @param {number} seed
+ */
+export function prng (seed) {
+  let a = seed >>> 0
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let x = a
+    x = Math.imul(x ^ (x >>> 15), x | 1)
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
+  }
+  next.int = (/** @type {number} */ n) => Math.floor(next() * n)
+  return next
+}
+
+const WORDS = ['hello', 'ok', 'see', 'you', 'at', 'the', 'meeting', 'tomorrow', 'thanks', 'sure', 'lunch', 'deploy', 'is', 'done', 'can', 'we', 'talk', 'later', 'great', 'news', 'ship', 'it', 'why', 'not', 'fixed', 'review', 'please', 'Zürich', 'café', '👍']
+
+/**
+ * A chat-like message text of about `size` characters (words from a small
+ * vocabulary, so it compresses like real text, not like random bytes).
+ * @param {() => number} rand @param {number} size
+ */
+export function messageText (rand, size) {
+  const target = Math.max(1, Math.round(size * (0.3 + 1.4 * rand())))
+  let text = ''
+  while (text.length < target) text += (text ? ' ' : '') + WORDS[Math.floor(rand() * WORDS.length)]
+  return text
+}
+
+/** Open file descriptors of this process (Linux: /proc/self/fd), or null. */
+export function openFds () {
+  try {
+    return fs.readdirSync('/proc/self/fd').length
+  } catch {
+    return null
+  }
+}
+
+/** What the open file descriptors point at, by kind (Linux), or null. */
+export function fdKinds () {
+  try {
+    /** @type {Record<string, number>} */
+    const kinds = {}
+    for (const fd of fs.readdirSync('/proc/self/fd')) {
+      let target
+      try {
+        target = fs.readlinkSync(`/proc/self/fd/${fd}`)
+      } catch {
+        continue
+      }
+      const kind = /\.ldb$|\.sst$/.test(target)
+        ? 'table'
+        : /\/LOCK$/.test(target) ? 'LOCK' : /\/LOG$/.test(target) ? 'LOG' : /MANIFEST-/.test(target) ? 'MANIFEST' : /\.log$/.test(target) ? 'WAL' : 'other'
+      kinds[kind] = (kinds[kind] || 0) + 1
+    }
+    return kinds
+  } catch {
+    return null
+  }
+}
+
+/** Resident memory from /proc/self/status (bytes), or from Node. */
+export function rss () {
+  try {
+    const status = fs.readFileSync('/proc/self/status', 'utf8')
+    const total = /VmRSS:\s+(\d+) kB/.exec(status)
+    const anon = /RssAnon:\s+(\d+) kB/.exec(status)
+    const file = /RssFile:\s+(\d+) kB/.exec(status)
+    return {
+      rssBytes: total ? Number(total[1]) * 1024 : process.memoryUsage().rss,
+      anonBytes: anon ? Number(anon[1]) * 1024 : null,
+      fileBytes: file ? Number(file[1]) * 1024 : null
+    }
+  } catch {
+    return { rssBytes: process.memoryUsage().rss, anonBytes: null, fileBytes: null }
+  }
+}
+
+/** Threads of this process (Linux), or null. */
+export function threads () {
+  try {
+    const m = /Threads:\s+(\d+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))
+    return m ? Number(m[1]) : null
+  } catch {
+    return null
+  }
+}
