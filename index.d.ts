@@ -193,13 +193,18 @@ export declare class Children<V = any> {
   put (parentId: Id, seq: number, value: V): Promise<void>
   del (parentId: Id, seq: number): Promise<boolean>
   get (parentId: Id, seq: number): Promise<V | undefined>
+  /**
+   * Several children by sequence number, in the order asked, undefined where
+   * there is none: point reads, e.g. the last page of a gap-free sequence.
+   */
+  getMany (parentId: Id, seqs: number[]): Promise<Array<V | undefined>>
   /** Range options apply to sequence numbers. */
   range (parentId: Id, options?: RangeOptions): Query<V, number>
   /** The last sequence number handed out for the parent (0 if none). */
   lastSeq (parentId: Id): Promise<number>
   /**
    * Each child appended after `after`, as [seq, value], in order, as its batch
-   * is written: no gap, no duplicate. Ends on abort or when the parent is deleted.
+   * is written: no gap, no duplicate. Ends on abort, when the parent is deleted or when the database closes.
    */
   watch (parentId: Id, options?: WatchOptions): AsyncGenerator<[number, V]>
   /** Resolves when no background purge ('purge' onDelete) is running; rejects with the error if one failed after its retries. */

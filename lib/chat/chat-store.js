@@ -359,22 +359,20 @@ export class ChatStore {
     const visible = (/** @type {Message} */ m) => !m.recipients || m.senderId === viewerId || (viewerId !== undefined && m.recipients.includes(viewerId))
     /** @type {Message[]} */
     const result = []
-    // Read exactly as many as are still wanted, with one all() per round (no
-    // per-message async iteration); only hidden whispers make another round,
-    // which continues after the last message read.
-    let lower = from
-    let upper = to
-    while (result.length < n) {
-      const wanted = n - result.length
-      const range = from !== undefined
-        ? { gte: lower, ...(upper !== undefined && { lt: upper }), limit: wanted }
-        : { ...(upper !== undefined && { lt: upper }), reverse: true, limit: wanted }
-      const page = await this.messages.range(chatId, range).all()
-      for (const message of page) if (visible(message)) result.push(message)
-      if (page.length < wanted) break
-      const last = page[page.length - 1].id
-      if (from !== undefined) lower = last + 1
-      else upper = last
+    // Message ids are gap-free (1 to lastSeq) and messages are never deleted
+    // one by one, so a page is a run of ids read with point reads, without
+    // an iterator. Only hidden whispers make another round.
+    const last = await this.messages.lastSeq(chatId)
+    const top = Math.min(last, to === undefined ? last : to - 1)
+    let next = from !== undefined ? from : top
+    while (result.length < n && next >= 1 && next <= top) {
+      const count = from !== undefined ? Math.min(n - result.length, top - next + 1) : Math.min(n - result.length, next)
+      const ids = Array.from({ length: count }, (_, i) => from !== undefined ? next + i : next - i)
+      const page = await this.messages.getMany(chatId, ids)
+      // None there: the chat was deleted meanwhile.
+      if (page.every(message => message === undefined)) break
+      for (const message of page) if (message !== undefined && visible(message)) result.push(message)
+      next = from !== undefined ? next + count : next - count
     }
     // The chat may have been deleted since it was looked up: its messages
     // are then hidden, and the answer is the one for a missing chat.

@@ -161,6 +161,32 @@ export function purgeAndWatch (test, common) {
     await db.close()
   })
 
+  test(`${common.backend}: getMany() reads children by sequence number`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, onDelete: 'purge' })
+    const c = await chats.insert({})
+    const other = await chats.insert({})
+    for (const text of ['a', 'b', 'c', 'd']) await messages.append(c, text)
+    await messages.append(other, 'x')
+    await messages.del(c, 2)
+    t.same(await messages.getMany(c, [4, 3, 2, 1, 5]), ['d', 'c', undefined, 'a', undefined], 'in the order asked, undefined where there is none')
+    t.same(await messages.getMany(c, []), [])
+    t.same(await messages.getMany(other, [1, 2]), ['x', undefined], "another parent's children are its own")
+    t.same(await db.write(async w => {
+      await messages.in(w).append(c, 'e')
+      return messages.in(w).getMany(c, [5, 4])
+    }), ['e', 'd'], 'through a write scope, its own writes included')
+    await rejects(t, messages.getMany(c, 3), 'LEVELKIT_INVALID')
+    await rejects(t, messages.getMany(c, [0]), 'LEVELKIT_INVALID')
+    await rejects(t, messages.getMany(c, [1.5]), 'LEVELKIT_INVALID')
+    await chats.del(c)
+    t.same(await messages.getMany(c, [1, 3]), [undefined, undefined], 'none once the parent is deleted, purge or not')
+    await messages.settled()
+    t.same(await messages.getMany(other, [1]), ['x'])
+    await db.close()
+  })
+
   test(`${common.backend}: watch() ends when the database closes`, async t => {
     const db = await common.open()
     const chats = db.collection('chats')

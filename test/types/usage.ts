@@ -27,6 +27,7 @@ export async function usage (): Promise<void> {
   for await (const [key, u] of users.query().entries()) console.log(key, u.username)
   const seq: number = await messages.append(1, { text: 'hi' })
   const texts: string[] = (await messages.range(1, { lt: seq, limit: 5, reverse: true }).all()).map(m => m.text)
+  const known: Array<{ text: string } | undefined> = await messages.getMany(1, [seq, seq - 1])
   await db.write(async (w: WriteScope) => {
     await members.in(w).add(1, id)
     await messages.in(w).append(1, { text: 'x' })
