@@ -48,8 +48,9 @@ export interface OpenOptions {
   syncReads?: boolean
   /**
    * Values kept in memory per namespace for point reads (records, unique
-   * index entries, relation edges, counters), updated by the write path as
-   * its batches are written (default 10000; 0 turns it off). Only with
+   * index entries, relation edges, counters), and lists of a relation's
+   * edges, kept exact by the write path as its batches are written
+   * (default 10000; 0 turns it off). Only with
    * synchronous reads: never on IndexedDB, where other tabs write too.
    */
   readCache?: number

@@ -15,6 +15,8 @@ import { assertNotClosed } from './space.js'
  * @property {boolean} consistent whether `load` reads other namespaces, so needs a snapshot
  * @property {Loader} load turns raw entries into [key, item] pairs
  * @property {() => Promise<boolean>} [prepare] runs before reading; false means the range is empty
+ * @property {() => Promise<Uint8Array[]>} [list] all raw keys of the whole range, possibly from a
+ *   cache: all() uses it when the query is not limited, reversed or resumed
  */
 
 const FIRST_CHUNK = 64
@@ -60,6 +62,13 @@ export class Query {
 
   /** @returns {Promise<any[]>} */
   async all () {
+    const source = this.#source
+    if (source.list !== undefined && this.#limit === Infinity && !this.#reverse && this.#bounds === source.bounds) {
+      assertNotClosed(source.root)
+      const keys = await source.list()
+      const loaded = await source.load(keys.map(key => [key, undefined]), undefined)
+      return loaded.map(entry => entry[1])
+    }
     const items = []
     for await (const chunk of this.#chunks(this.#limit)) {
       for (const entry of chunk) items.push(entry[1])

@@ -9,6 +9,8 @@ import { describe } from './collection.js'
 
 const EMPTY = ''
 const ON_DELETE = ['cascade', 'restrict']
+// Options that narrow a relation query's range (see tupleBounds).
+const RANGE_OPTIONS = ['gt', 'gte', 'lt', 'lte', 'eq', 'prefix']
 
 /**
  * @typedef {import('./transaction.js').Transaction} Transaction
@@ -43,8 +45,10 @@ export class RelationModel {
       throw invalid(`The onDelete option of relation "${name}" must be 'cascade', 'restrict' or { from, to } of those`)
     }
     this.onDelete = { from: policy.from, to: policy.to }
-    this.forward = new Space(this.root, layout.forward(name), 'utf8', { readCache: db.readCache })
-    this.reverse = new Space(this.root, layout.reverse(name), 'utf8')
+    // Point reads of edges (has) go to the forward direction; lists of
+    // edges (to, from) to both.
+    this.forward = new Space(this.root, layout.forward(name), 'utf8', { readCache: db.readCache, listCache: db.readCache })
+    this.reverse = new Space(this.root, layout.reverse(name), 'utf8', { listCache: db.readCache })
     this.from.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.forward, this.reverse, this.onDelete.from, this.from) })
     this.to.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.reverse, this.forward, this.onDelete.to, this.to) })
   }
@@ -138,7 +142,9 @@ export class RelationModel {
     if (options === undefined) options = {}
     if (options === null || typeof options !== 'object') throw invalid('Relation queries take an options object')
     keyed.keyOf(id)
+    const whole = space.listCache !== null && prepare === undefined && !RANGE_OPTIONS.some(name => options[name] !== undefined)
     return new Query({
+      list: whole ? () => space.keysUnder(id) : undefined,
       root: this.root,
       space,
       bounds: tupleBounds([id], options),

@@ -1,4 +1,6 @@
-import { bytesToBinaryString } from './tuple.js'
+import { bytesToBinaryString, decode } from './tuple.js'
+import { tupleBounds } from './bounds.js'
+import { ReadCache } from './read-cache.js'
 import { levelkitError, codes } from './errors.js'
 
 // Enough for the sequences of many parents; past it the cache starts over.
@@ -25,11 +27,14 @@ export class Space {
    * @param {import('abstract-level').AbstractLevel<any, any, any>} root
    * @param {string} name
    * @param {'utf8' | 'view'} valueEncoding
-   * @param {{ cache?: boolean, readCache?: number }} [options]
+   * @param {{ cache?: boolean, readCache?: number, listCache?: number }} [options]
    *   `cache`: cache values the write path decides (sequences): it is the
    *   only writer, so the cache stays exact.
    *   `readCache`: keep up to this many values read with getSync() (0: none);
-   *   the write path updates them as its batches are written
+   *   the write path updates them as its batches are written.
+   *   `listCache`: keep up to this many lists of keys under a first tuple
+   *   element (a relation's edges from one id); a write under that element
+   *   drops its list
    */
   constructor (root, name, valueEncoding, options) {
     this.name = name
@@ -38,14 +43,20 @@ export class Space {
     /**
      * Written values (undefined: absent) by bytesToBinaryString(key), filled
      * by synchronous reads only, so a read that started before a batch can
-     * never put back what that batch replaced. Two generations: when the
-     * recent one is half the limit it becomes the older one and the previous
-     * older one is dropped; a hit in the older one moves to the recent one.
-     * (Evicting one by one from a Map is slow: deleted entries stay in its
-     * table until it is rebuilt.)
-     * @type {{ limit: number, recent: Map<string, any>, older: Map<string, any> } | null}
+     * never put back what that batch replaced.
+     * @type {ReadCache | null}
      */
-    this.readCache = options?.readCache ? { limit: options.readCache, recent: new Map(), older: new Map() } : null
+    this.readCache = options?.readCache ? new ReadCache(options.readCache) : null
+    /**
+     * Raw keys under a prefix (bytesToBinaryString of the prefix), as read
+     * by an iterator. An iterator is not synchronous: a list is kept only if
+     * no write to this space was written while it was read (listVersion).
+     * @type {ReadCache | null}
+     */
+    this.listCache = options?.listCache ? new ReadCache(options.listCache) : null
+    this.listVersion = 0
+    /** Whether the write path must tell this space about written ops. */
+    this.cachesWrites = this.readCache !== null || this.listCache !== null
     this.valueEncoding = valueEncoding
     /** @type {any} keys are Uint8Array, values string or Uint8Array per valueEncoding */
     this.sublevel = root.sublevel(name, { keyEncoding: 'view', valueEncoding })
@@ -80,11 +91,39 @@ export class Space {
    * @param {import('./transaction.js').Op} op
    */
   written (op) {
-    const { recent, older } = /** @type {NonNullable<Space['readCache']>} */ (this.readCache)
-    const name = bytesToBinaryString(op.key)
-    const value = op.type === 'put' ? op.value : undefined
-    if (recent.has(name)) recent.set(name, value)
-    if (older.has(name)) older.set(name, value)
+    if (this.readCache !== null) this.readCache.update(bytesToBinaryString(op.key), op.type === 'put' ? op.value : undefined)
+    if (this.listCache !== null) {
+      this.listVersion++
+      if (this.listCache.size > 0) {
+        let head
+        try {
+          head = /** @type {unknown[]} */ (decode(op.key))[0]
+        } catch {
+          // A malformed key (a repair deleting it): drop every list.
+          this.listCache = new ReadCache(this.listCache.limit)
+          return
+        }
+        this.listCache.delete(listName(head))
+      }
+    }
+  }
+
+  /**
+   * The raw keys under the tuple prefix [head], from the list cache or read
+   * (and remembered when no write landed meanwhile).
+   * @param {unknown} head
+   * @returns {Promise<Uint8Array[]>}
+   */
+  async keysUnder (head) {
+    const listCache = /** @type {ReadCache} */ (this.listCache)
+    const bounds = tupleBounds([head], {})
+    const name = bytesToBinaryString(/** @type {Uint8Array} */ (bounds.gte))
+    const hit = listCache.lookup(name)
+    if (hit !== undefined) return hit[0]
+    const version = this.listVersion
+    const keys = await this.sublevel.keys(bounds).all()
+    if (this.listVersion === version) listCache.set(name, keys)
+    return keys
   }
 
   /**
@@ -102,15 +141,10 @@ export class Space {
       const readCache = this.readCache
       if (readCache === null || options !== undefined) return sublevel.getSync(key, options)
       const name = bytesToBinaryString(key)
-      let value = readCache.recent.get(name)
-      if (value !== undefined || readCache.recent.has(name)) return value
-      value = readCache.older.get(name)
-      if (value === undefined && !readCache.older.has(name)) value = sublevel.getSync(key)
-      readCache.recent.set(name, value)
-      if (readCache.recent.size * 2 >= readCache.limit) {
-        readCache.older = readCache.recent
-        readCache.recent = new Map()
-      }
+      const hit = readCache.lookup(name)
+      if (hit !== undefined) return hit[0]
+      const value = sublevel.getSync(key)
+      readCache.set(name, value)
       return value
     }
     assertNotClosed(sublevel)
@@ -127,4 +161,9 @@ export function assertNotClosed (db) {
   if (db.status === 'closed' || db.status === 'closing') {
     throw levelkitError(codes.NOT_OPEN, 'The database is closed')
   }
+}
+
+/** The list cache's name for the keys under [head]. @param {unknown} head */
+function listName (head) {
+  return bytesToBinaryString(/** @type {Uint8Array} */ (tupleBounds([head], {}).gte))
 }

@@ -247,7 +247,7 @@ export class Writer {
               : { type: 'del', key: op.key, sublevel: op.sublevel }
           }
           await this.#root.batch(ops)
-          for (const op of group.ops) if (op.space.readCache !== null) op.space.written(op)
+          for (const op of group.ops) if (op.space.cachesWrites) op.space.written(op)
           this.#forget(group)
           group.resolve()
           this.#notify(group.ops)

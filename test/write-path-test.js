@@ -205,7 +205,7 @@ test('the read cache serves only what is on disk: not a failed write, not a repl
   for (const name of ['a', 'b', 'c', 'd', 'e']) ids.push(await users.insert({ name }))
   for (const id of ids) await users.get(id)
   const records = modelSpace(db, 'users')
-  const held = records.readCache.recent.size + records.readCache.older.size
+  const held = records.readCache.size
   t.ok(held <= 3, `at most readCache values per namespace (${held})`)
 
   t.is((await users.getBy('name', 'e')).id, ids[4], 'cached: the last records read')
@@ -240,4 +240,49 @@ test('the read cache serves only what is on disk: not a failed write, not a repl
 /** The records namespace of a collection, for looking at its cache. @param {any} db @param {string} name */
 function modelSpace (db, name) {
   return db.models().find((/** @type {any} */ m) => m.kind === 'collection' && m.model.name === name).model.records
+}
+
+test('cached relation lists follow every written edge, even one written while the list was read', async t => {
+  for (const backend of ['memory', 'leveldb']) {
+    const db = backend === 'memory'
+      ? await open({ backend: 'memory' })
+      : await open({ backend: 'leveldb', location: await tempLocation() })
+    const users = db.collection('users')
+    const groups = db.collection('groups')
+    const members = db.relation('members', { from: groups, to: users })
+    const u = await users.insert({})
+    const gs = []
+    for (let i = 0; i < 30; i++) gs.push(await groups.insert({}))
+    let stale = 0
+    const expected = new Set()
+    for (const g of gs) {
+      // A list read racing with the add: whatever it returns, the next read
+      // after the add has resolved must include the new edge.
+      const racing = members.from(u).all()
+      await members.add(g, u)
+      expected.add(g)
+      await racing
+      const after = await members.from(u).all()
+      if (after.length !== expected.size || !after.every(id => expected.has(id))) stale++
+    }
+    for (const g of gs.slice(0, 10)) {
+      const racing = members.to(g).all()
+      await members.remove(g, u)
+      expected.delete(g)
+      await racing
+      if ((await members.to(g).all()).length !== 0) stale++
+      if ((await members.from(u).all()).length !== expected.size) stale++
+    }
+    t.is(stale, 0, `${backend}: no stale list after 40 writes racing with reads`)
+    t.same(await members.from(u, { limit: 5 }).all(), gs.slice(10, 15), `${backend}: limited queries read the range as before`)
+    t.same(await members.from(u, { reverse: true, limit: 2 }).all(), [gs[29], gs[28]])
+    await db.close()
+  }
+})
+
+async function tempLocation () {
+  const { mkdtemp } = await import('node:fs/promises')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  return mkdtemp(join(tmpdir(), 'levelkit-write-path-'))
 }
