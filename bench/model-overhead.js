@@ -43,6 +43,7 @@ import { fileURLToPath } from 'node:url'
 import { ClassicLevel } from 'classic-level'
 import { open } from '../index.js'
 import { encode, decode, compareBytes } from '../lib/tuple.js'
+import { prng } from './lib/prng.js'
 
 const require = createRequire(import.meta.url)
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -80,16 +81,6 @@ const LABELS = {
 
 // ---------------------------------------------------------------------------
 // Deterministic data, generated before timing and shared by both sides.
-
-function prng (seed) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let t = seed
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 function makeWorkload (n, seed) {
   const random = prng(seed)

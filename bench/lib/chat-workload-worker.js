@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url'
 import { Progress } from './progress.js'
 import { openLevelkit, openSqlite } from './chat-workload-sides.js'
 import { hashPassword } from '#passwords'
+import { prng } from './prng.js'
 
 /**
  * @typedef {{
@@ -24,20 +25,6 @@ import { hashPassword } from '#passwords'
  * }} Config
  * @typedef {import('./chat-workload-sides.js').Side} Side
  */
-
-/** mulberry32, the same seeded PRNG as test/util/prng.js. @param {number} seed */
-function prng (seed) {
-  let a = seed >>> 0
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = a
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-  next.int = (/** @type {number} */ k) => Math.floor(next() * k)
-  return next
-}
 
 const WORDS = ['hello', 'there', 'ok', 'see', 'you', 'tomorrow', 'lunch', 'deploy', 'is', 'done', 'the', 'build', 'broke', 'again', 'thanks', 'sure', 'meeting', 'at', 'noon', 'coffee', 'ship', 'it', 'review', 'please', 'why', 'not', 'sqlite', 'level']
 

@@ -134,23 +134,7 @@ export function dirSize (dir) {
   return total
 }
 
-/**
- * A small seeded PRNG (mulberry32), so data sets are the same from run to
- * run and from layout to layout.
- * @param {number} seed
- */
-export function prng (seed) {
-  let a = seed >>> 0
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = a
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-  next.int = (/** @type {number} */ n) => Math.floor(next() * n)
-  return next
-}
+export { prng } from './prng.js'
 
 const WORDS = ['hello', 'ok', 'see', 'you', 'at', 'the', 'meeting', 'tomorrow', 'thanks', 'sure', 'lunch', 'deploy', 'is', 'done', 'can', 'we', 'talk', 'later', 'great', 'news', 'ship', 'it', 'why', 'not', 'fixed', 'review', 'please', 'Zürich', 'café', '👍']
 
