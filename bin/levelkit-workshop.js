@@ -4,7 +4,7 @@ import { main } from '../workshop/lib/cli.js'
 
 // `levelkit-workshop list | head` closes the pipe early: that is not an error.
 process.stdout.on('error', (err) => {
-  if (err.code === 'EPIPE') process.exit(0)
+  if (/** @type {NodeJS.ErrnoException} */ (err).code === 'EPIPE') process.exit(0)
   throw err
 })
 

@@ -20,10 +20,45 @@ function zeroCounts () {
  */
 
 /**
+ * The iterator methods an implementation provides (abstract-level's
+ * implementer interface): the public next()/nextv()/all() and async
+ * iteration all end up in these. Not part of abstract-level's types.
+ * @typedef {{
+ *   _next (...args: any[]): Promise<any>,
+ *   _nextv (...args: any[]): Promise<any[]>,
+ *   _all (...args: any[]): Promise<any[]>
+ * }} PrivateIterator
+ */
+
+/**
+ * The private methods of memory-level that InstrumentedLevel overrides and
+ * calls through `super` (abstract-level's implementer interface).
+ * @typedef {{
+ *   _get (key: any, options: any): Promise<any>,
+ *   _getSync (key: any, options: any): any,
+ *   _getMany (keys: any[], options: any): Promise<any[]>,
+ *   _put (key: any, value: any, options: any): Promise<void>,
+ *   _del (key: any, options: any): Promise<void>,
+ *   _batch (operations: any[], options: any): Promise<void>,
+ *   _iterator (options: any): PrivateIterator,
+ *   _keys (options: any): PrivateIterator,
+ *   _values (options: any): PrivateIterator
+ * }} PrivateMethods
+ */
+
+/**
+ * MemoryLevel itself, typed with its private methods: memory-level's types
+ * declare only the public API, so this is the one place they are reached
+ * through `any`. At runtime this is exactly MemoryLevel.
+ * @type {new (options?: any) => MemoryLevel<string, string> & PrivateMethods}
+ */
+const MemoryLevelWithPrivates = /** @type {any} */ (MemoryLevel)
+
+/**
  * A memory-level that counts what it is asked to do. Memory-level does not
  * prefetch, so "entries read" is exactly what the learner's range pulled.
  */
-export class InstrumentedLevel extends MemoryLevel {
+export class InstrumentedLevel extends MemoryLevelWithPrivates {
   /** @param {any} [options] */
   constructor (options) {
     super(options)
@@ -39,12 +74,15 @@ export class InstrumentedLevel extends MemoryLevel {
     this.counts = zeroCounts()
   }
 
-  /** Run fn and return what it changed in the counters. */
+  /**
+   * Run fn and return what it changed in the counters.
+   * @param {() => any} fn
+   */
   async measure (fn) {
     const before = { ...this.counts }
     const outcome = await attempt(fn)
-    const counts = {}
-    for (const key of Object.keys(before)) counts[key] = this.counts[key] - before[key]
+    const counts = /** @type {Counts} */ ({})
+    for (const key of /** @type {Array<keyof Counts>} */ (Object.keys(before))) counts[key] = this.counts[key] - before[key]
     return { ...outcome, counts }
   }
 
@@ -53,6 +91,7 @@ export class InstrumentedLevel extends MemoryLevel {
     if (ms > 0) await new Promise(resolve => setTimeout(resolve, ms))
   }
 
+  /** @param {any} key @param {any} options */
   async _get (key, options) {
     this.counts.gets++
     // Read first, answer late: like a slow disk, the value is the one at the
@@ -63,11 +102,13 @@ export class InstrumentedLevel extends MemoryLevel {
     return value
   }
 
+  /** @param {any} key @param {any} options */
   _getSync (key, options) {
     this.counts.gets++
     return super._getSync(key, options)
   }
 
+  /** @param {any[]} keys @param {any} options */
   async _getMany (keys, options) {
     this.counts.gets += keys.length
     const values = await super._getMany(keys, options)
@@ -75,16 +116,19 @@ export class InstrumentedLevel extends MemoryLevel {
     return values
   }
 
+  /** @param {any} key @param {any} value @param {any} options */
   async _put (key, value, options) {
     this.counts.puts++
     return super._put(key, value, options)
   }
 
+  /** @param {any} key @param {any} options */
   async _del (key, options) {
     this.counts.dels++
     return super._del(key, options)
   }
 
+  /** @param {any[]} operations @param {any} options */
   async _batch (operations, options) {
     this.counts.batches++
     if (this.failBatch && operations.some(this.failBatch)) {
@@ -93,20 +137,27 @@ export class InstrumentedLevel extends MemoryLevel {
     return super._batch(operations, options)
   }
 
+  /** @param {any} options */
   _iterator (options) {
     return this.#count(super._iterator(options))
   }
 
+  /** @param {any} options */
   _keys (options) {
     return this.#count(super._keys(options))
   }
 
+  /** @param {any} options */
   _values (options) {
     return this.#count(super._values(options))
   }
 
-  // Wrap the private read methods of one iterator instance: the public
-  // next()/nextv()/all() and async iteration all end up in these.
+  /**
+   * Wrap the private read methods of one iterator instance: the public
+   * next()/nextv()/all() and async iteration all end up in these.
+   * @param {PrivateIterator} iterator
+   * @returns {PrivateIterator}
+   */
   #count (iterator) {
     const counts = () => this.counts
     counts().iterators++
@@ -138,7 +189,7 @@ export class InstrumentedLevel extends MemoryLevel {
  * @param {any} op
  */
 export function opKeyString (op) {
-  const text = (k) => typeof k === 'string' ? k : Buffer.from(k).toString('latin1')
+  const text = (/** @type {string | Uint8Array} */ k) => typeof k === 'string' ? k : Buffer.from(k).toString('latin1')
   // A root batch op routed with `sublevel` still carries the key the learner
   // gave (say a tuple array): encode it the way that sublevel will.
   const raw = op.sublevel && typeof op.key !== 'string' && !ArrayBuffer.isView(op.key)
@@ -157,7 +208,7 @@ export function opKeyString (op) {
  * @returns {() => void} removes the fault
  */
 export function failWritesTo (db, match) {
-  const hook = (op) => {
+  const hook = (/** @type {any} */ op) => {
     const key = opKeyString(op)
     if (typeof match === 'string' ? key === match : match.test(key)) {
       throw new Error(`Injected write failure on ${key}`)
@@ -183,6 +234,7 @@ export async function dump (db) {
 
 const decoder = new TextDecoder('utf-8', { fatal: true })
 
+/** @param {Uint8Array} bytes */
 function show (bytes) {
   try {
     const text = decoder.decode(bytes)

@@ -7,6 +7,13 @@ import { isDeepStrictEqual } from 'node:util'
 /** The check kinds a verifier may declare (shown in the report). */
 export const kinds = Object.freeze(['result', 'state', 'behaviour', 'fault'])
 
+/**
+ * What a check returns: ok, or not with a message and optionally the
+ * expected and actual values (shown as a diff).
+ * @typedef {{ ok: boolean, message?: string, expected?: any, actual?: any }} CheckResult
+ */
+
+/** @returns {CheckResult} */
 export function pass () {
   return { ok: true }
 }
@@ -16,6 +23,7 @@ export function pass () {
  * @param {{ expected?: any, actual?: any }} [values] shown as a diff
  */
 export function fail (message, values) {
+  /** @type {CheckResult} */
   const result = { ok: false, message }
   if (values && 'expected' in values) result.expected = values.expected
   if (values && 'actual' in values) result.actual = values.actual

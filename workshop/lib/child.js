@@ -18,12 +18,17 @@ const packageRoot = fileURLToPath(new URL('../../', import.meta.url))
 const inside = relative(packageRoot, moduleFile)
 if (inside.startsWith('..') || isAbsolute(inside)) register('./resolve-hook.js', import.meta.url)
 const seed = Number(seedText)
+/** @type {string[]} */
 const tempDirs = []
 
+/**
+ * The child is always forked with an IPC channel, so process.send exists.
+ * @param {any} message
+ */
 function send (message) {
   // Exit as soon as the message is out: the learner may have left a database
   // or a timer open, and that must not turn into a timeout.
-  process.send(message, () => cleanup().finally(() => process.exit(0)))
+  /** @type {NonNullable<typeof process.send>} */ (process.send)(message, () => cleanup().finally(() => process.exit(0)))
 }
 
 async function cleanup () {
@@ -36,11 +41,11 @@ async function main () {
   try {
     mod = await import(pathToFileURL(moduleFile).href)
   } catch (err) {
-    return send({ error: { stage: 'load', ...describeError(err), stack: err && err.stack } })
+    return send({ error: { stage: 'load', ...describeError(err), stack: err && /** @type {any} */ (err).stack } })
   }
-  const missing = verifier.functions.filter(name => typeof mod[name] !== 'function')
+  const missing = verifier.functions.filter((/** @type {string} */ name) => typeof mod[name] !== 'function')
   if (missing.length) {
-    const message = `The module must export ${missing.map(n => `a function named ${n}`).join(', ')} (e.g. export async function ${missing[0]} (...) {})`
+    const message = `The module must export ${missing.map((/** @type {string} */ n) => `a function named ${n}`).join(', ')} (e.g. export async function ${missing[0]} (...) {})`
     return send({ error: { stage: 'exports', name: 'Error', message } })
   }
   const scenario = verifier.scenario(createRandom(deriveSeed(seed, 'scenario')))
@@ -60,7 +65,7 @@ async function main () {
     const observation = await verifier.exec(context)
     send({ observation })
   } catch (err) {
-    send({ error: { stage: 'exec', ...describeError(err), stack: err && err.stack } })
+    send({ error: { stage: 'exec', ...describeError(err), stack: err && /** @type {any} */ (err).stack } })
   }
 }
 

@@ -48,6 +48,20 @@ class UsageError extends Error {
  * @property {{ isTTY?: boolean }} stdin
  */
 
+/** @typedef {ReturnType<typeof parse>} Options */
+
+/**
+ * What every command gets: the parsed options (json as wantJson), the
+ * streams, the colours, and how to print.
+ * @typedef {Omit<Options, 'json'> & {
+ *   wantJson: boolean,
+ *   io: IO,
+ *   c: ReturnType<typeof colours>,
+ *   out: (text: string) => void,
+ *   emit: (value: any) => void
+ * }} Context
+ */
+
 /**
  * @param {string[]} argv
  * @param {IO} [io]
@@ -59,10 +73,10 @@ export async function main (argv, io = { stdout: process.stdout, stderr: process
   try {
     options = parse(argv)
   } catch (err) {
-    return usage(io, err.message)
+    return usage(io, /** @type {Error} */ (err).message)
   }
-  const out = (text) => io.stdout.write(text.endsWith('\n') ? text : text + '\n')
-  const emit = (value) => out(JSON.stringify(value, jsonReplacer, 2))
+  const out = (/** @type {string} */ text) => io.stdout.write(text.endsWith('\n') ? text : text + '\n')
+  const emit = (/** @type {any} */ value) => out(JSON.stringify(value, jsonReplacer, 2))
   const { json: wantJson, ...rest } = options
   const ctx = { ...rest, wantJson, io, c, out, emit }
   try {
@@ -70,11 +84,12 @@ export async function main (argv, io = { stdout: process.stdout, stderr: process
     if (!command) throw new UsageError(`Unknown command: ${options.command}. Run \`${NAME} help\`.`)
     return await command(ctx)
   } catch (err) {
-    if (err && err.code === 'WORKSHOP_USAGE') return usage(io, err.message, options.json)
+    if (err && /** @type {any} */ (err).code === 'WORKSHOP_USAGE') return usage(io, /** @type {Error} */ (err).message, options.json)
     throw err
   }
 }
 
+/** @param {string[]} argv */
 function parse (argv) {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -95,6 +110,7 @@ function parse (argv) {
   return { command, args: positionals.slice(1), json: values.json, seed, timeout, exerciseOption: values.exercise }
 }
 
+/** @param {IO} io @param {string} message */
 function usage (io, message, asJson = false) {
   if (asJson) io.stdout.write(JSON.stringify({ error: message }) + '\n')
   io.stderr.write(`${NAME}: ${message}\n`)
@@ -102,18 +118,21 @@ function usage (io, message, asJson = false) {
 }
 
 // Uint8Arrays and undefined are shown the way verify shows them.
+/** @param {string} key @param {any} value */
 function jsonReplacer (key, value) {
   if (value === undefined) return '[undefined]'
   if (value instanceof Uint8Array) return `[bytes ${Buffer.from(value).toString('hex')}]`
   return value
 }
 
+/** @param {string} query */
 function requireExercise (query) {
   const exercise = findExercise(query)
   if (!exercise) throw new UsageError(`Unknown exercise: ${JSON.stringify(String(query))}. Run \`${NAME} list\` to see them.`)
   return exercise
 }
 
+/** @param {Context} ctx */
 function currentExercise (ctx) {
   if (ctx.exerciseOption !== undefined) return requireExercise(ctx.exerciseOption)
   const { current } = readProgress()
@@ -122,6 +141,10 @@ function currentExercise (ctx) {
   return exercise
 }
 
+/**
+ * @param {import('./exercises.js').Exercise} exercise
+ * @param {import('./progress.js').Progress} progress
+ */
 function describe (exercise, progress) {
   return {
     number: exercise.number,
@@ -132,6 +155,10 @@ function describe (exercise, progress) {
   }
 }
 
+/**
+ * @param {import('./progress.js').Progress} progress
+ * @param {ReturnType<typeof colours>} c
+ */
 export function listLines (progress, c) {
   return listExercises().map((exercise) => {
     const done = progress.completed.includes(exercise.id)
@@ -141,6 +168,7 @@ export function listLines (progress, c) {
   })
 }
 
+/** @param {Context} ctx @param {import('./exercises.js').Exercise} exercise */
 async function printProblem (ctx, exercise) {
   const text = readFileSync(exercise.problemFile, 'utf8')
   const total = listExercises().length
@@ -149,12 +177,14 @@ async function printProblem (ctx, exercise) {
   ctx.out(ctx.c.dim(`Run your solution with \`${NAME} run <file>\`, check it with \`${NAME} verify <file>\`.`))
 }
 
+/** @param {Context} ctx @param {import('./exercises.js').Exercise} exercise */
 async function select (ctx, exercise) {
   updateProgress(p => { p.current = exercise.id })
   if (ctx.wantJson) return ctx.emit({ selected: describe(exercise, readProgress()), problem: readFileSync(exercise.problemFile, 'utf8') })
   await printProblem(ctx, exercise)
 }
 
+/** @type {Record<string, (ctx: Context) => Promise<number>>} */
 const commands = {
   async menu (ctx) {
     if (ctx.io.stdin.isTTY && ctx.io.stdout.isTTY && !ctx.wantJson) {
@@ -279,6 +309,7 @@ const commands = {
   }
 }
 
+/** @param {Context} ctx @param {string} command */
 function requireFile (ctx, command) {
   if (!ctx.args[0]) throw new UsageError(`${command} needs the file of your solution, e.g. \`${NAME} ${command} solution.js\``)
   return ctx.args[0]

@@ -28,7 +28,8 @@ export function listExercises () {
   cache = readdirSync(exercisesDir, { withFileTypes: true })
     .filter(entry => entry.isDirectory() && /^\d+-[a-z0-9_]+$/.test(entry.name))
     .map(entry => {
-      const [, nn, id] = /^(\d+)-(.+)$/.exec(entry.name)
+      // The filter above matched this name.
+      const [, nn, id] = /** @type {RegExpExecArray} */ (/^(\d+)-(.+)$/.exec(entry.name))
       const dir = join(exercisesDir, entry.name)
       const problemFile = join(dir, 'problem.md')
       const heading = existsSync(problemFile) ? /^#\s+(.+)$/m.exec(readFileSync(problemFile, 'utf8')) : null
@@ -56,7 +57,7 @@ export function findExercise (query) {
   const text = String(query).trim()
   const exercises = listExercises()
   if (/^\d+$/.test(text)) return exercises.find(e => e.number === Number(text))
-  const norm = (s) => s.toLowerCase().replace(/[\s_-]+/g, '')
+  const norm = (/** @type {string} */ s) => s.toLowerCase().replace(/[\s_-]+/g, '')
   return exercises.find(e => norm(e.id) === norm(text) || norm(e.title) === norm(text) || norm(`${String(e.number).padStart(2, '0')}-${e.id}`) === norm(text))
 }
 

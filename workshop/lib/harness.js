@@ -19,7 +19,8 @@ export const defaultTimeout = 10000
 export function runModule ({ exercise, file, seed, timeout = defaultTimeout }) {
   const started = Date.now()
   return new Promise((resolve) => {
-    const child = fork(childFile, [exercise.verifyFile, resolvePath(file), String(seed)], {
+    // Typed by the stdio below: stdout and stderr are pipes, never null.
+    const child = /** @type {import('node:child_process').ChildProcessByStdio<null, import('node:stream').Readable, import('node:stream').Readable>} */ (fork(childFile, [exercise.verifyFile, resolvePath(file), String(seed)], {
       // 'advanced' keeps undefined, Uint8Array, Map... intact across IPC.
       serialization: 'advanced',
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -27,8 +28,9 @@ export function runModule ({ exercise, file, seed, timeout = defaultTimeout }) {
       // notice for module hooks (used to resolve their imports) is noise.
       execArgv: ['--disable-warning=ExperimentalWarning'],
       env: { ...process.env, NODE_OPTIONS: '' }
-    })
+    }))
     let output = ''
+    /** @type {any} the child's one message: { observation } or { error } */
     let message = null
     let settled = false
     child.stdout.on('data', (chunk) => { output += chunk })
@@ -38,6 +40,7 @@ export function runModule ({ exercise, file, seed, timeout = defaultTimeout }) {
       finish({ error: { stage: 'timeout', name: 'Timeout', message: `Did not finish within ${timeout} ms (killed). Did a promise never settle, or a function never return?` } })
       child.kill('SIGKILL')
     }, timeout)
+    /** @param {{ observation?: any, error?: any }} result */
     function finish (result) {
       if (settled) return
       settled = true
@@ -64,8 +67,8 @@ export function runModule ({ exercise, file, seed, timeout = defaultTimeout }) {
 export async function verifyFile ({ exercise, file, seed = freshSeed(), timeout = defaultTimeout, referenceCache }) {
   const path = resolvePath(file)
   if (!existsSync(path)) {
-    const err = new Error(`No such file: ${file}`)
-    // @ts-ignore a usage error, not a failed verify
+    // A usage error, not a failed verify.
+    const err = /** @type {Error & { code?: string }} */ (new Error(`No such file: ${file}`))
     err.code = 'WORKSHOP_USAGE'
     throw err
   }
@@ -84,14 +87,15 @@ export async function verifyFile ({ exercise, file, seed = freshSeed(), timeout 
     throw new Error(`The reference solution of ${exercise.id} failed (a bug in the workshop, seed ${seed}): ${reference.error.message}\n${reference.output}`)
   }
   const scenario = scenarioFor(verifier, seed)
-  const checks = verifier.checks.map((check) => {
+  /** @type {Array<import('./checks.js').CheckResult & { id: string, kind: string, title: string, skipped?: boolean }>} */
+  const checks = verifier.checks.map((/** @type {any} */ check) => {
     const base = { id: check.id, kind: check.kind, title: check.title }
     if (learner.error) return { ...base, ok: false, skipped: true, message: 'not checked: your module did not run to the end (see above)' }
     try {
       const result = check.check({ learner: learner.observation, reference: reference.observation, scenario }) || { ok: true }
       return { ...base, ...result }
     } catch (err) {
-      return { ...base, ok: false, message: `could not evaluate this check on your results: ${err.message}` }
+      return { ...base, ok: false, message: `could not evaluate this check on your results: ${/** @type {any} */ (err).message}` }
     }
   })
   return {
@@ -113,8 +117,7 @@ export async function verifyFile ({ exercise, file, seed = freshSeed(), timeout 
 export async function runFile ({ exercise, file, seed = freshSeed(), timeout = defaultTimeout }) {
   const path = resolvePath(file)
   if (!existsSync(path)) {
-    const err = new Error(`No such file: ${file}`)
-    // @ts-ignore
+    const err = /** @type {Error & { code?: string }} */ (new Error(`No such file: ${file}`))
     err.code = 'WORKSHOP_USAGE'
     throw err
   }
@@ -124,6 +127,7 @@ export async function runFile ({ exercise, file, seed = freshSeed(), timeout = d
 }
 
 // The same derivation as the child's, so checks see the scenario both ran on.
+/** @param {any} verifier @param {number} seed */
 function scenarioFor (verifier, seed) {
   return verifier.scenario(createRandom(deriveSeed(seed, 'scenario')))
 }

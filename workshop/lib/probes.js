@@ -4,7 +4,9 @@
 import { InstrumentedLevel, failWritesTo } from './backends.js'
 import { encodeTuple } from '../../index.js'
 
-const latin1 = (k) => typeof k === 'string' ? k : Buffer.from(k).toString('latin1')
+/** @typedef {{ key?: string, value?: string }} LogEntry */
+
+const latin1 = (/** @type {string | Uint8Array} */ k) => typeof k === 'string' ? k : Buffer.from(k).toString('latin1')
 
 /**
  * Make every write of one tuple key in one sublevel fail, through a root
@@ -29,22 +31,30 @@ export class RecordingLevel extends InstrumentedLevel {
   /** @param {any} [options] */
   constructor (options) {
     super(options)
-    /** @type {null | Array<{ key?: string, value?: string }>} */
+    /** @type {null | LogEntry[]} */
     this.log = null
   }
 
+  /** @param {any} options */
   _iterator (options) {
-    return this.#record(super._iterator(options), (item) => ({ key: latin1(item[0]), value: text(item[1]) }))
+    return this.#record(super._iterator(options), (/** @type {[any, any]} */ item) => ({ key: latin1(item[0]), value: text(item[1]) }))
   }
 
+  /** @param {any} options */
   _keys (options) {
-    return this.#record(super._keys(options), (key) => ({ key: latin1(key) }))
+    return this.#record(super._keys(options), (/** @type {any} */ key) => ({ key: latin1(key) }))
   }
 
+  /** @param {any} options */
   _values (options) {
-    return this.#record(super._values(options), (value) => ({ value: text(value) }))
+    return this.#record(super._values(options), (/** @type {any} */ value) => ({ value: text(value) }))
   }
 
+  /**
+   * @param {import('./backends.js').PrivateIterator} iterator
+   * @param {(item: any) => LogEntry} entry
+   * @returns {import('./backends.js').PrivateIterator}
+   */
   #record (iterator, entry) {
     const log = () => this.log
     const next = iterator._next
@@ -52,23 +62,24 @@ export class RecordingLevel extends InstrumentedLevel {
     const all = iterator._all
     iterator._next = async function (...args) {
       const item = await next.apply(this, args)
-      if (item !== undefined && log()) log().push(entry(item))
+      if (item !== undefined && log()) /** @type {LogEntry[]} */ (log()).push(entry(item))
       return item
     }
     iterator._nextv = async function (...args) {
       const items = await nextv.apply(this, args)
-      if (log()) for (const item of items) log().push(entry(item))
+      if (log()) for (const item of items) /** @type {LogEntry[]} */ (log()).push(entry(item))
       return items
     }
     iterator._all = async function (...args) {
       const items = await all.apply(this, args)
-      if (log()) for (const item of items) log().push(entry(item))
+      if (log()) for (const item of items) /** @type {LogEntry[]} */ (log()).push(entry(item))
       return items
     }
     return iterator
   }
 }
 
+/** @param {string | Uint8Array | undefined} v */
 function text (v) {
   if (v === undefined) return undefined
   return typeof v === 'string' ? v : Buffer.from(v).toString('utf8')

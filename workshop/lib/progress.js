@@ -31,7 +31,7 @@ export function readProgress (file = progressFile()) {
   try {
     text = readFileSync(file, 'utf8')
   } catch (err) {
-    if (err.code === 'ENOENT') return empty()
+    if (/** @type {NodeJS.ErrnoException} */ (err).code === 'ENOENT') return empty()
     throw err
   }
   let data
@@ -46,7 +46,7 @@ export function readProgress (file = progressFile()) {
   return {
     version: PROGRESS_VERSION,
     current: typeof data.current === 'string' ? data.current : null,
-    completed: Array.isArray(data.completed) ? data.completed.filter(x => typeof x === 'string') : []
+    completed: Array.isArray(data.completed) ? data.completed.filter((/** @type {unknown} */ x) => typeof x === 'string') : []
   }
 }
 
@@ -76,9 +76,9 @@ export function resetProgress (file = progressFile()) {
   rmSync(file, { force: true })
 }
 
+/** @param {string} message */
 function usageError (message) {
-  const err = new Error(message)
-  // @ts-ignore
+  const err = /** @type {Error & { code?: string }} */ (new Error(message))
   err.code = 'WORKSHOP_USAGE'
   return err
 }

@@ -14,8 +14,11 @@ export function createRandom (seed) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
+  /** @param {number} min @param {number} max an integer from min to max, both included */
   const int = (min, max) => min + Math.floor(next() * (max - min + 1))
+  /** @template T @param {readonly T[]} items @returns {T} */
   const pick = (items) => items[int(0, items.length - 1)]
+  /** @template T @param {readonly T[]} items @returns {T[]} a shuffled copy */
   const shuffle = (items) => {
     const copy = items.slice()
     for (let i = copy.length - 1; i > 0; i--) {
@@ -31,6 +34,7 @@ export function createRandom (seed) {
     return out
   }
   // Distinct words: scenarios often need unique keys or names.
+  /** @param {number} count @param {number} [min] @param {number} [max] */
   const words = (count, min, max) => {
     const seen = new Set()
     while (seen.size < count) seen.add(word(min, max))

@@ -8,7 +8,7 @@ import { diffLines } from 'diff'
  */
 export function colours (stream) {
   const enabled = !process.env.NO_COLOR && (Boolean(process.env.FORCE_COLOR) || Boolean(stream && stream.isTTY))
-  const style = (format) => (text) => enabled ? styleText(format, text) : text
+  const style = (/** @type {Parameters<typeof styleText>[0]} */ format) => (/** @type {string} */ text) => enabled ? styleText(format, text) : text
   return {
     enabled,
     green: style('green'),
@@ -88,6 +88,7 @@ export function indent (text, n) {
   return String(text).split('\n').map(l => pad + l).join('\n')
 }
 
+/** @param {string} stack */
 function shortStack (stack) {
   return stack.split('\n').filter(l => !l.includes('/workshop/lib/') && !l.includes('node:internal')).slice(0, 6).join('\n')
 }
