@@ -5,7 +5,7 @@ import { assertName, layout } from './names.js'
 import { Space, assertNotClosed } from './space.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare } from './scope.js'
+import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after } from './scope.js'
 import { describe } from './collection.js'
 
 const ON_DELETE = ['cascade', 'restrict', 'purge']
@@ -251,19 +251,29 @@ export class Children extends ModelFace {
    * @param {unknown} parentId @param {unknown} value any JSON value
    * @returns {Promise<number>} its sequence number: 1 for the first child, then +1
    */
-  async append (parentId, value) {
-    const json = encodeJson(value, `Value for "${this.name}"`)
+  append (parentId, value) {
+    let json
+    try {
+      json = encodeJson(value, `Value for "${this.name}"`)
+    } catch (err) {
+      return Promise.reject(err)
+    }
     return writeThrough(this, tx => modelOf(this).append(tx, parentId, json))
   }
 
   /** Replace an existing child. @param {unknown} parentId @param {number} seq @param {unknown} value */
-  async put (parentId, seq, value) {
-    const json = encodeJson(value, `Value for "${this.name}"`)
+  put (parentId, seq, value) {
+    let json
+    try {
+      json = encodeJson(value, `Value for "${this.name}"`)
+    } catch (err) {
+      return Promise.reject(err)
+    }
     return writeThrough(this, tx => modelOf(this).put(tx, parentId, seq, json))
   }
 
   /** @param {unknown} parentId @param {number} seq @returns {Promise<boolean>} true if it existed */
-  async del (parentId, seq) {
+  del (parentId, seq) {
     return writeThrough(this, tx => modelOf(this).del(tx, parentId, seq))
   }
 
@@ -310,11 +320,19 @@ export class Children extends ModelFace {
   }
 
   /** The last sequence number handed out for `parentId` (0 if none). @param {unknown} parentId */
-  async lastSeq (parentId) {
-    const model = modelOf(this)
-    const key = model.parent.keyOf(parentId)
-    const value = await readThrough(this, model.sequence, key)
-    return value === undefined || await model.isPurging(parentId, scopeOf(this)) ? 0 : Number(value)
+  lastSeq (parentId) {
+    try {
+      const model = modelOf(this)
+      const key = model.parent.keyOf(parentId)
+      return Promise.resolve(after(readThrough(this, model.sequence, key), value => {
+        if (value === undefined) return 0
+        // What isPurging() reads, without a promise when the read is synchronous.
+        if (model.purge === null) return Number(value)
+        return after(readThrough(this, model.purge, key), marker => marker === undefined ? Number(value) : 0)
+      }))
+    } catch (err) {
+      return Promise.reject(err)
+    }
   }
 
   /**

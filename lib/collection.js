@@ -6,7 +6,7 @@ import { Space, assertNotClosed } from './space.js'
 import { IndexSpec, NO_ENTRIES, diffEntries } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare } from './scope.js'
+import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after } from './scope.js'
 
 const SEQUENCE_KEY = encode('last')
 
@@ -312,14 +312,24 @@ export class CollectionModel {
  */
 export class Collection extends ModelFace {
   /** @param {object} record @returns {Promise<unknown>} the new id */
-  async insert (record) {
-    const json = recordJson(record, `Record for "${this.name}"`)
+  insert (record) {
+    let json
+    try {
+      json = recordJson(record, `Record for "${this.name}"`)
+    } catch (err) {
+      return Promise.reject(err)
+    }
     return writeThrough(this, tx => modelOf(this).insert(tx, json))
   }
 
   /** @param {unknown} id @param {object} record @returns {Promise<boolean>} true if created */
-  async put (id, record) {
-    const json = recordJson(record, `Record for "${this.name}"`)
+  put (id, record) {
+    let json
+    try {
+      json = recordJson(record, `Record for "${this.name}"`)
+    } catch (err) {
+      return Promise.reject(err)
+    }
     return writeThrough(this, tx => modelOf(this).put(tx, id, json))
   }
 
@@ -329,29 +339,45 @@ export class Collection extends ModelFace {
    * @param {unknown} id
    * @param {object | ((record: any) => object)} change
    */
-  async update (id, change) {
-    const arg = typeof change === 'function'
-      ? /** @type {(record: any) => any} */ (change)
-      : { json: recordJson(change, `Patch for "${this.name}"`), removed: Object.keys(change).filter(key => /** @type {any} */ (change)[key] === undefined) }
+  update (id, change) {
+    let arg
+    try {
+      arg = typeof change === 'function'
+        ? /** @type {(record: any) => any} */ (change)
+        : { json: recordJson(change, `Patch for "${this.name}"`), removed: Object.keys(change).filter(key => /** @type {any} */ (change)[key] === undefined) }
+    } catch (err) {
+      return Promise.reject(err)
+    }
     return writeThrough(this, tx => modelOf(this).update(tx, id, arg))
   }
 
   /** @param {unknown} id @returns {Promise<boolean>} true if a record was deleted */
-  async del (id) {
+  del (id) {
     return writeThrough(this, tx => modelOf(this).del(tx, id))
   }
 
   /** @param {unknown} id @returns {Promise<any>} the record, or undefined */
-  async get (id) {
-    const model = modelOf(this)
-    const key = model.keyOf(id)
-    const value = scopeOf(this) ? await readThrough(this, model.records, key) : (await model.readMany([key]))[0]
-    return value === undefined ? undefined : JSON.parse(value)
+  get (id) {
+    try {
+      const model = modelOf(this)
+      const key = model.keyOf(id)
+      if (scopeOf(this) === null) return model.readMany([key]).then(firstRecord)
+      return Promise.resolve(after(readThrough(this, model.records, key), parseStored))
+    } catch (err) {
+      return Promise.reject(err)
+    }
   }
 
   /** @param {unknown} id @returns {Promise<boolean>} */
-  async has (id) {
-    return (await this.get(id)) !== undefined
+  has (id) {
+    try {
+      const model = modelOf(this)
+      const key = model.keyOf(id)
+      if (scopeOf(this) === null) return model.readMany([key]).then(firstExists)
+      return Promise.resolve(after(readThrough(this, model.records, key), isDefined))
+    } catch (err) {
+      return Promise.reject(err)
+    }
   }
 
   /** @param {unknown[]} ids @returns {Promise<any[]>} records in the same order; undefined where missing */
@@ -477,6 +503,26 @@ export class Collection extends ModelFace {
  */
 function readOptions (snapshot) {
   return snapshot ? { snapshot, keyEncoding: 'view', valueEncoding: 'utf8' } : undefined
+}
+
+/** @param {string | undefined} value */
+function parseStored (value) {
+  return value === undefined ? undefined : JSON.parse(value)
+}
+
+/** @param {Array<string | undefined>} values */
+function firstRecord (values) {
+  return parseStored(values[0])
+}
+
+/** @param {Array<string | undefined>} values */
+function firstExists (values) {
+  return values[0] !== undefined
+}
+
+/** @param {unknown} value */
+function isDefined (value) {
+  return value !== undefined
 }
 
 /**

@@ -4,7 +4,7 @@ import { valueBounds } from './bounds.js'
 import { invalid } from './errors.js'
 import { assertName, layout } from './names.js'
 import { Space } from './space.js'
-import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare } from './scope.js'
+import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare, after } from './scope.js'
 import { describe } from './collection.js'
 
 /** @typedef {import('./transaction.js').Transaction} Transaction */
@@ -50,17 +50,19 @@ export class Counter extends ModelFace {
    * Add `delta` (default 1) to the counter at `key` and resolve with the new value.
    * @param {unknown} key @param {number} [delta]
    */
-  async add (key, delta = 1) {
-    if (!Number.isSafeInteger(delta)) throw invalid(`Counter "${this.name}": delta must be a safe integer, got ${describe(delta)}`)
+  add (key, delta = 1) {
+    if (!Number.isSafeInteger(delta)) return Promise.reject(invalid(`Counter "${this.name}": delta must be a safe integer, got ${describe(delta)}`))
     return writeThrough(this, tx => modelOf(this).add(tx, key, delta))
   }
 
   /** @param {unknown} key @returns {Promise<number>} the value (0 if never added to) */
-  async get (key) {
-    const model = modelOf(this)
-    const bytes = model.keyOf(key)
-    const value = await readThrough(this, model.space, bytes)
-    return value === undefined ? 0 : Number(value)
+  get (key) {
+    try {
+      const model = modelOf(this)
+      return Promise.resolve(after(readThrough(this, model.space, model.keyOf(key)), counterValue))
+    } catch (err) {
+      return Promise.reject(err)
+    }
   }
 
   /**
@@ -82,4 +84,9 @@ export class Counter extends ModelFace {
       load: entries => entries.map(([key, value]) => [decode(key), Number(value), key])
     }, options)
   }
+}
+
+/** @param {string | undefined} value */
+function counterValue (value) {
+  return value === undefined ? 0 : Number(value)
 }

@@ -137,11 +137,8 @@ export class Database {
       // Wait until no operation of the scope is pending, then close it in the
       // same continuation: an operation started later (a forgotten await)
       // is refused instead of being acknowledged without being committed.
-      let tail
-      do {
-        tail = tx.tail
-        await tail
-      } while (tail !== tx.tail)
+      let idle
+      while ((idle = tx.idle()) !== null) await idle
       tx.close()
       return result
     }))

@@ -4,7 +4,7 @@ import { assertName, layout } from './names.js'
 import { Space } from './space.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare } from './scope.js'
+import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare, after } from './scope.js'
 import { describe } from './collection.js'
 
 const EMPTY = ''
@@ -160,6 +160,11 @@ export class RelationModel {
   }
 }
 
+/** @param {unknown} value */
+function isDefined (value) {
+  return value !== undefined
+}
+
 /** @param {unknown} id */
 function isSequenceId (id) {
   return Number.isSafeInteger(id) && /** @type {number} */ (id) > 0
@@ -168,19 +173,23 @@ function isSequenceId (id) {
 /** The public face of a relation (one per relation, plus one per `in(w)` scope). */
 export class Relation extends ModelFace {
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} true if the edge is new */
-  async add (fromId, toId) {
+  add (fromId, toId) {
     return writeThrough(this, tx => modelOf(this).add(tx, fromId, toId))
   }
 
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} true if the edge existed */
-  async remove (fromId, toId) {
+  remove (fromId, toId) {
     return writeThrough(this, tx => modelOf(this).remove(tx, fromId, toId))
   }
 
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} */
-  async has (fromId, toId) {
-    const model = modelOf(this)
-    return (await readThrough(this, model.forward, model.forwardKey(fromId, toId))) !== undefined
+  has (fromId, toId) {
+    try {
+      const model = modelOf(this)
+      return Promise.resolve(after(readThrough(this, model.forward, model.forwardKey(fromId, toId)), isDefined))
+    } catch (err) {
+      return Promise.reject(err)
+    }
   }
 
   /**

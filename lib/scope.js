@@ -20,7 +20,7 @@ export function runWrite (writer, scope, fn) {
     if (refused) return Promise.reject(refused)
     return writer.run(fn)
   }
-  scope.assertOpen()
+  // atomic() refuses (with a rejected promise) once the scope has ended.
   return scope.atomic(fn)
 }
 
@@ -97,7 +97,8 @@ export function scopeOf (face) {
  * @returns {Promise<T>}
  */
 export function writeThrough (face, fn) {
-  return runWrite(modelOf(face).writer, scopeOf(face), fn)
+  const scope = scopeOf(face)
+  return scope === null ? runWrite(modelOf(face).writer, null, fn) : scope.atomic(fn)
 }
 
 /**
@@ -112,6 +113,17 @@ export function readThrough (face, space, key) {
   // Not async: callers await it, and a synchronous read needs no promise of its own.
   const scope = scopeOf(face)
   return scope ? scope.get(space, key) : space.read(key, modelOf(face).writer.syncReads)
+}
+
+/**
+ * `f(x)` for a value `x`, or a promise of `f` of what `x` resolves to: reads
+ * that return values synchronously are chained without a promise.
+ * @param {any} x
+ * @param {(value: any) => any} f
+ * @returns {any}
+ */
+export function after (x, f) {
+  return x instanceof Promise ? x.then(f) : f(x)
 }
 
 /**

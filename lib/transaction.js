@@ -23,31 +23,86 @@ export class Transaction {
     this.local = new Map()
     this.indexed = 0
     this.open = true
-    /** @type {Promise<unknown>} */
-    this.tail = Promise.resolve()
   }
+
+  /** operations of this scope started and not yet settled, queued ones included */
+  #pending = 0
+  /** @type {Array<{ fn: (tx: Transaction) => any, resolve: (value: any) => void, reject: (reason: any) => void }>} operations waiting for the running one, in call order */
+  #queue = []
+  /** @type {Promise<void> | null} */
+  #idle = null
+  /** @type {(() => void) | null} */
+  #idleResolve = null
 
   /**
    * Run one model operation inside this scope: after the previous one, and
-   * all-or-nothing (if it throws, the ops it added are taken back).
+   * all-or-nothing (if it throws, the ops it added are taken back). With no
+   * operation of the scope pending it starts at once, else it waits its turn.
    * @template T
    * @param {(tx: Transaction) => Promise<T> | T} fn
    * @returns {Promise<T>}
    */
   atomic (fn) {
-    const run = async () => {
-      this.assertOpen()
-      const mark = this.ops.length
+    if (this.#pending++ === 0) return /** @type {Promise<T>} */ (this.#start(fn, undefined, undefined))
+    return new Promise((resolve, reject) => { this.#queue.push({ fn, resolve, reject }) })
+  }
+
+  /**
+   * Start `fn` now. Without `resolve`, returns a promise of its result;
+   * with it, settles through `resolve`/`reject`. Either way the next queued
+   * operation starts only once this one has settled (and rolled back).
+   * @param {(tx: Transaction) => any} fn
+   * @param {((value: any) => void) | undefined} resolve
+   * @param {((reason: any) => void) | undefined} reject
+   * @returns {Promise<any> | undefined}
+   */
+  #start (fn, resolve, reject) {
+    const mark = this.ops.length
+    let result
+    if (!this.open) result = Promise.reject(closedError())
+    else {
       try {
-        return await fn(this)
+        result = fn(this)
       } catch (err) {
-        this.#rollback(mark)
-        throw err
+        result = Promise.reject(err)
       }
+      // Settled in a reaction even when `fn` is synchronous: the next
+      // queued operation then never starts inside this call.
+      if (!(result instanceof Promise)) result = Promise.resolve(result)
     }
-    const result = this.tail.then(run, run)
-    this.tail = result.catch(noop)
-    return result
+    if (resolve === undefined) {
+      return result.then(
+        value => { this.#settled(); return value },
+        err => { this.#rollback(mark); this.#settled(); throw err }
+      )
+    }
+    result.then(
+      value => { this.#settled(); resolve(value) },
+      err => { this.#rollback(mark); this.#settled(); /** @type {(reason: any) => void} */ (reject)(err) }
+    )
+  }
+
+  #settled () {
+    this.#pending--
+    const next = this.#queue.shift()
+    if (next !== undefined) {
+      this.#start(next.fn, next.resolve, next.reject)
+    } else if (this.#pending === 0 && this.#idleResolve !== null) {
+      const resolve = this.#idleResolve
+      this.#idle = this.#idleResolve = null
+      resolve()
+    }
+  }
+
+  /**
+   * A promise that resolves once no operation of this scope is running or
+   * queued, or null if none is now.
+   * @returns {Promise<void> | null}
+   */
+  idle () {
+    if (this.#pending === 0) return null
+    if (this.#idle === null) this.#idle = new Promise(resolve => { this.#idleResolve = resolve })
+    return this.#idle
   }
 
   /** @param {number} mark */
@@ -73,7 +128,7 @@ export class Transaction {
   }
 
   assertOpen () {
-    if (!this.open) throw invalid('This write scope has ended: use it only inside its db.write() callback, before that callback returns')
+    if (!this.open) throw closedError()
   }
 
   /**
@@ -151,7 +206,9 @@ export class Transaction {
   }
 }
 
-function noop () {}
+function closedError () {
+  return invalid('This write scope has ended: use it only inside its db.write() callback, before that callback returns')
+}
 
 /** @param {Uint8Array} key @param {Bounds} bounds */
 function within (key, bounds) {
