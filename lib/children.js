@@ -5,7 +5,7 @@ import { assertName, layout } from './names.js'
 import { Space, assertNotClosed } from './space.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after } from './scope.js'
+import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './scope.js'
 import { describe } from './collection.js'
 
 const ON_DELETE = ['cascade', 'restrict', 'purge']
@@ -252,24 +252,18 @@ export class Children extends ModelFace {
    * @returns {Promise<number>} its sequence number: 1 for the first child, then +1
    */
   append (parentId, value) {
-    let json
-    try {
-      json = encodeJson(value, `Value for "${this.name}"`)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    return writeThrough(this, tx => modelOf(this).append(tx, parentId, json))
+    return promised(() => {
+      const json = encodeJson(value, `Value for "${this.name}"`)
+      return writeThrough(this, tx => modelOf(this).append(tx, parentId, json))
+    })
   }
 
   /** Replace an existing child. @param {unknown} parentId @param {number} seq @param {unknown} value */
   put (parentId, seq, value) {
-    let json
-    try {
-      json = encodeJson(value, `Value for "${this.name}"`)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    return writeThrough(this, tx => modelOf(this).put(tx, parentId, seq, json))
+    return promised(() => {
+      const json = encodeJson(value, `Value for "${this.name}"`)
+      return writeThrough(this, tx => modelOf(this).put(tx, parentId, seq, json))
+    })
   }
 
   /** @param {unknown} parentId @param {number} seq @returns {Promise<boolean>} true if it existed */
@@ -321,18 +315,16 @@ export class Children extends ModelFace {
 
   /** The last sequence number handed out for `parentId` (0 if none). @param {unknown} parentId */
   lastSeq (parentId) {
-    try {
+    return promised(() => {
       const model = modelOf(this)
       const key = model.parent.keyOf(parentId)
-      return Promise.resolve(after(readThrough(this, model.sequence, key), value => {
+      return after(readThrough(this, model.sequence, key), value => {
         if (value === undefined) return 0
         // What isPurging() reads, without a promise when the read is synchronous.
         if (model.purge === null) return Number(value)
         return after(readThrough(this, model.purge, key), marker => marker === undefined ? Number(value) : 0)
-      }))
-    } catch (err) {
-      return Promise.reject(err)
-    }
+      })
+    })
   }
 
   /**

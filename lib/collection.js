@@ -6,7 +6,7 @@ import { Space, assertNotClosed } from './space.js'
 import { IndexSpec, NO_ENTRIES, diffEntries } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after } from './scope.js'
+import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './scope.js'
 
 const SEQUENCE_KEY = encode('last')
 
@@ -313,24 +313,18 @@ export class CollectionModel {
 export class Collection extends ModelFace {
   /** @param {object} record @returns {Promise<unknown>} the new id */
   insert (record) {
-    let json
-    try {
-      json = recordJson(record, `Record for "${this.name}"`)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    return writeThrough(this, tx => modelOf(this).insert(tx, json))
+    return promised(() => {
+      const json = recordJson(record, `Record for "${this.name}"`)
+      return writeThrough(this, tx => modelOf(this).insert(tx, json))
+    })
   }
 
   /** @param {unknown} id @param {object} record @returns {Promise<boolean>} true if created */
   put (id, record) {
-    let json
-    try {
-      json = recordJson(record, `Record for "${this.name}"`)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    return writeThrough(this, tx => modelOf(this).put(tx, id, json))
+    return promised(() => {
+      const json = recordJson(record, `Record for "${this.name}"`)
+      return writeThrough(this, tx => modelOf(this).put(tx, id, json))
+    })
   }
 
   /**
@@ -340,15 +334,12 @@ export class Collection extends ModelFace {
    * @param {object | ((record: any) => object)} change
    */
   update (id, change) {
-    let arg
-    try {
-      arg = typeof change === 'function'
+    return promised(() => {
+      const arg = typeof change === 'function'
         ? /** @type {(record: any) => any} */ (change)
         : { json: recordJson(change, `Patch for "${this.name}"`), removed: Object.keys(change).filter(key => /** @type {any} */ (change)[key] === undefined) }
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    return writeThrough(this, tx => modelOf(this).update(tx, id, arg))
+      return writeThrough(this, tx => modelOf(this).update(tx, id, arg))
+    })
   }
 
   /** @param {unknown} id @returns {Promise<boolean>} true if a record was deleted */
@@ -358,26 +349,22 @@ export class Collection extends ModelFace {
 
   /** @param {unknown} id @returns {Promise<any>} the record, or undefined */
   get (id) {
-    try {
+    return promised(() => {
       const model = modelOf(this)
       const key = model.keyOf(id)
       if (scopeOf(this) === null) return model.readMany([key]).then(firstRecord)
-      return Promise.resolve(after(readThrough(this, model.records, key), parseStored))
-    } catch (err) {
-      return Promise.reject(err)
-    }
+      return after(readThrough(this, model.records, key), parseStored)
+    })
   }
 
   /** @param {unknown} id @returns {Promise<boolean>} */
   has (id) {
-    try {
+    return promised(() => {
       const model = modelOf(this)
       const key = model.keyOf(id)
       if (scopeOf(this) === null) return model.readMany([key]).then(firstExists)
-      return Promise.resolve(after(readThrough(this, model.records, key), isDefined))
-    } catch (err) {
-      return Promise.reject(err)
-    }
+      return after(readThrough(this, model.records, key), isDefined)
+    })
   }
 
   /** @param {unknown[]} ids @returns {Promise<any[]>} records in the same order; undefined where missing */

@@ -4,7 +4,7 @@ import { valueBounds } from './bounds.js'
 import { invalid } from './errors.js'
 import { assertName, layout } from './names.js'
 import { Space } from './space.js'
-import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare, after } from './scope.js'
+import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare, after, promised } from './scope.js'
 import { describe } from './collection.js'
 
 /** @typedef {import('./transaction.js').Transaction} Transaction */
@@ -57,12 +57,10 @@ export class Counter extends ModelFace {
 
   /** @param {unknown} key @returns {Promise<number>} the value (0 if never added to) */
   get (key) {
-    try {
+    return promised(() => {
       const model = modelOf(this)
-      return Promise.resolve(after(readThrough(this, model.space, model.keyOf(key)), counterValue))
-    } catch (err) {
-      return Promise.reject(err)
-    }
+      return after(readThrough(this, model.space, model.keyOf(key)), counterValue)
+    })
   }
 
   /**

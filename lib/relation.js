@@ -4,7 +4,7 @@ import { assertName, layout } from './names.js'
 import { Space } from './space.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare, after } from './scope.js'
+import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare, after, promised } from './scope.js'
 import { describe } from './collection.js'
 
 const EMPTY = ''
@@ -184,12 +184,10 @@ export class Relation extends ModelFace {
 
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} */
   has (fromId, toId) {
-    try {
+    return promised(() => {
       const model = modelOf(this)
-      return Promise.resolve(after(readThrough(this, model.forward, model.forwardKey(fromId, toId)), isDefined))
-    } catch (err) {
-      return Promise.reject(err)
-    }
+      return after(readThrough(this, model.forward, model.forwardKey(fromId, toId)), isDefined)
+    })
   }
 
   /**

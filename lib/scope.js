@@ -116,6 +116,22 @@ export function readThrough (face, space, key) {
 }
 
 /**
+ * The promise of what `fn` returns (a value or a promise), or a rejected
+ * one if it throws: for face methods that are not async functions (one
+ * promise fewer per call) yet must never throw synchronously.
+ * @template T
+ * @param {() => T | Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+export function promised (fn) {
+  try {
+    return Promise.resolve(fn())
+  } catch (err) {
+    return Promise.reject(err)
+  }
+}
+
+/**
  * `f(x)` for a value `x`, or a promise of `f` of what `x` resolves to: reads
  * that return values synchronously are chained without a promise.
  * @param {any} x

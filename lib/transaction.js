@@ -27,7 +27,7 @@ export class Transaction {
 
   /** operations of this scope started and not yet settled, queued ones included */
   #pending = 0
-  /** @type {Array<{ fn: (tx: Transaction) => any, resolve: (value: any) => void, reject: (reason: any) => void }>} operations waiting for the running one, in call order */
+  /** @type {Array<() => void>} operations waiting for the running one, in call order */
   #queue = []
   /** @type {Promise<void> | null} */
   #idle = null
@@ -43,42 +43,35 @@ export class Transaction {
    * @returns {Promise<T>}
    */
   atomic (fn) {
-    if (this.#pending++ === 0) return /** @type {Promise<T>} */ (this.#start(fn, undefined, undefined))
-    return new Promise((resolve, reject) => { this.#queue.push({ fn, resolve, reject }) })
+    if (this.#pending++ === 0) return this.#start(fn)
+    return new Promise(resolve => { this.#queue.push(() => resolve(this.#start(fn))) })
   }
 
   /**
-   * Start `fn` now. Without `resolve`, returns a promise of its result;
-   * with it, settles through `resolve`/`reject`. Either way the next queued
-   * operation starts only once this one has settled (and rolled back).
-   * @param {(tx: Transaction) => any} fn
-   * @param {((value: any) => void) | undefined} resolve
-   * @param {((reason: any) => void) | undefined} reject
-   * @returns {Promise<any> | undefined}
+   * Start `fn` now; the next queued operation starts only once this one has
+   * settled (and rolled back if it failed).
+   * @template T
+   * @param {(tx: Transaction) => Promise<T> | T} fn
+   * @returns {Promise<T>}
    */
-  #start (fn, resolve, reject) {
+  #start (fn) {
     const mark = this.ops.length
+    /** @type {Promise<T>} */
     let result
     if (!this.open) result = Promise.reject(closedError())
     else {
       try {
-        result = fn(this)
+        const value = fn(this)
+        // Settled in a reaction even when `fn` is synchronous: the next
+        // queued operation then never starts inside this call.
+        result = value instanceof Promise ? value : Promise.resolve(value)
       } catch (err) {
         result = Promise.reject(err)
       }
-      // Settled in a reaction even when `fn` is synchronous: the next
-      // queued operation then never starts inside this call.
-      if (!(result instanceof Promise)) result = Promise.resolve(result)
     }
-    if (resolve === undefined) {
-      return result.then(
-        value => { this.#settled(); return value },
-        err => { this.#rollback(mark); this.#settled(); throw err }
-      )
-    }
-    result.then(
-      value => { this.#settled(); resolve(value) },
-      err => { this.#rollback(mark); this.#settled(); /** @type {(reason: any) => void} */ (reject)(err) }
+    return result.then(
+      value => { this.#settled(); return value },
+      err => { this.#rollback(mark); this.#settled(); throw err }
     )
   }
 
@@ -86,7 +79,7 @@ export class Transaction {
     this.#pending--
     const next = this.#queue.shift()
     if (next !== undefined) {
-      this.#start(next.fn, next.resolve, next.reject)
+      next()
     } else if (this.#pending === 0 && this.#idleResolve !== null) {
       const resolve = this.#idleResolve
       this.#idle = this.#idleResolve = null

@@ -236,8 +236,10 @@ test('workshop cli: a solution outside the project imports classic-level and lev
 })
 
 test('workshop progress: $XDG_CONFIG_HOME, else ~/.config', t => {
-  t.is(progressFile({ XDG_CONFIG_HOME: '/x/cfg' }), '/x/cfg/levelkit-workshop/progress.json')
-  t.is(progressFile({ HOME: '/home/ann' }), '/home/ann/.config/levelkit-workshop/progress.json')
+  const config = join(tmpdir(), 'cfg')
+  const home = join(tmpdir(), 'ann')
+  t.is(progressFile({ XDG_CONFIG_HOME: config }), join(config, 'levelkit-workshop', 'progress.json'))
+  t.is(progressFile({ HOME: home }), join(home, '.config', 'levelkit-workshop', 'progress.json'))
   t.is(progressFile({ XDG_CONFIG_HOME: '' }), join(homedir(), '.config', 'levelkit-workshop', 'progress.json'))
   t.end()
 })
