@@ -152,6 +152,12 @@ export interface RelationOptions {
   to: Collection<any>
   /** What deleting an endpoint does to its edges: for both sides, or per side. Default 'cascade'. */
   onDelete?: OnDelete | { from: OnDelete, to: OnDelete }
+  /**
+   * Directions stored as one list of ids per id instead of one key per edge:
+   * 'from' for what `from(id)` returns, 'to' for `to(id)`. Reading a whole
+   * list is one point read; each edge change rewrites the list. Default [].
+   */
+  lists?: Array<'from' | 'to'>
 }
 
 export declare class Relation {
@@ -225,7 +231,7 @@ export declare class Counter {
 
 export interface Problem {
   type: 'dangling-index-entry' | 'missing-index-entry' | 'unique-violation' | 'invalid-record' |
-  'dangling-edge' | 'one-sided-edge' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key'
+  'dangling-edge' | 'one-sided-edge' | 'edge-list-mismatch' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key'
   /** The sublevel the problem is in. */
   namespace: string
   /** The decoded key of the offending entry. */

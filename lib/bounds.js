@@ -105,3 +105,15 @@ class BoundsBuilder {
     return result
   }
 }
+
+/**
+ * Whether `key` lies within `bounds`.
+ * @param {Uint8Array} key @param {{ gt?: Uint8Array, gte?: Uint8Array, lt?: Uint8Array, lte?: Uint8Array }} bounds
+ */
+export function within (key, bounds) {
+  if (bounds.gte && compareBytes(key, bounds.gte) < 0) return false
+  if (bounds.gt && compareBytes(key, bounds.gt) <= 0) return false
+  if (bounds.lte && compareBytes(key, bounds.lte) > 0) return false
+  if (bounds.lt && compareBytes(key, bounds.lt) >= 0) return false
+  return true
+}

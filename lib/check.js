@@ -1,6 +1,7 @@
-import { encode, decode, compareBytes } from './tuple.js'
+import { encode, decode, compareBytes, bytesToBinaryString } from './tuple.js'
+import { compareIds } from './relation-directions.js'
 import { invalid } from './errors.js'
-import { assertNotClosed } from './space.js'
+import { assertNotClosed, clearReadCaches } from './space.js'
 
 /**
  * @typedef {import('./space.js').Space} Space
@@ -35,6 +36,7 @@ export async function checkDatabase (db, options) {
   }
   return db.writer.run(async tx => {
     await db.writer.drain()
+    if (repair) clearReadCaches(root)
     const found = await scan(db, undefined)
     if (repair) {
       for (const { fix } of found) {
@@ -166,6 +168,10 @@ async function checkCollection (model, snapshot, problem) {
 }
 
 /**
+ * Both directions of a relation against each other and against the
+ * collections: every edge must join two existing records and be stored in
+ * both directions; a direction kept as lists must hold, per id, exactly the
+ * ids of its edges, in order.
  * @param {import('./relation.js').RelationModel} model
  * @param {any} snapshot
  * @param {Map<any, Set<string>>} existing
@@ -174,45 +180,126 @@ async function checkCollection (model, snapshot, problem) {
 async function checkRelation (model, snapshot, existing, problem) {
   const fromIds = /** @type {Set<string>} */ (existing.get(model.from))
   const toIds = /** @type {Set<string>} */ (existing.get(model.to))
-  const forward = await readAll(model.forward, snapshot)
-  const reverse = await readAll(model.reverse, snapshot)
-  const reverseIds = new Set(reverse.map(([key]) => model.reverse.id(key)))
-  const forwardIds = new Set(forward.map(([key]) => model.forward.id(key)))
-
-  /**
-   * @param {unknown} fromId @param {unknown} toId
-   */
+  /** @param {unknown} fromId @param {unknown} toId */
   const endpointsExist = (fromId, toId) =>
     fromIds.has(model.from.records.id(encode(fromId))) && toIds.has(model.to.records.id(encode(toId)))
+  const sides = [
+    { direction: model.forward, reversed: false, ...await readDirection(model, model.forward, false, snapshot, problem) },
+    { direction: model.reverse, reversed: true, ...await readDirection(model, model.reverse, true, snapshot, problem) }
+  ]
+  /** @type {Map<string, [unknown, unknown]>} every edge that should stay, by its forward key */
+  const valid = new Map()
+  for (const { pairs } of sides) {
+    for (const [name, { pair }] of pairs) if (endpointsExist(pair[0], pair[1])) valid.set(name, pair)
+  }
+  for (const [index, { direction, reversed, pairs, lists }] of sides.entries()) {
+    if (direction.kind === 'lists') {
+      checkLists(model, direction.space, reversed, valid, lists, problem)
+    } else {
+      for (const [name, { pair: [fromId, toId], key }] of pairs) {
+        if (valid.has(name)) continue
+        problem('dangling-edge', direction.space, key, `Relation "${model.name}"${reversed ? ' (reverse)' : ''} links ${label(fromId)} to ${label(toId)}, but one of them does not exist`, { type: 'del', space: direction.space, key })
+      }
+    }
+    // An edge missing from the other direction. Where that one keeps lists,
+    // checkLists reports it as a list that differs from the edges.
+    const other = sides[1 - index]
+    if (other.direction.kind === 'lists') continue
+    for (const [name, { pair: [fromId, toId], key }] of pairs) {
+      if (!valid.has(name) || other.pairs.has(name)) continue
+      const message = reversed
+        ? `Relation "${model.name}" has the reverse of ${label(fromId)} -> ${label(toId)} without its forward entry`
+        : `Relation "${model.name}" has ${label(fromId)} -> ${label(toId)} without its reverse entry`
+      const mirror = reversed ? encode([fromId, toId]) : encode([toId, fromId])
+      problem('one-sided-edge', direction.space, key, message, { type: 'put', space: other.direction.space, key: mirror, value: '' })
+    }
+  }
+}
 
-  for (const [key] of forward) {
-    const pair = tryPair(key)
-    if (!pair) {
-      problem('invalid-key', model.forward, key, `Relation "${model.name}" has a key that is not a [from, to] pair`, { type: 'del', space: model.forward, key })
+/**
+ * What a direction holds: its edges as [from, to] pairs by their forward key
+ * (with the key or list they came from), and for a list direction its
+ * stored lists. A key or list that does not decode is reported.
+ * @param {import('./relation.js').RelationModel} model
+ * @param {import('./relation.js').Direction} direction
+ * @param {boolean} reversed keyed by the to id
+ * @param {any} snapshot
+ * @param {Function} problem
+ */
+async function readDirection (model, direction, reversed, snapshot, problem) {
+  const space = direction.space
+  /** @type {Map<string, { pair: [unknown, unknown], key: Uint8Array }>} */
+  const pairs = new Map()
+  /** @type {Map<string, { head: unknown, key: Uint8Array, value: Uint8Array }>} */
+  const lists = new Map()
+  /** @param {unknown} head @param {unknown} other @param {Uint8Array} key */
+  const add = (head, other, key) => {
+    const pair = /** @type {[unknown, unknown]} */ (reversed ? [other, head] : [head, other])
+    pairs.set(bytesToBinaryString(encode(pair)), { pair, key })
+  }
+  if (direction.kind === 'edges') {
+    for (const [key] of await readAll(space, snapshot, false)) {
+      const pair = tryPair(key)
+      if (pair) add(pair[0], pair[1], key)
+      else problem('invalid-key', space, key, `Relation "${model.name}"${reversed ? ' (reverse) has a key that is not a [to, from] pair' : ' has a key that is not a [from, to] pair'}`, { type: 'del', space, key })
+    }
+    return { pairs, lists }
+  }
+  for (const [key, value] of await readAll(space, snapshot)) {
+    const head = tryDecode(key)
+    if (head === INVALID) {
+      problem('invalid-key', space, key, `Relation "${model.name}" keeps a list under a key that is not a valid tuple`, { type: 'del', space, key })
       continue
     }
-    const [fromId, toId] = pair
-    const mirror = encode([toId, fromId])
-    if (!endpointsExist(fromId, toId)) {
-      problem('dangling-edge', model.forward, key, `Relation "${model.name}" links ${label(fromId)} to ${label(toId)}, but one of them does not exist`, { type: 'del', space: model.forward, key })
-    } else if (!reverseIds.has(model.reverse.id(mirror))) {
-      problem('one-sided-edge', model.forward, key, `Relation "${model.name}" has ${label(fromId)} -> ${label(toId)} without its reverse entry`, { type: 'put', space: model.reverse, key: mirror, value: '' })
-    }
+    lists.set(bytesToBinaryString(key), { head, key, value })
+    const others = tryDecode(value)
+    if (Array.isArray(others)) for (const other of others) add(head, other, key)
   }
-  for (const [key] of reverse) {
-    const pair = tryPair(key)
-    if (!pair) {
-      problem('invalid-key', model.reverse, key, `Relation "${model.name}" (reverse) has a key that is not a [to, from] pair`, { type: 'del', space: model.reverse, key })
+  return { pairs, lists }
+}
+
+/**
+ * Compare a direction's stored lists with the ones its valid edges give.
+ * @param {import('./relation.js').RelationModel} model
+ * @param {Space} space
+ * @param {boolean} reversed keyed by the to id (the lists from() reads)
+ * @param {Map<string, [unknown, unknown]>} valid
+ * @param {Map<string, { head: unknown, key: Uint8Array, value: Uint8Array }>} lists what is stored
+ * @param {Function} problem
+ */
+function checkLists (model, space, reversed, valid, lists, problem) {
+  const call = reversed ? 'from' : 'to'
+  /** @type {Map<string, { head: unknown, key: Uint8Array, ids: unknown[] }>} */
+  const wanted = new Map()
+  for (const pair of valid.values()) {
+    const [head, other] = reversed ? [pair[1], pair[0]] : pair
+    const key = encode(head)
+    const name = bytesToBinaryString(key)
+    const list = wanted.get(name)
+    if (list) list.ids.push(other)
+    else wanted.set(name, { head, key, ids: [other] })
+  }
+  for (const [name, { head, key, value }] of lists) {
+    const want = wanted.get(name)
+    wanted.delete(name)
+    if (want === undefined) {
+      problem('edge-list-mismatch', space, key, `Relation "${model.name}" keeps a ${call}(${label(head)}) list, but ${label(head)} has no edges`, { type: 'del', space, key })
       continue
     }
-    const [toId, fromId] = pair
-    const mirror = encode([fromId, toId])
-    if (!endpointsExist(fromId, toId)) {
-      problem('dangling-edge', model.reverse, key, `Relation "${model.name}" (reverse) links ${label(toId)} to ${label(fromId)}, but one of them does not exist`, { type: 'del', space: model.reverse, key })
-    } else if (!forwardIds.has(model.forward.id(mirror))) {
-      problem('one-sided-edge', model.reverse, key, `Relation "${model.name}" has the reverse of ${label(fromId)} -> ${label(toId)} without its forward entry`, { type: 'put', space: model.forward, key: mirror, value: '' })
+    const bytes = encode(want.ids.sort(compareIds))
+    if (compareBytes(value, bytes) !== 0) {
+      problem('edge-list-mismatch', space, key, `Relation "${model.name}" lists ${listLabel(value)} as ${call}(${label(head)}), but its edges give ${label(want.ids)}`, { type: 'put', space, key, value: bytes })
     }
   }
+  for (const { head, key, ids } of wanted.values()) {
+    problem('edge-list-mismatch', space, key, `Relation "${model.name}" has edges for ${label(head)} but no ${call}(${label(head)}) list`, { type: 'put', space, key, value: encode(ids.sort(compareIds)) })
+  }
+}
+
+/** @param {Uint8Array} value a stored list */
+function listLabel (value) {
+  const ids = tryDecode(value)
+  return Array.isArray(ids) ? label(ids) : 'bytes that are not a list of ids'
 }
 
 /**

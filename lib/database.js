@@ -80,7 +80,7 @@ export class Database {
   /**
    * Declare a many-to-many relation between two collections.
    * @param {string} name
-   * @param {{ from: Collection, to: Collection, onDelete?: any }} options
+   * @param {{ from: Collection, to: Collection, onDelete?: any, lists?: Array<'from' | 'to'> }} options
    * @returns {Relation}
    */
   relation (name, options) {

@@ -27,6 +27,7 @@ export const layout = Object.freeze({
   index: (/** @type {string} */ name, /** @type {string} */ index) => `${name}.idx.${index}`,
   forward: (/** @type {string} */ name) => `${name}.fwd`,
   reverse: (/** @type {string} */ name) => `${name}.rev`,
+  list: (/** @type {string} */ name, /** @type {'from' | 'to'} */ side) => `${name}.list.${side}`,
   counter: (/** @type {string} */ name) => name,
   purge: (/** @type {string} */ name) => `${name}.purge`,
   catalog: '.catalog'

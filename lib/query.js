@@ -1,6 +1,7 @@
 import { concatBytes, compareBytes } from './tuple.js'
 import { invalid } from './errors.js'
 import { assertNotClosed } from './space.js'
+import { within } from './bounds.js'
 
 /**
  * @typedef {import('./bounds.js').ByteBounds} ByteBounds
@@ -15,8 +16,10 @@ import { assertNotClosed } from './space.js'
  * @property {boolean} consistent whether `load` reads other namespaces, so needs a snapshot
  * @property {Loader} load turns raw entries into [key, item] pairs
  * @property {() => Promise<boolean>} [prepare] runs before reading; false means the range is empty
- * @property {() => Promise<Uint8Array[]>} [list] all raw keys of the whole range, possibly from a
- *   cache: all() uses it when the query is not limited, reversed or resumed
+ * @property {() => Promise<any[]>} [list] every item of the whole range in key order, as a new
+ *   array, read without an iterator (a cache): all() uses it when the query is not resumed
+ * @property {() => Promise<Uint8Array[]>} [keys] the raw keys of the whole range in key order, read
+ *   without an iterator (a stored list): every read uses it instead of an iterator
  */
 
 const FIRST_CHUNK = 64
@@ -63,12 +66,13 @@ export class Query {
   /** @returns {Promise<any[]>} */
   async all () {
     const source = this.#source
-    if (source.list !== undefined && this.#limit === Infinity && !this.#reverse && this.#bounds === source.bounds) {
+    if (source.list !== undefined && this.#bounds === source.bounds) {
       assertNotClosed(source.root)
-      const keys = await source.list()
-      const loaded = await source.load(keys.map(key => [key, undefined]), undefined)
-      return loaded.map(entry => entry[1])
+      const items = await source.list()
+      if (this.#reverse) items.reverse()
+      return this.#limit < items.length ? items.slice(0, this.#limit) : items
     }
+    if (source.keys !== undefined) return (await this.#listed(this.#limit)).map(entry => entry[1])
     const items = []
     for await (const chunk of this.#chunks(this.#limit)) {
       for (const entry of chunk) items.push(entry[1])
@@ -104,6 +108,7 @@ export class Query {
   async count () {
     assertNotClosed(this.#source.root)
     if (this.#source.prepare && !(await this.#source.prepare())) return 0
+    if (this.#source.keys !== undefined) return (await this.#inRange(this.#limit)).length
     const it = this.#source.space.sublevel.keys({ ...this.#bounds, limit: this.#limit === Infinity ? -1 : this.#limit })
     let n = 0
     try {
@@ -123,6 +128,11 @@ export class Query {
    */
   async * #chunks (limit) {
     const { root, space, values, consistent, load, prepare } = this.#source
+    if (this.#source.keys !== undefined) {
+      const loaded = await this.#listed(limit)
+      if (loaded.length > 0) yield loaded
+      return
+    }
     assertNotClosed(root)
     if (prepare && !(await prepare())) return
     const snapshot = consistent && root.supports.explicitSnapshots ? root.snapshot() : undefined
@@ -147,6 +157,33 @@ export class Query {
       await it.close()
       if (snapshot) await snapshot.close()
     }
+  }
+
+  /**
+   * Up to `limit` loaded entries from a source that lists its keys.
+   * @param {number} limit
+   * @returns {Promise<Array<[any, any, Uint8Array]>>}
+   */
+  async #listed (limit) {
+    const keys = await this.#inRange(limit)
+    let loaded = await this.#source.load(keys.map(key => [key, undefined]), undefined)
+    if (loaded.length > limit) loaded = loaded.slice(0, limit)
+    return loaded
+  }
+
+  /**
+   * The listed keys within the bounds, in the query's order, at most `limit`.
+   * @param {number} limit
+   * @returns {Promise<Uint8Array[]>}
+   */
+  async #inRange (limit) {
+    const { root, prepare } = this.#source
+    assertNotClosed(root)
+    if (prepare && !(await prepare())) return []
+    const bounds = this.#bounds
+    const keys = (await /** @type {() => Promise<Uint8Array[]>} */ (this.#source.keys)()).filter(key => within(key, bounds))
+    if (this.#reverse) keys.reverse()
+    return keys.length > limit ? keys.slice(0, limit) : keys
   }
 }
 

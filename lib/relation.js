@@ -1,14 +1,14 @@
 import { encode, decode } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { assertName, layout } from './names.js'
-import { Space } from './space.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
 import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare, after, promised } from './scope.js'
 import { describe } from './collection.js'
+import { EdgeDirection, ListDirection } from './relation-directions.js'
 
-const EMPTY = ''
 const ON_DELETE = ['cascade', 'restrict']
+const LIST_SIDES = ['from', 'to']
 // Options that narrow a relation query's range (see tupleBounds).
 const RANGE_OPTIONS = ['gt', 'gte', 'lt', 'lte', 'eq', 'prefix']
 
@@ -19,8 +19,13 @@ const RANGE_OPTIONS = ['gt', 'gte', 'lt', 'lte', 'eq', 'prefix']
 
 /**
  * A many-to-many relation between two collections, stored in both
- * directions: `<name>.fwd` holds [from, to] and `<name>.rev` holds [to, from].
- * Both are always written in the same batch, and both endpoints must exist.
+ * directions, both always written in the same batch; both endpoints must
+ * exist. A direction is stored as edges (`<name>.fwd` holds [from, to],
+ * `<name>.rev` holds [to, from]) or, with the `lists` option, as one list
+ * per id (`<name>.list.to` holds each from id's to ids, `<name>.list.from`
+ * each to id's from ids), so that reading a whole list is one point read.
+ *
+ * @typedef {EdgeDirection | ListDirection} Direction
  */
 export class RelationModel {
   /**
@@ -32,7 +37,7 @@ export class RelationModel {
   constructor (db, name, options, modelOf) {
     assertName(name, 'Relation')
     if (options === null || typeof options !== 'object') throw invalid(`Relation "${name}" needs { from, to } collections`)
-    const { from, to, onDelete = 'cascade', ...rest } = options
+    const { from, to, onDelete = 'cascade', lists = [], ...rest } = options
     const unknown = Object.keys(rest)
     if (unknown.length > 0) throw invalid(`Relation "${name}" has unknown option(s): ${unknown.join(', ')}`)
     this.name = name
@@ -45,85 +50,94 @@ export class RelationModel {
       throw invalid(`The onDelete option of relation "${name}" must be 'cascade', 'restrict' or { from, to } of those`)
     }
     this.onDelete = { from: policy.from, to: policy.to }
-    // Point reads of edges (has) go to the forward direction; lists of
-    // edges (to, from) to both.
-    this.forward = new Space(this.root, layout.forward(name), 'utf8', { readCache: db.readCache, listCache: db.readCache })
-    this.reverse = new Space(this.root, layout.reverse(name), 'utf8', { listCache: db.readCache })
+    if (!Array.isArray(lists) || lists.some(side => !LIST_SIDES.includes(side)) || new Set(lists).size !== lists.length) {
+      throw invalid(`The lists option of relation "${name}" must be an array of 'from' and/or 'to'`)
+    }
+    const cache = db.readCache
+    /** Keyed by from id: what to(id) lists, and what has() reads. @type {Direction} */
+    this.forward = lists.includes('to') ? new ListDirection(this.root, layout.list(name, 'to'), cache) : new EdgeDirection(this.root, layout.forward(name), cache, true)
+    /** Keyed by to id: what from(id) lists. @type {Direction} */
+    this.reverse = lists.includes('from') ? new ListDirection(this.root, layout.list(name, 'from'), cache) : new EdgeDirection(this.root, layout.reverse(name), cache, false)
     this.from.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.forward, this.reverse, this.onDelete.from, this.from) })
     this.to.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.reverse, this.forward, this.onDelete.to, this.to) })
   }
 
   /**
    * @param {Transaction} tx @param {unknown} fromId @param {unknown} toId
-   * @returns {Promise<boolean>} true if the edge is new
+   * @returns {boolean | Promise<boolean>} true if the edge is new (a value where reads are synchronous)
    */
-  async add (tx, fromId, toId) {
-    const [fwdKey, revKey] = this.keys(fromId, toId)
-    if (await tx.get(this.from.records, this.from.keyOf(fromId)) === undefined) throw this.missing(this.from, fromId)
-    if (await tx.get(this.to.records, this.to.keyOf(toId)) === undefined) throw this.missing(this.to, toId)
-    if (await tx.get(this.forward, fwdKey) !== undefined) return false
-    tx.put(this.forward, fwdKey, EMPTY)
-    tx.put(this.reverse, revKey, EMPTY)
-    return true
+  add (tx, fromId, toId) {
+    this.checkIds(fromId, toId)
+    return after(tx.get(this.from.records, encode(fromId)), fromRecord => {
+      if (fromRecord === undefined) throw this.missing(this.from, fromId)
+      return after(tx.get(this.to.records, encode(toId)), toRecord => {
+        if (toRecord === undefined) throw this.missing(this.to, toId)
+        return this.change(tx, fromId, toId, 'add')
+      })
+    })
   }
 
   /**
    * @param {Transaction} tx @param {unknown} fromId @param {unknown} toId
-   * @returns {Promise<boolean>} true if the edge existed
+   * @returns {boolean | Promise<boolean>} true if the edge existed
    */
-  async remove (tx, fromId, toId) {
-    const [fwdKey, revKey] = this.keys(fromId, toId)
-    if (await tx.get(this.forward, fwdKey) === undefined) return false
-    tx.del(this.forward, fwdKey)
-    tx.del(this.reverse, revKey)
-    return true
+  remove (tx, fromId, toId) {
+    this.checkIds(fromId, toId)
+    return this.change(tx, fromId, toId, 'remove')
+  }
+
+  /**
+   * Add or remove an edge in both directions, if that changes anything. A
+   * direction kept as lists is read anyway, so it answers whether the edge
+   * is there; else the forward edge is read.
+   * @param {Transaction} tx @param {unknown} fromId @param {unknown} toId
+   * @param {'add' | 'remove'} change
+   * @returns {boolean | Promise<boolean>} whether it changed
+   */
+  change (tx, fromId, toId, change) {
+    const { forward, reverse } = this
+    if (reverse.kind === 'lists') {
+      return after(reverse[change](tx, toId, fromId), changed => changed && after(forward[change](tx, fromId, toId), () => true))
+    }
+    if (forward.kind === 'lists') {
+      return after(forward[change](tx, fromId, toId), changed => changed && reverse[change](tx, toId, fromId))
+    }
+    return after(forward.has((space, key) => tx.get(space, key), fromId, toId), exists => {
+      if (exists === (change === 'add')) return false
+      forward[change](tx, fromId, toId)
+      return reverse[change](tx, toId, fromId)
+    })
   }
 
   /**
    * Cascade or refuse the deletion of a record that edges point at.
    * @param {Transaction} tx
    * @param {unknown} id
-   * @param {Space} near the direction keyed by `id` first
-   * @param {Space} far the other direction
+   * @param {Direction} near the direction keyed by `id`
+   * @param {Direction} far the other direction
    * @param {string} policy
    * @param {CollectionModel} collection
    */
   async beforeDelete (tx, id, near, far, policy, collection) {
-    const bounds = tupleBounds([id], {})
+    const others = await near.others(tx, id)
     if (policy === 'restrict') {
-      const edges = await tx.entries(near, { ...bounds }, { values: false })
-      if (edges.length > 0) {
-        throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(id)} from "${collection.name}": relation "${this.name}" has ${edges.length} edge(s) to it (onDelete: 'restrict')`, {
+      if (others.length > 0) {
+        throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(id)} from "${collection.name}": relation "${this.name}" has ${others.length} edge(s) to it (onDelete: 'restrict')`, {
           collection: collection.name, relation: this.name, id
         })
       }
       return
     }
-    for (const [key] of await tx.entries(near, bounds, { values: false })) {
-      const [a, b] = /** @type {unknown[]} */ (decode(key))
-      tx.del(near, key)
-      tx.del(far, encode([b, a]))
-    }
+    for (const other of others) await far.remove(tx, other, id)
+    near.removeAll(tx, id, others)
   }
 
-  /**
-   * The forward key alone (for has()): one encode instead of four when both
-   * sides use sequence ids, whose validity is a plain integer check.
-   * @param {unknown} fromId @param {unknown} toId
-   */
-  forwardKey (fromId, toId) {
+  /** Check both ids (the edge keys encode them). @param {unknown} fromId @param {unknown} toId */
+  checkIds (fromId, toId) {
     if (!(this.from.sequential && this.to.sequential && isSequenceId(fromId) && isSequenceId(toId))) {
       this.from.keyOf(fromId)
       this.to.keyOf(toId)
     }
-    return encode([fromId, toId])
-  }
-
-  /** @param {unknown} fromId @param {unknown} toId */
-  keys (fromId, toId) {
-    this.from.keyOf(fromId)
-    this.to.keyOf(toId)
-    return [encode([fromId, toId]), encode([toId, fromId])]
   }
 
   /** @param {CollectionModel} collection @param {unknown} id */
@@ -134,17 +148,32 @@ export class RelationModel {
   }
 
   /**
-   * @param {Space} space @param {CollectionModel} keyed @param {unknown} id
+   * @param {Direction} direction @param {CollectionModel} keyed @param {unknown} id
    * @param {any} options
    * @param {(() => Promise<boolean>) | undefined} prepare
    */
-  query (space, keyed, id, options, prepare) {
+  query (direction, keyed, id, options, prepare) {
     if (options === undefined) options = {}
     if (options === null || typeof options !== 'object') throw invalid('Relation queries take an options object')
     keyed.keyOf(id)
-    const whole = space.listCache !== null && prepare === undefined && !RANGE_OPTIONS.some(name => options[name] !== undefined)
+    const space = direction.space
+    /** @type {import('./query.js').QuerySource['keys']} */
+    let keys
+    /** @type {import('./query.js').QuerySource['list']} */
+    let list
+    if (direction.kind === 'lists') {
+      // The list's ids as the keys an edge direction would hold, so ranges
+      // and cursors mean the same on both layouts.
+      const lists = direction
+      const syncReads = this.writer.syncReads
+      keys = () => promised(() => after(lists.list((listSpace, key) => listSpace.read(key, syncReads), id), (/** @type {unknown[]} */ others) => others.map(other => encode([id, other]))))
+    } else if (space.listCache !== null && prepare === undefined && !RANGE_OPTIONS.some(name => options[name] !== undefined)) {
+      const edges = /** @type {EdgeDirection} */ (direction)
+      list = () => edges.space.keysUnder(id).then(otherIds)
+    }
     return new Query({
-      list: whole ? () => space.keysUnder(id) : undefined,
+      list,
+      keys,
       root: this.root,
       space,
       bounds: tupleBounds([id], options),
@@ -160,9 +189,9 @@ export class RelationModel {
   }
 }
 
-/** @param {unknown} value */
-function isDefined (value) {
-  return value !== undefined
+/** @param {Uint8Array[]} keys raw [head, other] keys @returns {unknown[]} the others */
+function otherIds (keys) {
+  return keys.map(key => /** @type {unknown[]} */ (decode(key))[1])
 }
 
 /** @param {unknown} id */
@@ -186,7 +215,10 @@ export class Relation extends ModelFace {
   has (fromId, toId) {
     return promised(() => {
       const model = modelOf(this)
-      return after(readThrough(this, model.forward, model.forwardKey(fromId, toId)), isDefined)
+      model.checkIds(fromId, toId)
+      const read = (/** @type {import('./space.js').Space} */ space, /** @type {Uint8Array} */ key) => readThrough(this, space, key)
+      if (model.forward.kind === 'lists' && model.reverse.kind === 'edges') return model.reverse.has(read, toId, fromId)
+      return model.forward.has(read, fromId, toId)
     })
   }
 
@@ -195,7 +227,8 @@ export class Relation extends ModelFace {
    * @param {unknown} fromId @param {any} [options] range over the `to` ids, limit, reverse, cursor
    */
   to (fromId, options) {
-    return modelOf(this).query(modelOf(this).forward, modelOf(this).from, fromId, options, scopedPrepare(this))
+    const model = modelOf(this)
+    return model.query(model.forward, model.from, fromId, options, scopedPrepare(this))
   }
 
   /**
@@ -203,6 +236,7 @@ export class Relation extends ModelFace {
    * @param {unknown} toId @param {any} [options]
    */
   from (toId, options) {
-    return modelOf(this).query(modelOf(this).reverse, modelOf(this).to, toId, options, scopedPrepare(this))
+    const model = modelOf(this)
+    return model.query(model.reverse, model.to, toId, options, scopedPrepare(this))
   }
 }

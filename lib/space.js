@@ -18,6 +18,16 @@ export function spaceByPrefix (root, prefix) {
 }
 
 /**
+ * Empty the read caches of every space declared on `root`: for a repair,
+ * whose damage was written behind levelkit's back, so what the caches hold
+ * may not be what is stored.
+ * @param {object} root
+ */
+export function clearReadCaches (root) {
+  for (const space of spacesOfRoot.get(root)?.values() || []) space.clearReadCaches()
+}
+
+/**
  * One namespace of the database: a flat sublevel of the root whose keys are
  * tuple-encoded bytes (we encode them ourselves, once) and whose values are
  * JSON strings ('utf8') or bytes ('view').
@@ -64,6 +74,14 @@ export class Space {
     let spaces = spacesOfRoot.get(root)
     if (!spaces) spacesOfRoot.set(root, spaces = new Map())
     spaces.set(this.prefix, this)
+  }
+
+  clearReadCaches () {
+    if (this.readCache !== null) this.readCache = new ReadCache(this.readCache.limit)
+    if (this.listCache !== null) {
+      this.listCache = new ReadCache(this.listCache.limit)
+      this.listVersion++
+    }
   }
 
   /**

@@ -1,5 +1,6 @@
 import { compareBytes, bytesToBinaryString } from './tuple.js'
 import { invalid } from './errors.js'
+import { within } from './bounds.js'
 
 /**
  * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, space: import('./space.js').Space }} Op
@@ -201,13 +202,4 @@ export class Transaction {
 
 function closedError () {
   return invalid('This write scope has ended: use it only inside its db.write() callback, before that callback returns')
-}
-
-/** @param {Uint8Array} key @param {Bounds} bounds */
-function within (key, bounds) {
-  if (bounds.gte && compareBytes(key, bounds.gte) < 0) return false
-  if (bounds.gt && compareBytes(key, bounds.gt) <= 0) return false
-  if (bounds.lte && compareBytes(key, bounds.lte) > 0) return false
-  if (bounds.lt && compareBytes(key, bounds.lt) >= 0) return false
-  return true
 }

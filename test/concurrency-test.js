@@ -351,89 +351,112 @@ each('200 concurrent appends to one chat get seqs exactly 1..200', async (t, db)
   await assertCheckOk(t, db, 'after concurrent appends')
 })
 
-each('concurrent members.add/remove with a cascading chats.del and users.del leave no one-sided edges', async (t, db, rand) => {
-  const users = db.collection('users', { indexes: USER_INDEXES })
-  const chats = db.collection('chats')
-  const members = db.relation('members', { from: chats, to: users, onDelete: 'cascade' })
-  const messages = db.children('messages', { parent: chats })
-  const userIds = []
-  for (let i = 0; i < 12; i++) userIds.push(await users.insert({ username: `u${i}`, age: i, tags: [] }))
-  const chatIds = []
-  for (let i = 0; i < 3; i++) chatIds.push(await chats.insert({ title: `c${i}` }))
-  const [doomedChat] = chatIds
-  const doomedUser = userIds[5]
-  for (const u of userIds.slice(0, 6)) await members.add(doomedChat, u)
+// With edges in both directions, and with both directions kept as lists.
+for (const lists of [[], ['from', 'to']]) {
+  const layoutName = lists.length === 0 ? 'edges' : 'lists'
+  each(`concurrent members.add/remove with a cascading chats.del and users.del leave no one-sided edges (${layoutName})`, async (t, db, rand) => {
+    const users = db.collection('users', { indexes: USER_INDEXES })
+    const chats = db.collection('chats')
+    const members = db.relation('members', { from: chats, to: users, onDelete: 'cascade', lists })
+    const messages = db.children('messages', { parent: chats })
+    const userIds = []
+    for (let i = 0; i < 12; i++) userIds.push(await users.insert({ username: `u${i}`, age: i, tags: [] }))
+    const chatIds = []
+    for (let i = 0; i < 3; i++) chatIds.push(await chats.insert({ title: `c${i}` }))
+    const [doomedChat] = chatIds
+    const doomedUser = userIds[5]
+    for (const u of userIds.slice(0, 6)) await members.add(doomedChat, u)
 
-  const ops = []
-  for (let i = 0; i < 400; i++) {
-    if (i === 130) ops.push({ type: 'delChat', c: doomedChat })
-    else if (i === 260) ops.push({ type: 'delUser', u: doomedUser })
-    else if (i % 10 === 3) ops.push({ type: 'append', c: rand.pick(chatIds) })
-    else ops.push({ type: rand() < 0.6 ? 'add' : 'remove', c: rand.pick(chatIds), u: rand.pick(userIds) })
-  }
-  const results = await outcomes(ops.map(op => {
-    switch (op.type) {
-      case 'delChat': return chats.del(op.c)
-      case 'delUser': return users.del(op.u)
-      case 'append': return messages.append(op.c, { text: 'hi' })
-      case 'add': return members.add(op.c, op.u)
-      default: return members.remove(op.c, op.u)
+    const ops = []
+    for (let i = 0; i < 400; i++) {
+      if (i === 130) ops.push({ type: 'delChat', c: doomedChat })
+      else if (i === 260) ops.push({ type: 'delUser', u: doomedUser })
+      else if (i % 10 === 3) ops.push({ type: 'append', c: rand.pick(chatIds) })
+      else ops.push({ type: rand() < 0.6 ? 'add' : 'remove', c: rand.pick(chatIds), u: rand.pick(userIds) })
     }
-  }))
-  t.deepEqual(unexpected(results, ['LEVELKIT_NOT_FOUND']), [], 'the only rejections are LEVELKIT_NOT_FOUND')
-  const notFoundEarly = results.slice(0, 130).filter(r => !r.ok).length
-  t.is(notFoundEarly, 0, 'nothing was rejected before the deletions')
-
-  const forward = (await rawEntries(db, layout.forward('members'))).map(([key]) => JSON.stringify(key)).sort()
-  const reverse = (await rawEntries(db, layout.reverse('members'))).map(([[u, c]]) => JSON.stringify([c, u])).sort()
-  t.deepEqual(reverse, forward, 'forward and reverse entries are mirror images (no one-sided edge)')
-  t.deepEqual(forward.filter(k => JSON.parse(k)[0] === doomedChat), [], 'no edge of the deleted chat')
-  t.deepEqual(forward.filter(k => JSON.parse(k)[1] === doomedUser), [], 'no edge of the deleted user')
-  const rawMessages = await rawEntries(db, layout.records('messages'))
-  t.deepEqual(rawMessages.filter(([[c]]) => c === doomedChat), [], 'no message of the deleted chat')
-  const rawSeqs = await rawEntries(db, layout.sequence('messages'))
-  t.deepEqual(rawSeqs.filter(([c]) => c === doomedChat), [], 'no message sequence of the deleted chat')
-  await assertClean(t, db, 'users', USER_INDEXES)
-  await assertCheckOk(t, db, 'after edges raced with deletions')
-
-  // Serial replay in call order.
-  const liveChats = new Set(chatIds)
-  const liveUsers = new Set(userIds)
-  const edges = new Set(userIds.slice(0, 6).map(u => JSON.stringify([doomedChat, u])))
-  const lastSeq = new Map()
-  const expected = ops.map(op => {
-    const key = JSON.stringify([op.c, op.u])
-    switch (op.type) {
-      case 'delChat':
-        liveChats.delete(op.c)
-        for (const e of edges) if (JSON.parse(e)[0] === op.c) edges.delete(e)
-        return { ok: true, value: true }
-      case 'delUser':
-        liveUsers.delete(op.u)
-        for (const e of edges) if (JSON.parse(e)[1] === op.u) edges.delete(e)
-        return { ok: true, value: true }
-      case 'append': {
-        if (!liveChats.has(op.c)) return { ok: false, code: 'LEVELKIT_NOT_FOUND' }
-        const seq = (lastSeq.get(op.c) || 0) + 1
-        lastSeq.set(op.c, seq)
-        return { ok: true, value: seq }
+    const results = await outcomes(ops.map(op => {
+      switch (op.type) {
+        case 'delChat': return chats.del(op.c)
+        case 'delUser': return users.del(op.u)
+        case 'append': return messages.append(op.c, { text: 'hi' })
+        case 'add': return members.add(op.c, op.u)
+        default: return members.remove(op.c, op.u)
       }
-      case 'add':
-        if (!liveChats.has(op.c) || !liveUsers.has(op.u)) return { ok: false, code: 'LEVELKIT_NOT_FOUND' }
-        if (edges.has(key)) return { ok: true, value: false }
-        edges.add(key)
-        return { ok: true, value: true }
-      default:
-        return { ok: true, value: edges.delete(key) }
+    }))
+    t.deepEqual(unexpected(results, ['LEVELKIT_NOT_FOUND']), [], 'the only rejections are LEVELKIT_NOT_FOUND')
+    const notFoundEarly = results.slice(0, 130).filter(r => !r.ok).length
+    t.is(notFoundEarly, 0, 'nothing was rejected before the deletions')
+
+    const forward = lists.length === 0
+      ? (await rawEntries(db, layout.forward('members'))).map(([key]) => JSON.stringify(key)).sort()
+      : await listedEdges(db, layout.list('members', 'to'), false)
+    const reverse = lists.length === 0
+      ? (await rawEntries(db, layout.reverse('members'))).map(([[u, c]]) => JSON.stringify([c, u])).sort()
+      : await listedEdges(db, layout.list('members', 'from'), true)
+    t.deepEqual(reverse, forward, 'forward and reverse entries are mirror images (no one-sided edge)')
+    t.deepEqual(forward.filter(k => JSON.parse(k)[0] === doomedChat), [], 'no edge of the deleted chat')
+    t.deepEqual(forward.filter(k => JSON.parse(k)[1] === doomedUser), [], 'no edge of the deleted user')
+    const rawMessages = await rawEntries(db, layout.records('messages'))
+    t.deepEqual(rawMessages.filter(([[c]]) => c === doomedChat), [], 'no message of the deleted chat')
+    const rawSeqs = await rawEntries(db, layout.sequence('messages'))
+    t.deepEqual(rawSeqs.filter(([c]) => c === doomedChat), [], 'no message sequence of the deleted chat')
+    await assertClean(t, db, 'users', USER_INDEXES)
+    await assertCheckOk(t, db, 'after edges raced with deletions')
+
+    // Serial replay in call order.
+    const liveChats = new Set(chatIds)
+    const liveUsers = new Set(userIds)
+    const edges = new Set(userIds.slice(0, 6).map(u => JSON.stringify([doomedChat, u])))
+    const lastSeq = new Map()
+    const expected = ops.map(op => {
+      const key = JSON.stringify([op.c, op.u])
+      switch (op.type) {
+        case 'delChat':
+          liveChats.delete(op.c)
+          for (const e of edges) if (JSON.parse(e)[0] === op.c) edges.delete(e)
+          return { ok: true, value: true }
+        case 'delUser':
+          liveUsers.delete(op.u)
+          for (const e of edges) if (JSON.parse(e)[1] === op.u) edges.delete(e)
+          return { ok: true, value: true }
+        case 'append': {
+          if (!liveChats.has(op.c)) return { ok: false, code: 'LEVELKIT_NOT_FOUND' }
+          const seq = (lastSeq.get(op.c) || 0) + 1
+          lastSeq.set(op.c, seq)
+          return { ok: true, value: seq }
+        }
+        case 'add':
+          if (!liveChats.has(op.c) || !liveUsers.has(op.u)) return { ok: false, code: 'LEVELKIT_NOT_FOUND' }
+          if (edges.has(key)) return { ok: true, value: false }
+          edges.add(key)
+          return { ok: true, value: true }
+        default:
+          return { ok: true, value: edges.delete(key) }
+      }
+    })
+    t.deepEqual(results.map(r => r.ok ? r : { ok: false, code: r.code }), expected, 'each op had the outcome of a serial replay in call order')
+    t.deepEqual(forward, [...edges].sort(), 'the stored edges equal the serial replay')
+    for (const c of [chatIds[1], chatIds[2]]) {
+      const want = [...edges].map(e => JSON.parse(e)).filter(([ec]) => ec === c).map(([, u]) => u).sort(numeric)
+      t.deepEqual(await members.to(c).all(), want, `members.to(${c}) lists the replayed members`)
     }
   })
-  t.deepEqual(results.map(r => r.ok ? r : { ok: false, code: r.code }), expected, 'each op had the outcome of a serial replay in call order')
-  t.deepEqual(forward, [...edges].sort(), 'the stored edges equal the serial replay')
-  for (const c of [chatIds[1], chatIds[2]]) {
-    const want = [...edges].map(e => JSON.parse(e)).filter(([ec]) => ec === c).map(([, u]) => u).sort(numeric)
-    t.deepEqual(await members.to(c).all(), want, `members.to(${c}) lists the replayed members`)
+}
+
+/**
+ * The edges a relation direction keeps as lists, as sorted JSON [from, to]
+ * pairs, decoded with bytewise; each list must be sorted and free of
+ * duplicates.
+ */
+async function listedEdges (db, name, reversed) {
+  const edges = []
+  for (const [head, value] of await rawEntries(db, name)) {
+    const others = decode(value)
+    if (others.some((other, i) => i > 0 && others[i - 1] >= other)) throw new Error(`The list of ${head} in ${name} is not sorted: ${JSON.stringify(others)}`)
+    for (const other of others) edges.push(JSON.stringify(reversed ? [other, head] : [head, other]))
   }
-})
+  return edges.sort()
+}
 
 each('500 concurrent counter.add calls lose no increment', async (t, db) => {
   const counter = db.counter('hits')

@@ -25,7 +25,8 @@ const DEFAULT_PAGE = 50
  *
  * Namespaces: `users` (+ `users.idx.username`), `sessions`
  * (+ `sessions.idx.expiry`), `chats`, `members.fwd` / `members.rev` (chat ->
- * user, user -> chat), `messages` (per-chat sequence), `pairs` (a counter of
+ * user, user -> chat) and `members.list.from` (each user's chat ids, one
+ * value per user), `messages` (per-chat sequence), `pairs` (a counter of
  * chats per exact pair of members, so existsChat() is a point read).
  */
 export class ChatStore {
@@ -55,7 +56,9 @@ export class ChatStore {
     })
     this.chats = db.collection('chats')
     // Deleting a chat removes its edges; a user in a chat cannot be deleted.
-    this.members = db.relation('members', { from: this.chats, to: this.users, onDelete: { from: 'cascade', to: 'restrict' } })
+    // A user's chats are kept as one list per user, so getChats() reads one
+    // value instead of opening an iterator.
+    this.members = db.relation('members', { from: this.chats, to: this.users, onDelete: { from: 'cascade', to: 'restrict' }, lists: ['from'] })
     this.messages = db.children('messages', { parent: this.chats, onDelete: 'purge' })
     this.pairs = db.counter('pairs')
   }

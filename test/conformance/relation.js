@@ -1,16 +1,27 @@
+import { encodeTuple as encode, decodeTuple as decode } from '../../index.js'
 import { rejects, usersSchema } from './index.js'
 
 /** @param {any} test @param {any} common */
 export default function (test, common) {
+  // Every behaviour holds with edges only and with both directions also kept
+  // as lists (one value per id).
+  for (const lists of [[], ['from', 'to']]) relationSuite(test, common, lists)
+  listSuite(test, common)
+}
+
+/** @param {any} test @param {any} common @param {string[]} lists */
+function relationSuite (test, common, lists) {
+  const layout = lists.length === 0 ? 'edges' : 'lists'
+  /** @param {any} onDelete */
   async function schema (onDelete) {
     const db = await common.open()
     const users = usersSchema(db)
     const chats = db.collection('chats')
-    const members = db.relation('members', { from: chats, to: users, onDelete })
+    const members = db.relation('members', { from: chats, to: users, onDelete, lists })
     return { db, users, chats, members }
   }
 
-  test(`${common.backend}: relation edges in both directions`, async t => {
+  test(`${common.backend} (${layout}): relation edges in both directions`, async t => {
     const { db, users, chats, members } = await schema('cascade')
     const [u1, u2, u3] = [await users.insert({ username: 'a' }), await users.insert({ username: 'b' }), await users.insert({ username: 'c' })]
     const [c1, c2] = [await chats.insert({ name: 'one' }), await chats.insert({ name: 'two' })]
@@ -36,7 +47,7 @@ export default function (test, common) {
     await db.close()
   })
 
-  test(`${common.backend}: onDelete cascade removes edges in the same batch`, async t => {
+  test(`${common.backend} (${layout}): onDelete cascade removes edges in the same batch`, async t => {
     const { db, users, chats, members } = await schema('cascade')
     const u1 = await users.insert({ username: 'a' })
     const u2 = await users.insert({ username: 'b' })
@@ -48,7 +59,8 @@ export default function (test, common) {
     const writes = []
     db.level.on('write', ops => writes.push(ops.length))
     await chats.del(c1)
-    t.same(writes, [5], 'record + 2 edges x 2 directions in one batch')
+    // Lists: c1's to-list deleted, u1's and u2's from-lists rewritten.
+    t.same(writes, [lists.length === 0 ? 5 : 4], 'the record and its edges in both directions, in one batch')
     t.same(await members.from(u1).all(), [c2])
     t.same(await members.from(u2).all(), [])
     await users.del(u1)
@@ -57,7 +69,7 @@ export default function (test, common) {
     await db.close()
   })
 
-  test(`${common.backend}: onDelete restrict refuses and writes nothing`, async t => {
+  test(`${common.backend} (${layout}): onDelete restrict refuses and writes nothing`, async t => {
     const { db, users, chats, members } = await schema('restrict')
     const u1 = await users.insert({ username: 'a' })
     const c1 = await chats.insert({ name: 'one' })
@@ -70,12 +82,12 @@ export default function (test, common) {
     await db.close()
   })
 
-  test(`${common.backend}: onDelete per side, and self relations`, async t => {
+  test(`${common.backend} (${layout}): onDelete per side, and self relations`, async t => {
     const db = await common.open()
     const people = db.collection('people')
     const chats = db.collection('chats')
-    const owners = db.relation('owners', { from: chats, to: people, onDelete: { from: 'cascade', to: 'restrict' } })
-    const follows = db.relation('follows', { from: people, to: people })
+    const owners = db.relation('owners', { from: chats, to: people, onDelete: { from: 'cascade', to: 'restrict' }, lists })
+    const follows = db.relation('follows', { from: people, to: people, lists })
     const [p1, p2] = [await people.insert({ n: 1 }), await people.insert({ n: 2 })]
     const c = await chats.insert({})
     await owners.add(c, p1)
@@ -84,10 +96,135 @@ export default function (test, common) {
     t.same(await owners.from(p1).all(), [], 'from side cascades')
     await follows.add(p1, p2)
     await follows.add(p2, p1)
+    await follows.add(p1, p1)
+    t.same(await follows.from(p1).all(), [p1, p2], 'a record may follow itself')
     await people.del(p1)
     t.same(await follows.to(p2).all(), [], 'self relation: both roles cleaned')
     t.same(await follows.from(p2).all(), [])
     t.ok((await db.check()).ok)
     await db.close()
   })
+}
+
+/** The lists option itself: its validation, what it stores, and check(). @param {any} test @param {any} common */
+function listSuite (test, common) {
+  test(`${common.backend}: the lists option is validated`, async t => {
+    const db = await common.open()
+    const users = usersSchema(db)
+    const chats = db.collection('chats')
+    for (const lists of ['from', ['sideways'], ['from', 'from'], null]) {
+      t.throws(() => db.relation('members', { from: chats, to: users, lists }), /lists option/, `refuses ${JSON.stringify(lists)}`)
+    }
+    const members = db.relation('members', { from: chats, to: users, lists: ['to'] })
+    const u1 = await users.insert({ username: 'a' })
+    const c1 = await chats.insert({})
+    await members.add(c1, u1)
+    t.same(await members.to(c1).all(), [u1])
+    t.same(await members.from(u1).all(), [c1], 'the direction without lists reads its edges')
+    await db.close()
+  })
+
+  test(`${common.backend}: lists hold each id's ids in id order, one value per id`, async t => {
+    const db = await common.open()
+    const people = db.collection('people', { id: p => p.name })
+    const follows = db.relation('follows', { from: people, to: people, lists: ['from'] })
+    for (const name of ['bo', 'al', 'cy', 'é', '𝄞', 'z', 'ab']) await people.insert({ name })
+    // In key order, which differs from JS string order for astral characters.
+    for (const name of ['𝄞', 'z', 'cy', 'ab', 'é', 'al']) await follows.add(name, 'bo')
+    const stored = await db.level.sublevel('follows.list.from', { keyEncoding: 'view', valueEncoding: 'view' }).iterator().all()
+    t.is(stored.length, 1, 'one value for bo')
+    t.same(decode(stored[0][0]), 'bo')
+    t.same(decode(stored[0][1]), ['ab', 'al', 'cy', 'z', 'é', '𝄞'], 'ids in tuple (UTF-8 byte) order')
+    t.same(await follows.from('bo').all(), ['ab', 'al', 'cy', 'z', 'é', '𝄞'])
+    t.same(await follows.from('bo', { limit: 2 }).all(), ['ab', 'al'], 'limit')
+    t.same(await follows.from('bo', { reverse: true, limit: 2 }).all(), ['𝄞', 'é'], 'reverse')
+    t.same(await follows.from('bo', { gt: 'cy' }).all(), ['z', 'é', '𝄞'], 'a range reads the edges')
+    const first = await follows.from('bo', { limit: 3 }).page()
+    t.same((await follows.from('bo', { limit: 3, cursor: first.cursor }).all()), ['z', 'é', '𝄞'], 'a cursor resumes')
+    const all = await follows.from('bo').all()
+    all.push('mutated')
+    t.is((await follows.from('bo').all()).length, 6, 'callers get their own array')
+    await follows.remove('𝄞', 'bo')
+    t.same(await follows.from('bo').all(), ['ab', 'al', 'cy', 'z', 'é'], 'remove updates the list')
+    for (const name of ['z', 'cy', 'ab', 'é', 'al']) await follows.remove(name, 'bo')
+    t.same(await db.level.sublevel('follows.list.from', { keyEncoding: 'view', valueEncoding: 'view' }).keys().all(), [], 'an empty list is deleted')
+    t.same(await follows.from('bo').all(), [])
+    t.ok((await db.check()).ok)
+    await db.close()
+  })
+
+  test(`${common.backend}: a list is written in the same batch as its edge, in a write scope too`, async t => {
+    const db = await common.open()
+    const users = usersSchema(db)
+    const chats = db.collection('chats')
+    const members = db.relation('members', { from: chats, to: users, lists: ['from', 'to'] })
+    const u1 = await users.insert({ username: 'a' })
+    const u2 = await users.insert({ username: 'b' })
+    /** @type {string[][]} */
+    const batches = []
+    db.level.on('write', (/** @type {any[]} */ ops) => batches.push(ops.map(op => namespaceOf(op.key)).sort()))
+    const chat = await db.write(async (w) => {
+      const id = await chats.in(w).insert({})
+      await members.in(w).add(id, u1)
+      await members.in(w).add(id, u2)
+      t.same(await members.in(w).to(id).all(), [], 'a scoped query does not see the scope\'s own edges')
+      return id
+    })
+    t.same(batches, [['chats', 'chats.seq', 'members.list.from', 'members.list.from', 'members.list.to', 'members.list.to']],
+      'one batch: the chat\'s to-list written by each add, one from-list per user, no edge keys')
+    t.same(await members.to(chat).all(), [u1, u2])
+    await rejects(t, db.write(async (w) => {
+      await members.in(w).remove(chat, u1)
+      throw new Error('changed my mind')
+    }), undefined, 'a failed scope')
+    t.same(await members.to(chat).all(), [u1, u2], 'writes nothing, lists included')
+    t.same(await members.from(u1).all(), [chat])
+    t.ok((await db.check()).ok)
+    await db.close()
+  })
+
+  test(`${common.backend}: check() compares every list with the edges, and repairs it`, async t => {
+    const db = await common.open()
+    const users = usersSchema(db)
+    const chats = db.collection('chats')
+    const members = db.relation('members', { from: chats, to: users, lists: ['from'] })
+    const [u1, u2, u3] = [await users.insert({ username: 'a' }), await users.insert({ username: 'b' }), await users.insert({ username: 'c' })]
+    const [c1, c2] = [await chats.insert({}), await chats.insert({})]
+    await members.add(c1, u1)
+    await members.add(c2, u1)
+    await members.add(c1, u2)
+    await members.add(c2, u3)
+    t.ok((await db.check()).ok)
+
+    // Damage behind levelkit's back: a wrong list, a list naming an edge the
+    // other direction lacks, a missing list (as when lists are turned on for
+    // a relation that already has edges), a list for a record that does not
+    // exist, and a key that does not decode.
+    const lists = db.level.sublevel('members.list.from', { keyEncoding: 'view', valueEncoding: 'view' })
+    await lists.put(encode(u1), encode([c2]))
+    await lists.put(encode(u2), encode([c1, c2]))
+    await lists.del(encode(u3))
+    await lists.put(encode(99), encode([c1]))
+    await lists.put(new Uint8Array([0xff, 0xff]), encode([c1]))
+    const report = await db.check()
+    t.same(report.problems.map(p => p.type).sort(), ['edge-list-mismatch', 'edge-list-mismatch', 'edge-list-mismatch', 'invalid-key', 'one-sided-edge'])
+    t.same(report.problems.map(p => p.namespace).sort(), ['members.list.from', 'members.list.from', 'members.list.from', 'members.list.from', 'members.list.from'])
+    t.ok(report.problems.some(p => /lists \[2\] as from\(1\), but its edges give \[1,2\]/.test(p.message)), 'says what differs')
+    t.ok(report.problems.some(p => /2 -> 2 without its forward entry/.test(p.message)), 'names the one-sided edge')
+    const repaired = await db.check({ repair: true })
+    t.is(repaired.repaired, 5, 'every one repaired')
+    t.ok((await db.check()).ok, 'clean after the repair')
+    t.same(await members.from(u1).all(), [c1, c2])
+    t.same(await members.from(u2).all(), [c1, c2])
+    t.same(await members.to(c2).all(), [u1, u2, u3], 'the one-sided edge completed')
+    t.same(await members.from(u3).all(), [c2], 'the missing list rebuilt')
+    t.is(await lists.get(encode(99)), undefined, 'the list of a missing record deleted')
+    await db.close()
+  })
+}
+
+/** The namespace of a root key: `!name!...`. @param {string | Uint8Array} key */
+function namespaceOf (key) {
+  const text = typeof key === 'string' ? key : String.fromCharCode(...key)
+  return text.slice(1, text.indexOf('!', 1))
 }
