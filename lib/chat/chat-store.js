@@ -24,9 +24,9 @@ const DEFAULT_PAGE = 50
  * every change one atomic batch.
  *
  * Namespaces: `users` (+ `users.idx.username`), `sessions`
- * (+ `sessions.idx.expiry`), `chats`, `members.fwd` / `members.rev` (chat ->
- * user, user -> chat) and `members.list.from` (each user's chat ids, one
- * value per user), `messages` (per-chat sequence), `pairs` (a counter of
+ * (+ `sessions.idx.expiry`), `chats`, `members.fwd` (chat -> user edges)
+ * and `members.list.from` (each user's chat ids, one value per user),
+ * `messages` (per-chat sequence), `pairs` (a counter of
  * chats per exact pair of members, so existsChat() is a point read).
  */
 export class ChatStore {
