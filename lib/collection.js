@@ -56,6 +56,9 @@ export class CollectionModel {
     for (const [indexName, spec] of Object.entries(indexes)) {
       this.indexes.set(indexName, new IndexSpec(this.root, name, indexName, spec, db.readCache))
     }
+    // User code that sees records gets them frozen, so what it indexes or
+    // accepts is what is stored; with none, freezing would only cost time.
+    this.showsRecords = this.validate !== null || this.idFunction !== null || this.indexes.size > 0
     /** @type {Dependent[]} */
     this.dependents = []
     /** @type {number | null} the highest stored id when this process first used the sequence */
@@ -119,7 +122,7 @@ export class CollectionModel {
     } else {
       id = this.computeId(deepFreeze(record))
     }
-    deepFreeze(record)
+    this.seal(record)
     const idBytes = encode(id)
     // A sequence id is new by construction (see lastId()).
     if (!this.sequential && await tx.get(this.records, idBytes) !== undefined) {
@@ -137,7 +140,7 @@ export class CollectionModel {
     const idBytes = this.keyOf(id)
     const parsed = JSON.parse(json)
     const stored = this.sequential && parsed.id === undefined ? withIdJson(json, /** @type {number} */ (id)) : json
-    const record = deepFreeze(this.withId(parsed, id, idBytes))
+    const record = this.seal(this.withId(parsed, id, idBytes))
     this.check(record)
     const previous = await tx.get(this.records, idBytes)
     if (previous === undefined) {
@@ -176,12 +179,13 @@ export class CollectionModel {
       for (const key of change.removed) delete next[key]
     }
     // A patch that leaves the id alone needs no copy to put the id first.
-    const record = deepFreeze(this.sequential && next.id === id ? next : this.withId(next, id, idBytes))
+    const record = this.seal(this.sequential && next.id === id ? next : this.withId(next, id, idBytes))
     this.check(record)
     await this.writeIndexes(tx, id, idBytes, old, record)
     const json = JSON.stringify(record)
     tx.put(this.records, idBytes, json)
-    return JSON.parse(json)
+    // The caller's own copy: an unfrozen record nothing else holds is one.
+    return this.showsRecords ? JSON.parse(json) : record
   }
 
   /** @param {Transaction} tx @param {unknown} id @returns {Promise<boolean>} true if it existed */
@@ -269,6 +273,14 @@ export class CollectionModel {
       throw invalid(`The record's id ${describe(computed)} (from the id function) differs from the id ${describe(id)} it is written under in "${this.name}"`)
     }
     return record
+  }
+
+  /**
+   * Freeze a record that user code will see.
+   * @template T @param {T} record @returns {T}
+   */
+  seal (record) {
+    return this.showsRecords ? deepFreeze(record) : record
   }
 
   /** @param {object} record */

@@ -55,6 +55,16 @@ export default function (test, common) {
     await rejects(t, users.update(id, async old => old), 'LEVELKIT_INVALID', 'update function must be synchronous')
     await rejects(t, users.update(id, () => 'nope'), 'LEVELKIT_INVALID')
     t.same(await users.get(id), { id, username: 'ann', age: 33 }, 'failed updates wrote nothing')
+    // With and without user code that sees records (users has indexes and
+    // validate, notes none): the caller owns what update() resolves with.
+    const notes = db.collection('notes')
+    const note = await notes.insert({ text: 'a', tags: ['x'] })
+    for (const [collection, key] of /** @type {const} */ ([[users, id], [notes, note]])) {
+      const updated = await collection.update(key, { tags: ['y'] })
+      t.notOk(Object.isFrozen(updated) || Object.isFrozen(updated.tags), `${collection.name}: not frozen`)
+      updated.tags.push('mutated')
+      t.same((await collection.get(key)).tags, ['y'], `${collection.name}: changing it changes nothing stored`)
+    }
     await db.close()
   })
 
