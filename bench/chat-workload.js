@@ -31,6 +31,11 @@
 // (> 1: levelkit is faster). Goal (issue 6): >= 1.0 on every operation,
 // >= 2.0 on writes.
 //
+// The floor: after the timed operations each run also times single awaited
+// classic-level calls in the same process (get, and batches of 3 and 43
+// puts), and the summary prints the best ratio a design with one batch per
+// operation could reach on the sequential write rows on this machine.
+//
 // Output: a summary on stdout; a progress bar on stderr when it is a
 // terminal; under --out (default bench/out/, ignored by git) a folder
 // chat-workload-<time>/ with results.csv (one row per run, operation and
@@ -58,6 +63,9 @@ const WORKER = path.join(here, 'lib', 'chat-workload-worker.js')
 
 // Ops per measurement and side at --scale 1: roughly 0.3–1 s of levelkit time
 // each on a 2 vCPU AMD EPYC VM.
+// Calls per kind in the floor measurement (one awaited classic-level call).
+const FLOOR_N = 2000
+
 const DEFAULT_N = {
   getUser: 20000,
   last50: 3000,
@@ -211,7 +219,8 @@ function runOne (run) {
     ops,
     sides: ['levelkit', 'sqlite'],
     warmup: !args['no-warmup'],
-    label: `run ${run}/${runs}`
+    label: `run ${run}/${runs}`,
+    floorN: args.n !== undefined ? Math.max(50, n.getUser) : Math.max(50, Math.round(FLOOR_N * scale))
   }
   return new Promise((resolve, reject) => {
     const child = fork(WORKER, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
@@ -300,6 +309,28 @@ console.log(`  Pre-population (not timed in the table): levelkit via ChatStore $
 console.log(`  On-disk size after a run: levelkit ${mb(median(perRun.map(r => r.dbBytes.levelkit)))}, SQLite ${mb(median(perRun.map(r => r.dbBytes.sqlite)))} (file + WAL).`)
 console.log('  Both sides answered the same sample of reads before and after the timed writes, in every run.')
 
+// The floor: what one awaited classic-level call costs in this process, and
+// so the best ratio any design with one batch per operation could reach on
+// the sequential write rows (SQLite's whole operation against one batch,
+// plus the password hash both sides pay in createUser).
+const floor = {
+  getUs: median(perRun.map(r => r.floor.getUs)),
+  batch3Us: median(perRun.map(r => r.floor.batch3Us)),
+  batch43Us: median(perRun.map(r => r.floor.batch43Us))
+}
+const hashUs = median(perRun.map(r => r.hashUs))
+/** @type {Record<string, number>} */
+const ceilings = {}
+for (const [op, batchUs, extraUs] of /** @type {Array<[string, number, number]>} */ ([['createUser', floor.batch3Us, hashUs], ['createChat', floor.batch43Us, 0], ['addChatMessage', floor.batch3Us, 0]])) {
+  if (!summary[op]) continue
+  ceilings[op] = (1e6 / summary[op].sqliteOpsPerSec) / (batchUs + extraUs)
+  summary[op].ceiling = ceilings[op]
+}
+console.log(`  Floor, one awaited classic-level call in the same process: get ${fmt(floor.getUs, 1)} µs, batch of 3 puts ${fmt(floor.batch3Us, 1)} µs, of 43 puts ${fmt(floor.batch43Us, 1)} µs.`)
+if (Object.keys(ceilings).length > 0) {
+  console.log(`  So on sequential writes, one batch per operation can reach at best: ${Object.entries(ceilings).map(([op, c]) => `${op} ${c.toFixed(2)}×`).join(', ')} (SQLite's time per operation / the batch's${ceilings.createUser ? ', plus the hash for createUser' : ''}).`)
+}
+
 fs.mkdirSync(outDir, { recursive: true })
 let csv = 'run,operation,label,side,concurrency,ops,ms,ops_per_sec\n'
 for (const r of perRun) {
@@ -337,10 +368,12 @@ fs.writeFileSync(path.join(outDir, 'summary.json'), JSON.stringify({
   options: { runs, ...sizes, concurrency, slices, scryptN, seed, n, ops, warmup: !args['no-warmup'] },
   csvColumns: ['run', 'operation', 'label', 'side', 'concurrency', 'ops', 'ms', 'ops_per_sec'],
   summary,
+  floor,
   runs: perRun.map(r => ({
     run: r.run,
     loadAverage: r.loadAverage,
     hashUs: r.hashUs,
+    floor: r.floor,
     populateMs: r.populate,
     dbBytes: r.dbBytes,
     peakRssBytes: r.peakRssBytes,

@@ -61,6 +61,10 @@ test('bench/chat-workload.js with a tiny data set', async t => {
       t.is(s.goal, s.write ? 2 : 1, `${op}: goal`)
       t.is(s.ratioPerRun.length, 1, `${op}: one ratio per run`)
     }
+    t.ok(['getUs', 'batch3Us', 'batch43Us'].every(key => summary.floor[key] > 0), 'the floor: µs per awaited classic-level call')
+    t.ok(summary.runs[0].floor.batch3Us > 0, 'the floor of each run')
+    for (const op of ['createUser', 'createChat', 'addChatMessage']) t.ok(summary.summary[op].ceiling > 0, `${op}: the best ratio one batch per operation allows`)
+    t.match(stdout, /Floor, one awaited classic-level call/, 'prints the floor')
     t.is(summary.options.users, 200, 'options recorded')
     t.is(summary.runs.length, 1, 'one run recorded')
     t.ok(summary.machine.cores > 0 && typeof summary.versions['better-sqlite3'] === 'string', 'machine and versions recorded')

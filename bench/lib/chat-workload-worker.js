@@ -21,7 +21,7 @@ import { prng } from './prng.js'
  *   users: number, chats: number, members: number, pairChats: number, messages: number,
  *   n: Record<string, number>, concurrency: number, slices: number, scryptN: number,
  *   seed: number, run: number, dbDir: string, keepDb: boolean, ops: string[], sides: string[],
- *   warmup: boolean, label: string
+ *   warmup: boolean, label: string, floorN: number
  * }} Config
  * @typedef {import('./chat-workload-sides.js').Side} Side
  */
@@ -334,6 +334,10 @@ export async function runOnce (config) {
   await check('after the timed writes')
   progress.done()
 
+  // The floor under any sequential Level write, on this machine, now: one
+  // awaited round trip into classic-level (a thread-pool hop each way).
+  const floor = lk ? await measureFloor(lk.db.level, config.floorN) : null
+
   // What both sides' createUser pay for hashing the password (same function, same cost).
   const hashStart = performance.now()
   for (let i = 0; i < 200; i++) await hashPassword(`pw${i}`, cost)
@@ -342,7 +346,42 @@ export async function runOnce (config) {
   const dbBytes = { levelkit: lk ? sizeOf(levelDir) : null, sqlite: sq ? sizeOf(sqliteFile) + sizeOf(sqliteFile + '-wal') : null }
   for (const side of sides) await side.close()
   if (!config.keepDb) fs.rmSync(base, { recursive: true, force: true })
-  return { run: config.run, results, populate, hashUs, dbBytes, mismatches, loadAverage: os.loadavg(), peakRssBytes: process.resourceUsage().maxRSS * 1024 }
+  return { run: config.run, results, populate, hashUs, floor, dbBytes, mismatches, loadAverage: os.loadavg(), peakRssBytes: process.resourceUsage().maxRSS * 1024 }
+}
+
+/**
+ * Microseconds per awaited classic-level call, one at a time, on the
+ * benchmark's own database (a namespace of its own): get() of a missing key,
+ * and batch() of 3 and of 43 puts of 100 bytes, the sizes of addChatMessage
+ * and createUser, and of createChat with 20 members. Median of 5 slices.
+ * @param {any} root the levelkit database's classic-level
+ * @param {number} n calls per kind (a tenth of that for the 43-put batches)
+ */
+export async function measureFloor (root, n) {
+  const sub = root.sublevel('bench-floor', { valueEncoding: 'utf8' })
+  await sub.open()
+  const value = 'x'.repeat(100)
+  const slices = 5
+  const per = Math.max(1, Math.ceil(n / slices))
+  const perBig = Math.max(1, Math.ceil(per / 10))
+  /** @type {Record<string, number[]>} */
+  const us = { get: [], batch3: [], batch43: [] }
+  let k = 0
+  const puts = (/** @type {number} */ count) => Array.from({ length: count }, (_, i) => ({ type: 'put', key: `${String(k).padStart(10, '0')}!${i}`, value }))
+  for (let s = 0; s < slices; s++) {
+    let start = performance.now()
+    for (let i = 0; i < per; i++) await sub.get(`missing!${i}`)
+    us.get.push((performance.now() - start) / per * 1000)
+    start = performance.now()
+    for (let i = 0; i < per; i++, k++) await sub.batch(puts(3))
+    us.batch3.push((performance.now() - start) / per * 1000)
+    start = performance.now()
+    for (let i = 0; i < perBig; i++, k++) await sub.batch(puts(43))
+    us.batch43.push((performance.now() - start) / perBig * 1000)
+  }
+  await sub.clear()
+  const median = (/** @type {number[]} */ xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+  return { getUs: median(us.get), batch3Us: median(us.batch3), batch43Us: median(us.batch43) }
 }
 
 const direct = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(fileURLToPath(import.meta.url))
