@@ -286,3 +286,38 @@ async function tempLocation () {
   const { join } = await import('node:path')
   return mkdtemp(join(tmpdir(), 'levelkit-write-path-'))
 }
+
+test('a group commit writes each key once: its last op, in order', async t => {
+  const { level, plan } = flaky()
+  /** @type {any[][]} */
+  const batches = []
+  const batch = level._batch.bind(level)
+  level._batch = async (ops, options) => {
+    batches.push(ops.map((/** @type {any} */ op) => op.type))
+    return batch(ops, options)
+  }
+  const db = await open({ db: level })
+  const notes = db.collection('notes')
+  const hits = db.counter('hits')
+  const id = await notes.insert({ n: 0 })
+  batches.length = 0
+  // The first update is written alone; the 50 updates and 51 increments
+  // behind it are decided while it is slow, and go out as one group.
+  plan.delay = 30
+  const updates = []
+  for (let n = 1; n <= 51; n++) updates.push(notes.update(id, { n }), hits.add('all', 1))
+  await Promise.all(updates)
+  t.same(batches.map(ops => ops.length), [1, 2], 'the first update, then one op per key for the other 101 writes')
+  t.same(await notes.get(id), { id, n: 51 }, 'the last update wins')
+  t.is(await hits.get('all'), 51, 'every increment counted')
+  // A key put and then deleted in one group is deleted.
+  batches.length = 0
+  const doomed = await notes.insert({ n: -1 })
+  batches.length = 0
+  const writes = [notes.update(doomed, { n: -2 }), notes.del(doomed), notes.insert({ n: 99 })]
+  await Promise.all(writes)
+  t.same(await notes.get(doomed), undefined, 'a put followed by a delete leaves it deleted')
+  t.ok(batches.flat().includes('del'), 'the delete is written')
+  t.ok((await db.check()).ok)
+  await db.close()
+})

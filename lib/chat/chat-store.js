@@ -24,8 +24,8 @@ const DEFAULT_PAGE = 50
  * every change one atomic batch.
  *
  * Namespaces: `users` (+ `users.idx.username`), `sessions`
- * (+ `sessions.idx.expiry`), `chats`, `members.fwd` (chat -> user edges)
- * and `members.list.from` (each user's chat ids, one value per user),
+ * (+ `sessions.idx.expiry`), `chats`, `members.list.to` (each chat's member
+ * ids, one value per chat) and `members.list.from` (each user's chat ids),
  * `messages` (per-chat sequence), `pairs` (a counter of
  * chats per exact pair of members, so existsChat() is a point read).
  */
@@ -56,9 +56,10 @@ export class ChatStore {
     })
     this.chats = db.collection('chats')
     // Deleting a chat removes its edges; a user in a chat cannot be deleted.
-    // A user's chats are kept as one list per user, so getChats() reads one
-    // value instead of opening an iterator.
-    this.members = db.relation('members', { from: this.chats, to: this.users, onDelete: { from: 'cascade', to: 'restrict' }, lists: ['from'] })
+    // Both directions are lists: a user's chats are one value, so getChats()
+    // reads it instead of opening an iterator, and a chat's members are one
+    // value, so createChat() writes one instead of an edge per member.
+    this.members = db.relation('members', { from: this.chats, to: this.users, onDelete: { from: 'cascade', to: 'restrict' }, lists: ['from', 'to'] })
     this.messages = db.children('messages', { parent: this.chats, onDelete: 'purge' })
     this.pairs = db.counter('pairs')
   }

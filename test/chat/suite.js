@@ -296,8 +296,8 @@ export function chatSuite (test, common) {
     writes.stop()
     t.is(chat, 1, 'the first chat id is 1')
     t.is(writes.batches.length, 1, 'one batch')
-    t.same(countOps(writes.batches[0]), { 'chats:put': 1, 'chats.seq:put': 1, 'members.fwd:put': 3, 'members.list.from:put': 3 },
-      'holding the chat, its member edges and each member\'s list of chats')
+    t.same(countOps(writes.batches[0]), { 'chats:put': 1, 'chats.seq:put': 1, 'members.list.to:put': 1, 'members.list.from:put': 3 },
+      'holding the chat, its list of members and each member\'s list of chats')
 
     const got = await store.getChat(chat)
     t.same(got, {
@@ -714,8 +714,8 @@ export function chatSuite (test, common) {
     t.is(await store.deleteChat(first), true)
     writes.stop()
     t.same(countOps(writes.batches[0]), {
-      'chats:del': 1, 'members.fwd:del': 2, 'members.list.from:put': 2, 'pairs:put': 1, 'messages.purge:put': 1
-    }, 'one batch: the chat, its edges, its members\' lists of chats, the pair count, the purge marker')
+      'chats:del': 1, 'members.list.to:del': 1, 'members.list.from:put': 2, 'pairs:put': 1, 'messages.purge:put': 1
+    }, 'one batch: the chat, its list of members, its members\' lists of chats, the pair count, the purge marker')
     t.is(await store.getChat(first), null)
     t.is(await store.getChatMessages(first), null)
     t.is(await store.checkChatMember(first, a), false)
