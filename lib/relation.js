@@ -68,13 +68,30 @@ export class RelationModel {
    */
   add (tx, fromId, toId) {
     this.checkIds(fromId, toId)
-    return after(tx.get(this.from.records, encode(fromId)), fromRecord => {
-      if (fromRecord === undefined) throw this.missing(this.from, fromId)
-      return after(tx.get(this.to.records, encode(toId)), toRecord => {
-        if (toRecord === undefined) throw this.missing(this.to, toId)
+    return after(this.exists(tx, this.from, this.forward, fromId), fromExists => {
+      if (!fromExists) throw this.missing(this.from, fromId)
+      return after(this.exists(tx, this.to, this.reverse, toId), toExists => {
+        if (!toExists) throw this.missing(this.to, toId)
         return this.change(tx, fromId, toId, 'add')
       })
     })
+  }
+
+  /**
+   * Whether the record `id` exists. Where the direction keyed by it keeps
+   * lists, its list (which the edge change reads anyway) answers when there
+   * is one: a record's edges go in the same batch as the record (cascade or
+   * restrict), so a list means a record, and the record need not be read.
+   * @param {Transaction} tx @param {CollectionModel} collection
+   * @param {Direction} direction keyed by ids of `collection` @param {unknown} id
+   * @returns {boolean | Promise<boolean>}
+   */
+  exists (tx, collection, direction, id) {
+    const key = encode(id)
+    if (direction.kind === 'lists') {
+      return after(tx.get(direction.space, key), list => list !== undefined || after(tx.get(collection.records, key), isDefined))
+    }
+    return after(tx.get(collection.records, key), isDefined)
   }
 
   /**
@@ -187,6 +204,11 @@ export class RelationModel {
       })
     }, options)
   }
+}
+
+/** @param {unknown} value */
+function isDefined (value) {
+  return value !== undefined
 }
 
 /** @param {Uint8Array[]} keys raw [head, other] keys @returns {unknown[]} the others */
