@@ -25,11 +25,6 @@ export class EdgeDirection {
     this.kind = /** @type {const} */ ('edges')
   }
 
-  /** @param {unknown} head @param {unknown} other */
-  key (head, other) {
-    return encode([head, other])
-  }
-
   /**
    * Whether the edge is stored: a value, or a promise of one where reads are asynchronous.
    * @param {(space: Space, key: Uint8Array) => any} read
@@ -99,7 +94,7 @@ export class ListDirection {
   }
 
   /**
-   * The list of `head` as raw value bytes (or undefined), read with `read`.
+   * The ids in the list of `head` (none when it has no list), read with `read`.
    * @param {(space: Space, key: Uint8Array) => any} read @param {unknown} head
    * @returns {unknown[] | Promise<unknown[]>}
    */

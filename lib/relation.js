@@ -54,10 +54,10 @@ export class RelationModel {
       throw invalid(`The lists option of relation "${name}" must be an array of 'from' and/or 'to'`)
     }
     const cache = db.readCache
-    /** Keyed by from id: what to(id) lists, and what has() reads. @type {Direction} */
+    /** Keyed by from id: what to(id) lists, and what has() reads unless it keeps lists and the reverse does not. @type {Direction} */
     this.forward = lists.includes('to') ? new ListDirection(this.root, layout.list(name, 'to'), cache) : new EdgeDirection(this.root, layout.forward(name), cache, true)
-    /** Keyed by to id: what from(id) lists. @type {Direction} */
-    this.reverse = lists.includes('from') ? new ListDirection(this.root, layout.list(name, 'from'), cache) : new EdgeDirection(this.root, layout.reverse(name), cache, false)
+    /** Keyed by to id: what from(id) lists, and what has() reads when the forward direction keeps lists. @type {Direction} */
+    this.reverse = lists.includes('from') ? new ListDirection(this.root, layout.list(name, 'from'), cache) : new EdgeDirection(this.root, layout.reverse(name), cache, lists.includes('to'))
     this.from.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.forward, this.reverse, this.onDelete.from, this.from) })
     this.to.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.reverse, this.forward, this.onDelete.to, this.to) })
   }
