@@ -231,7 +231,7 @@ export declare class Counter {
 
 export interface Problem {
   type: 'dangling-index-entry' | 'missing-index-entry' | 'unique-violation' | 'invalid-record' |
-  'dangling-edge' | 'one-sided-edge' | 'edge-list-mismatch' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key'
+  'dangling-edge' | 'one-sided-edge' | 'edge-list-mismatch' | 'edge-in-old-layout' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key'
   /** The sublevel the problem is in. */
   namespace: string
   /** The decoded key of the offending entry. */

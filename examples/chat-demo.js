@@ -24,6 +24,13 @@ const say = (/** @type {string} */ line = '') => console.log(line)
 say(`levelkit chat demo on ${args.memory ? 'memory' : `LevelDB at ${args.location}`}`)
 say()
 
+// Data written by an earlier version may keep the members relation in its
+// former layout (edges instead of lists): a repair moves it, in one batch.
+if (!args.memory && (await db.check()).problems.some(p => p.type === 'edge-in-old-layout')) {
+  say(`moved data of an earlier layout into the current one (${(await db.check({ repair: true })).repaired} fixes)`)
+  say()
+}
+
 // Users: created on the first run, found (and their password checked) after.
 const people = [['alice', 'wonderland'], ['bob', 'builder'], ['carol', 'christmas']]
 /** @type {Record<string, number>} */

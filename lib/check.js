@@ -171,7 +171,9 @@ async function checkCollection (model, snapshot, problem) {
  * Both directions of a relation against each other and against the
  * collections: every edge must join two existing records and be stored in
  * both directions; a direction kept as lists must hold, per id, exactly the
- * ids of its edges, in order.
+ * ids of its edges, in order. Edges left in the namespaces of the layout a
+ * direction no longer uses (its `lists` option changed) count as edges: a
+ * repair moves them into the layout in use, in the same batch.
  * @param {import('./relation.js').RelationModel} model
  * @param {any} snapshot
  * @param {Map<any, Set<string>>} existing
@@ -187,31 +189,38 @@ async function checkRelation (model, snapshot, existing, problem) {
     { direction: model.forward, reversed: false, ...await readDirection(model, model.forward, false, snapshot, problem) },
     { direction: model.reverse, reversed: true, ...await readDirection(model, model.reverse, true, snapshot, problem) }
   ]
-  /** @type {Map<string, [unknown, unknown]>} every edge that should stay, by its forward key */
+  const old = [
+    { direction: model.unused.forward, reversed: false, ...await readDirection(model, model.unused.forward, false, snapshot, problem) },
+    { direction: model.unused.reverse, reversed: true, ...await readDirection(model, model.unused.reverse, true, snapshot, problem) }
+  ]
+  /** @type {Map<string, { pair: [unknown, unknown], space: Space, key: Uint8Array }>} every edge that should stay, by its forward key, and where one copy of it is */
   const valid = new Map()
-  for (const { pairs } of sides) {
-    for (const [name, { pair }] of pairs) if (endpointsExist(pair[0], pair[1])) valid.set(name, pair)
+  for (const { direction, pairs } of [...sides, ...old]) {
+    for (const [name, { pair, key }] of pairs) {
+      if (!valid.has(name) && endpointsExist(pair[0], pair[1])) valid.set(name, { pair, space: direction.space, key })
+    }
   }
-  for (const [index, { direction, reversed, pairs, lists }] of sides.entries()) {
+  for (const { direction, reversed, pairs, lists } of old) {
+    const keys = direction.kind === 'lists' ? [...lists.values()].map(list => list.key) : [...pairs.values()].map(entry => entry.key)
+    for (const key of keys) {
+      const what = direction.kind === 'lists' ? 'a list' : 'an edge'
+      problem('edge-in-old-layout', direction.space, key, `Relation "${model.name}" has ${what} in "${direction.space.name}", a namespace of the layout it no longer uses (lists: ${reversed ? "'from'" : "'to'"} changed); a repair moves it`, { type: 'del', space: direction.space, key })
+    }
+  }
+  for (const { direction, reversed, pairs, lists } of sides) {
     if (direction.kind === 'lists') {
       checkLists(model, direction.space, reversed, valid, lists, problem)
-    } else {
-      for (const [name, { pair: [fromId, toId], key }] of pairs) {
-        if (valid.has(name)) continue
-        problem('dangling-edge', direction.space, key, `Relation "${model.name}"${reversed ? ' (reverse)' : ''} links ${label(fromId)} to ${label(toId)}, but one of them does not exist`, { type: 'del', space: direction.space, key })
-      }
+      continue
     }
-    // An edge missing from the other direction. Where that one keeps lists,
-    // checkLists reports it as a list that differs from the edges.
-    const other = sides[1 - index]
-    if (other.direction.kind === 'lists') continue
     for (const [name, { pair: [fromId, toId], key }] of pairs) {
-      if (!valid.has(name) || other.pairs.has(name)) continue
-      const message = reversed
-        ? `Relation "${model.name}" has the reverse of ${label(fromId)} -> ${label(toId)} without its forward entry`
-        : `Relation "${model.name}" has ${label(fromId)} -> ${label(toId)} without its reverse entry`
-      const mirror = reversed ? encode([fromId, toId]) : encode([toId, fromId])
-      problem('one-sided-edge', direction.space, key, message, { type: 'put', space: other.direction.space, key: mirror, value: '' })
+      if (valid.has(name)) continue
+      problem('dangling-edge', direction.space, key, `Relation "${model.name}"${reversed ? ' (reverse)' : ''} links ${label(fromId)} to ${label(toId)}, but one of them does not exist`, { type: 'del', space: direction.space, key })
+    }
+    for (const [name, { pair: [fromId, toId], space, key }] of valid) {
+      if (pairs.has(name)) continue
+      const message = `Relation "${model.name}" has ${label(fromId)} -> ${label(toId)} without its ${reversed ? 'reverse' : 'forward'} entry`
+      const entry = reversed ? encode([toId, fromId]) : encode([fromId, toId])
+      problem('one-sided-edge', space, key, message, { type: 'put', space: direction.space, key: entry, value: '' })
     }
   }
 }
@@ -263,7 +272,7 @@ async function readDirection (model, direction, reversed, snapshot, problem) {
  * @param {import('./relation.js').RelationModel} model
  * @param {Space} space
  * @param {boolean} reversed keyed by the to id (the lists from() reads)
- * @param {Map<string, [unknown, unknown]>} valid
+ * @param {Map<string, { pair: [unknown, unknown] }>} valid
  * @param {Map<string, { head: unknown, key: Uint8Array, value: Uint8Array }>} lists what is stored
  * @param {Function} problem
  */
@@ -271,7 +280,7 @@ function checkLists (model, space, reversed, valid, lists, problem) {
   const call = reversed ? 'from' : 'to'
   /** @type {Map<string, { head: unknown, key: Uint8Array, ids: unknown[] }>} */
   const wanted = new Map()
-  for (const pair of valid.values()) {
+  for (const { pair } of valid.values()) {
     const [head, other] = reversed ? [pair[1], pair[0]] : pair
     const key = encode(head)
     const name = bytesToBinaryString(key)

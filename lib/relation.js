@@ -58,6 +58,12 @@ export class RelationModel {
     this.forward = lists.includes('to') ? new ListDirection(this.root, layout.list(name, 'to'), cache) : new EdgeDirection(this.root, layout.forward(name), cache, true)
     /** Keyed by to id: what from(id) lists, and what has() reads when the forward direction keeps lists. @type {Direction} */
     this.reverse = lists.includes('from') ? new ListDirection(this.root, layout.list(name, 'from'), cache) : new EdgeDirection(this.root, layout.reverse(name), cache, lists.includes('to'))
+    // The namespaces of the other layout of each direction: check() looks
+    // there for edges an earlier declaration left, and a repair moves them.
+    this.unused = {
+      forward: lists.includes('to') ? new EdgeDirection(this.root, layout.forward(name), 0, false) : new ListDirection(this.root, layout.list(name, 'to'), 0),
+      reverse: lists.includes('from') ? new EdgeDirection(this.root, layout.reverse(name), 0, false) : new ListDirection(this.root, layout.list(name, 'from'), 0)
+    }
     this.from.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.forward, this.reverse, this.onDelete.from, this.from) })
     this.to.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.reverse, this.forward, this.onDelete.to, this.to) })
   }

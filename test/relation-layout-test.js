@@ -1,0 +1,94 @@
+// Changing a relation's layout (its `lists` option) on a database that
+// already has edges, on real LevelDB closed and opened again: the edges stay
+// where the old declaration wrote them until check({ repair: true }) moves
+// them, in one batch, into the layout the relation uses now. Both ways, and
+// with ChatStore's own relation.
+
+import test from 'tape'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { open } from '../index.js'
+import { ChatStore } from '../chat.js'
+
+/** Declare people and a follows relation with `lists`. @param {any} db @param {string[]} lists */
+function schema (db, lists) {
+  const people = db.collection('people')
+  const follows = db.relation('follows', { from: people, to: people, lists })
+  return { people, follows }
+}
+
+/** Namespaces that hold anything. @param {any} db @param {string[]} names */
+async function filled (db, names) {
+  const found = []
+  for (const name of names) {
+    if ((await db.level.sublevel(name, { keyEncoding: 'view' }).keys({ limit: 1 }).all()).length > 0) found.push(name)
+  }
+  return found
+}
+
+const NAMESPACES = ['follows.fwd', 'follows.rev', 'follows.list.to', 'follows.list.from']
+
+for (const [before, after] of [[[], ['from', 'to']], [['from', 'to'], []], [[], ['from']], [['to'], ['from']]]) {
+  test(`lists ${JSON.stringify(before)} -> ${JSON.stringify(after)}: a repair moves the edges`, async t => {
+    const dir = mkdtempSync(join(tmpdir(), 'levelkit-layout-'))
+    try {
+      const first = await open({ location: dir })
+      const a = schema(first, before)
+      const ids = []
+      for (let i = 0; i < 6; i++) ids.push(await a.people.insert({ n: i }))
+      const edges = [[1, 2], [1, 3], [2, 1], [3, 3], [4, 1], [4, 6], [6, 4]]
+      for (const [x, y] of edges) await a.follows.add(x, y)
+      await a.people.del(5)
+      await first.close()
+
+      const db = await open({ location: dir })
+      const b = schema(db, after)
+      const report = await db.check()
+      t.notOk(report.ok, 'the edges in the old layout are reported')
+      t.ok(report.problems.some(p => p.type === 'edge-in-old-layout'), 'as edge-in-old-layout')
+      t.same(await db.check({ repair: true }).then(r => r.problems.filter(p => !p.repaired)), [], 'every problem repaired')
+      t.same(await db.check(), { ok: true, problems: [], repaired: 0 }, 'clean afterwards')
+      const used = [after.includes('to') ? 'follows.list.to' : 'follows.fwd', after.includes('from') ? 'follows.list.from' : 'follows.rev']
+      t.same(await filled(db, NAMESPACES), NAMESPACES.filter(name => used.includes(name)), 'only the namespaces in use hold anything')
+      for (const id of ids) {
+        t.same(await b.follows.to(id).all(), edges.filter(([x]) => x === id).map(([, y]) => y).sort(), `to(${id})`)
+        t.same(await b.follows.from(id).all(), edges.filter(([, y]) => y === id).map(([x]) => x).sort(), `from(${id})`)
+      }
+      t.is(await b.follows.has(4, 6), true)
+      t.is(await b.follows.add(6, 1), true, 'and it takes new edges')
+      await b.people.del(1)
+      t.same(await b.follows.from(3).all(), [3], 'cascades over the moved edges')
+      t.ok((await db.check()).ok)
+      await db.close()
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+}
+
+test('a ChatStore database written with member edges is repaired into member lists', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'levelkit-layout-chat-'))
+  try {
+    // What an earlier ChatStore wrote: the same models, members as edges.
+    const first = await open({ location: dir })
+    const users = first.collection('users', { indexes: { username: { unique: true, key: (/** @type {any} */ u) => u.username } } })
+    const chats = first.collection('chats')
+    const members = first.relation('members', { from: chats, to: users, onDelete: { from: 'cascade', to: 'restrict' } })
+    for (const username of ['ann', 'bob', 'cat']) await users.insert({ username, passwordHash: 'x', createdAt: 1 })
+    const chat = await chats.insert({ name: 'old', adminId: 1, members: [1, 2, 3], lastActivity: 1, createdAt: 1, private: false, passwordHash: null })
+    for (const user of [1, 2, 3]) await members.add(chat, user)
+    await first.close()
+
+    const db = await open({ location: dir })
+    const store = new ChatStore(db)
+    t.notOk((await store.check()).ok, 'reported before the repair')
+    await db.check({ repair: true })
+    t.ok((await store.check()).ok, 'the chat model checks clean after it')
+    t.same((await store.getChats(2)).map(c => c.id), [chat])
+    t.is(await store.checkChatMember(chat, 3), true)
+    await db.close()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
