@@ -396,47 +396,34 @@ export class Collection extends ModelFace {
    * The record whose unique index `indexName` has `value`, or undefined.
    * @param {string} indexName
    * @param {unknown} value
+   * @returns {Promise<any>}
    */
-  async getBy (indexName, value) {
-    const model = modelOf(this)
-    const index = model.index(indexName)
-    if (!index.unique) throw invalid(`getBy() needs a unique index; "${indexName}" of "${model.name}" is not unique: use query({ index, eq })`)
-    const key = encodeIndexValue(index, value)
-    const scope = scopeOf(this)
-    if (scope) {
-      const owner = await scope.get(index.space, key)
-      if (owner === undefined) return undefined
-      const stored = await scope.get(model.records, owner)
-      return stored === undefined ? undefined : JSON.parse(stored)
-    }
-    assertNotClosed(model.root)
-    if (model.writer.syncReads && index.space.sublevel.status === 'open') {
-      // Two synchronous reads need no snapshot to be paired up right: a batch
-      // that lands between them (LevelDB writes on its own thread) can only
-      // make the record stop holding the value, and then we read both again
-      // from one snapshot below. A record that still holds the value holds it
-      // now. (One that is gone may have passed the value on in the same
-      // batch: that, too, is read again below.)
-      const owner = index.space.read(key, true)
-      if (owner === undefined) return undefined
-      const [stored] = await model.readMany([owner])
-      if (stored !== undefined) {
-        const record = JSON.parse(stored)
-        if (hasEntry(index, record, decode(owner), owner, key)) return record
+  getBy (indexName, value) {
+    return promised(() => {
+      const model = modelOf(this)
+      const index = model.index(indexName)
+      if (!index.unique) throw invalid(`getBy() needs a unique index; "${indexName}" of "${model.name}" is not unique: use query({ index, eq })`)
+      const key = encodeIndexValue(index, value)
+      const scope = scopeOf(this)
+      if (scope) return getByInScope(scope, model, index, key)
+      assertNotClosed(model.root)
+      if (model.writer.syncReads && index.space.sublevel.status === 'open' && model.records.sublevel.status === 'open') {
+        // Two synchronous reads need no snapshot to be paired up right: a batch
+        // that lands between them (LevelDB writes on its own thread) can only
+        // make the record stop holding the value, and then we read both again
+        // from one snapshot below. A record that still holds the value holds it
+        // now. (One that is gone may have passed the value on in the same
+        // batch: that, too, is read again below.)
+        const owner = index.space.read(key, true)
+        if (owner === undefined) return undefined
+        const stored = model.records.read(owner, true)
+        if (stored !== undefined) {
+          const record = JSON.parse(stored)
+          if (hasEntry(index, record, decode(owner), owner, key)) return record
+        }
       }
-    }
-    // Read the entry and the record from one snapshot where there are
-    // snapshots, so a concurrent update cannot pair them up wrongly.
-    const snapshot = model.root.supports.explicitSnapshots ? model.root.snapshot() : undefined
-    try {
-      const options = snapshot ? { snapshot, keyEncoding: 'view', valueEncoding: 'view' } : undefined
-      const owner = await index.space.read(key, model.writer.syncReads, options)
-      if (owner === undefined) return undefined
-      const [stored] = await model.readMany([owner], snapshot)
-      return stored === undefined ? undefined : JSON.parse(stored)
-    } finally {
-      if (snapshot) await snapshot.close()
-    }
+      return getBySnapshot(model, index, key)
+    })
   }
 
   /**
@@ -507,6 +494,36 @@ function readOptions (snapshot) {
 /** @param {string | undefined} value */
 function parseStored (value) {
   return value === undefined ? undefined : JSON.parse(value)
+}
+
+/**
+ * getBy() inside a write scope: what the scope sees, its own writes included.
+ * @param {import('./transaction.js').Transaction} scope @param {CollectionModel} model
+ * @param {IndexSpec} index @param {Uint8Array} key
+ */
+async function getByInScope (scope, model, index, key) {
+  const owner = await scope.get(index.space, key)
+  if (owner === undefined) return undefined
+  const stored = await scope.get(model.records, owner)
+  return stored === undefined ? undefined : JSON.parse(stored)
+}
+
+/**
+ * getBy() reading the entry and the record from one snapshot where there
+ * are snapshots, so a concurrent update cannot pair them up wrongly.
+ * @param {CollectionModel} model @param {IndexSpec} index @param {Uint8Array} key
+ */
+async function getBySnapshot (model, index, key) {
+  const snapshot = model.root.supports.explicitSnapshots ? model.root.snapshot() : undefined
+  try {
+    const options = snapshot ? { snapshot, keyEncoding: 'view', valueEncoding: 'view' } : undefined
+    const owner = await index.space.read(key, model.writer.syncReads, options)
+    if (owner === undefined) return undefined
+    const [stored] = await model.readMany([owner], snapshot)
+    return stored === undefined ? undefined : JSON.parse(stored)
+  } finally {
+    if (snapshot) await snapshot.close()
+  }
 }
 
 /** @param {Array<string | undefined>} values */
