@@ -1,9 +1,12 @@
-import { encode, decode, compareBytes } from './tuple.js'
+import { encode, decode, compareBytes, ARRAY_START, ARRAY_END } from './tuple.js'
 import { Space } from './space.js'
 import { tupleBounds } from './bounds.js'
 import { after } from './scope.js'
 
 const EMPTY = ''
+// A positive number is its tag and eight bytes: a list of sequence ids is
+// ARRAY_START, 9 bytes per id in id order, ARRAY_END.
+const NUMBER_BYTES = 9
 
 /**
  * @typedef {import('./transaction.js').Transaction} Transaction
@@ -78,10 +81,16 @@ export class EdgeDirection {
  * suits lists of up to a few thousand ids.
  */
 export class ListDirection {
-  /** @param {any} root @param {string} name @param {number} readCache */
-  constructor (root, name, readCache) {
+  /**
+   * @param {any} root @param {string} name @param {number} readCache
+   * @param {boolean} sequenceIds whether the listed ids are sequence ids
+   *   (positive integers): then a list is searched and changed as bytes,
+   *   without decoding it
+   */
+  constructor (root, name, readCache, sequenceIds) {
     this.space = new Space(root, name, 'view', { readCache })
     this.kind = /** @type {const} */ ('lists')
+    this.sequenceIds = sequenceIds
   }
 
   /**
@@ -90,7 +99,11 @@ export class ListDirection {
    * @returns {boolean | Promise<boolean>}
    */
   has (read, head, other) {
-    return after(read(this.space, encode(head)), (/** @type {Uint8Array | undefined} */ value) => indexOf(decodeList(value), other) >= 0)
+    return after(read(this.space, encode(head)), (/** @type {Uint8Array | undefined} */ value) => {
+      if (value === undefined) return false
+      if (this.sequenceIds) return numberPosition(value, encode(other)) >= 0
+      return indexOf(decodeList(value), other) >= 0
+    })
   }
 
   /**
@@ -111,6 +124,13 @@ export class ListDirection {
   add (tx, head, other) {
     const key = encode(head)
     return after(tx.get(this.space, key), (/** @type {Uint8Array | undefined} */ value) => {
+      if (this.sequenceIds) {
+        const item = encode(other)
+        const at = value === undefined ? -1 : numberPosition(value, item)
+        if (at >= 0) return false
+        tx.put(this.space, key, value === undefined ? listOf(item) : spliceBytes(value, 1 + (-at - 1) * NUMBER_BYTES, 0, item))
+        return true
+      }
       const ids = decodeList(value)
       const at = insertionPoint(ids, other)
       if (at < ids.length && compareIds(ids[at], other) === 0) return false
@@ -128,6 +148,14 @@ export class ListDirection {
   remove (tx, head, other) {
     const key = encode(head)
     return after(tx.get(this.space, key), (/** @type {Uint8Array | undefined} */ value) => {
+      if (value === undefined) return false
+      if (this.sequenceIds) {
+        const at = numberPosition(value, encode(other))
+        if (at < 0) return false
+        if (value.length === 2 + NUMBER_BYTES) tx.del(this.space, key)
+        else tx.put(this.space, key, spliceBytes(value, 1 + at * NUMBER_BYTES, NUMBER_BYTES))
+        return true
+      }
       const ids = decodeList(value)
       const at = indexOf(ids, other)
       if (at === -1) return false
@@ -147,6 +175,48 @@ export class ListDirection {
   removeAll (tx, head, others) {
     if (others.length > 0) tx.del(this.space, encode(head))
   }
+}
+
+/**
+ * Where the encoded number `item` is in a list of sequence ids, by binary
+ * search over its 9-byte items: its index, or -(insertion point) - 1.
+ * @param {Uint8Array} list @param {Uint8Array} item
+ */
+function numberPosition (list, item) {
+  let low = 0
+  let high = (list.length - 2) / NUMBER_BYTES
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    const start = 1 + middle * NUMBER_BYTES
+    let order = 0
+    for (let i = 0; i < NUMBER_BYTES && order === 0; i++) order = list[start + i] - item[i]
+    if (order === 0) return middle
+    if (order < 0) low = middle + 1
+    else high = middle
+  }
+  return -low - 1
+}
+
+/** The list holding one encoded item. @param {Uint8Array} item */
+function listOf (item) {
+  const list = new Uint8Array(item.length + 2)
+  list[0] = ARRAY_START
+  list.set(item, 1)
+  list[list.length - 1] = ARRAY_END
+  return list
+}
+
+/**
+ * A copy of `bytes` with `remove` bytes at `at` replaced by `insert`.
+ * @param {Uint8Array} bytes @param {number} at @param {number} remove @param {Uint8Array} [insert]
+ */
+function spliceBytes (bytes, at, remove, insert) {
+  const added = insert ? insert.length : 0
+  const out = new Uint8Array(bytes.length - remove + added)
+  out.set(bytes.subarray(0, at), 0)
+  if (insert) out.set(insert, at)
+  out.set(bytes.subarray(at + remove), at + added)
+  return out
 }
 
 /** @param {Uint8Array | undefined} value a stored list @returns {unknown[]} */

@@ -55,14 +55,14 @@ export class RelationModel {
     }
     const cache = db.readCache
     /** Keyed by from id: what to(id) lists, and what has() reads unless it keeps lists and the reverse does not. @type {Direction} */
-    this.forward = lists.includes('to') ? new ListDirection(this.root, layout.list(name, 'to'), cache) : new EdgeDirection(this.root, layout.forward(name), cache, true)
+    this.forward = lists.includes('to') ? new ListDirection(this.root, layout.list(name, 'to'), cache, this.to.sequential) : new EdgeDirection(this.root, layout.forward(name), cache, true)
     /** Keyed by to id: what from(id) lists, and what has() reads when the forward direction keeps lists. @type {Direction} */
-    this.reverse = lists.includes('from') ? new ListDirection(this.root, layout.list(name, 'from'), cache) : new EdgeDirection(this.root, layout.reverse(name), cache, lists.includes('to'))
+    this.reverse = lists.includes('from') ? new ListDirection(this.root, layout.list(name, 'from'), cache, this.from.sequential) : new EdgeDirection(this.root, layout.reverse(name), cache, lists.includes('to'))
     // The namespaces of the other layout of each direction: check() looks
     // there for edges an earlier declaration left, and a repair moves them.
     this.unused = {
-      forward: lists.includes('to') ? new EdgeDirection(this.root, layout.forward(name), 0, false) : new ListDirection(this.root, layout.list(name, 'to'), 0),
-      reverse: lists.includes('from') ? new EdgeDirection(this.root, layout.reverse(name), 0, false) : new ListDirection(this.root, layout.list(name, 'from'), 0)
+      forward: lists.includes('to') ? new EdgeDirection(this.root, layout.forward(name), 0, false) : new ListDirection(this.root, layout.list(name, 'to'), 0, this.to.sequential),
+      reverse: lists.includes('from') ? new EdgeDirection(this.root, layout.reverse(name), 0, false) : new ListDirection(this.root, layout.list(name, 'from'), 0, this.from.sequential)
     }
     this.from.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.forward, this.reverse, this.onDelete.from, this.from) })
     this.to.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.reverse, this.forward, this.onDelete.to, this.to) })
@@ -184,13 +184,16 @@ export class RelationModel {
     let keys
     /** @type {import('./query.js').QuerySource['list']} */
     let list
+    const whole = prepare === undefined && !RANGE_OPTIONS.some(name => options[name] !== undefined)
     if (direction.kind === 'lists') {
-      // The list's ids as the keys an edge direction would hold, so ranges
-      // and cursors mean the same on both layouts.
       const lists = direction
       const syncReads = this.writer.syncReads
-      keys = () => promised(() => after(lists.list((listSpace, key) => listSpace.read(key, syncReads), id), (/** @type {unknown[]} */ others) => others.map(other => encode([id, other]))))
-    } else if (space.listCache !== null && prepare === undefined && !RANGE_OPTIONS.some(name => options[name] !== undefined)) {
+      const read = () => lists.list((listSpace, key) => listSpace.read(key, syncReads), id)
+      // The whole list as it is; else its ids as the keys an edge direction
+      // would hold, so ranges and cursors mean the same on both layouts.
+      if (whole) list = () => promised(read)
+      keys = () => promised(() => after(read(), (/** @type {unknown[]} */ others) => others.map(other => encode([id, other]))))
+    } else if (space.listCache !== null && whole) {
       const edges = /** @type {EdgeDirection} */ (direction)
       list = () => edges.space.keysUnder(id).then(otherIds)
     }

@@ -1,5 +1,6 @@
 // Smoke tests of the seeds' benchmarks (issue 6 part 3): bench/record-layout.js,
-// bench/one-vs-many.js (with a 2-cycle kill -9 test) and bench/tuple-codec.js,
+// bench/one-vs-many.js (with a 2-cycle kill -9 test), bench/tuple-codec.js
+// and bench/relation-lists.js,
 // each run once with tiny sizes; we check the shape of what they print and
 // write. They never assert a time: a benchmark measures, it is not a timed
 // test.
@@ -147,11 +148,37 @@ test('bench/tuple-codec.js with benchmark.js', async t => {
   }
 })
 
+test('bench/relation-lists.js with tiny sizes', async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-lists-'))
+  try {
+    const { code, stdout, stderr } = await run('relation-lists.js', [
+      '--sizes', '3,30', '--heads', '4', '--changes', '20', '--lists', '20', '--has', '40', '--runs', '1', '--slices', '2', '--out', out, '--db-dir', out
+    ])
+    t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
+    t.match(stdout, /ratio = lists \/ edges/, 'prints the ratio')
+    t.notOk(/PROBLEM/.test(stdout), 'both layouts answered alike, and check() was clean')
+    const dir = outputOf(t, out, 'relation-lists')
+    const { header, rows } = csv(join(dir, 'results.csv'))
+    t.same(header, ['run', 'backend', 'edges_per_head', 'layout', 'phase', 'count', 'ms', 'ops_per_sec', 'disk_bytes'], 'CSV header')
+    t.is(rows.length, 2 * 2 * 3, 'a row per size, layout and phase')
+    t.ok(rows.every(row => Number(row[7]) > 0 && Number(row[8]) > 0), 'a rate and a size in every row')
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+    t.same(Object.keys(summary.summary), ['3', '30'], 'a summary per size')
+    t.ok(summary.summary['30'].list.ratio > 0 && summary.summary['30'].change.edges > 0, 'ratios and rates')
+    t.same(summary.problems, [])
+    checkBarSvg(t, join(dir, 'relation-lists.svg'), 2 * 3 * 2)
+    t.same(readdirSync(out).filter(name => name.startsWith('levelkit-relation-lists-')), [], 'the databases are removed')
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
+
 test('the seeds\' benchmarks refuse bad options', async t => {
   for (const [script, args, message] of [
     ['record-layout.js', ['--backend', 'nope'], /Unknown backend "nope"/],
     ['one-vs-many.js', ['--many-write', 'nope'], /--many-write is parallel or sequential/],
-    ['tuple-codec.js', ['--dataset', 'nope'], /Unknown dataset "nope"/]
+    ['tuple-codec.js', ['--dataset', 'nope'], /Unknown dataset "nope"/],
+    ['relation-lists.js', ['--backend', 'nope'], /Unknown backend "nope"/]
   ]) {
     const { code, stderr } = await run(/** @type {string} */ (script), /** @type {string[]} */ (args))
     t.is(code, 2, `${script}: exit 2`)

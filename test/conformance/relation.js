@@ -153,6 +153,37 @@ function listSuite (test, common) {
     await db.close()
   })
 
+  test(`${common.backend}: lists of sequence ids, changed as bytes, stay sorted and exact`, async t => {
+    const db = await common.open()
+    const people = db.collection('people')
+    const follows = db.relation('follows', { from: people, to: people, lists: ['from', 'to'] })
+    for (let i = 0; i < 40; i++) await people.insert({ n: i })
+    const raw = db.level.sublevel('follows.list.to', { keyEncoding: 'view', valueEncoding: 'view' })
+    /** @type {Set<number>} */
+    const model = new Set()
+    let seed = 12345
+    const random = (/** @type {number} */ n) => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n }
+    let mismatches = 0
+    for (let step = 1; step <= 300; step++) {
+      const other = 1 + random(40)
+      const adding = random(3) > 0
+      const changed = adding ? await follows.add(7, other) : await follows.remove(7, other)
+      if (changed !== (adding ? !model.has(other) : model.has(other))) mismatches++
+      if (adding) model.add(other)
+      else model.delete(other)
+      if (await follows.has(7, other) !== adding) mismatches++
+      if (step % 25 === 0) {
+        const want = [...model].sort((a, b) => a - b)
+        const stored = await raw.get(encode(7))
+        if (JSON.stringify(await follows.to(7).all()) !== JSON.stringify(want)) mismatches++
+        if (want.length === 0 ? stored !== undefined : JSON.stringify([...stored]) !== JSON.stringify([...encode(want)])) mismatches++
+      }
+    }
+    t.is(mismatches, 0, 'every answer, list and stored value matches a plain set after 300 random adds and removes')
+    t.ok((await db.check()).ok)
+    await db.close()
+  })
+
   test(`${common.backend}: a list is written in the same batch as its edge, in a write scope too`, async t => {
     const db = await common.open()
     const users = usersSchema(db)
