@@ -138,7 +138,10 @@ test('a watcher in one tab sees the messages another tab writes, in order, witho
       /** @type {any[]} */
       const seen = []
       const done = (async () => {
-        for await (const message of chat.watch(chatId)) {
+        // From the start: without `after`, the starting point is read
+        // asynchronously on IndexedDB, and a message the other tab commits
+        // before that read runs counts as before the watch.
+        for await (const message of chat.watch(chatId, { after: 0 })) {
           seen.push({ id: message.id, text: message.text })
           if (seen.length === 50) return
         }
@@ -161,11 +164,16 @@ test('a watcher in one tab sees the messages another tab writes, in order, witho
       for (let i = 30; i < 40; i++) await chat.addChatMessage({ chatId, senderId: alice, text: `from the other tab ${i}` })
     }, chatId)
 
-    const seen = await watcher.evaluate(async () => {
-      const { done, seen } = /** @type {any} */ (window)
-      await Promise.race([done, new Promise((resolve, reject) => setTimeout(() => reject(new Error(`watch saw only ${seen.length} of 50 messages`)), 10000))])
+    const seen = await watcher.evaluate(async (chatId) => {
+      const { done, seen, chat } = /** @type {any} */ (window)
+      const finished = await Promise.race([done.then(() => true), new Promise(resolve => setTimeout(() => resolve(false), 10000))])
+      if (!finished) {
+        // Say what is stored, so a failure tells a lost wake-up from lost data.
+        const stored = (await chat.getChatMessages(chatId, { from: 1, n: 100 })).map((/** @type {any} */ m) => m.id)
+        throw new Error(`watch saw only ${seen.length} of 50 messages (ids ${seen.map((/** @type {any} */ m) => m.id).join(',')}); stored now: ${stored.length} (ids ${stored.join(',')})`)
+      }
       return seen
-    })
+    }, chatId)
     t.same(seen.map((/** @type {any} */ m) => m.id), Array.from({ length: 50 }, (_, i) => i + 1), 'ids 1..50, in order, no gap, no duplicate')
     t.is(seen.filter((/** @type {any} */ m) => m.text.startsWith('from the other tab')).length, 40, 'all 40 messages of the other tab were seen')
     const other = seen.filter((/** @type {any} */ m) => m.text.startsWith('from the other tab')).map((/** @type {any} */ m) => m.text)
