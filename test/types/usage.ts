@@ -16,6 +16,10 @@ export async function usage (): Promise<void> {
   })
   const chats = db.collection('chats')
   const members = db.relation('members', { from: chats, to: users, onDelete: { from: 'cascade', to: 'restrict' } })
+  const follows = db.relation('follows', { from: users, to: users, lists: ['from', 'to'] })
+  await follows.from(1).all()
+  // @ts-expect-error a direction is 'from' or 'to'
+  db.relation('likes', { from: users, to: chats, lists: ['sideways'] })
   const messages = db.children<{ text: string }>('messages', { parent: chats })
   const id = await users.insert({ username: 'ann', age: 3 })
   const user = await users.get(id)
