@@ -165,6 +165,12 @@ export declare class Relation {
   in (w: WriteScope): Relation
   /** Resolves true if the edge is new; LEVELKIT_NOT_FOUND if an endpoint is missing. */
   add (fromId: Id, toId: Id): Promise<boolean>
+  /**
+   * Add the edges from `fromId` to each of `toIds` as one operation: all of
+   * them, or none if an endpoint is missing (LEVELKIT_NOT_FOUND). Resolves
+   * with how many are new.
+   */
+  addMany (fromId: Id, toIds: Id[]): Promise<number>
   /** Resolves true if the edge existed. */
   remove (fromId: Id, toId: Id): Promise<boolean>
   has (fromId: Id, toId: Id): Promise<boolean>

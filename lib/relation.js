@@ -84,6 +84,28 @@ export class RelationModel {
   }
 
   /**
+   * Add edges from `fromId` to each of `toIds`, in order, as one operation:
+   * all of them or, if one endpoint is missing, none.
+   * @param {Transaction} tx @param {unknown} fromId @param {unknown} toIds
+   * @returns {number | Promise<number>} how many edges are new
+   */
+  addMany (tx, fromId, toIds) {
+    if (!Array.isArray(toIds)) throw invalid(`Relation "${this.name}": addMany() takes an array of "${this.to.name}" ids`)
+    for (const toId of toIds) this.checkIds(fromId, toId)
+    let added = 0
+    /** @param {number} i @returns {number | Promise<number>} */
+    const from = (i) => {
+      for (; i < toIds.length; i++) {
+        const result = this.add(tx, fromId, toIds[i])
+        if (result instanceof Promise) return result.then(isNew => { if (isNew) added++; return from(i + 1) })
+        if (result) added++
+      }
+      return added
+    }
+    return from(0)
+  }
+
+  /**
    * Whether the record `id` exists. Where the direction keyed by it keeps
    * lists, its list (which the edge change reads anyway) answers when there
    * is one: a record's edges go in the same batch as the record (cascade or
@@ -235,6 +257,14 @@ export class Relation extends ModelFace {
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} true if the edge is new */
   add (fromId, toId) {
     return writeThrough(this, tx => modelOf(this).add(tx, fromId, toId))
+  }
+
+  /**
+   * @param {unknown} fromId @param {unknown[]} toIds
+   * @returns {Promise<number>} how many of the edges are new; none is added if an endpoint is missing
+   */
+  addMany (fromId, toIds) {
+    return writeThrough(this, tx => modelOf(this).addMany(tx, fromId, toIds))
   }
 
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} true if the edge existed */

@@ -192,14 +192,11 @@ export class ChatStore {
       const chatId = /** @type {number} */ (await this.chats.in(w).insert({
         name: chatName, adminId, members, lastActivity: now, createdAt: now, private: passwordHash !== null, passwordHash
       }))
-      const edges = this.members.in(w)
-      for (const userId of members) {
-        try {
-          await edges.add(chatId, userId)
-        } catch (err) {
-          if (/** @type {any} */ (err).code === codes.NOT_FOUND) throw notFound(`No user with id ${userId}`, err)
-          throw err
-        }
+      try {
+        await this.members.in(w).addMany(chatId, members)
+      } catch (err) {
+        if (/** @type {any} */ (err).code === codes.NOT_FOUND) throw notFound(`No user with id ${/** @type {any} */ (err).id}`, err)
+        throw err
       }
       await this.#countPair(w, null, members)
       return chatId

@@ -47,6 +47,37 @@ function relationSuite (test, common, lists) {
     await db.close()
   })
 
+  test(`${common.backend} (${layout}): addMany adds several edges as one operation, all or none`, async t => {
+    const { db, users, chats, members } = await schema('cascade')
+    const [u1, u2, u3] = [await users.insert({ username: 'a' }), await users.insert({ username: 'b' }), await users.insert({ username: 'c' })]
+    const c1 = await chats.insert({ name: 'one' })
+    await members.add(c1, u2)
+    const writes = []
+    db.level.on('write', (/** @type {any[]} */ ops) => writes.push(ops.length))
+    t.is(await members.addMany(c1, [u3, u1, u2, u3]), 2, 'counts the new edges only')
+    t.is(writes.length, 1, 'one batch')
+    t.same(await members.to(c1).all(), [u1, u2, u3])
+    t.same(await members.from(u3).all(), [c1])
+    const err = await rejects(t, members.addMany(c1, [u1, 99, u2]), 'LEVELKIT_NOT_FOUND', 'a missing endpoint')
+    t.is(/** @type {any} */ (err).id, 99, 'names it')
+    const c2 = await chats.insert({ name: 'two' })
+    await rejects(t, members.addMany(c2, [u1, 99]), 'LEVELKIT_NOT_FOUND')
+    t.same(await members.to(c2).all(), [], 'and writes none of the edges')
+    await rejects(t, members.addMany(c2, /** @type {any} */ (u1)), 'LEVELKIT_INVALID', 'not an array')
+    await rejects(t, members.addMany(c2, [u1, 'x']), 'LEVELKIT_INVALID', 'a bad id')
+    t.same(await members.from(u1).all(), [c1], 'nothing written by the refused calls')
+    await db.write(async (w) => {
+      await members.in(w).addMany(c2, [u1])
+      try {
+        await members.in(w).addMany(c2, [u2, 99])
+      } catch {}
+    })
+    t.same(await members.to(c2).all(), [u1], 'in a write scope, a failed addMany leaves nothing of itself')
+    t.is(await members.addMany(c2, []), 0, 'an empty array adds nothing')
+    t.ok((await db.check()).ok)
+    await db.close()
+  })
+
   test(`${common.backend} (${layout}): onDelete cascade removes edges in the same batch`, async t => {
     const { db, users, chats, members } = await schema('cascade')
     const u1 = await users.insert({ username: 'a' })
