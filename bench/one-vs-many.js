@@ -52,7 +52,7 @@ import { barSvg } from './lib/svg-plot.js'
 import { openLayout, checkLayout, LAYOUTS } from './lib/one-vs-many-stores.js'
 import {
   machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, prng
+  writeCsv, printTable, finishRun, prng
 } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -385,19 +385,9 @@ fs.writeFileSync(path.join(outDir, `${NAME}-resources.svg`), barSvg({
     return { name: s.name, values }
   })
 }))
-fs.writeFileSync(path.join(outDir, 'summary.json'), JSON.stringify({
-  benchmark: NAME,
-  date: startedAt.toISOString(),
-  command: `node bench/${NAME}.js ${process.argv.slice(2).join(' ')}`.trim(),
-  machine,
-  versions,
-  loadAverage: { before: loadBefore, after: loadAfter },
+finishRun(outDir, { name: NAME, startedAt, machine, versions, loadBefore, loadAfter }, {
   options: opts,
   summary,
   throughput,
   kills
-}, null, 2) + '\n')
-
-console.log()
-console.log(`Load average ${loadText(loadAfter)} (before: ${loadText(loadBefore)})`)
-console.log(`Wrote ${shown(outDir)}/: throughput.csv, kills.csv, summary.json, ${NAME}.svg, ${NAME}-resources.svg`)
+}, ['throughput.csv', 'kills.csv', `${NAME}.svg`, `${NAME}-resources.svg`])

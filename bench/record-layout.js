@@ -58,7 +58,7 @@ import { median, fmt, mb, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import {
   machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, dirSize, prng, messageText
+  writeCsv, printTable, finishRun, dirSize, prng, messageText
 } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -473,20 +473,10 @@ fs.writeFileSync(path.join(outDir, `${NAME}-bytes.svg`), barSvg({
   categories: byteCats,
   series: LAYOUTS.map((layout, k) => ({ name: layout, values: byteVals[k] }))
 }))
-fs.writeFileSync(path.join(outDir, 'summary.json'), JSON.stringify({
-  benchmark: NAME,
-  date: startedAt.toISOString(),
-  command: `node bench/${NAME}.js ${process.argv.slice(2).join(' ')}`.trim(),
-  machine,
-  versions,
-  loadAverage: { before: loadBefore, after: loadAfter },
+finishRun(outDir, { name: NAME, startedAt, machine, versions, loadBefore, loadAfter }, {
   options: { ...opts, backends },
   summary,
   problems,
   runs: results
-}, null, 2) + '\n')
-
-console.log()
-console.log(`Load average ${loadText(loadAfter)} (before: ${loadText(loadBefore)})`)
-console.log(`Wrote ${shown(outDir)}/: results.csv, summary.json, ${NAME}.svg, ${NAME}-bytes.svg`)
+}, ['results.csv', `${NAME}.svg`, `${NAME}-bytes.svg`])
 if (problems.length) process.exitCode = 1

@@ -40,7 +40,7 @@ import { median, fmt, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import {
   machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, dirSize, prng
+  writeCsv, printTable, finishRun, dirSize, prng
 } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -283,20 +283,10 @@ fs.writeFileSync(path.join(outDir, `${NAME}.svg`), barSvg({
   categories,
   series: LAYOUTS.map(layout => ({ name: layout, values: opts.sizes.flatMap(size => PHASES.map(phase => summary[size][phase][layout])) }))
 }))
-fs.writeFileSync(path.join(outDir, 'summary.json'), JSON.stringify({
-  benchmark: NAME,
-  date: startedAt.toISOString(),
-  command: `node bench/${NAME}.js ${process.argv.slice(2).join(' ')}`.trim(),
-  machine,
-  versions,
-  loadAverage: { before: loadBefore, after: loadAfter },
+finishRun(outDir, { name: NAME, startedAt, machine, versions, loadBefore, loadAfter }, {
   options: { ...opts, backend },
   summary,
   problems,
   runs: results
-}, null, 2) + '\n')
-
-console.log()
-console.log(`Load average ${loadText(loadAfter)} (before: ${loadText(loadBefore)})`)
-console.log(`Wrote ${shown(outDir)}/: results.csv, summary.json, ${NAME}.svg`)
+}, ['results.csv', `${NAME}.svg`])
 if (problems.length) process.exitCode = 1

@@ -52,7 +52,7 @@ import { median, fmt, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import {
   machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, prng
+  writeCsv, printTable, finishRun, prng
 } from './lib/seeds-common.js'
 
 const require = createRequire(import.meta.url)
@@ -413,20 +413,10 @@ fs.writeFileSync(path.join(outDir, `${NAME}.svg`), barSvg({
   categories,
   series: CODEC_NAMES.map(codec => ({ name: codec, values: names.flatMap(name => ['encode', 'decode'].map(op => summary[name][op][codec])) }))
 }))
-fs.writeFileSync(path.join(outDir, 'summary.json'), JSON.stringify({
-  benchmark: NAME,
-  date: startedAt.toISOString(),
-  command: `node bench/${NAME}.js ${process.argv.slice(2).join(' ')}`.trim(),
-  machine,
-  versions,
-  loadAverage: { before: loadBefore, after: loadAfter },
+finishRun(outDir, { name: NAME, startedAt, machine, versions, loadBefore, loadAfter }, {
   options: { count: COUNT, runs: RUNS, maxTime: MAX_TIME, datasets: names },
   summary,
   correctness,
   findings
-}, null, 2) + '\n')
-
-console.log()
-console.log(`Load average ${loadText(loadAfter)} (before: ${loadText(loadBefore)})`)
-console.log(`Wrote ${shown(outDir)}/: results.csv, correctness.csv, summary.json, ${NAME}.svg`)
+}, ['results.csv', 'correctness.csv', `${NAME}.svg`])
 if (sink === 0.5) console.log('') // keeps the results observable

@@ -94,6 +94,30 @@ export function outputDir (out, name) {
   return dir
 }
 
+/**
+ * Write `<outDir>/summary.json` (what every benchmark records: its name,
+ * date, command line, machine, versions and load, then `fields`), and print
+ * the load and the files written.
+ * @param {string} outDir
+ * @param {{ name: string, startedAt: Date, machine: object, versions: object, loadBefore: number[], loadAfter: number[] }} run
+ * @param {Record<string, unknown>} fields
+ * @param {string[]} files the other files written, for the closing line
+ */
+export function finishRun (outDir, run, fields, files) {
+  fs.writeFileSync(path.join(outDir, 'summary.json'), JSON.stringify({
+    benchmark: run.name,
+    date: run.startedAt.toISOString(),
+    command: `node bench/${run.name}.js ${process.argv.slice(2).join(' ')}`.trim(),
+    machine: run.machine,
+    versions: run.versions,
+    loadAverage: { before: run.loadBefore, after: run.loadAfter },
+    ...fields
+  }, null, 2) + '\n')
+  console.log()
+  console.log(`Load average ${loadText(run.loadAfter)} (before: ${loadText(run.loadBefore)})`)
+  console.log(`Wrote ${shown(outDir)}/: ${[...files, 'summary.json'].join(', ')}`)
+}
+
 /** A path relative to the working directory when it is inside it. @param {string} file */
 export function shown (file) {
   return file.startsWith(process.cwd() + path.sep) ? path.relative(process.cwd(), file) : file
