@@ -73,6 +73,12 @@ export interface IndexOptions<T> {
   unique?: boolean
   /** `key` returns an array: one index entry per element. */
   multi?: boolean
+  /**
+   * A unique index (not multi) whose entry holds a copy of the record, so
+   * getBy() and index queries read one value; every change of the record
+   * rewrites the copy.
+   */
+  covering?: boolean
 }
 
 export interface CollectionOptions<T> {

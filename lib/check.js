@@ -94,7 +94,7 @@ async function scan (db, snapshot) {
  */
 async function checkCollection (model, snapshot, problem) {
   const ids = new Set()
-  /** @type {Map<any, Map<string, { key: Uint8Array, value: Uint8Array, claims: unknown[] }>>} */
+  /** @type {Map<any, Map<string, { key: Uint8Array, value: Uint8Array | string, claims: unknown[] }>>} */
   const expected = new Map()
   for (const index of model.indexes.values()) expected.set(index, new Map())
   let maxId = 0
@@ -117,7 +117,7 @@ async function checkCollection (model, snapshot, problem) {
     for (const [index, wanted] of expected) {
       let entries
       try {
-        entries = index.entries(record, id, key)
+        entries = index.entries(record, id, key, value)
       } catch (err) {
         problem('invalid-record', model.records, key, `Record ${label(id)} of "${model.name}" has no valid "${index.name}" entry: ${/** @type {Error} */ (err).message}`, null)
         continue
@@ -141,7 +141,12 @@ async function checkCollection (model, snapshot, problem) {
         continue
       }
       seen.add(entryId)
-      if (index.unique && !claim.claims.some(id => compareBytes(encode(id), value) === 0)) {
+      if (index.covering) {
+        // A copy of the record: it must be the stored record, exactly.
+        if (value !== claim.value) {
+          problem('dangling-index-entry', index.space, key, `Covering index "${index.name}" of "${model.name}" holds a copy that is not record ${label(claim.claims[0])} as stored`, { type: 'put', space: index.space, key, value: claim.value })
+        }
+      } else if (index.unique && !claim.claims.some(id => compareBytes(encode(id), value) === 0)) {
         problem('dangling-index-entry', index.space, key, `Unique index "${index.name}" of "${model.name}" points at ${label(safeDecode(value))}, which does not have that value`, { type: 'put', space: index.space, key, value: claim.value })
       }
     }

@@ -129,7 +129,7 @@ export class CollectionModel {
       throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(id)}`, { collection: this.name, id })
     }
     this.check(record)
-    await this.writeIndexes(tx, id, idBytes, undefined, record)
+    await this.writeIndexes(tx, id, idBytes, undefined, record, stored)
     tx.put(this.records, idBytes, stored)
     if (this.sequential) tx.put(/** @type {Space} */ (this.sequence), SEQUENCE_KEY, String(id))
     return id
@@ -149,7 +149,7 @@ export class CollectionModel {
     const old = previous === undefined ? undefined : JSON.parse(previous)
     // Keep the sequence ahead of every id, so insert() never hands this one out.
     const raise = this.sequential && /** @type {number} */ (id) > await this.lastId(tx)
-    await this.writeIndexes(tx, id, idBytes, old, record)
+    await this.writeIndexes(tx, id, idBytes, old, record, stored)
     tx.put(this.records, idBytes, stored)
     if (raise) tx.put(/** @type {Space} */ (this.sequence), SEQUENCE_KEY, String(id))
     return old === undefined
@@ -181,8 +181,8 @@ export class CollectionModel {
     // A patch that leaves the id alone needs no copy to put the id first.
     const record = this.seal(this.sequential && next.id === id ? next : this.withId(next, id, idBytes))
     this.check(record)
-    await this.writeIndexes(tx, id, idBytes, old, record)
     const json = JSON.stringify(record)
+    await this.writeIndexes(tx, id, idBytes, old, record, json)
     tx.put(this.records, idBytes, json)
     // The caller's own copy: an unfrozen record nothing else holds is one.
     return this.showsRecords ? JSON.parse(json) : record
@@ -208,20 +208,23 @@ export class CollectionModel {
    * @param {Uint8Array} idBytes
    * @param {object | undefined} old
    * @param {object | undefined} record
+   * @param {string} [json] `record` as stored (a covering index keeps a copy)
    */
-  async writeIndexes (tx, id, idBytes, old, record) {
+  async writeIndexes (tx, id, idBytes, old, record, json) {
     const changes = []
     for (const index of this.indexes.values()) {
       const before = old ? index.entries(old, id, idBytes) : NO_ENTRIES
-      const after = record ? index.entries(record, id, idBytes) : NO_ENTRIES
-      const { removed, added } = diffEntries(before, after)
+      const after = record ? index.entries(record, id, idBytes, json) : NO_ENTRIES
+      let { removed, added } = diffEntries(before, after)
+      // A covering entry holds the record: rewritten whenever it changes.
+      if (index.covering) added = after
       if (removed.length > 0 || added.length > 0) changes.push({ index, removed, added })
     }
     for (const { index, added } of changes) {
       if (!index.unique) continue
       for (const entry of added) {
         const owner = await tx.get(index.space, entry.key)
-        if (owner !== undefined && compareBytes(owner, idBytes) !== 0) {
+        if (owner !== undefined && compareBytes(this.ownerOf(index, owner), idBytes) !== 0) {
           throw levelkitError(codes.UNIQUE, `Collection "${this.name}" already has a record with ${index.name} ${describe(entry.indexValue)}`, {
             collection: this.name, index: index.name, value: entry.indexValue
           })
@@ -234,12 +237,28 @@ export class CollectionModel {
         // damaged database another record may hold it (check() reports that).
         if (index.unique) {
           const owner = await tx.get(index.space, entry.key)
-          if (owner === undefined || compareBytes(owner, idBytes) !== 0) continue
+          if (owner === undefined || compareBytes(this.ownerOf(index, owner), idBytes) !== 0) continue
         }
         tx.del(index.space, entry.key)
       }
       for (const entry of added) tx.put(index.space, entry.key, entry.value)
     }
+  }
+
+  /**
+   * The key of the record a unique entry points at: its value, or for a
+   * covering index the id of the record it holds.
+   * @param {IndexSpec} index @param {Uint8Array | string} value
+   * @returns {Uint8Array}
+   */
+  ownerOf (index, value) {
+    if (!index.covering) return /** @type {Uint8Array} */ (value)
+    return encode(this.idOf(JSON.parse(/** @type {string} */ (value))))
+  }
+
+  /** The id of a stored record. @param {any} record */
+  idOf (record) {
+    return this.sequential ? record.id : this.computeId(record)
   }
 
   /** @param {any} record */
@@ -407,6 +426,8 @@ export class Collection extends ModelFace {
       const scope = scopeOf(this)
       if (scope) return getByInScope(scope, model, index, key)
       assertNotClosed(model.root)
+      // A covering entry is the record: one read, nothing to pair up.
+      if (index.covering) return after(index.space.read(key, model.writer.syncReads), parseStored)
       if (model.writer.syncReads && index.space.sublevel.status === 'open' && model.records.sublevel.status === 'open') {
         // Two synchronous reads need no snapshot to be paired up right: a batch
         // that lands between them (LevelDB writes on its own thread) can only
@@ -446,6 +467,22 @@ export class Collection extends ModelFace {
       }, options)
     }
     const index = model.index(options.index)
+    if (index.covering) {
+      // The entries hold the records: no second read, nothing to pair up.
+      return new Query({
+        root: model.root,
+        space: index.space,
+        bounds: tupleBounds([], options),
+        tag: index.space.name,
+        values: true,
+        consistent: false,
+        prepare: scopedPrepare(this),
+        load: entries => entries.map(([key, value]) => {
+          const record = JSON.parse(value)
+          return [model.idOf(record), record, key]
+        })
+      }, options)
+    }
     return new Query({
       root: model.root,
       space: index.space,
@@ -503,7 +540,7 @@ function parseStored (value) {
  */
 async function getByInScope (scope, model, index, key) {
   const owner = await scope.get(index.space, key)
-  if (owner === undefined) return undefined
+  if (owner === undefined || index.covering) return parseStored(owner)
   const stored = await scope.get(model.records, owner)
   return stored === undefined ? undefined : JSON.parse(stored)
 }

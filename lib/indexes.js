@@ -6,7 +6,7 @@ import { Space } from './space.js'
 const NO_VALUE = new Uint8Array(0)
 
 /**
- * @typedef {{ key: Uint8Array, value: Uint8Array, indexValue: unknown }} IndexEntry
+ * @typedef {{ key: Uint8Array, value: Uint8Array | string, indexValue: unknown }} IndexEntry
  */
 
 /** @type {IndexEntry[]} */
@@ -15,8 +15,10 @@ export const NO_ENTRIES = []
 /**
  * One secondary index of a collection. Entry layout in its own namespace:
  * - unique:     encode([value])     -> encode(id)
+ * - covering:   encode([value])     -> the record's JSON (a unique index that
+ *   holds a copy of the record, so getBy() is one read)
  * - non-unique: encode([value, id]) -> (empty)
- * so both kinds range over `value` the same way (see bounds.js).
+ * so all kinds range over `value` the same way (see bounds.js).
  */
 export class IndexSpec {
   /**
@@ -31,20 +33,22 @@ export class IndexSpec {
     if (options === null || typeof options !== 'object') {
       throw invalid(`Index "${name}" of "${collection}" needs an options object with a key function`)
     }
-    const { key, unique = false, multi = false, ...rest } = /** @type {any} */ (options)
+    const { key, unique = false, multi = false, covering = false, ...rest } = /** @type {any} */ (options)
     const unknown = Object.keys(rest)
     if (unknown.length > 0) throw invalid(`Index "${name}" of "${collection}" has unknown option(s): ${unknown.join(', ')}`)
     if (typeof key !== 'function') throw invalid(`Index "${name}" of "${collection}" needs a key function, record => value`)
-    if (typeof unique !== 'boolean' || typeof multi !== 'boolean') {
-      throw invalid(`Index "${name}" of "${collection}": unique and multi must be booleans`)
+    if (typeof unique !== 'boolean' || typeof multi !== 'boolean' || typeof covering !== 'boolean') {
+      throw invalid(`Index "${name}" of "${collection}": unique, multi and covering must be booleans`)
     }
+    if (covering && (!unique || multi)) throw invalid(`Index "${name}" of "${collection}": covering needs a unique index with one value per record (unique: true, not multi)`)
     this.collection = collection
     this.name = name
     this.key = key
     this.unique = unique
     this.multi = multi
+    this.covering = covering
     // Unique entries are point-read (getBy, unique checks): cache them.
-    this.space = new Space(root, layout.index(collection, name), 'view', { readCache: unique ? readCache : 0 })
+    this.space = new Space(root, layout.index(collection, name), covering ? 'utf8' : 'view', { readCache: unique ? readCache : 0 })
   }
 
   /**
@@ -54,9 +58,10 @@ export class IndexSpec {
    * @param {object} record
    * @param {unknown} id
    * @param {Uint8Array} idBytes
+   * @param {string} [json] the record as stored, for a covering index's value
    * @returns {IndexEntry[]} distinct entries
    */
-  entries (record, id, idBytes) {
+  entries (record, id, idBytes, json) {
     let computed
     try {
       computed = this.key(record)
@@ -67,7 +72,7 @@ export class IndexSpec {
     if (this.multi && !Array.isArray(computed)) {
       throw invalid(`The key function of multi index "${this.name}" of "${this.collection}" must return an array (or undefined)`)
     }
-    if (!this.multi) return [this.entry(computed, id, idBytes)]
+    if (!this.multi) return [this.entry(computed, id, idBytes, json)]
     /** @type {IndexEntry[]} */
     const entries = []
     const seen = new Set()
@@ -83,16 +88,17 @@ export class IndexSpec {
 
   /**
    * @param {unknown} value @param {unknown} id @param {Uint8Array} idBytes
+   * @param {string} [json] the record as stored (covering)
    * @returns {IndexEntry}
    */
-  entry (value, id, idBytes) {
+  entry (value, id, idBytes, json) {
     let key
     try {
       key = this.unique ? encode([value]) : encode([value, id])
     } catch (err) {
       throw invalid(`Index "${this.name}" of "${this.collection}" computed a value that is not a valid key: ${/** @type {Error} */ (err).message}`, { cause: err })
     }
-    return { key, value: this.unique ? idBytes : NO_VALUE, indexValue: value }
+    return { key, value: this.covering ? /** @type {string} */ (json) : this.unique ? idBytes : NO_VALUE, indexValue: value }
   }
 }
 

@@ -69,10 +69,12 @@ const text = bytes => Buffer.from(bytes).toString('utf8')
 async function audit (db, name, indexes, { sequential = true } = {}) {
   const problems = []
   const records = new Map()
+  const stored = new Map()
   for (const [id, value] of await rawEntries(db, layout.records(name))) {
     const record = JSON.parse(text(value))
     if (record.id !== id) problems.push(`${name} ${id}: record has id ${record.id}`)
     records.set(id, record)
+    stored.set(id, text(value))
   }
   for (const [indexName, spec] of Object.entries(indexes)) {
     const expected = []
@@ -81,7 +83,8 @@ async function audit (db, name, indexes, { sequential = true } = {}) {
       const computed = spec.key(record)
       if (computed === undefined) continue
       for (const value of spec.multi ? new Set(computed) : [computed]) {
-        expected.push(JSON.stringify(spec.unique ? [[value], id] : [[value, id], '']))
+        // A covering entry holds the record exactly as stored.
+        expected.push(JSON.stringify(spec.covering ? [[value], stored.get(id)] : spec.unique ? [[value], id] : [[value, id], '']))
         if (spec.unique) {
           const k = JSON.stringify(value)
           holders.set(k, [...(holders.get(k) || []), id])
@@ -92,7 +95,7 @@ async function audit (db, name, indexes, { sequential = true } = {}) {
       if (ids.length > 1) problems.push(`${name}.${indexName}: records ${ids.join(', ')} share unique value ${value}`)
     }
     const actual = (await rawEntries(db, layout.index(name, indexName))).map(([key, value]) =>
-      JSON.stringify(spec.unique ? [key, decode(value)] : [key, text(value)]))
+      JSON.stringify(spec.unique && !spec.covering ? [key, decode(value)] : [key, text(value)]))
     actual.sort()
     expected.sort()
     const want = new Set(expected)
@@ -172,68 +175,72 @@ each('200 concurrent inserts of the same username: exactly one wins', async (t, 
 // ---------------------------------------------------------------------------
 // Updates that move unique and non-unique index entries
 
-each('hundreds of concurrent updates moving unique, non-unique and multi index entries', async (t, db, rand) => {
-  const users = db.collection('users', { indexes: USER_INDEXES })
-  const pool = ['p0', 'p1', 'p2', 'p3', 'p4', 'p5']
-  const tagPool = ['a', 'b', 'c', 'd', 'e']
-  const ids = []
-  for (let i = 0; i < 4; i++) ids.push(await users.insert({ username: pool[i], age: 0, tags: [] }))
-  const tags = () => tagPool.filter(() => rand() < 0.4)
+// With the unique index as it is, and covering (holding a copy of each record).
+for (const covering of [false, true]) {
+  const indexes = covering ? { ...USER_INDEXES, username: { ...USER_INDEXES.username, covering } } : USER_INDEXES
+  each(`hundreds of concurrent updates moving unique${covering ? ' (covering)' : ''}, non-unique and multi index entries`, async (t, db, rand) => {
+    const users = db.collection('users', { indexes })
+    const pool = ['p0', 'p1', 'p2', 'p3', 'p4', 'p5']
+    const tagPool = ['a', 'b', 'c', 'd', 'e']
+    const ids = []
+    for (let i = 0; i < 4; i++) ids.push(await users.insert({ username: pool[i], age: 0, tags: [] }))
+    const tags = () => tagPool.filter(() => rand() < 0.4)
 
-  // The ops, decided up front so that the replay below can apply the same ones.
-  const ops = []
-  for (let i = 0; i < 400; i++) {
-    const id = ids[i % 4]
-    const username = rand.pick(pool)
-    const age = rand.int(10)
-    const newTags = tags()
-    switch (rand.int(4)) {
-      case 0: ops.push({ id, change: { username, age } }); break
-      case 1: ops.push({ id, change: { username, tags: newTags } }); break
-      case 2: ops.push({ id, change: { age, tags: newTags } }); break
-      default: ops.push({ id, change: old => ({ ...old, username, age: old.age + 1, tags: newTags }) })
+    // The ops, decided up front so that the replay below can apply the same ones.
+    const ops = []
+    for (let i = 0; i < 400; i++) {
+      const id = ids[i % 4]
+      const username = rand.pick(pool)
+      const age = rand.int(10)
+      const newTags = tags()
+      switch (rand.int(4)) {
+        case 0: ops.push({ id, change: { username, age } }); break
+        case 1: ops.push({ id, change: { username, tags: newTags } }); break
+        case 2: ops.push({ id, change: { age, tags: newTags } }); break
+        default: ops.push({ id, change: old => ({ ...old, username, age: old.age + 1, tags: newTags }) })
+      }
     }
-  }
 
-  const checks = []
-  const promises = ops.map((op, i) => {
-    if (i % 100 === 50) checks.push(db.check())
-    return users.update(op.id, op.change)
+    const checks = []
+    const promises = ops.map((op, i) => {
+      if (i % 100 === 50) checks.push(db.check())
+      return users.update(op.id, op.change)
+    })
+    const results = await outcomes(promises)
+    const midway = await Promise.all(checks)
+    t.deepEqual(midway.map(r => r.problems.length), [0, 0, 0, 0], 'check() run concurrently with the updates saw no problem')
+
+    const fulfilled = results.filter(r => r.ok).length
+    const rejected = results.filter(r => !r.ok)
+    t.deepEqual(unexpected(rejected, ['LEVELKIT_UNIQUE']), [], 'every rejection is LEVELKIT_UNIQUE')
+    t.is(fulfilled + rejected.length, 400, 'all 400 updates settled')
+    t.ok(rejected.length > 0 && fulfilled > 0, `the workload had conflicts (${rejected.length} rejected, ${fulfilled} fulfilled)`)
+
+    const records = await assertClean(t, db, 'users', indexes)
+    const names = [...records.values()].map(r => r.username)
+    t.is(new Set(names).size, 4, 'every unique value is held by at most one record')
+    for (const name of pool) {
+      const holder = [...records.values()].find(r => r.username === name)
+      const found = await users.getBy('username', name)
+      if ((found && found.id) !== (holder && holder.id)) t.fail(`getBy(${name}) returned ${found && found.id}, holder is ${holder && holder.id}`)
+    }
+    await assertCheckOk(t, db, 'after the updates')
+
+    // Serial replay in call order.
+    const model = new Map()
+    for (const id of ids) model.set(id, { id, username: pool[id - 1], age: 0, tags: [] })
+    const expected = ops.map(op => {
+      const old = model.get(op.id)
+      const next = typeof op.change === 'function' ? op.change(old) : { ...old, ...op.change }
+      const taken = [...model.values()].some(r => r.id !== op.id && r.username === next.username)
+      if (taken) return { ok: false, code: 'LEVELKIT_UNIQUE' }
+      model.set(op.id, next)
+      return { ok: true, value: next }
+    })
+    t.deepEqual(results.map(r => r.ok ? r : { ok: false, code: r.code }), expected, 'each update had the outcome of a serial replay in call order')
+    t.deepEqual([...records.values()].sort((a, b) => a.id - b.id), [...model.values()], 'final records equal the serial replay')
   })
-  const results = await outcomes(promises)
-  const midway = await Promise.all(checks)
-  t.deepEqual(midway.map(r => r.problems.length), [0, 0, 0, 0], 'check() run concurrently with the updates saw no problem')
-
-  const fulfilled = results.filter(r => r.ok).length
-  const rejected = results.filter(r => !r.ok)
-  t.deepEqual(unexpected(rejected, ['LEVELKIT_UNIQUE']), [], 'every rejection is LEVELKIT_UNIQUE')
-  t.is(fulfilled + rejected.length, 400, 'all 400 updates settled')
-  t.ok(rejected.length > 0 && fulfilled > 0, `the workload had conflicts (${rejected.length} rejected, ${fulfilled} fulfilled)`)
-
-  const records = await assertClean(t, db, 'users', USER_INDEXES)
-  const names = [...records.values()].map(r => r.username)
-  t.is(new Set(names).size, 4, 'every unique value is held by at most one record')
-  for (const name of pool) {
-    const holder = [...records.values()].find(r => r.username === name)
-    const found = await users.getBy('username', name)
-    if ((found && found.id) !== (holder && holder.id)) t.fail(`getBy(${name}) returned ${found && found.id}, holder is ${holder && holder.id}`)
-  }
-  await assertCheckOk(t, db, 'after the updates')
-
-  // Serial replay in call order.
-  const model = new Map()
-  for (const id of ids) model.set(id, { id, username: pool[id - 1], age: 0, tags: [] })
-  const expected = ops.map(op => {
-    const old = model.get(op.id)
-    const next = typeof op.change === 'function' ? op.change(old) : { ...old, ...op.change }
-    const taken = [...model.values()].some(r => r.id !== op.id && r.username === next.username)
-    if (taken) return { ok: false, code: 'LEVELKIT_UNIQUE' }
-    model.set(op.id, next)
-    return { ok: true, value: next }
-  })
-  t.deepEqual(results.map(r => r.ok ? r : { ok: false, code: r.code }), expected, 'each update had the outcome of a serial replay in call order')
-  t.deepEqual([...records.values()].sort((a, b) => a.id - b.id), [...model.values()], 'final records equal the serial replay')
-})
+}
 
 each('hook race: 4 concurrent puts to one key, 20 repetitions, leave no stale index entry', async (t, db, rand) => {
   const indexes = {

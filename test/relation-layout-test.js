@@ -1,8 +1,9 @@
-// Changing a relation's layout (its `lists` option) on a database that
-// already has edges, on real LevelDB closed and opened again: the edges stay
-// where the old declaration wrote them until check({ repair: true }) moves
-// them, in one batch, into the layout the relation uses now. Both ways, and
-// with ChatStore's own relation.
+// Changing a layout option on a database that already has data, on real
+// LevelDB closed and opened again: a relation's `lists` (the edges stay where
+// the old declaration wrote them until check({ repair: true }) moves them, in
+// one batch, into the layout the relation uses now; both ways, and with
+// ChatStore's own relation), and an index's `covering` (a repair rewrites
+// every entry in the new form).
 
 import test from 'tape'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -92,3 +93,41 @@ test('a ChatStore database written with member edges is repaired into member lis
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('covering on, then off: a repair rewrites the index entries each time', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'levelkit-layout-covering-'))
+  try {
+    /** @param {boolean} covering */
+    const declare = async (covering) => {
+      const db = await open({ location: dir })
+      const people = db.collection('people', { indexes: { name: { unique: true, covering, key: (/** @type {any} */ p) => p.name } } })
+      return { db, people }
+    }
+    let { db, people } = await declare(false)
+    for (const name of ['ann', 'bob', 'cat']) await people.insert({ name })
+    await db.close()
+    for (const covering of [true, false]) {
+      ({ db, people } = await declare(covering))
+      const report = await db.check()
+      t.same(report.problems.map(p => p.type), ['dangling-index-entry', 'dangling-index-entry', 'dangling-index-entry'], `covering: ${covering}: every entry in the old form is reported`)
+      t.is((await db.check({ repair: true })).repaired, 3, 'and rewritten')
+      t.ok((await db.check()).ok)
+      t.same(await people.getBy('name', 'bob'), { id: 2, name: 'bob' })
+      await rejects(people.insert({ name: 'cat' }), 'LEVELKIT_UNIQUE', t)
+      t.same((await people.query({ index: 'name' }).all()).map(p => p.id), [1, 2, 3])
+      await db.close()
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+/** @param {Promise<unknown>} promise @param {string} code @param {any} t */
+async function rejects (promise, code, t) {
+  try {
+    await promise
+    t.fail(`should reject with ${code}`)
+  } catch (err) {
+    t.is(/** @type {any} */ (err).code, code, `rejects with ${code}`)
+  }
+}

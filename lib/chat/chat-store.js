@@ -47,8 +47,9 @@ export class ChatStore {
     this.db = db
     this.options = settings
 
+    // The username index holds a copy of each user, so getUser() is one read.
     this.users = db.collection('users', {
-      indexes: { username: { unique: true, key: (/** @type {any} */ u) => u.username } }
+      indexes: { username: { unique: true, covering: true, key: (/** @type {any} */ u) => u.username } }
     })
     this.sessions = db.collection('sessions', {
       id: (/** @type {any} */ s) => s.sessionId,

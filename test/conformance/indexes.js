@@ -1,3 +1,4 @@
+import { encodeTuple as encode } from '../../index.js'
 import { rejects, usersSchema } from './index.js'
 
 /** @param {any} test @param {any} common */
@@ -24,6 +25,52 @@ export default function (test, common) {
     t.is(await users.getBy('username', 'ann'), undefined, 'entry removed with the record')
     await rejects(t, users.getBy('byAge', [1]), 'LEVELKIT_INVALID', 'getBy needs a unique index')
     await rejects(t, users.getBy('nope', 1), 'LEVELKIT_INVALID', 'unknown index')
+    t.ok((await db.check()).ok)
+    await db.close()
+  })
+
+  test(`${common.backend}: a covering unique index holds the record: getBy and queries read it alone`, async t => {
+    const db = await common.open()
+    for (const options of [{ unique: false, covering: true }, { unique: true, multi: true, covering: true }, { unique: true, covering: 'yes' }]) {
+      t.throws(() => db.collection(`bad${Math.random().toString(36).slice(2, 8)}`, { indexes: { name: { key: (/** @type {any} */ r) => r.name, ...options } } }), /covering/, `refuses ${JSON.stringify(options)}`)
+    }
+    const people = db.collection('people', { indexes: { name: { unique: true, covering: true, key: (/** @type {any} */ p) => p.name } } })
+    const tags = db.collection('tags', { id: (/** @type {any} */ t) => t.tag, indexes: { label: { unique: true, covering: true, key: (/** @type {any} */ t) => t.label } } })
+    const ann = await people.insert({ name: 'ann', age: 30 })
+    const bob = await people.insert({ name: 'bob', age: 40 })
+    const raw = db.level.sublevel('people.idx.name', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    t.same(JSON.parse(await raw.get(encode(['ann']))), { id: ann, name: 'ann', age: 30 }, 'the entry is the record')
+    t.same(await people.getBy('name', 'ann'), { id: ann, name: 'ann', age: 30 })
+    await people.update(ann, { age: 31 })
+    t.same(await people.getBy('name', 'ann'), { id: ann, name: 'ann', age: 31 }, 'an update that keeps the name rewrites the copy')
+    await people.update(ann, { name: 'anna' })
+    t.is(await people.getBy('name', 'ann'), undefined, 'a renamed record leaves its old entry')
+    t.same(await people.getBy('name', 'anna'), { id: ann, name: 'anna', age: 31 })
+    await rejects(t, people.update(bob, { name: 'anna' }), 'LEVELKIT_UNIQUE', 'still unique')
+    await rejects(t, people.insert({ name: 'bob' }), 'LEVELKIT_UNIQUE')
+    t.same(await people.query({ index: 'name' }).all(), [{ id: ann, name: 'anna', age: 31 }, { id: bob, name: 'bob', age: 40 }], 'a query reads the copies')
+    const keys = []
+    for await (const [id] of people.query({ index: 'name', gt: 'anna' }).entries()) keys.push(id)
+    t.same(keys, [bob], 'with the ids as keys')
+    await db.write(async (w) => {
+      await people.in(w).update(bob, { age: 41 })
+      t.same(await people.in(w).getBy('name', 'bob'), { id: bob, name: 'bob', age: 41 }, 'in a write scope, its own update')
+    })
+    t.is(await tags.insert({ tag: 'x', label: 'ex' }), 'x')
+    t.same(await tags.getBy('label', 'ex'), { tag: 'x', label: 'ex' }, 'function ids too')
+    await rejects(t, tags.insert({ tag: 'y', label: 'ex' }), 'LEVELKIT_UNIQUE')
+    await tags.put('x', { tag: 'x', label: 'ex', n: 2 })
+    t.same(await tags.getBy('label', 'ex'), { tag: 'x', label: 'ex', n: 2 }, 'put rewrites the copy')
+    t.is(await people.del(bob), true)
+    t.is(await people.getBy('name', 'bob'), undefined, 'a delete removes it')
+    t.ok((await db.check()).ok)
+
+    // A stale copy (written behind levelkit's back) is found and repaired.
+    await raw.put(encode(['anna']), JSON.stringify({ id: ann, name: 'anna', age: 1 }))
+    const report = await db.check()
+    t.same(report.problems.map(p => p.type), ['dangling-index-entry'], 'a stale copy is reported')
+    t.is((await db.check({ repair: true })).repaired, 1)
+    t.same(await people.getBy('name', 'anna'), { id: ann, name: 'anna', age: 31 }, 'and repaired')
     t.ok((await db.check()).ok)
     await db.close()
   })
