@@ -50,7 +50,7 @@ import os from 'node:os'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fork } from 'node:child_process'
-import { parseArgs } from 'node:util'
+import { parseCli, failWith, optionOf } from './lib/seeds-common.js'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { median, min, max, fmt, mb, parseCount } from './lib/stats.js'
@@ -100,52 +100,31 @@ const USAGE = `Usage: node bench/chat-workload.js [options]
   --db-dir DIR       where the databases go (default the OS temp dir)
   --keep-db          keep the databases`
 
-/** @param {string} message */
-function fail (message) {
-  console.error(`chat-workload: ${message}\n\n${USAGE}`)
-  process.exit(2)
-}
+/** @param {string} message @returns {never} */
+const fail = message => failWith('chat-workload', USAGE, message)
 
-let args
-try {
-  args = parseArgs({
-    options: {
-      runs: { type: 'string', default: '3' },
-      users: { type: 'string', default: '10000' },
-      chats: { type: 'string', default: '2000' },
-      members: { type: 'string', default: '20' },
-      'pair-chats': { type: 'string', default: '200' },
-      messages: { type: 'string', default: '100000' },
-      concurrency: { type: 'string', default: '64' },
-      scale: { type: 'string', default: '1' },
-      n: { type: 'string' },
-      ops: { type: 'string' },
-      slices: { type: 'string', default: '10' },
-      'scrypt-n': { type: 'string', default: '2' },
-      seed: { type: 'string', default: '1' },
-      'no-warmup': { type: 'boolean', default: false },
-      out: { type: 'string', default: path.join(here, 'out') },
-      'db-dir': { type: 'string', default: os.tmpdir() },
-      'keep-db': { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false }
-    }
-  }).values
-} catch (err) {
-  fail(/** @type {Error} */ (err).message)
-}
-if (args.help) {
-  console.log(USAGE)
-  process.exit(0)
-}
+const args = parseCli('chat-workload', USAGE, {
+  runs: { type: 'string', default: '3' },
+  users: { type: 'string', default: '10000' },
+  chats: { type: 'string', default: '2000' },
+  members: { type: 'string', default: '20' },
+  'pair-chats': { type: 'string', default: '200' },
+  messages: { type: 'string', default: '100000' },
+  concurrency: { type: 'string', default: '64' },
+  scale: { type: 'string', default: '1' },
+  n: { type: 'string' },
+  ops: { type: 'string' },
+  slices: { type: 'string', default: '10' },
+  'scrypt-n': { type: 'string', default: '2' },
+  seed: { type: 'string', default: '1' },
+  'no-warmup': { type: 'boolean', default: false },
+  out: { type: 'string', default: path.join(here, 'out') },
+  'db-dir': { type: 'string', default: os.tmpdir() },
+  'keep-db': { type: 'boolean', default: false }
+})
 
-/** @param {() => any} parse */
-function option (parse) {
-  try {
-    return parse()
-  } catch (err) {
-    fail(/** @type {Error} */ (err).message)
-  }
-}
+/** @template T @param {() => T} parse @returns {T} */
+const option = parse => optionOf('chat-workload', USAGE, parse)
 /** A count that may be 0. @param {string} text */
 const count0 = text => String(text).trim() === '0' ? 0 : parseCount(text)
 

@@ -56,7 +56,7 @@ import os from 'node:os'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fork } from 'node:child_process'
-import { parseArgs } from 'node:util'
+import { parseCli, failWith, optionOf } from './lib/seeds-common.js'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { median, quantile, max, min, fmt, mb, parseSize, parseCount } from './lib/stats.js'
@@ -87,51 +87,30 @@ const USAGE = `Usage: node bench/sorted-write.js [options]
   --keep-db              keep the LevelDB databases
   --y-scale S            auto | log | linear (default auto)`
 
-/** @param {string} message */
-function fail (message) {
-  console.error(`sorted-write: ${message}\n\n${USAGE}`)
-  process.exit(2)
-}
+/** @param {string} message @returns {never} */
+const fail = message => failWith('sorted-write', USAGE, message)
 
-let args
-try {
-  args = parseArgs({
-    options: {
-      entries: { type: 'string', default: '10000000' },
-      mode: { type: 'string' },
-      compare: { type: 'boolean', default: false },
-      backend: { type: 'string', default: 'leveldb' },
-      runs: { type: 'string', default: '1' },
-      'batch-size': { type: 'string', default: '1000' },
-      concurrency: { type: 'string', default: '10' },
-      'write-buffer-size': { type: 'string' },
-      'cache-size': { type: 'string' },
-      compression: { type: 'string' },
-      'max-open-files': { type: 'string' },
-      overhead: { type: 'boolean', default: false },
-      out: { type: 'string', default: path.join(here, 'out') },
-      'db-dir': { type: 'string', default: os.tmpdir() },
-      'keep-db': { type: 'boolean', default: false },
-      'y-scale': { type: 'string', default: 'auto' },
-      help: { type: 'boolean', short: 'h', default: false }
-    }
-  }).values
-} catch (err) {
-  fail(/** @type {Error} */ (err).message)
-}
-if (args.help) {
-  console.log(USAGE)
-  process.exit(0)
-}
+const args = parseCli('sorted-write', USAGE, {
+  entries: { type: 'string', default: '10000000' },
+  mode: { type: 'string' },
+  compare: { type: 'boolean', default: false },
+  backend: { type: 'string', default: 'leveldb' },
+  runs: { type: 'string', default: '1' },
+  'batch-size': { type: 'string', default: '1000' },
+  concurrency: { type: 'string', default: '10' },
+  'write-buffer-size': { type: 'string' },
+  'cache-size': { type: 'string' },
+  compression: { type: 'string' },
+  'max-open-files': { type: 'string' },
+  overhead: { type: 'boolean', default: false },
+  out: { type: 'string', default: path.join(here, 'out') },
+  'db-dir': { type: 'string', default: os.tmpdir() },
+  'keep-db': { type: 'boolean', default: false },
+  'y-scale': { type: 'string', default: 'auto' }
+})
 
-/** @param {() => any} parse */
-function option (parse) {
-  try {
-    return parse()
-  } catch (err) {
-    fail(/** @type {Error} */ (err).message)
-  }
-}
+/** @template T @param {() => T} parse @returns {T} */
+const option = parse => optionOf('sorted-write', USAGE, parse)
 
 const entries = option(() => parseCount(args.entries))
 const runs = option(() => parseCount(args.runs))

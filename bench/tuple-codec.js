@@ -50,6 +50,7 @@ import { encode, decode, compareBytes } from '../lib/tuple.js'
 import { Progress } from './lib/progress.js'
 import { median, fmt, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
+import { reference } from './lib/reference-order.js'
 import {
   machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
   writeCsv, printTable, finishRun, prng
@@ -135,45 +136,6 @@ const IDS = Object.fromEntries(Object.keys(DATASETS).map(name => [name.replace(/
 let names = Object.keys(DATASETS)
 if (args.dataset) {
   names = args.dataset.split(',').map((/** @type {string} */ id) => IDS[id] || failWith(NAME, USAGE, `Unknown dataset ${JSON.stringify(id)} (known: ${Object.keys(IDS).join(', ')})`))
-}
-
-// Reference order (typewise), independent of any codec.
-
-/** @param {any} v */
-function rank (v) {
-  if (v === null) return 0
-  if (v === false) return 1
-  if (v === true) return 2
-  if (typeof v === 'number') return 3
-  if (v instanceof Uint8Array) return 4
-  if (typeof v === 'string') return 5
-  if (Array.isArray(v)) return 6
-  throw new Error(`No reference order for ${String(v)}`)
-}
-
-/** @param {string} a @param {string} b code point order */
-function compareStrings (a, b) {
-  const x = Array.from(a, c => /** @type {number} */ (c.codePointAt(0)))
-  const y = Array.from(b, c => /** @type {number} */ (c.codePointAt(0)))
-  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1
-  return Math.sign(x.length - y.length)
-}
-
-/** @param {any} a @param {any} b @returns {number} */
-function reference (a, b) {
-  const ra = rank(a)
-  const rb = rank(b)
-  if (ra !== rb) return Math.sign(ra - rb)
-  if (ra === 3) return a < b ? -1 : a > b ? 1 : 0
-  if (ra === 4 || ra === 6) {
-    for (let i = 0; i < Math.min(a.length, b.length); i++) {
-      const c = ra === 4 ? Math.sign(a[i] - b[i]) : reference(a[i], b[i])
-      if (c !== 0) return c
-    }
-    return Math.sign(a.length - b.length)
-  }
-  if (ra === 5) return compareStrings(a, b)
-  return 0
 }
 
 /** Deep equality, byte arrays by content. @param {any} a @param {any} b @returns {boolean} */

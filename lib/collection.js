@@ -380,21 +380,26 @@ export class Collection extends ModelFace {
 
   /** @param {unknown} id @returns {Promise<any>} the record, or undefined */
   get (id) {
-    return promised(() => {
-      const model = modelOf(this)
-      const key = model.keyOf(id)
-      if (scopeOf(this) === null) return model.readMany([key]).then(firstRecord)
-      return after(readThrough(this, model.records, key), parseStored)
-    })
+    return this.#readOne(id, parseStored)
   }
 
   /** @param {unknown} id @returns {Promise<boolean>} */
   has (id) {
+    return this.#readOne(id, isDefined)
+  }
+
+  /**
+   * What `use` makes of the stored value of record `id` (undefined if none).
+   * @template T
+   * @param {unknown} id @param {(value: string | undefined) => T} use
+   * @returns {Promise<T>}
+   */
+  #readOne (id, use) {
     return promised(() => {
       const model = modelOf(this)
       const key = model.keyOf(id)
-      if (scopeOf(this) === null) return model.readMany([key]).then(firstExists)
-      return after(readThrough(this, model.records, key), isDefined)
+      if (scopeOf(this) === null) return model.readMany([key]).then((/** @type {Array<string | undefined>} */ values) => use(values[0]))
+      return after(readThrough(this, model.records, key), use)
     })
   }
 
@@ -561,16 +566,6 @@ async function getBySnapshot (model, index, key) {
   } finally {
     if (snapshot) await snapshot.close()
   }
-}
-
-/** @param {Array<string | undefined>} values */
-function firstRecord (values) {
-  return parseStored(values[0])
-}
-
-/** @param {Array<string | undefined>} values */
-function firstExists (values) {
-  return values[0] !== undefined
 }
 
 /** @param {unknown} value */

@@ -10,6 +10,7 @@ import {
   encode, decode, encodeItems, concatBytes, compareBytes, bytesToBinaryString,
   tupleEncoding, ARRAY_START, ARRAY_END, HIGH
 } from '../lib/tuple.js'
+import { reference } from '../bench/lib/reference-order.js'
 
 const require = createRequire(import.meta.url)
 const bytewise = require('bytewise')
@@ -98,44 +99,6 @@ function same (actual, expected) {
       expected.every((e, i) => same(actual[i], e))
   }
   return actual === expected
-}
-
-/**
- * Reference comparator, written independently of any byte encoding. The type
- * order is bytewise's, taken from the tags in bytewise-core/base.js:
- * null 0x10 < false 0x20 < true 0x21 < numbers 0x40..0x43 (< dates 0x51/0x52)
- * < binary 0x60 < string 0x70 < array 0xa0 (< undefined 0xf0). Note that
- * typewise's own compare() puts undefined first; we reject undefined anyway.
- * Strings compare by code point, which is UTF-8 byte order: NOT JavaScript's
- * `<`, which compares UTF-16 code units.
- */
-function reference (a, b) {
-  const ra = rank(a)
-  const rb = rank(b)
-  if (ra !== rb) return ra < rb ? -1 : 1
-  if (ra === 3) return a < b ? -1 : a > b ? 1 : 0 // -0 equals 0
-  if (ra === 4 || ra === 5 || ra === 6) {
-    const x = ra === 5 ? Array.from(a, (c) => c.codePointAt(0)) : a
-    const y = ra === 5 ? Array.from(b, (c) => c.codePointAt(0)) : b
-    const n = Math.min(x.length, y.length)
-    for (let i = 0; i < n; i++) {
-      const c = ra === 6 ? reference(x[i], y[i]) : sign(x[i] - y[i])
-      if (c !== 0) return c
-    }
-    return sign(x.length - y.length)
-  }
-  return 0
-}
-
-function rank (v) {
-  if (v === null) return 0
-  if (v === false) return 1
-  if (v === true) return 2
-  if (typeof v === 'number') return 3
-  if (v instanceof Uint8Array) return 4
-  if (typeof v === 'string') return 5
-  if (Array.isArray(v)) return 6
-  throw new Error('not a supported value')
 }
 
 /** Run a fast-check property as one tape assertion. */

@@ -1,5 +1,5 @@
-// Shared helpers of the "seeds' questions" benchmarks (issue 6 part 3):
-// bench/record-layout.js, bench/one-vs-many.js and bench/tuple-codec.js.
+// Shared helpers of the benchmarks (first written for the seeds' questions,
+// issue 6 part 3; used by every script in bench/).
 // Machine and version facts, option parsing, output folders, CSV, a plain
 // text table, directory sizes, a seeded PRNG, and Linux process figures
 // (open file descriptors, RSS).

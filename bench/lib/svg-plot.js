@@ -204,33 +204,8 @@ export function barSvg (options) {
   const height = margin.top + plotH + margin.bottom
   const series = options.series.map((s, k) => ({ ...s, color: s.color || PALETTE[k % PALETTE.length] }))
 
-  let vMax = 0
-  let vMin = Infinity
-  for (const s of series) {
-    for (const v of s.values) {
-      if (v === null || !Number.isFinite(v)) continue
-      if (v > vMax) vMax = v
-      if (v > 0 && v < vMin) vMin = v
-    }
-  }
-  if (vMax <= 0) vMax = 1
-  if (!Number.isFinite(vMin)) vMin = 1
-  const log = options.xScale === 'log'
-  let ticks, lo, hi
-  if (log) {
-    lo = 10 ** Math.floor(Math.log10(vMin))
-    hi = 10 ** Math.ceil(Math.log10(vMax))
-    if (hi === lo) hi *= 10
-    ticks = []
-    for (let d = lo; d <= hi * 1.0001; d *= 10) ticks.push(d)
-  } else {
-    ticks = niceTicks(0, vMax, 8)
-    lo = 0
-    hi = ticks[ticks.length - 1]
-  }
-  const sx = log
-    ? (/** @type {number} */ v) => margin.left + (Math.log10(Math.max(v, lo) / lo) / Math.log10(hi / lo)) * plotW
-    : (/** @type {number} */ v) => margin.left + (v / hi) * plotW
+  const { ticks, log, at } = valueAxis(series.flatMap(s => s.values), options.xScale === 'log' ? 'log' : 'linear', 8)
+  const sx = (/** @type {number} */ v) => margin.left + at(v) * plotW
 
   const out = []
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`)
@@ -257,7 +232,7 @@ export function barSvg (options) {
         out.push(`<text x="${margin.left + 4}" y="${r(y + barH - 4)}" fill="#999">${esc(label)}</text>`)
         return
       }
-      const x1 = sx(log ? Math.max(v, lo) : v)
+      const x1 = sx(v)
       out.push(`<rect x="${margin.left}" y="${r(y + 1)}" width="${r(Math.max(1, x1 - margin.left))}" height="${barH - 2}" fill="${s.color}" fill-opacity="0.85"/>`)
       out.push(`<text x="${r(x1 + 4)}" y="${r(y + barH - 4)}" fill="#333" font-size="11">${esc(label)}</text>`)
     })
@@ -300,31 +275,8 @@ export function barChartSvg (options) {
   const plotH = height - margin.top - margin.bottom
   const colors = series.map((s, k) => s.color || PALETTE[(k + 1) % PALETTE.length])
 
-  let yMin = Infinity
-  let yMax = 0
-  for (const s of series) {
-    for (const v of s.values) {
-      if (v > 0 && v < yMin) yMin = v
-      if (v > yMax) yMax = v
-    }
-  }
-  if (!Number.isFinite(yMin)) { yMin = 1; yMax = 10 }
-  const log = options.yScale === 'log' || (options.yScale !== 'linear' && yMax / yMin > 30)
-  let yTicks, yLo, yHi
-  if (log) {
-    yLo = 10 ** Math.floor(Math.log10(yMin))
-    yHi = 10 ** Math.ceil(Math.log10(yMax))
-    if (yHi === yLo) yHi *= 10
-    yTicks = []
-    for (let d = yLo; d <= yHi * 1.0001; d *= 10) yTicks.push(d)
-  } else {
-    yTicks = niceTicks(0, yMax, 6)
-    yLo = 0
-    yHi = yTicks[yTicks.length - 1]
-  }
-  const sy = log
-    ? (/** @type {number} */ y) => margin.top + plotH - (Math.log10(Math.max(y, yLo) / yLo) / Math.log10(yHi / yLo)) * plotH
-    : (/** @type {number} */ y) => margin.top + plotH - ((y - yLo) / (yHi - yLo)) * plotH
+  const { ticks: yTicks, log, at } = valueAxis(series.flatMap(s => s.values), options.yScale || 'auto', 6)
+  const sy = (/** @type {number} */ y) => margin.top + plotH - at(y) * plotH
   const groupW = plotW / Math.max(1, categories.length)
   const barW = Math.min(34, (groupW * 0.8) / Math.max(1, series.length))
 
@@ -378,4 +330,36 @@ function compact (v) {
   if (v >= 1e6) return `${Number((v / 1e6).toPrecision(3))}M`
   if (v >= 1e3) return `${Number((v / 1e3).toPrecision(3))}k`
   return String(Number(v.toPrecision(3)))
+}
+
+/**
+ * The value axis of a bar chart: its ticks, and where a value falls on it
+ * (0 at the start, 1 at the end). Log when asked, or for 'auto' when the
+ * positive values span more than 30×; linear from 0 otherwise.
+ * @param {Array<number | null>} values nulls and non-finite values are left out
+ * @param {'log' | 'linear' | 'auto'} scale
+ * @param {number} count about how many ticks on a linear axis
+ */
+function valueAxis (values, scale, count) {
+  let min = Infinity
+  let max = 0
+  for (const v of values) {
+    if (v === null || !Number.isFinite(v)) continue
+    if (v > max) max = v
+    if (v > 0 && v < min) min = v
+  }
+  if (max <= 0) max = 1
+  if (!Number.isFinite(min)) min = 1
+  const log = scale === 'log' || (scale === 'auto' && max / min > 30)
+  if (log) {
+    const lo = 10 ** Math.floor(Math.log10(min))
+    let hi = 10 ** Math.ceil(Math.log10(max))
+    if (hi === lo) hi *= 10
+    const ticks = []
+    for (let d = lo; d <= hi * 1.0001; d *= 10) ticks.push(d)
+    return { ticks, log, at: (/** @type {number} */ v) => Math.log10(Math.max(v, lo) / lo) / Math.log10(hi / lo) }
+  }
+  const ticks = niceTicks(0, max, count)
+  const hi = ticks[ticks.length - 1]
+  return { ticks, log, at: (/** @type {number} */ v) => v / hi }
 }

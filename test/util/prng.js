@@ -1,17 +1,2 @@
-/**
- * A small seeded PRNG (mulberry32), so randomized tests can be replayed.
- * @param {number} seed
- */
-export function prng (seed) {
-  let a = seed >>> 0
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let x = a
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-  next.int = (/** @type {number} */ n) => Math.floor(next() * n)
-  next.pick = (/** @type {any[]} */ list) => list[Math.floor(next() * list.length)]
-  return next
-}
+// The benchmarks' seeded PRNG, so randomized tests can be replayed.
+export { prng } from '../../bench/lib/prng.js'
