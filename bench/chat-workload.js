@@ -49,8 +49,8 @@
 import os from 'node:os'
 import fs from 'node:fs'
 import path from 'node:path'
-import { fork } from 'node:child_process'
-import { parseCli, failWith, optionOf } from './lib/seeds-common.js'
+import { runInChild } from './lib/child-run.js'
+import { parseCli, failWith, optionOf, machineInfo, versionsOf } from './lib/seeds-common.js'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { median, min, max, fmt, mb, parseCount } from './lib/stats.js'
@@ -151,21 +151,8 @@ for (const op of ops) if (!OP_KEYS.includes(op)) fail(`Unknown operation ${JSON.
 const n = {}
 for (const op of OP_KEYS) n[op] = args.n !== undefined ? option(() => parseCount(args.n)) : Math.max(10, Math.round(DEFAULT_N[/** @type {keyof typeof DEFAULT_N} */ (op)] * scale))
 
-const versions = {
-  node: process.version,
-  levelkit: require('../package.json').version,
-  'classic-level': require('classic-level/package.json').version,
-  'abstract-level': require('abstract-level/package.json').version,
-  'better-sqlite3': require('better-sqlite3/package.json').version,
-  sqlite: sqliteVersion()
-}
-const machine = {
-  cpu: os.cpus()[0]?.model || 'unknown',
-  cores: os.cpus().length,
-  memoryBytes: os.totalmem(),
-  platform: `${os.platform()} ${os.arch()} ${os.release()}`,
-  hostname: os.hostname()
-}
+const versions = { ...versionsOf(['classic-level', 'abstract-level', 'better-sqlite3']), sqlite: sqliteVersion() }
+const machine = machineInfo()
 
 function sqliteVersion () {
   const Database = require('better-sqlite3')
@@ -201,17 +188,7 @@ function runOne (run) {
     label: `run ${run}/${runs}`,
     floorN: args.n !== undefined ? Math.max(50, n.getUser) : Math.max(50, Math.round(FLOOR_N * scale))
   }
-  return new Promise((resolve, reject) => {
-    const child = fork(WORKER, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    let answer = /** @type {any} */ (null)
-    child.on('message', message => { answer = message })
-    child.on('error', reject)
-    child.on('exit', (code, signal) => {
-      if (answer && answer.ok) resolve(answer.result)
-      else reject(new Error(answer ? answer.error : `Run ${run} exited with ${signal || code}`))
-    })
-    child.send(config)
-  })
+  return runInChild(WORKER, config, `Run ${run}`)
 }
 
 const loadBefore = os.loadavg()

@@ -55,14 +55,12 @@
 import os from 'node:os'
 import fs from 'node:fs'
 import path from 'node:path'
-import { fork } from 'node:child_process'
-import { parseCli, failWith, optionOf } from './lib/seeds-common.js'
-import { createRequire } from 'node:module'
+import { runInChild } from './lib/child-run.js'
+import { parseCli, failWith, optionOf, machineInfo, versionsOf } from './lib/seeds-common.js'
 import { fileURLToPath } from 'node:url'
 import { median, quantile, max, min, fmt, mb, parseSize, parseCount } from './lib/stats.js'
 import { scatterSvg } from './lib/svg-plot.js'
 
-const require = createRequire(import.meta.url)
 const here = path.dirname(fileURLToPath(import.meta.url))
 const WORKER = path.join(here, 'lib', 'sorted-write-worker.js')
 const MODES = ['put', 'batch', 'levelkit', 'levelkit-put']
@@ -133,20 +131,8 @@ if (args.compression !== undefined) {
   levelOptions.compression = args.compression === 'true'
 }
 
-const versions = {
-  node: process.version,
-  levelkit: require('../package.json').version,
-  'classic-level': require('classic-level/package.json').version,
-  'memory-level': require('memory-level/package.json').version,
-  'abstract-level': require('abstract-level/package.json').version
-}
-const machine = {
-  cpu: os.cpus()[0]?.model || 'unknown',
-  cores: os.cpus().length,
-  memoryBytes: os.totalmem(),
-  platform: `${os.platform()} ${os.arch()} ${os.release()}`,
-  hostname: os.hostname()
-}
+const versions = versionsOf(['classic-level', 'memory-level', 'abstract-level'])
+const machine = machineInfo()
 
 const stamp = new Date().toISOString().replace(/[:.]/g, '-')
 const outDir = path.resolve(args.out, `sorted-write-${stamp}`)
@@ -189,17 +175,7 @@ function runOne (v, round) {
     bare: v.bare,
     label: `${nameOf(v)} #${round}`
   }
-  return new Promise((resolve, reject) => {
-    const child = fork(WORKER, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    let answer = /** @type {any} */ (null)
-    child.on('message', message => { answer = message })
-    child.on('error', reject)
-    child.on('exit', (code, signal) => {
-      if (answer && answer.ok) resolve(answer.result)
-      else reject(new Error(answer ? answer.error : `The run "${config.label}" exited with ${signal || code}`))
-    })
-    child.send(config)
-  })
+  return runInChild(WORKER, config, `The run "${config.label}"`)
 }
 
 const loadBefore = os.loadavg()

@@ -12,6 +12,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { Progress } from './progress.js'
+import { serveOneRun } from './child-run.js'
 import { openLevelkit, openSqlite } from './chat-workload-sides.js'
 import { hashPassword } from '#passwords'
 import { prng } from './prng.js'
@@ -388,11 +389,6 @@ const direct = process.argv[1] && path.resolve(process.argv[1]) === path.resolve
 if (direct && process.argv[2]) {
   // Direct use (profiling): the config as a JSON argument; prints the result.
   runOnce(JSON.parse(process.argv[2])).then(result => console.log(JSON.stringify(result, (k, v) => k === 'sliceOpsPerSec' ? undefined : v, 2)))
-} else if (direct && process.send) {
-  process.once('message', (/** @type {Config} */ config) => {
-    runOnce(config).then(
-      result => process.send?.({ ok: true, result }, () => process.exit(0)),
-      err => process.send?.({ ok: false, error: err && err.stack ? err.stack : String(err) }, () => process.exit(1))
-    )
-  })
+} else if (direct) {
+  serveOneRun(runOnce)
 }

@@ -22,6 +22,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Progress } from './progress.js'
+import { serveOneRun } from './child-run.js'
 
 const WINDOW = 1000
 
@@ -312,14 +313,4 @@ async function assertLastWritten (level, n) {
   return n
 }
 
-if (process.send) {
-  process.once('message', async (/** @type {any} */ config) => {
-    try {
-      const result = await run(config)
-      process.send?.({ ok: true, result }, () => process.exit(0))
-    } catch (err) {
-      const e = /** @type {Error} */ (err)
-      process.send?.({ ok: false, error: e.stack || String(e) }, () => process.exit(1))
-    }
-  })
-}
+serveOneRun(run)

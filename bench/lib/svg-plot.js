@@ -72,11 +72,7 @@ export function scatterSvg (options) {
     ? (/** @type {number} */ y) => margin.top + plotH - (Math.log10(Math.max(y, yLo) / yLo) / Math.log10(yHi / yLo)) * plotH
     : (/** @type {number} */ y) => margin.top + plotH - ((y - yLo) / (yHi - yLo)) * plotH
 
-  const out = []
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`)
-  out.push(`<rect width="${width}" height="${height}" fill="#fff"/>`)
-  out.push(`<text x="${width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${esc(options.title)}</text>`)
-  if (options.subtitle) out.push(`<text x="${width / 2}" y="42" text-anchor="middle" fill="#444">${esc(options.subtitle)}</text>`)
+  const out = svgStart(width, height, options.title, options.subtitle)
 
   // Grid and ticks.
   out.push('<g stroke="#e5e5e5" stroke-width="1">')
@@ -207,11 +203,7 @@ export function barSvg (options) {
   const { ticks, log, at } = valueAxis(series.flatMap(s => s.values), options.xScale === 'log' ? 'log' : 'linear', 8)
   const sx = (/** @type {number} */ v) => margin.left + at(v) * plotW
 
-  const out = []
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`)
-  out.push(`<rect width="${width}" height="${height}" fill="#fff"/>`)
-  out.push(`<text x="${width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${esc(options.title)}</text>`)
-  if (options.subtitle) out.push(`<text x="${width / 2}" y="42" text-anchor="middle" fill="#444">${esc(options.subtitle)}</text>`)
+  const out = svgStart(width, height, options.title, options.subtitle)
   out.push('<g stroke="#e5e5e5" stroke-width="1">')
   for (const t of ticks) out.push(`<line x1="${r(sx(t))}" y1="${margin.top}" x2="${r(sx(t))}" y2="${margin.top + plotH}"/>`)
   out.push('</g>')
@@ -280,11 +272,7 @@ export function barChartSvg (options) {
   const groupW = plotW / Math.max(1, categories.length)
   const barW = Math.min(34, (groupW * 0.8) / Math.max(1, series.length))
 
-  const out = []
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`)
-  out.push(`<rect width="${width}" height="${height}" fill="#fff"/>`)
-  out.push(`<text x="${width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${esc(options.title)}</text>`)
-  if (options.subtitle) out.push(`<text x="${width / 2}" y="42" text-anchor="middle" fill="#444">${esc(options.subtitle)}</text>`)
+  const out = svgStart(width, height, options.title, options.subtitle)
   out.push('<g stroke="#e5e5e5" stroke-width="1">')
   for (const t of yTicks) out.push(`<line x1="${margin.left}" y1="${r(sy(t))}" x2="${margin.left + plotW}" y2="${r(sy(t))}"/>`)
   out.push('</g>')
@@ -362,4 +350,20 @@ function valueAxis (values, scale, count) {
   const ticks = niceTicks(0, max, count)
   const hi = ticks[ticks.length - 1]
   return { ticks, log, at: (/** @type {number} */ v) => v / hi }
+}
+
+/**
+ * The opening of a chart: the svg element, a white background, the title
+ * and the subtitle, as lines of SVG.
+ * @param {number} width @param {number} height @param {string} title @param {string} [subtitle]
+ * @returns {string[]}
+ */
+function svgStart (width, height, title, subtitle) {
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="#fff"/>`,
+    `<text x="${width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">${esc(title)}</text>`
+  ]
+  if (subtitle) out.push(`<text x="${width / 2}" y="42" text-anchor="middle" fill="#444">${esc(subtitle)}</text>`)
+  return out
 }
