@@ -194,6 +194,14 @@ export interface ChildrenOptions {
    * batches (resumed after a restart); needs a parent with sequence ids.
    */
   onDelete?: OnDelete | 'purge'
+  /**
+   * Store the children in blocks of this many (2–1024) per value, under
+   * [parentId, first seq of the block], instead of one key per child: a page
+   * of n children is about n / blockSize point reads, and an append rewrites
+   * its block. Default: one key per child. When it changes,
+   * `check({ repair: true })` moves the stored children.
+   */
+  blockSize?: number
 }
 
 export interface WatchOptions {
@@ -243,7 +251,7 @@ export declare class Counter {
 
 export interface Problem {
   type: 'dangling-index-entry' | 'missing-index-entry' | 'unique-violation' | 'invalid-record' |
-  'dangling-edge' | 'one-sided-edge' | 'edge-list-mismatch' | 'edge-in-old-layout' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key'
+  'dangling-edge' | 'one-sided-edge' | 'edge-list-mismatch' | 'edge-in-old-layout' | 'child-in-old-layout' | 'child-block-mismatch' | 'invalid-block' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key'
   /** The sublevel the problem is in. */
   namespace: string
   /** The decoded key of the offending entry. */

@@ -32,7 +32,6 @@
 import os from 'node:os'
 import fs from 'node:fs'
 import path from 'node:path'
-import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { open } from '../index.js'
 import { Progress } from './lib/progress.js'
@@ -40,7 +39,7 @@ import { median, fmt, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import {
   machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, finishRun, dirSize, prng
+  writeCsv, printTable, finishRun, dirSize, prng, alternate
 } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -148,19 +147,7 @@ async function runSize (size, run, tick) {
    * @param {(side: any, from: number, to: number) => Promise<void>} work
    */
   const timed = async (phase, n, work) => {
-    const ms = { edges: 0, lists: 0 }
-    const slices = Math.max(1, Math.min(opts.slices, n))
-    for (let k = 0; k < slices; k++) {
-      const from = Math.floor(k * n / slices)
-      const to = Math.floor((k + 1) * n / slices)
-      const order = (k + run) % 2 === 0 ? LAYOUTS : [...LAYOUTS].reverse()
-      for (const layout of order) {
-        const start = performance.now()
-        await work(sides[layout], from, to)
-        ms[layout] += performance.now() - start
-        tick()
-      }
-    }
+    const ms = await alternate(LAYOUTS, n, opts.slices, run, (layout, from, to) => work(sides[layout], from, to), tick)
     const per = phase === 'change' ? 2 * n : n
     for (const layout of LAYOUTS) sides[layout].phases[phase] = { count: per, ms: ms[layout], opsPerSec: per / (ms[layout] / 1000) }
   }

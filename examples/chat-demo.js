@@ -25,8 +25,10 @@ say(`levelkit chat demo on ${args.memory ? 'memory' : `LevelDB at ${args.locatio
 say()
 
 // Data written by an earlier version may keep the members relation in its
-// former layout (edges instead of lists): a repair moves it, in one batch.
-if (!args.memory && (await db.check()).problems.some(p => p.type === 'edge-in-old-layout')) {
+// former layout (edges instead of lists), or messages one key each instead
+// of in blocks: a repair moves them, in one batch.
+const OLD_LAYOUT = ['edge-in-old-layout', 'child-in-old-layout', 'child-block-mismatch']
+if (!args.memory && (await db.check()).problems.some(p => OLD_LAYOUT.includes(p.type))) {
   say(`moved data of an earlier layout into the current one (${(await db.check({ repair: true })).repaired} fixes)`)
   say()
 }

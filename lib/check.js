@@ -337,25 +337,10 @@ async function checkChildren (model, snapshot, existing, problem) {
       }
     }
   }
-  /** @type {Map<string, { parentId: unknown, max: number }>} */
-  const highest = new Map()
-  for (const [key] of await readAll(model.items, snapshot, false)) {
-    const pair = tryPair(key)
-    if (!pair || !Number.isSafeInteger(pair[1]) || /** @type {number} */ (pair[1]) < 1) {
-      problem('invalid-key', model.items, key, `"${model.name}" has a key that is not a [parent, seq] pair`, { type: 'del', space: model.items, key })
-      continue
-    }
-    const [parentId, seq] = /** @type {[unknown, number]} */ (pair)
-    const parentKey = encode(parentId)
-    const parentSpaceId = model.parent.records.id(parentKey)
-    if (purging.has(parentSpaceId)) continue
-    if (!parents.has(parentSpaceId)) {
-      problem('orphan-child', model.items, key, `"${model.name}" ${label(seq)} belongs to ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', space: model.items, key })
-      continue
-    }
-    const entry = highest.get(parentSpaceId)
-    if (!entry || seq > entry.max) highest.set(parentSpaceId, { parentId, max: seq })
-  }
+  const found = await findChildren(model, snapshot, parents, purging, problem)
+  if (model.storage === model.blocks) checkBlocks(model, found, problem)
+  else checkKeysPerChild(model, found, problem)
+
   const stored = new Map()
   for (const [key, value] of await readAll(model.sequence, snapshot)) {
     const parentId = tryDecode(key)
@@ -371,13 +356,178 @@ async function checkChildren (model, snapshot, existing, problem) {
     }
     stored.set(parentSpaceId, Number(value))
   }
-  for (const [parentSpaceId, { parentId, max }] of highest) {
+  for (const [parentSpaceId, { parentId, children }] of found.parents) {
+    let max = 0
+    for (const seq of children.keys()) if (seq > max) max = seq
     const last = stored.get(parentSpaceId) || 0
     if (max > last) {
       const key = encode(parentId)
       problem('sequence-behind', model.sequence, key, `The "${model.name}" sequence of ${label(parentId)} is at ${last} but item ${max} exists`, { type: 'put', space: model.sequence, key, value: String(max) })
     }
   }
+}
+
+/**
+ * @typedef {{ json: string | null, from: string, home: boolean }} FoundChild
+ *   `json` null: a child kept as its own key whose value was not read (not needed);
+ *   `from`: the space id of the key it was found under; `home`: that key is where
+ *   the layout in use keeps it
+ * @typedef {{ parents: Map<string, { parentId: unknown, children: Map<number, FoundChild> }>,
+ *   keys: Array<[Uint8Array, number]>, blocks: Map<string, { key: Uint8Array, parentId: unknown, first: number, count: number }>,
+ *   invalid: Set<string> }} FoundChildren
+ *   `invalid`: the space ids of blocks that do not parse, which a repair leaves as they are
+ */
+
+/**
+ * Every child of a live parent, in either layout: where it is kept in the
+ * layout in use wins over a copy kept elsewhere. Reports keys that are not
+ * children (invalid keys, orphans, blocks that do not parse).
+ * @param {import('./children.js').ChildrenModel} model
+ * @param {any} snapshot @param {Set<string>} parents @param {Set<string>} purging @param {Function} problem
+ * @returns {Promise<FoundChildren>}
+ */
+async function findChildren (model, snapshot, parents, purging, problem) {
+  const blocksInUse = model.storage === model.blocks
+  /** @type {FoundChildren} */
+  const found = { parents: new Map(), keys: [], blocks: new Map(), invalid: new Set() }
+  /** @param {unknown} parentId @param {string} parentSpaceId @param {number} seq @param {FoundChild} child */
+  const add = (parentId, parentSpaceId, seq, child) => {
+    let entry = found.parents.get(parentSpaceId)
+    if (!entry) found.parents.set(parentSpaceId, entry = { parentId, children: new Map() })
+    const before = entry.children.get(seq)
+    if (!before || (child.home && !before.home)) entry.children.set(seq, child)
+  }
+  /**
+   * The parent of a [parentId, n] key, or null after reporting why it has none.
+   * @param {Space} space @param {Uint8Array} key @param {string} what
+   * @returns {[unknown, number, string] | null}
+   */
+  const parentOf = (space, key, what) => {
+    const pair = tryPair(key)
+    if (!pair || !Number.isSafeInteger(pair[1]) || /** @type {number} */ (pair[1]) < 1) {
+      problem('invalid-key', space, key, `"${model.name}" has a key that is not a [parent, seq] pair`, { type: 'del', space, key })
+      return null
+    }
+    const [parentId, n] = /** @type {[unknown, number]} */ (pair)
+    const parentSpaceId = model.parent.records.id(encode(parentId))
+    if (purging.has(parentSpaceId)) return null
+    if (!parents.has(parentSpaceId)) {
+      problem('orphan-child', space, key, `"${model.name}" ${what} ${label(n)} belongs to ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', space, key })
+      return null
+    }
+    return [parentId, n, parentSpaceId]
+  }
+
+  const keySpace = model.keyPerChild.space
+  for (const [key, value] of await readAll(keySpace, snapshot, blocksInUse)) {
+    const owner = parentOf(keySpace, key, '')
+    if (!owner) continue
+    const [parentId, seq, parentSpaceId] = owner
+    found.keys.push([key, seq])
+    add(parentId, parentSpaceId, seq, { json: blocksInUse ? value : null, from: keySpace.id(key), home: !blocksInUse })
+  }
+
+  const blockSpace = model.blocks.space
+  const size = model.blocks.blockSize
+  for (const [key, value] of await readAll(blockSpace, snapshot)) {
+    const owner = parentOf(blockSpace, key, 'block from')
+    if (!owner) continue
+    const [parentId, first, parentSpaceId] = owner
+    const pairs = parseBlock(value)
+    if (pairs === null) {
+      problem('invalid-block', blockSpace, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} is not a JSON array of [seq, value] pairs in seq order`, null)
+      found.invalid.add(blockSpace.id(key))
+      continue
+    }
+    const from = blockSpace.id(key)
+    found.blocks.set(from, { key, parentId, first, count: pairs.length })
+    const aligned = blocksInUse && (first - 1) % size === 0
+    for (const [seq, child] of pairs) {
+      add(parentId, parentSpaceId, seq, { json: JSON.stringify(child), from, home: aligned && seq >= first && seq < first + size })
+    }
+  }
+  return found
+}
+
+/**
+ * With blocks in use: every aligned block holds exactly its children; keys
+ * of the other layout, and blocks of another size, are emptied into them.
+ * @param {import('./children.js').ChildrenModel} model @param {FoundChildren} found @param {Function} problem
+ */
+function checkBlocks (model, found, problem) {
+  const space = model.blocks.space
+  const blocks = model.blocks
+  /** @type {Map<string, { key: Uint8Array, parentId: unknown, first: number, pairs: Array<[number, FoundChild]> }>} */
+  const wanted = new Map()
+  for (const { parentId, children } of found.parents.values()) {
+    for (const [seq, child] of children) {
+      const key = blocks.keyOf(parentId, seq)
+      const id = space.id(key)
+      let block = wanted.get(id)
+      if (!block) wanted.set(id, block = { key, parentId, first: blocks.first(seq), pairs: [] })
+      block.pairs.push([seq, child])
+    }
+  }
+  for (const [id, { key, parentId, first, pairs }] of wanted) {
+    const stored = found.blocks.get(id)
+    if (stored && stored.count === pairs.length && pairs.every(([, child]) => child.from === id)) continue
+    pairs.sort((a, b) => a[0] - b[0])
+    const value = `[${pairs.map(([seq, child]) => `[${seq},${child.json}]`).join(',')}]`
+    const moved = pairs.filter(([, child]) => child.from !== id).length
+    // A block that does not parse is left for a person to look at.
+    const fix = found.invalid.has(id) ? null : { type: 'put', space, key, value }
+    problem('child-block-mismatch', space, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} ${stored ? `holds ${stored.count} children` : 'is missing'}; it should hold ${pairs.length}${moved > 0 ? `, ${moved} of them kept elsewhere` : ''}`, fix)
+  }
+  for (const [id, { key, parentId, first }] of found.blocks) {
+    if (wanted.has(id)) continue
+    problem('child-in-old-layout', space, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} is not a block of ${blocks.blockSize}: its children are moved into the blocks in use`, { type: 'del', space, key })
+  }
+  const keySpace = model.keyPerChild.space
+  for (const [key, seq] of found.keys) {
+    problem('child-in-old-layout', keySpace, key, `"${model.name}" ${label(seq)} is kept as a key of its own, but "${model.name}" is kept in blocks of ${blocks.blockSize}: it is moved into its block`, { type: 'del', space: keySpace, key })
+  }
+}
+
+/**
+ * With one key per child in use: children found in blocks are written as
+ * keys of their own, and the blocks deleted.
+ * @param {import('./children.js').ChildrenModel} model @param {FoundChildren} found @param {Function} problem
+ */
+function checkKeysPerChild (model, found, problem) {
+  const keySpace = model.keyPerChild.space
+  for (const { parentId, children } of found.parents.values()) {
+    for (const [seq, child] of children) {
+      if (child.home) continue
+      const key = encode([parentId, seq])
+      problem('child-in-old-layout', keySpace, key, `"${model.name}" ${label(seq)} of ${label(parentId)} is kept in a block, but "${model.name}" keeps one key per child: it is moved to its own key`, { type: 'put', space: keySpace, key, value: child.json })
+    }
+  }
+  const space = model.blocks.space
+  for (const { key, parentId, first } of found.blocks.values()) {
+    problem('child-in-old-layout', space, key, `"${model.name}" keeps a block from ${label(first)} of ${label(parentId)}, but keeps one key per child: the block is deleted once its children are moved`, { type: 'del', space, key })
+  }
+}
+
+/**
+ * The pairs of a stored block, or null if it is not a JSON array of
+ * [seq, value] pairs in ascending seq order.
+ * @param {string} value
+ * @returns {Array<[number, any]> | null}
+ */
+function parseBlock (value) {
+  let pairs
+  try {
+    pairs = JSON.parse(value)
+  } catch {
+    return null
+  }
+  if (!Array.isArray(pairs) || pairs.length === 0) return null
+  let last = 0
+  for (const pair of pairs) {
+    if (!Array.isArray(pair) || pair.length !== 2 || !Number.isSafeInteger(pair[0]) || pair[0] <= last) return null
+    last = pair[0]
+  }
+  return pairs
 }
 
 /**

@@ -1,4 +1,4 @@
-import { encode, decode } from './tuple.js'
+import { encode, decode, compareBytes } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { encodeJson } from './json-value.js'
 import { assertName, layout } from './names.js'
@@ -7,6 +7,7 @@ import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
 import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './scope.js'
 import { describe } from './collection.js'
+import { KeyPerChild, ChildBlocks } from './child-layouts.js'
 
 const ON_DELETE = ['cascade', 'restrict', 'purge']
 
@@ -15,11 +16,15 @@ const ON_DELETE = ['cascade', 'restrict', 'purge']
 const PURGE_CHUNK = 1000
 const PURGE_RETRIES = 5
 
+const MAX_BLOCK_SIZE = 1024
+
 /** @typedef {import('./transaction.js').Transaction} Transaction */
 
 /**
  * Ordered children of a parent record (messages of a chat): `<name>` holds
- * [parentId, seq] -> value and `<name>.seq` holds the last seq per parent.
+ * [parentId, seq] -> value, or with `blockSize` `<name>.blocks` holds blocks
+ * of that many children per value (lib/child-layouts.js); `<name>.seq` holds
+ * the last seq per parent.
  * Sequence numbers start at 1 per parent and have no gaps: they are assigned
  * in the critical section and persisted in the same batch as the child.
  *
@@ -38,16 +43,26 @@ export class ChildrenModel {
   constructor (db, name, options, modelOf) {
     assertName(name, 'Children')
     if (options === null || typeof options !== 'object') throw invalid(`Children "${name}" needs a { parent } collection`)
-    const { parent, onDelete = 'cascade', ...rest } = options
+    const { parent, onDelete = 'cascade', blockSize, ...rest } = options
     const unknown = Object.keys(rest)
     if (unknown.length > 0) throw invalid(`Children "${name}" has unknown option(s): ${unknown.join(', ')}`)
     if (!ON_DELETE.includes(onDelete)) throw invalid(`The onDelete option of children "${name}" must be 'cascade', 'restrict' or 'purge'`)
+    if (blockSize !== undefined && !(Number.isInteger(blockSize) && blockSize >= 2 && blockSize <= MAX_BLOCK_SIZE)) {
+      throw invalid(`The blockSize option of children "${name}" must be an integer from 2 to ${MAX_BLOCK_SIZE}, got ${describe(blockSize)}`)
+    }
     this.name = name
     this.writer = db.writer
     this.root = db.level
     this.parent = modelOf(parent)
     this.onDelete = onDelete
-    this.items = new Space(this.root, layout.records(name), 'utf8')
+    // Both layouts' namespaces exist so that check() can find children a
+    // declaration with another blockSize left, and move them.
+    this.keyPerChild = new KeyPerChild(this.root, name, 0)
+    this.blocks = new ChildBlocks(this.root, name, blockSize ?? 0, db.readCache)
+    /** @type {KeyPerChild | ChildBlocks} */
+    this.storage = blockSize === undefined ? this.keyPerChild : this.blocks
+    /** the namespace holding the children */
+    this.items = this.storage.space
     this.sequence = new Space(this.root, layout.sequence(name), 'utf8', { cache: true })
     this.writer.registerCache(this.sequence)
     this.parent.dependents.push({
@@ -99,9 +114,11 @@ export class ChildrenModel {
           const [marker] = await purge.sublevel.keys({ limit: 1 }).all()
           if (marker === undefined) return true
           const parentId = decode(marker)
-          const keys = await this.items.sublevel.keys({ ...tupleBounds([parentId], {}), limit: PURGE_CHUNK }).all()
+          // At most PURGE_CHUNK children per batch, in either layout.
+          const chunk = Math.max(1, Math.floor(PURGE_CHUNK / this.storage.blockSize))
+          const keys = await this.items.sublevel.keys({ ...tupleBounds([parentId], {}), limit: chunk }).all()
           for (const key of keys) tx.del(this.items, key)
-          if (keys.length < PURGE_CHUNK) {
+          if (keys.length < chunk) {
             tx.del(purge, marker)
             tx.del(this.sequence, marker)
           }
@@ -165,26 +182,24 @@ export class ChildrenModel {
       })
     }
     const seq = (await this.lastSeq(tx, parentId)) + 1
-    tx.put(this.items, encode([parentId, seq]), json)
+    await this.storage.append(tx, parentId, seq, json)
     tx.put(this.sequence, parentKey, String(seq))
     return seq
   }
 
   /** @param {Transaction} tx @param {unknown} parentId @param {unknown} seq @param {string} json */
   async put (tx, parentId, seq, json) {
-    const key = this.key(parentId, seq)
-    if (await tx.get(this.items, key) === undefined || await this.isPurging(parentId, tx)) {
+    this.key(parentId, seq)
+    if (await this.isPurging(parentId, tx) || !(await this.storage.replace(tx, parentId, /** @type {number} */ (seq), json))) {
       throw levelkitError(codes.NOT_FOUND, `Children "${this.name}" of ${describe(parentId)} has no item ${describe(seq)}`, { children: this.name, id: parentId, seq })
     }
-    tx.put(this.items, key, json)
   }
 
   /** @param {Transaction} tx @param {unknown} parentId @param {unknown} seq */
   async del (tx, parentId, seq) {
-    const key = this.key(parentId, seq)
-    if (await tx.get(this.items, key) === undefined || await this.isPurging(parentId, tx)) return false
-    tx.del(this.items, key)
-    return true
+    this.key(parentId, seq)
+    if (await this.isPurging(parentId, tx)) return false
+    return this.storage.remove(tx, parentId, /** @type {number} */ (seq))
   }
 
   /** @param {Transaction} tx @param {unknown} parentId */
@@ -193,13 +208,13 @@ export class ChildrenModel {
       tx.put(this.purge, encode(parentId), '')
       return
     }
-    const children = await tx.entries(this.items, tupleBounds([parentId], {}), { values: false })
-    if (this.onDelete === 'restrict' && children.length > 0) {
-      throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(parentId)} from "${this.parent.name}": it has ${children.length} "${this.name}" (onDelete: 'restrict')`, {
+    const { keys, count } = await this.storage.stored(tx, parentId)
+    if (this.onDelete === 'restrict' && count > 0) {
+      throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(parentId)} from "${this.parent.name}": it has ${count} "${this.name}" (onDelete: 'restrict')`, {
         collection: this.parent.name, children: this.name, id: parentId
       })
     }
-    for (const [key] of children) tx.del(this.items, key)
+    for (const key of keys) tx.del(this.items, key)
     tx.del(this.sequence, encode(parentId))
   }
 
@@ -226,13 +241,13 @@ export class ChildrenModel {
     this.parent.keyOf(parentId)
     return new Query({
       root: this.root,
-      space: this.items,
+      ...this.storage.source(parentId),
       bounds: tupleBounds([parentId], options),
-      tag: this.items.name,
-      values: true,
+      // Cursors name the children, not the layout: one stays valid if
+      // blockSize changes.
+      tag: this.name,
       consistent: false,
-      prepare: async () => (!scoped || await scoped()) && !(await this.isPurging(parentId)),
-      load: entries => entries.map(([key, value]) => [(decode(key))[1], JSON.parse(value), key])
+      prepare: async () => (!scoped || await scoped()) && !(await this.isPurging(parentId))
     }, options)
   }
 
@@ -274,10 +289,10 @@ export class Children extends ModelFace {
   /** @param {unknown} parentId @param {number} seq @returns {Promise<any>} the value, or undefined */
   async get (parentId, seq) {
     const model = modelOf(this)
-    const key = model.key(parentId, seq)
-    const value = await readThrough(this, model.items, key)
+    model.key(parentId, seq)
+    const value = model.storage.find(model.storage.parse(await readThrough(this, model.items, model.storage.keyOf(parentId, seq))), seq)
     if (value === undefined || await model.isPurging(parentId, scopeOf(this))) return undefined
-    return JSON.parse(value)
+    return value
   }
 
   /**
@@ -290,7 +305,21 @@ export class Children extends ModelFace {
   async getMany (parentId, seqs) {
     if (!Array.isArray(seqs)) throw invalid('getMany() takes an array of sequence numbers')
     const model = modelOf(this)
-    const keys = seqs.map(seq => model.key(parentId, seq))
+    const storage = model.storage
+    // Each stored value is read once: with blocks, one read serves many seqs.
+    /** @type {Uint8Array[]} */
+    const keys = []
+    const slots = new Array(seqs.length)
+    let lastKey = null
+    for (let i = 0; i < seqs.length; i++) {
+      model.key(parentId, seqs[i])
+      const key = storage.keyOf(parentId, seqs[i])
+      if (lastKey === null || compareBytes(key, lastKey) !== 0) {
+        keys.push(key)
+        lastKey = key
+      }
+      slots[i] = keys.length - 1
+    }
     const scope = scopeOf(this)
     /** @type {Array<string | undefined>} */
     const values = scope
@@ -301,7 +330,8 @@ export class Children extends ModelFace {
     // there, unmarked, means no read straddled the batch that removed them.
     const parent = await readThrough(this, model.parent.records, model.parent.keyOf(parentId))
     if (parent === undefined || await model.isPurging(parentId, scope)) return seqs.map(() => undefined)
-    return values.map(value => value === undefined ? undefined : JSON.parse(value))
+    const parsed = values.map(value => storage.parse(value))
+    return seqs.map((seq, i) => storage.find(parsed[slots[i]], seq))
   }
 
   /**

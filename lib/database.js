@@ -94,7 +94,7 @@ export class Database {
   /**
    * Declare ordered children of a collection's records.
    * @param {string} name
-   * @param {{ parent: Collection, onDelete?: 'cascade' | 'restrict' | 'purge' }} options
+   * @param {{ parent: Collection, onDelete?: 'cascade' | 'restrict' | 'purge', blockSize?: number }} options
    * @returns {Children}
    */
   children (name, options) {

@@ -20,6 +20,9 @@ import { within } from './bounds.js'
  *   array, read without an iterator (a cache): all() uses it when the query is not resumed
  * @property {() => Promise<Uint8Array[]>} [keys] the raw keys of the whole range in key order, read
  *   without an iterator (a stored list): every read uses it instead of an iterator
+ * @property {(bounds: ByteBounds, reverse: boolean) => AsyncGenerator<Array<[Uint8Array, any]>>} [scan]
+ *   the entries within `bounds` in key order (or reverse), read its own way (children kept in
+ *   blocks): every read uses it instead of an iterator over `space`
  */
 
 const FIRST_CHUNK = 64
@@ -109,6 +112,14 @@ export class Query {
     assertNotClosed(this.#source.root)
     if (this.#source.prepare && !(await this.#source.prepare())) return 0
     if (this.#source.keys !== undefined) return (await this.#inRange(this.#limit)).length
+    if (this.#source.scan !== undefined) {
+      let n = 0
+      for await (const entries of this.#source.scan(this.#bounds, false)) {
+        n += entries.length
+        if (n >= this.#limit) return this.#limit
+      }
+      return n
+    }
     const it = this.#source.space.sublevel.keys({ ...this.#bounds, limit: this.#limit === Infinity ? -1 : this.#limit })
     let n = 0
     try {
@@ -135,6 +146,18 @@ export class Query {
     }
     assertNotClosed(root)
     if (prepare && !(await prepare())) return
+    if (this.#source.scan !== undefined) {
+      let remaining = limit
+      if (remaining <= 0) return
+      for await (const entries of this.#source.scan(this.#bounds, this.#reverse)) {
+        let loaded = await load(entries, undefined)
+        if (loaded.length > remaining) loaded = loaded.slice(0, remaining)
+        remaining -= loaded.length
+        if (loaded.length > 0) yield loaded
+        if (remaining === 0) return
+      }
+      return
+    }
     const snapshot = consistent && root.supports.explicitSnapshots ? root.snapshot() : undefined
     const it = space.sublevel.iterator({
       ...this.#bounds,

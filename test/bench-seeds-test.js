@@ -1,6 +1,6 @@
 // Smoke tests of the seeds' benchmarks (issue 6 part 3): bench/record-layout.js,
-// bench/one-vs-many.js (with a 2-cycle kill -9 test), bench/tuple-codec.js
-// and bench/relation-lists.js,
+// bench/one-vs-many.js (with a 2-cycle kill -9 test), bench/tuple-codec.js,
+// bench/relation-lists.js and bench/child-blocks.js,
 // each run once with tiny sizes; we check the shape of what they print and
 // write. They never assert a time: a benchmark measures, it is not a timed
 // test.
@@ -173,12 +173,38 @@ test('bench/relation-lists.js with tiny sizes', async t => {
   }
 })
 
+test('bench/child-blocks.js with tiny sizes', async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-blocks-'))
+  try {
+    const { code, stdout, stderr } = await run('child-blocks.js', [
+      '--block-sizes', '3,8', '--parents', '6', '--children', '10', '--appends', '30', '--reads', '20', '--runs', '1', '--slices', '2', '--out', out, '--db-dir', out
+    ])
+    t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
+    t.match(stdout, /ratio = blocks \/ keys/, 'prints the ratio')
+    t.notOk(/PROBLEM/.test(stdout), 'every side answered alike, and check() was clean')
+    const dir = outputOf(t, out, 'child-blocks')
+    const { header, rows } = csv(join(dir, 'results.csv'))
+    t.same(header, ['run', 'backend', 'side', 'block_size', 'phase', 'count', 'ms', 'ops_per_sec', 'disk_bytes'], 'CSV header')
+    t.is(rows.length, 3 * 4, 'a row per side and phase')
+    t.ok(rows.every(row => Number(row[7]) > 0 && Number(row[8]) > 0), 'a rate and a size in every row')
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+    t.same(Object.keys(summary.summary), ['append', 'append64', 'last50', 'range50'], 'a summary per phase')
+    t.ok(summary.summary.last50['blocks of 8'].ratio > 0 && summary.summary.append.keys.opsPerSec > 0, 'ratios and rates')
+    t.same(summary.problems, [])
+    checkBarSvg(t, join(dir, 'child-blocks.svg'), 3 * 4)
+    t.same(readdirSync(out).filter(name => name.startsWith('levelkit-child-blocks-')), [], 'the databases are removed')
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
+
 test('the seeds\' benchmarks refuse bad options', async t => {
   for (const [script, args, message] of [
     ['record-layout.js', ['--backend', 'nope'], /Unknown backend "nope"/],
     ['one-vs-many.js', ['--many-write', 'nope'], /--many-write is parallel or sequential/],
     ['tuple-codec.js', ['--dataset', 'nope'], /Unknown dataset "nope"/],
-    ['relation-lists.js', ['--backend', 'nope'], /Unknown backend "nope"/]
+    ['relation-lists.js', ['--backend', 'nope'], /Unknown backend "nope"/],
+    ['child-blocks.js', ['--block-sizes', '1'], /A block size is 2 to 1024, got 1/]
   ]) {
     const { code, stderr } = await run(/** @type {string} */ (script), /** @type {string[]} */ (args))
     t.is(code, 2, `${script}: exit 2`)

@@ -25,7 +25,7 @@ import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
 import { layout } from '../lib/names.js'
 import { prng } from './util/prng.js'
-import { hash, range, numeric, outcomes, rawEntries } from './util/common.js'
+import { hash, range, numeric, outcomes, rawEntries, rawChildren } from './util/common.js'
 import { membershipProblems } from './util/chat-agreement.js'
 
 const SEED = process.env.LEVELKIT_SEED ? Number(process.env.LEVELKIT_SEED) : Date.now() % 0x7fffffff
@@ -157,7 +157,7 @@ each('200 concurrent addChatMessage() to one chat: ids exactly 1..200', async (t
   t.deepEqual(wrong, [], 'each send resolved with the id its own message is stored under')
   t.ok(messages.every(m => !m.text.startsWith('intruder')), 'no message of the non-member is stored')
 
-  const raw = await rawEntries(store.db, layout.records('messages'))
+  const raw = await rawChildren(store.db, layout.records('messages'))
   t.deepEqual(raw.map(([key]) => key), range(1, n).map(i => [chatId, i]), 'the raw messages are keyed [chat, 1..200]')
   t.ok(raw.every(([[, seq], value]) => JSON.parse(Buffer.from(value).toString('utf8')).id === seq), "each raw message's id equals its key's sequence number")
 
@@ -274,7 +274,7 @@ each('waves of concurrent membership churn keep every membership view consistent
   }
 
   await store.messages.settled()
-  const left = (await rawEntries(store.db, layout.records('messages'))).filter(([[c]]) => deleted.has(c))
+  const left = (await rawChildren(store.db, layout.records('messages'))).filter(([[c]]) => deleted.has(c))
   t.deepEqual(left, [], `after settled(), no raw message of the ${deleted.size} deleted chats remains`)
   t.deepEqual(await rawEntries(store.db, layout.purge('messages')), [], 'after settled(), nothing is left to purge')
   t.ok(counts.true > 0 && counts.false > 0, `membership calls both changed and did not change something (${counts.true} / ${counts.false})`)

@@ -34,7 +34,7 @@ import { ChatStore } from '../chat.js'
 import { layout } from '../lib/names.js'
 import { STORE_OPTIONS, SESSION_CUTOFF, chatPassword } from './fixtures/chat-crash-worker.js'
 import { prng } from './util/prng.js'
-import { rawEntries } from './util/common.js'
+import { rawEntries, rawChildren } from './util/common.js'
 import { membershipProblems } from './util/chat-agreement.js'
 import { killCycle, readAckLog } from './util/worker.js'
 
@@ -132,7 +132,7 @@ async function verify (logPath, location, model, totals) {
     const markers = (await rawEntries(db, layout.purge('messages'))).map(([key]) => key)
     if (markers.length > 0) {
       totals.resumedPurges += markers.length
-      const left = (await rawEntries(db, layout.records('messages'))).filter(([[c]]) => markers.includes(c))
+      const left = (await rawChildren(db, layout.records('messages'))).filter(([[c]]) => markers.includes(c))
       totals.resumedMessages += left.length
     }
 
@@ -164,7 +164,7 @@ async function verify (logPath, location, model, totals) {
     if (children.purgeError) problems.push(`the background purge failed: ${children.purgeError.message}`)
     const purge = await rawEntries(db, layout.purge('messages'))
     if (purge.length > 0) problems.push(`after settled(), messages.purge still holds ${show(purge.map(([key]) => key))}`)
-    const rawMessages = await rawEntries(db, layout.records('messages'))
+    const rawMessages = await rawChildren(db, layout.records('messages'))
     const leftOver = new Map()
     for (const [[c]] of rawMessages) {
       if (model.deleted.has(c) || !model.chats.has(c)) leftOver.set(c, (leftOver.get(c) || 0) + 1)

@@ -358,6 +358,66 @@ each('200 concurrent appends to one chat get seqs exactly 1..200', async (t, db)
   await assertCheckOk(t, db, 'after concurrent appends')
 })
 
+each('concurrent appends, puts and dels on children kept in blocks match a serial replay, block by block', async (t, db, rand) => {
+  const chats = db.collection('chats')
+  const messages = db.children('messages', { parent: chats, blockSize: 4 })
+  const chatIds = []
+  for (let i = 0; i < 3; i++) chatIds.push(await chats.insert({ title: `c${i}` }))
+  const ops = []
+  for (let i = 0; i < 400; i++) {
+    const c = rand.pick(chatIds)
+    const r = rand()
+    // Puts and dels aim at seqs that may or may not exist yet.
+    if (r < 0.6) ops.push({ type: 'append', c, value: `a${i}` })
+    else if (r < 0.8) ops.push({ type: 'put', c, seq: 1 + rand.int(90), value: `p${i}` })
+    else ops.push({ type: 'del', c, seq: 1 + rand.int(90) })
+  }
+  const results = await outcomes(ops.map(op => op.type === 'append'
+    ? messages.append(op.c, op.value)
+    : op.type === 'put' ? messages.put(op.c, op.seq, op.value) : messages.del(op.c, op.seq)))
+
+  // Serial replay in call order.
+  const model = new Map(chatIds.map(c => [c, new Map()]))
+  const last = new Map(chatIds.map(c => [c, 0]))
+  const expected = ops.map(op => {
+    const children = model.get(op.c)
+    if (op.type === 'append') {
+      const seq = last.get(op.c) + 1
+      last.set(op.c, seq)
+      children.set(seq, op.value)
+      return { ok: true, value: seq }
+    }
+    if (op.type === 'put') {
+      if (!children.has(op.seq)) return { ok: false, code: 'LEVELKIT_NOT_FOUND' }
+      children.set(op.seq, op.value)
+      return { ok: true, value: undefined }
+    }
+    return { ok: true, value: children.delete(op.seq) }
+  })
+  t.deepEqual(results.map(r => r.ok ? r : { ok: false, code: r.code }), expected, 'each op had the outcome of a serial replay in call order')
+
+  // The raw blocks, decoded with bytewise: each under [chat, first seq of
+  // its block], its pairs in seq order, none empty.
+  const wanted = []
+  for (const [c, children] of model) {
+    const blocks = new Map()
+    for (const seq of [...children.keys()].sort(numeric)) {
+      const first = seq - (seq - 1) % 4
+      if (!blocks.has(first)) blocks.set(first, [])
+      blocks.get(first).push([seq, children.get(seq)])
+    }
+    for (const [first, pairs] of blocks) wanted.push(JSON.stringify([[c, first], pairs]))
+  }
+  const stored = (await rawEntries(db, layout.blocks('messages'))).map(([key, value]) => JSON.stringify([key, JSON.parse(text(value))]))
+  t.deepEqual(stored.sort(), wanted.sort(), 'the stored blocks are exactly the replayed children, block by block')
+  for (const c of chatIds) {
+    const entries = []
+    for await (const entry of messages.range(c).entries()) entries.push(entry)
+    t.deepEqual(entries, [...model.get(c)].sort((a, b) => a[0] - b[0]), `range(${c}) reads the replayed children`)
+  }
+  await assertCheckOk(t, db, 'after racing appends, puts and dels')
+})
+
 // With edges in both directions, and with both directions kept as lists.
 for (const lists of [[], ['from', 'to']]) {
   const layoutName = lists.length === 0 ? 'edges' : 'lists'

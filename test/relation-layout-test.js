@@ -2,14 +2,15 @@
 // LevelDB closed and opened again: a relation's `lists` (the edges stay where
 // the old declaration wrote them until check({ repair: true }) moves them, in
 // one batch, into the layout the relation uses now; both ways, and with
-// ChatStore's own relation), and an index's `covering` (a repair rewrites
+// ChatStore's own relation), a children set's `blockSize` (likewise, with
+// ChatStore's messages too), and an index's `covering` (a repair rewrites
 // every entry in the new form).
 
 import test from 'tape'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { open } from '../index.js'
+import { open, encodeTuple, decodeTuple } from '../index.js'
 import { ChatStore } from '../chat.js'
 
 /** Declare people and a follows relation with `lists`. @param {any} db @param {string[]} lists */
@@ -88,6 +89,89 @@ test('a ChatStore database written with member edges is repaired into member lis
     t.ok((await store.check()).ok, 'the chat model checks clean after it')
     t.same((await store.getChats(2)).map(c => c.id), [chat])
     t.is(await store.checkChatMember(chat, 3), true)
+    await db.close()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('children: one key each -> blocks of 4 -> blocks of 3 -> one key each, a repair moving them each time', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'levelkit-layout-children-'))
+  try {
+    /** @param {number | undefined} blockSize */
+    const declare = async (blockSize) => {
+      const db = await open({ location: dir })
+      const chats = db.collection('chats')
+      const messages = db.children('messages', { parent: chats, blockSize })
+      return { db, chats, messages }
+    }
+    let { db, chats, messages } = await declare(undefined)
+    const a = await chats.insert({})
+    const b = await chats.insert({})
+    /** @type {Map<number, Array<[number, string]>>} */
+    const expected = new Map([[a, []], [b, []]])
+    for (let i = 1; i <= 11; i++) {
+      await messages.append(a, `a${i}`)
+      expected.get(a)?.push([i, `a${i}`])
+    }
+    for (let i = 1; i <= 3; i++) {
+      await messages.append(b, `b${i}`)
+      expected.get(b)?.push([i, `b${i}`])
+    }
+    await messages.del(a, 6)
+    expected.set(a, /** @type {Array<[number, string]>} */ (expected.get(a)).filter(([seq]) => seq !== 6))
+    await db.close()
+    for (const blockSize of [4, 3, undefined]) {
+      ({ db, chats, messages } = await declare(blockSize))
+      const report = await db.check()
+      t.ok(report.problems.length > 0 && report.problems.every(p => p.type === 'child-in-old-layout' || p.type === 'child-block-mismatch'),
+        `blockSize ${blockSize}: the children in the old layout are reported (${report.problems.length} problems)`)
+      const repaired = await db.check({ repair: true })
+      t.is(repaired.repaired, repaired.problems.length, 'and repaired')
+      t.same(await db.check(), { ok: true, problems: [], repaired: 0 }, 'clean afterwards')
+      t.same(await filled(db, ['messages', 'messages.blocks']), [blockSize === undefined ? 'messages' : 'messages.blocks'], 'only the namespace in use holds children')
+      for (const [chat, children] of expected) {
+        const entries = []
+        for await (const entry of messages.range(chat).entries()) entries.push(entry)
+        t.same(entries, children, `chat ${chat}: every child, once, in order`)
+      }
+      t.same(await messages.getMany(a, [7, 6, 5]), ['a7', undefined, 'a5'])
+      await db.close()
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('a ChatStore database with messages one key each is repaired into blocks', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'levelkit-layout-messages-'))
+  try {
+    const first = await open({ location: dir })
+    const old = new ChatStore(first)
+    const ann = await old.createUser({ username: 'ann', password: 'pw' })
+    const bob = await old.createUser({ username: 'bob', password: 'pw' })
+    const chat = await old.createChat({ name: 'old', adminId: ann, userIds: [bob] })
+    for (let i = 0; i < 40; i++) await old.addChatMessage({ chatId: chat, senderId: i % 2 ? ann : bob, text: `hello ${i}` })
+    const before = await old.getChatMessages(chat, { n: 50 })
+    await first.close()
+
+    // Rewrite the messages as an earlier ChatStore kept them: one key each.
+    const raw = await open({ location: dir })
+    const blocks = raw.level.sublevel('messages.blocks', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    const keys = raw.level.sublevel('messages', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    for (const [key, value] of await blocks.iterator().all()) {
+      const [chatId] = /** @type {[number, number]} */ (decodeTuple(key))
+      for (const [seq, message] of JSON.parse(value)) await keys.put(encodeTuple([chatId, seq]), JSON.stringify(message))
+      await blocks.del(key)
+    }
+    await raw.close()
+
+    const db = await open({ location: dir })
+    const store = new ChatStore(db)
+    t.notOk((await store.check()).ok, 'reported before the repair')
+    await db.check({ repair: true })
+    t.ok((await store.check()).ok, 'the chat model checks clean after it')
+    t.same(await store.getChatMessages(chat, { n: 50 }), before, 'the same 40 messages, in order')
     await db.close()
   } finally {
     rmSync(dir, { recursive: true, force: true })

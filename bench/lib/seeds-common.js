@@ -160,6 +160,33 @@ export function dirSize (dir) {
 
 export { prng } from './prng.js'
 
+/**
+ * Time `work` over items [0, n) for each side in turn, slice by slice
+ * (--slices), alternating which side goes first (shifted by `run`), so
+ * drift and background load hit every side alike. Returns ms per side.
+ * @param {readonly string[]} sides @param {number} n @param {number} slices @param {number} run
+ * @param {(side: string, from: number, to: number) => Promise<void>} work
+ * @param {() => void} tick called after each slice of each side
+ * @returns {Promise<Record<string, number>>}
+ */
+export async function alternate (sides, n, slices, run, work, tick) {
+  /** @type {Record<string, number>} */
+  const ms = Object.fromEntries(sides.map(side => [side, 0]))
+  const count = Math.max(1, Math.min(slices, n))
+  for (let k = 0; k < count; k++) {
+    const from = Math.floor(k * n / count)
+    const to = Math.floor((k + 1) * n / count)
+    const order = (k + run) % 2 === 0 ? sides : [...sides].reverse()
+    for (const side of order) {
+      const start = performance.now()
+      await work(side, from, to)
+      ms[side] += performance.now() - start
+      tick()
+    }
+  }
+  return ms
+}
+
 const WORDS = ['hello', 'ok', 'see', 'you', 'at', 'the', 'meeting', 'tomorrow', 'thanks', 'sure', 'lunch', 'deploy', 'is', 'done', 'can', 'we', 'talk', 'later', 'great', 'news', 'ship', 'it', 'why', 'not', 'fixed', 'review', 'please', 'Zürich', 'café', '👍']
 
 /**

@@ -1,5 +1,6 @@
 import { hashPassword, checkPassword } from '#passwords'
 import { invalid, levelkitError, codes } from '../errors.js'
+import { promised } from '../scope.js'
 
 const DEFAULTS = Object.freeze({
   maxMembers: 30,
@@ -61,7 +62,10 @@ export class ChatStore {
     // reads it instead of opening an iterator, and a chat's members are one
     // value, so createChat() writes one instead of an edge per member.
     this.members = db.relation('members', { from: this.chats, to: this.users, onDelete: { from: 'cascade', to: 'restrict' }, lists: ['from', 'to'] })
-    this.messages = db.children('messages', { parent: this.chats, onDelete: 'purge' })
+    // Messages in blocks of 16: the last 50 are 4 or 5 point reads instead
+    // of 50 (bench/RESULTS.md: 2.4x faster), for a block rewritten per
+    // message (0.87x on appends with 64 in flight, on LevelDB).
+    this.messages = db.children('messages', { parent: this.chats, onDelete: 'purge', blockSize: 16 })
     this.pairs = db.counter('pairs')
   }
 
@@ -87,8 +91,9 @@ export class ChatStore {
   }
 
   /** @param {string} username @returns {Promise<User | null>} */
-  async getUser (username) {
-    return publicUser(await this.users.getBy('username', this.#username(username)))
+  getUser (username) {
+    // Not async: one read, and one promise fewer per call.
+    return promised(() => this.users.getBy('username', this.#username(username)).then(publicUser))
   }
 
   /** @param {number} id @returns {Promise<User | null>} */

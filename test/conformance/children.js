@@ -1,11 +1,32 @@
-import { rejects } from './index.js'
+import { encodeTuple as encode, decodeTuple as decode } from '../../index.js'
+import { prng } from '../util/prng.js'
+import { rejects, namespaceOf } from './index.js'
+
+// Every children test runs on both layouts: one key per child, and blocks
+// (of 3, so that pages and ranges cross block boundaries).
+const LAYOUTS = [undefined, 3]
+
+/** @param {number | undefined} blockSize */
+const layoutName = blockSize => blockSize === undefined ? 'keys' : `blocks of ${blockSize}`
 
 /** @param {any} test @param {any} common */
 export default function (test, common) {
+  for (const blockSize of LAYOUTS) childrenSuite(test, { ...common, backend: `${common.backend} (${layoutName(blockSize)})` }, blockSize)
+  blocksSuite(test, common)
+}
+
+/** @param {any} test @param {any} common */
+export function purgeAndWatch (test, common) {
+  for (const blockSize of LAYOUTS) purgeAndWatchSuite(test, { ...common, backend: `${common.backend} (${layoutName(blockSize)})` }, blockSize)
+}
+
+/** @param {any} test @param {any} common @param {number | undefined} blockSize */
+function childrenSuite (test, common, blockSize) {
+  /** @param {any} [onDelete] */
   async function schema (onDelete) {
     const db = await common.open()
     const chats = db.collection('chats')
-    const messages = db.children('messages', { parent: chats, onDelete })
+    const messages = db.children('messages', { parent: chats, onDelete, blockSize })
     return { db, chats, messages }
   }
 
@@ -76,12 +97,12 @@ export default function (test, common) {
   })
 }
 
-/** @param {any} test @param {any} common */
-export function purgeAndWatch (test, common) {
+/** @param {any} test @param {any} common @param {number | undefined} blockSize */
+function purgeAndWatchSuite (test, common, blockSize) {
   test(`${common.backend}: onDelete 'purge' hides children at once and deletes them in bounded batches`, async t => {
     const db = await common.open()
     const chats = db.collection('chats')
-    const messages = db.children('messages', { parent: chats, onDelete: 'purge' })
+    const messages = db.children('messages', { parent: chats, onDelete: 'purge', blockSize })
     const c = await chats.insert({ name: 'big' })
     const other = await chats.insert({ name: 'other' })
     await db.write(async w => {
@@ -99,7 +120,7 @@ export function purgeAndWatch (test, common) {
     await messages.settled()
     t.ok(batches.length >= 4, `deleted in several batches (${batches.length})`)
     t.ok(Math.max(...batches) <= 1001, `each bounded (largest ${Math.max(...batches)} ops)`)
-    t.is(await db.level.sublevel('messages', { keyEncoding: 'view' }).keys().all().then(k => k.length), 1, 'only the other chat\'s message is left')
+    t.is(await db.level.sublevel(blockSize ? 'messages.blocks' : 'messages', { keyEncoding: 'view' }).keys().all().then(k => k.length), 1, 'only the other chat\'s message is left')
     t.same(await db.level.sublevel('messages.purge', { keyEncoding: 'view' }).keys().all(), [], 'marker removed')
     t.same(await messages.range(other).all(), ['keep'])
     t.ok((await db.check()).ok)
@@ -109,7 +130,7 @@ export function purgeAndWatch (test, common) {
   test(`${common.backend}: a purged parent's id cannot be reused until the purge is done`, async t => {
     const db = await common.open()
     const chats = db.collection('chats')
-    const messages = db.children('messages', { parent: chats, onDelete: 'purge' })
+    const messages = db.children('messages', { parent: chats, onDelete: 'purge', blockSize })
     const c = await chats.insert({})
     await messages.append(c, 'old')
     // Hold the write path so the purge cannot run before our put().
@@ -133,7 +154,7 @@ export function purgeAndWatch (test, common) {
   test(`${common.backend}: watch() delivers each new child once, in order, with no gap`, async t => {
     const db = await common.open()
     const chats = db.collection('chats')
-    const messages = db.children('messages', { parent: chats })
+    const messages = db.children('messages', { parent: chats, blockSize })
     const c = await chats.insert({})
     await messages.append(c, 'before-1')
     await messages.append(c, 'before-2')
@@ -164,7 +185,7 @@ export function purgeAndWatch (test, common) {
   test(`${common.backend}: getMany() reads children by sequence number`, async t => {
     const db = await common.open()
     const chats = db.collection('chats')
-    const messages = db.children('messages', { parent: chats, onDelete: 'purge' })
+    const messages = db.children('messages', { parent: chats, onDelete: 'purge', blockSize })
     const c = await chats.insert({})
     const other = await chats.insert({})
     for (const text of ['a', 'b', 'c', 'd']) await messages.append(c, text)
@@ -190,7 +211,7 @@ export function purgeAndWatch (test, common) {
   test(`${common.backend}: watch() ends when the database closes`, async t => {
     const db = await common.open()
     const chats = db.collection('chats')
-    const messages = db.children('messages', { parent: chats })
+    const messages = db.children('messages', { parent: chats, blockSize })
     const c = await chats.insert({})
     const received = []
     const watching = (async () => {
@@ -208,7 +229,7 @@ export function purgeAndWatch (test, common) {
 
     const idle = await common.open()
     const parents = idle.collection('chats')
-    const children = idle.children('messages', { parent: parents })
+    const children = idle.children('messages', { parent: parents, blockSize })
     const p = await parents.insert({})
     const waiting = children.watch(p).next().then(({ done }) => done ? 'ended' : 'delivered a child')
     await new Promise(resolve => setTimeout(resolve, 20))
@@ -224,6 +245,145 @@ export function purgeAndWatch (test, common) {
     const counted = await db.write(async w => items.in(w).query({ index: 'n' }).count())
     await Promise.all(writes)
     t.is(counted, 20, 'writes queued before the scope are visible to its queries')
+    await db.close()
+  })
+}
+
+/** What only the blocks layout has: its option, its stored shape, check() and repair. @param {any} test @param {any} common */
+function blocksSuite (test, common) {
+  /** The blocks as stored: [[parentId, first], pairs]. @param {any} db */
+  async function storedBlocks (db) {
+    const entries = await db.level.sublevel('messages.blocks', { keyEncoding: 'view', valueEncoding: 'utf8' }).iterator().all()
+    return entries.map((/** @type {[Uint8Array, string]} */ [key, value]) => [decode(key), JSON.parse(value)])
+  }
+
+  test(`${common.backend}: the blockSize option is validated`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    for (const blockSize of [0, 1, 1.5, '3', 1025, null]) {
+      t.throws(() => db.children('messages', { parent: chats, blockSize }), /blockSize option/, `refuses ${JSON.stringify(blockSize)}`)
+    }
+    t.ok(db.children('messages', { parent: chats, blockSize: 1024 }), 'takes 1024')
+    await db.close()
+  })
+
+  test(`${common.backend}: blocks hold blockSize children each, one value per block`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, blockSize: 3 })
+    const c = await chats.insert({})
+    const batches = []
+    db.level.on('write', (/** @type {any[]} */ ops) => batches.push(ops.map(op => namespaceOf(op.key))))
+    for (let i = 1; i <= 7; i++) await messages.append(c, { i })
+    t.same(batches[0], ['messages.blocks', 'messages.seq'], 'an append writes its block and the sequence, in one batch')
+    t.same(await storedBlocks(db), [
+      [[c, 1], [[1, { i: 1 }], [2, { i: 2 }], [3, { i: 3 }]]],
+      [[c, 4], [[4, { i: 4 }], [5, { i: 5 }], [6, { i: 6 }]]],
+      [[c, 7], [[7, { i: 7 }]]]
+    ], 'keyed by [parent, first seq], the pairs in seq order')
+    await messages.del(c, 5)
+    await messages.put(c, 4, 'four')
+    t.same((await storedBlocks(db))[1], [[c, 4], [[4, 'four'], [6, { i: 6 }]]], 'put and del rewrite the block')
+    await messages.del(c, 7)
+    t.same((await storedBlocks(db)).map(([key]) => key), [[c, 1], [c, 4]], 'a block left empty is deleted')
+    t.is(await messages.append(c, 'eight'), 8, 'sequence numbers are not reused')
+    t.same(await messages.getMany(c, [8, 7, 6, 5, 4, 1]), ['eight', undefined, { i: 6 }, undefined, 'four', { i: 1 }])
+    t.ok((await db.check()).ok)
+    await db.close()
+  })
+
+  test(`${common.backend}: ranges, pages and counts over blocks agree with a plain list`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, blockSize: 4 })
+    const c = await chats.insert({})
+    const before = await chats.insert({})
+    const after = await chats.insert({})
+    const random = prng(7)
+    /** @type {Array<[number, any]>} */
+    let model = []
+    await messages.append(before, 'not mine')
+    for (let i = 1; i <= 60; i++) model.push([await messages.append(c, `m${i}`), `m${i}`])
+    await messages.append(after, 'not mine either')
+    for (let i = 0; i < 12; i++) {
+      const seq = 1 + random.int(60)
+      if (await messages.del(c, seq)) model = model.filter(([s]) => s !== seq)
+    }
+    let mismatches = 0
+    for (let round = 0; round < 150; round++) {
+      /** @type {any} */
+      const options = {}
+      const bound = () => random.pick([random.int(64), random.int(64) + 0.5, -3])
+      if (random.int(2)) options[random.pick(['gt', 'gte'])] = bound()
+      if (random.int(2)) options[random.pick(['lt', 'lte'])] = bound()
+      if (random.int(3) === 0) options.eq = random.int(64)
+      if (random.int(2)) options.limit = random.int(20)
+      if (random.int(2)) options.reverse = true
+      let expected = model.filter(([s]) => (options.gt === undefined || s > options.gt) && (options.gte === undefined || s >= options.gte) &&
+        (options.lt === undefined || s < options.lt) && (options.lte === undefined || s <= options.lte) && (options.eq === undefined || s === options.eq))
+      if (options.reverse) expected = expected.slice().reverse()
+      if (options.limit !== undefined) expected = expected.slice(0, options.limit)
+      const entries = []
+      for await (const entry of messages.range(c, options).entries()) entries.push(entry)
+      const count = await messages.range(c, options).count()
+      if (JSON.stringify(entries) !== JSON.stringify(expected) || count !== expected.length) {
+        mismatches++
+        if (mismatches <= 3) t.fail(`range(${JSON.stringify(options)}): ${JSON.stringify(entries)} (count ${count}), expected ${JSON.stringify(expected)}`)
+      }
+    }
+    t.is(mismatches, 0, 'entries() and count() match a plain list for 150 random ranges')
+    for (const reverse of [false, true]) {
+      const seen = []
+      let cursor = null
+      do {
+        const page = await messages.range(c, { limit: 7, reverse, cursor }).page()
+        seen.push(...page.items)
+        cursor = page.cursor
+      } while (cursor)
+      const values = model.map(([, value]) => value)
+      t.same(seen, reverse ? values.reverse() : values, `pages of 7 with cursors walk every child once${reverse ? ', newest first' : ''}`)
+    }
+    t.same(await messages.range(c, { gt: 'a' }).all(), [], 'a bound above every number')
+    t.same((await messages.range(c, { gt: null }).all()).length, model.length, 'a bound below every number')
+    await db.close()
+  })
+
+  test(`${common.backend}: check() moves children between layouts and block sizes, and reports blocks it cannot read`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, blockSize: 3 })
+    const c = await chats.insert({})
+    const gone = 99
+    const keys = db.level.sublevel('messages', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    const blocks = db.level.sublevel('messages.blocks', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    const seqs = db.level.sublevel('messages.seq', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    // What another declaration left behind: children as keys of their own
+    // (1, 2, 5), a block of 4 (6..8, and 2 again, which the key wins),
+    // an orphan block and a sequence that lags behind.
+    for (const seq of [1, 2, 5]) await keys.put(encode([c, seq]), JSON.stringify(`k${seq}`))
+    await blocks.put(encode([c, 5]), JSON.stringify([[6, 'b6'], [7, 'b7'], [8, 'b8']]))
+    await blocks.put(encode([gone, 1]), JSON.stringify([[1, 'orphan']]))
+    await seqs.put(encode(c), '2')
+    const report = await db.check()
+    const types = report.problems.map((/** @type {any} */ p) => p.type).sort()
+    t.same(types, ['child-block-mismatch', 'child-block-mismatch', 'child-block-mismatch', 'child-in-old-layout', 'child-in-old-layout',
+      'child-in-old-layout', 'child-in-old-layout', 'orphan-child', 'sequence-behind'], 'every key out of place is reported')
+    t.is(await messages.get(c, 1), undefined, 'a child kept in the other layout is not found before the repair')
+    const repaired = await db.check({ repair: true })
+    t.is(repaired.repaired, repaired.problems.length, 'all repaired')
+    t.same(await db.check(), { ok: true, problems: [], repaired: 0 }, 'clean afterwards')
+    t.same(await storedBlocks(db), [
+      [[c, 1], [[1, 'k1'], [2, 'k2']]],
+      [[c, 4], [[5, 'k5'], [6, 'b6']]],
+      [[c, 7], [[7, 'b7'], [8, 'b8']]]
+    ], 'in blocks of 3, nothing lost')
+    t.same(await keys.keys().all(), [], 'no key of the other layout left')
+    t.is(await messages.append(c, 'next'), 9, 'the sequence moved past the highest child')
+
+    await blocks.put(encode([c, 10]), '[[10, "ok"], oops')
+    const broken = await db.check({ repair: true })
+    t.same(broken.problems.map((/** @type {any} */ p) => [p.type, p.repaired]), [['invalid-block', false]], 'a block that does not parse is reported, and left alone')
+    t.is(await blocks.get(encode([c, 10])), '[[10, "ok"], oops')
     await db.close()
   })
 }

@@ -50,3 +50,9 @@ export function usersSchema (db) {
     }
   })
 }
+
+/** The namespace of a root key: `!name!...`. @param {string | Uint8Array} key */
+export function namespaceOf (key) {
+  const text = typeof key === 'string' ? key : String.fromCharCode(...key)
+  return text.slice(1, text.indexOf('!', 1))
+}

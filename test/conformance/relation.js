@@ -1,5 +1,5 @@
 import { encodeTuple as encode, decodeTuple as decode } from '../../index.js'
-import { rejects, usersSchema } from './index.js'
+import { rejects, usersSchema, namespaceOf } from './index.js'
 
 /** @param {any} test @param {any} common */
 export default function (test, common) {
@@ -283,10 +283,4 @@ function listSuite (test, common) {
     t.is(await lists.get(encode(99)), undefined, 'the list of a missing record deleted')
     await db.close()
   })
-}
-
-/** The namespace of a root key: `!name!...`. @param {string | Uint8Array} key */
-function namespaceOf (key) {
-  const text = typeof key === 'string' ? key : String.fromCharCode(...key)
-  return text.slice(1, text.indexOf('!', 1))
 }

@@ -21,6 +21,9 @@ export async function usage (): Promise<void> {
   // @ts-expect-error a direction is 'from' or 'to'
   db.relation('likes', { from: users, to: chats, lists: ['sideways'] })
   const messages = db.children<{ text: string }>('messages', { parent: chats })
+  db.children('notes', { parent: chats, blockSize: 16 })
+  // @ts-expect-error blockSize is a number
+  db.children('notes2', { parent: chats, blockSize: '16' })
   const id = await users.insert({ username: 'ann', age: 3 })
   const user = await users.get(id)
   const name: string | undefined = user?.username

@@ -38,3 +38,20 @@ export async function rawEntries (db, name) {
   const entries = await sublevel.iterator().all()
   return entries.map((/** @type {[Uint8Array, Uint8Array]} */ [key, value]) => [bytewise.decode(Buffer.from(key)), value])
 }
+
+/**
+ * Every child of a children set as [[parentId, seq], raw value bytes], in key
+ * order, from either layout: one key per child (`<name>`) or blocks
+ * (`<name>.blocks`, each block's JSON pairs split here). Keys decoded with
+ * bytewise, like rawEntries().
+ * @param {any} db a levelkit database @param {string} name
+ */
+export async function rawChildren (db, name) {
+  const children = await rawEntries(db, name)
+  for (const [[parentId], value] of await rawEntries(db, `${name}.blocks`)) {
+    for (const [seq, child] of JSON.parse(Buffer.from(value).toString('utf8'))) {
+      children.push([[parentId, seq], Buffer.from(JSON.stringify(child))])
+    }
+  }
+  return children.sort((a, b) => Buffer.compare(bytewise.encode(a[0]), bytewise.encode(b[0])))
+}
