@@ -34,6 +34,11 @@ export class KeyPerChild {
     this.space = new Space(root, layout.records(name), 'utf8', { readCache })
   }
 
+  /** The first seq of the stored value that holds child `seq`: its own. @param {number} seq */
+  first (seq) {
+    return seq
+  }
+
   /** The key of the stored value that holds child `seq`. @param {unknown} parentId @param {number} seq */
   keyOf (parentId, seq) {
     return encode([parentId, seq])

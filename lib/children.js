@@ -1,4 +1,4 @@
-import { encode, decode, compareBytes } from './tuple.js'
+import { encode, decode } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { encodeJson } from './json-value.js'
 import { assertName, layout } from './names.js'
@@ -254,8 +254,13 @@ export class ChildrenModel {
   /** @param {unknown} parentId @param {unknown} seq */
   key (parentId, seq) {
     this.parent.keyOf(parentId)
+    return encode([parentId, this.assertSeq(seq)])
+  }
+
+  /** @param {unknown} seq @returns {number} */
+  assertSeq (seq) {
     if (!Number.isSafeInteger(seq) || /** @type {number} */ (seq) < 1) throw invalid(`Sequence numbers of "${this.name}" are positive integers, got ${describe(seq)}`)
-    return encode([parentId, seq])
+    return /** @type {number} */ (seq)
   }
 }
 
@@ -306,19 +311,21 @@ export class Children extends ModelFace {
     if (!Array.isArray(seqs)) throw invalid('getMany() takes an array of sequence numbers')
     const model = modelOf(this)
     const storage = model.storage
+    const parentKey = model.parent.keyOf(parentId)
     // Each stored value is read once: with blocks, one read serves many seqs.
     /** @type {Uint8Array[]} */
     const keys = []
+    /** @type {Map<number, number>} index in `keys` by the stored value's first seq */
+    const indexOf = new Map()
     const slots = new Array(seqs.length)
-    let lastKey = null
     for (let i = 0; i < seqs.length; i++) {
-      model.key(parentId, seqs[i])
-      const key = storage.keyOf(parentId, seqs[i])
-      if (lastKey === null || compareBytes(key, lastKey) !== 0) {
-        keys.push(key)
-        lastKey = key
+      const first = storage.first(model.assertSeq(seqs[i]))
+      let slot = indexOf.get(first)
+      if (slot === undefined) {
+        slot = keys.push(encode([parentId, first])) - 1
+        indexOf.set(first, slot)
       }
-      slots[i] = keys.length - 1
+      slots[i] = slot
     }
     const scope = scopeOf(this)
     /** @type {Array<string | undefined>} */
@@ -328,7 +335,7 @@ export class Children extends ModelFace {
     // Checked after the values: children go only with their parent (cascade,
     // or a purge marker written before any is deleted), so a parent still
     // there, unmarked, means no read straddled the batch that removed them.
-    const parent = await readThrough(this, model.parent.records, model.parent.keyOf(parentId))
+    const parent = await readThrough(this, model.parent.records, parentKey)
     if (parent === undefined || await model.isPurging(parentId, scope)) return seqs.map(() => undefined)
     const parsed = values.map(value => storage.parse(value))
     return seqs.map((seq, i) => storage.find(parsed[slots[i]], seq))
