@@ -38,7 +38,7 @@ import { median, fmt, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import {
   machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, finishRun, dirSize, prng, alternate, messageText
+  writeCsv, printTable, finishRun, dirSize, prng, alternate, messageText, sideBySideOptions, sideBySideUsage, printProblems
 } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -55,11 +55,7 @@ const USAGE = `Usage: node bench/${NAME}.js [options]
   --appends N          appends timed per append phase and side (default 5000)
   --concurrency N      appends in flight in the append64 phase (default 64)
   --reads N            reads timed per read phase and side (default 3000)
-  --runs K             runs, fresh databases each (default 3)
-  --slices N           slices per phase; the sides take turns slice by slice (default 10)
-  --backend B          leveldb | memory (default leveldb)
-  --out DIR            output folder (default bench/out)
-  --db-dir DIR         where the LevelDB databases go (default the OS temp dir)`
+${sideBySideUsage(23)}`
 
 const args = parseCli(NAME, USAGE, {
   'block-sizes': { type: 'string', default: '8,16,32' },
@@ -69,11 +65,7 @@ const args = parseCli(NAME, USAGE, {
   appends: { type: 'string', default: '5000' },
   concurrency: { type: 'string', default: '64' },
   reads: { type: 'string', default: '3000' },
-  runs: { type: 'string', default: '3' },
-  slices: { type: 'string', default: '10' },
-  backend: { type: 'string', default: 'leveldb' },
-  out: { type: 'string', default: path.join(here, 'out') },
-  'db-dir': { type: 'string', default: os.tmpdir() }
+  ...sideBySideOptions(path.join(here, 'out'))
 })
 const count = (/** @type {string} */ flag) => optionOf(NAME, USAGE, () => parseCount(args[flag]))
 const opts = {
@@ -228,10 +220,7 @@ for (const phase of PHASES) {
 }
 if (backend === 'leveldb') table.push(['on disk (MB)', ...SIDES.map(side => (diskBytes[side] / 1e6).toFixed(1)), ...SIDES.slice(1).map(() => '')])
 printTable(table, 1)
-if (problems.length) {
-  console.log()
-  for (const p of problems) console.log(`  PROBLEM: ${p}`)
-}
+printProblems(problems)
 
 const csvRows = []
 for (const r of results) {

@@ -58,7 +58,7 @@ import { median, fmt, mb, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import {
   machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, finishRun, dirSize, prng, messageText
+  writeCsv, printTable, finishRun, dirSize, prng, messageText, sideBySideOptions, printProblems
 } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -91,11 +91,7 @@ const args = parseCli(NAME, USAGE, {
   'page-size': { type: 'string', default: '50' },
   'batch-size': { type: 'string', default: '1000' },
   'text-size': { type: 'string', default: '90' },
-  runs: { type: 'string', default: '3' },
-  slices: { type: 'string', default: '10' },
-  backend: { type: 'string', default: 'leveldb' },
-  out: { type: 'string', default: path.join(here, 'out') },
-  'db-dir': { type: 'string', default: os.tmpdir() }
+  ...sideBySideOptions(path.join(here, 'out'))
 })
 const count = (/** @type {string} */ flag) => optionOf(NAME, USAGE, () => parseCount(args[flag]))
 const opts = {
@@ -429,10 +425,7 @@ for (const backend of backends) {
   console.log()
   printTable(brows, 1)
 }
-if (problems.length) {
-  console.log()
-  for (const p of problems) console.log(`  PROBLEM: ${p}`)
-}
+printProblems(problems)
 
 // Files.
 

@@ -39,7 +39,7 @@ import { median, fmt, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import {
   machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, finishRun, dirSize, prng, alternate
+  writeCsv, printTable, finishRun, dirSize, prng, alternate, sideBySideOptions, sideBySideUsage, printProblems
 } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -54,11 +54,7 @@ const USAGE = `Usage: node bench/${NAME}.js [options]
   --changes N      add + remove pairs timed per size (default 2000)
   --lists N        to(head).all() reads timed per size (default 5000)
   --has N          has(head, id) reads timed per size (default 20000)
-  --runs K         runs, fresh databases each (default 3)
-  --slices N       slices per phase; the layouts take turns slice by slice (default 10)
-  --backend B      leveldb | memory (default leveldb)
-  --out DIR        output folder (default bench/out)
-  --db-dir DIR     where the LevelDB databases go (default the OS temp dir)`
+${sideBySideUsage(19)}`
 
 const args = parseCli(NAME, USAGE, {
   sizes: { type: 'string', default: '10,100,1000' },
@@ -66,11 +62,7 @@ const args = parseCli(NAME, USAGE, {
   changes: { type: 'string', default: '2000' },
   lists: { type: 'string', default: '5000' },
   has: { type: 'string', default: '20000' },
-  runs: { type: 'string', default: '3' },
-  slices: { type: 'string', default: '10' },
-  backend: { type: 'string', default: 'leveldb' },
-  out: { type: 'string', default: path.join(here, 'out') },
-  'db-dir': { type: 'string', default: os.tmpdir() }
+  ...sideBySideOptions(path.join(here, 'out'))
 })
 const count = (/** @type {string} */ flag) => optionOf(NAME, USAGE, () => parseCount(args[flag]))
 const opts = {
@@ -245,10 +237,7 @@ for (const size of opts.sizes) {
   }
 }
 printTable(table, 3)
-if (problems.length) {
-  console.log()
-  for (const p of problems) console.log(`  PROBLEM: ${p}`)
-}
+printProblems(problems)
 
 const csvRows = []
 for (const r of results) {

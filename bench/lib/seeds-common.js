@@ -161,6 +161,41 @@ export function dirSize (dir) {
 export { prng } from './prng.js'
 
 /**
+ * The options every side-by-side benchmark of a layout takes (--runs,
+ * --slices, --backend, --out, --db-dir), as parseCli() specs, and their
+ * usage lines.
+ * @param {string} outDefault the default output folder
+ */
+export function sideBySideOptions (outDefault) {
+  return {
+    runs: { type: 'string', default: '3' },
+    slices: { type: 'string', default: '10' },
+    backend: { type: 'string', default: 'leveldb' },
+    out: { type: 'string', default: outDefault },
+    'db-dir': { type: 'string', default: os.tmpdir() }
+  }
+}
+
+/** @param {number} width the column where the descriptions start */
+export function sideBySideUsage (width) {
+  const line = (/** @type {string} */ flag, /** @type {string} */ text) => `  ${flag.padEnd(width - 2)}${text}`
+  return [
+    line('--runs K', 'runs, fresh databases each (default 3)'),
+    line('--slices N', 'slices per phase; the sides take turns slice by slice (default 10)'),
+    line('--backend B', 'leveldb | memory (default leveldb)'),
+    line('--out DIR', 'output folder (default bench/out)'),
+    line('--db-dir DIR', 'where the LevelDB databases go (default the OS temp dir)')
+  ].join('\n')
+}
+
+/** Print each problem a run found, after a blank line. @param {string[]} problems */
+export function printProblems (problems) {
+  if (problems.length === 0) return
+  console.log()
+  for (const p of problems) console.log(`  PROBLEM: ${p}`)
+}
+
+/**
  * Time `work` over items [0, n) for each side in turn, slice by slice
  * (--slices), alternating which side goes first (shifted by `run`), so
  * drift and background load hit every side alike. Returns ms per side.
