@@ -412,7 +412,7 @@ async function findChildren (model, snapshot, parents, purging, problem) {
     const parentSpaceId = model.parent.records.id(encode(parentId))
     if (purging.has(parentSpaceId)) return null
     if (!parents.has(parentSpaceId)) {
-      problem('orphan-child', space, key, `"${model.name}" ${what} ${label(n)} belongs to ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', space, key })
+      problem('orphan-child', space, key, `"${model.name}" ${what}${label(n)} belongs to ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', space, key })
       return null
     }
     return [parentId, n, parentSpaceId]
@@ -430,7 +430,7 @@ async function findChildren (model, snapshot, parents, purging, problem) {
   const blockSpace = model.blocks.space
   const size = model.blocks.blockSize
   for (const [key, value] of await readAll(blockSpace, snapshot)) {
-    const owner = parentOf(blockSpace, key, 'block from')
+    const owner = parentOf(blockSpace, key, 'block from ')
     if (!owner) continue
     const [parentId, first, parentSpaceId] = owner
     const pairs = parseBlock(value)

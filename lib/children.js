@@ -189,17 +189,17 @@ export class ChildrenModel {
 
   /** @param {Transaction} tx @param {unknown} parentId @param {unknown} seq @param {string} json */
   async put (tx, parentId, seq, json) {
-    this.key(parentId, seq)
-    if (await this.isPurging(parentId, tx) || !(await this.storage.replace(tx, parentId, /** @type {number} */ (seq), json))) {
+    const n = this.assertChild(parentId, seq)
+    if (await this.isPurging(parentId, tx) || !(await this.storage.replace(tx, parentId, n, json))) {
       throw levelkitError(codes.NOT_FOUND, `Children "${this.name}" of ${describe(parentId)} has no item ${describe(seq)}`, { children: this.name, id: parentId, seq })
     }
   }
 
   /** @param {Transaction} tx @param {unknown} parentId @param {unknown} seq */
   async del (tx, parentId, seq) {
-    this.key(parentId, seq)
+    const n = this.assertChild(parentId, seq)
     if (await this.isPurging(parentId, tx)) return false
-    return this.storage.remove(tx, parentId, /** @type {number} */ (seq))
+    return this.storage.remove(tx, parentId, n)
   }
 
   /** @param {Transaction} tx @param {unknown} parentId */
@@ -251,10 +251,13 @@ export class ChildrenModel {
     }, options)
   }
 
-  /** @param {unknown} parentId @param {unknown} seq */
-  key (parentId, seq) {
+  /**
+   * Check a parent id and a sequence number, and return the number.
+   * @param {unknown} parentId @param {unknown} seq @returns {number}
+   */
+  assertChild (parentId, seq) {
     this.parent.keyOf(parentId)
-    return encode([parentId, this.assertSeq(seq)])
+    return this.assertSeq(seq)
   }
 
   /** @param {unknown} seq @returns {number} */
@@ -294,8 +297,8 @@ export class Children extends ModelFace {
   /** @param {unknown} parentId @param {number} seq @returns {Promise<any>} the value, or undefined */
   async get (parentId, seq) {
     const model = modelOf(this)
-    model.key(parentId, seq)
-    const value = model.storage.find(model.storage.parse(await readThrough(this, model.items, model.storage.keyOf(parentId, seq))), seq)
+    const n = model.assertChild(parentId, seq)
+    const value = model.storage.find(model.storage.parse(await readThrough(this, model.items, model.storage.keyOf(parentId, n))), n)
     if (value === undefined || await model.isPurging(parentId, scopeOf(this))) return undefined
     return value
   }
