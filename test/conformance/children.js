@@ -120,7 +120,9 @@ function purgeAndWatchSuite (test, common, blockSize) {
     await messages.settled()
     t.ok(batches.length >= 4, `deleted in several batches (${batches.length})`)
     t.ok(Math.max(...batches) <= 1001, `each bounded (largest ${Math.max(...batches)} ops)`)
-    t.is(await db.level.sublevel(blockSize ? 'messages.blocks' : 'messages', { keyEncoding: 'view' }).keys().all().then(k => k.length), 1, 'only the other chat\'s message is left')
+    const left = []
+    for (const name of ['messages', 'messages.blocks']) left.push(...await db.level.sublevel(name, { keyEncoding: 'view' }).keys().all())
+    t.is(left.length, 1, 'only the other chat\'s message is left')
     t.same(await db.level.sublevel('messages.purge', { keyEncoding: 'view' }).keys().all(), [], 'marker removed')
     t.same(await messages.range(other).all(), ['keep'])
     t.ok((await db.check()).ok)
@@ -267,7 +269,7 @@ function blocksSuite (test, common) {
     await db.close()
   })
 
-  test(`${common.backend}: blocks hold blockSize children each, one value per block`, async t => {
+  test(`${common.backend}: children are keys until their block is complete, then one value per block`, async t => {
     const db = await common.open()
     const chats = db.collection('chats')
     const messages = db.children('messages', { parent: chats, blockSize: 3 })
@@ -275,19 +277,26 @@ function blocksSuite (test, common) {
     const batches = []
     db.level.on('write', (/** @type {any[]} */ ops) => batches.push(ops.map(op => namespaceOf(op.key))))
     for (let i = 1; i <= 7; i++) await messages.append(c, { i })
-    t.same(batches[0], ['messages.blocks', 'messages.seq'], 'an append writes its block and the sequence, in one batch')
+    t.same(batches[0], ['messages', 'messages.seq'], 'an append writes its key and the sequence, in one batch')
+    t.same(batches[2], ['messages', 'messages', 'messages.blocks', 'messages.seq'], 'the one that completes a block packs it and deletes its keys, in the same batch')
     t.same(await storedBlocks(db), [
       [[c, 1], [[1, { i: 1 }], [2, { i: 2 }], [3, { i: 3 }]]],
-      [[c, 4], [[4, { i: 4 }], [5, { i: 5 }], [6, { i: 6 }]]],
-      [[c, 7], [[7, { i: 7 }]]]
-    ], 'keyed by [parent, first seq], the pairs in seq order')
+      [[c, 4], [[4, { i: 4 }], [5, { i: 5 }], [6, { i: 6 }]]]
+    ], 'blocks keyed by [parent, first seq], the pairs in seq order')
+    const keys = db.level.sublevel('messages', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    t.same((await keys.iterator().all()).map((/** @type {[Uint8Array, string]} */ [key, value]) => [decode(key), JSON.parse(value)]), [[[c, 7], { i: 7 }]], 'the open block is one key per child')
     await messages.del(c, 5)
     await messages.put(c, 4, 'four')
-    t.same((await storedBlocks(db))[1], [[c, 4], [[4, 'four'], [6, { i: 6 }]]], 'put and del rewrite the block')
+    t.same((await storedBlocks(db))[1], [[c, 4], [[4, 'four'], [6, { i: 6 }]]], 'put and del rewrite a packed block')
+    await messages.put(c, 7, 'seven')
+    t.same(await keys.get(encode([c, 7])), '"seven"', 'and a key of the open block')
+    for (const seq of [1, 2, 3]) await messages.del(c, seq)
+    t.same((await storedBlocks(db)).map(([key]) => key), [[c, 4]], 'a block left empty is deleted')
     await messages.del(c, 7)
-    t.same((await storedBlocks(db)).map(([key]) => key), [[c, 1], [c, 4]], 'a block left empty is deleted')
     t.is(await messages.append(c, 'eight'), 8, 'sequence numbers are not reused')
-    t.same(await messages.getMany(c, [8, 7, 6, 5, 4, 1]), ['eight', undefined, { i: 6 }, undefined, 'four', { i: 1 }])
+    t.is(await messages.append(c, 'nine'), 9)
+    t.same((await storedBlocks(db))[1], [[c, 7], [[8, 'eight'], [9, 'nine']]], 'a block packs the children left in it')
+    t.same(await messages.getMany(c, [9, 8, 7, 6, 5, 4, 1]), ['nine', 'eight', undefined, { i: 6 }, undefined, 'four', undefined])
     t.ok((await db.check()).ok)
     await db.close()
   })
@@ -366,19 +375,19 @@ function blocksSuite (test, common) {
     await seqs.put(encode(c), '2')
     const report = await db.check()
     const types = report.problems.map((/** @type {any} */ p) => p.type).sort()
-    t.same(types, ['child-block-mismatch', 'child-block-mismatch', 'child-block-mismatch', 'child-in-old-layout', 'child-in-old-layout',
-      'child-in-old-layout', 'child-in-old-layout', 'orphan-child', 'sequence-behind'], 'every key out of place is reported')
-    t.is(await messages.get(c, 1), undefined, 'a child kept in the other layout is not found before the repair')
+    t.same(types, ['child-block-mismatch', 'child-block-mismatch', 'child-in-old-layout', 'child-in-old-layout', 'child-in-old-layout',
+      'child-in-old-layout', 'child-in-old-layout', 'child-in-old-layout', 'orphan-child', 'sequence-behind'], 'every key out of place is reported')
+    t.is(await messages.get(c, 6), undefined, 'a child kept in a block of another size is not found before the repair')
     const repaired = await db.check({ repair: true })
     t.is(repaired.repaired, repaired.problems.length, 'all repaired')
     t.same(await db.check(), { ok: true, problems: [], repaired: 0 }, 'clean afterwards')
     t.same(await storedBlocks(db), [
       [[c, 1], [[1, 'k1'], [2, 'k2']]],
-      [[c, 4], [[5, 'k5'], [6, 'b6']]],
-      [[c, 7], [[7, 'b7'], [8, 'b8']]]
-    ], 'in blocks of 3, nothing lost')
-    t.same(await keys.keys().all(), [], 'no key of the other layout left')
+      [[c, 4], [[5, 'k5'], [6, 'b6']]]
+    ], 'the complete blocks packed, nothing lost')
+    t.same((await keys.keys().all()).map(decode), [[c, 7], [c, 8]], 'the open block as keys')
     t.is(await messages.append(c, 'next'), 9, 'the sequence moved past the highest child')
+    t.same((await storedBlocks(db))[2], [[c, 7], [[7, 'b7'], [8, 'b8'], [9, 'next']]], 'and the next append packs the block')
 
     await blocks.put(encode([c, 10]), '[[10, "ok"], oops')
     const broken = await db.check({ repair: true })
