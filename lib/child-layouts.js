@@ -104,13 +104,15 @@ export class ChildBlocks {
    * @param {any} root @param {string} name @param {number} blockSize
    * @param {number} readCache @param {Space} keys the namespace of the open blocks' keys
    * @param {Space} sequence the last seq per parent
+   * @param {ReadValues} readValues reads what is written, for range reads
    */
-  constructor (root, name, blockSize, readCache, keys, sequence) {
+  constructor (root, name, blockSize, readCache, keys, sequence, readValues) {
     this.blockSize = blockSize
     this.space = new Space(root, layout.blocks(name), 'utf8', { readCache })
     this.keys = keys
     this.sequence = sequence
     this.spaces = [this.space, keys]
+    this.readValues = readValues
   }
 
   /** The first seq of the block holding `seq`. @param {number} seq */
@@ -244,8 +246,8 @@ export class ChildBlocks {
   }
 
   /**
-   * The open block's keys are read first, then the packed blocks that may
-   * hold a child within the bounds, up to the first key read (a block packed
+   * The open block's children are read first, then the packed blocks that
+   * may hold a child within the bounds, up to the open block (a block packed
    * in between holds children already read).
    * @param {unknown} parentId
    * @returns {LayoutSource}
@@ -268,16 +270,25 @@ export class ChildBlocks {
     const lo = Math.max(1, lowestSeq(base, bounds.gte))
     const hi = highestSeq(base, bounds.lt)
     if (lo > hi || lo === Infinity) return
-    // Block children from the first open key on were either read as keys
-    // or appended (and packed) since: the latter may be left out, as for
-    // any write during the read, and leaving them out keeps the order.
-    let cut = Infinity
+    // The open block, by point reads (as read() does). Block children from
+    // its first seq on were either read here or appended (and packed) since:
+    // the latter may be left out, as for any write during the read, and
+    // leaving them out keeps the order.
+    const [stored] = await this.readValues(this.sequence, [encode(parentId)])
+    const last = stored === undefined ? 0 : Number(stored)
+    const cut = this.packed(last, last) ? last + 1 : this.first(last)
     /** @type {Array<[Uint8Array, [number, any]]>} */
     const open = []
-    for (const [key, value] of await this.keys.sublevel.iterator(insideParent(parentId, bounds)).all()) {
-      const seq = seqOf(key)
-      if (seq < cut) cut = seq
-      if (within(key, bounds)) open.push([key, [seq, JSON.parse(value)]])
+    const from = Math.max(cut, lo)
+    const to = Math.min(last, hi)
+    if (from <= to) {
+      const seqs = Array.from({ length: to - from + 1 }, (_, i) => from + i)
+      const values = await this.read(this.readValues, parentId, seqs)
+      for (let i = 0; i < seqs.length; i++) {
+        if (values[i] === undefined) continue
+        const key = encode([parentId, seqs[i]])
+        if (within(key, bounds)) open.push([key, [seqs[i], values[i]]])
+      }
     }
     if (reverse && open.length > 0) yield open.reverse()
     const blockRange = { gte: this.first(lo), lte: hi === Infinity ? undefined : this.first(hi) }
@@ -317,18 +328,6 @@ async function removeKey (tx, space, key) {
   if (await tx.get(space, key) === undefined) return false
   tx.del(space, key)
   return true
-}
-
-/**
- * The bounds of `parentId`'s keys, narrowed by `bounds` where those lie inside.
- * @param {unknown} parentId @param {ByteBounds} bounds
- */
-function insideParent (parentId, bounds) {
-  const parent = tupleBounds([parentId], {})
-  return {
-    gte: bounds.gte && compareBytes(bounds.gte, /** @type {Uint8Array} */ (parent.gte)) > 0 ? bounds.gte : parent.gte,
-    lt: bounds.lt && compareBytes(bounds.lt, /** @type {Uint8Array} */ (parent.lt)) < 0 ? bounds.lt : parent.lt
-  }
 }
 
 /** @param {Uint8Array} key an encoded [parentId, seq] */

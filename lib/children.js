@@ -59,7 +59,7 @@ export class ChildrenModel {
     // declaration with another blockSize left, and move them.
     this.sequence = new Space(this.root, layout.sequence(name), 'utf8', { cache: true })
     this.keyPerChild = new KeyPerChild(this.root, name)
-    this.blocks = new ChildBlocks(this.root, name, blockSize ?? 0, db.readCache, this.keyPerChild.space, this.sequence)
+    this.blocks = new ChildBlocks(this.root, name, blockSize ?? 0, db.readCache, this.keyPerChild.space, this.sequence, (space, keys) => this.readMany(space, keys))
     /** @type {KeyPerChild | ChildBlocks} */
     this.storage = blockSize === undefined ? this.keyPerChild : this.blocks
     this.writer.registerCache(this.sequence)

@@ -357,6 +357,79 @@ function blocksSuite (test, common) {
     await db.close()
   })
 
+  test(`${common.backend}: reads racing appends that pack blocks miss no child and repeat none`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, blockSize: 3 })
+    const c = await chats.insert({})
+    let acknowledged = 0
+    const writing = (async () => {
+      for (let i = 1; i <= 300; i++) {
+        // Several in flight, so packs land while the reads below run.
+        await Promise.all([messages.append(c, i * 3 - 2), messages.append(c, i * 3 - 1), messages.append(c, i * 3)])
+        acknowledged = i * 3
+      }
+    })()
+    let bad = 0
+    let reads = 0
+    // `acknowledged` moves while this loop awaits.
+    for (;;) {
+      const known = acknowledged
+      if (known >= 900) break
+      const seqs = Array.from({ length: Math.min(known, 50) }, (_, i) => known - i)
+      const page = await messages.getMany(c, seqs)
+      const all = await messages.range(c).all()
+      const newest = await messages.range(c, { reverse: true, limit: 10 }).all()
+      reads++
+      const ordered = all.every((/** @type {number} */ v, /** @type {number} */ i) => v === i + 1)
+      const newestOk = newest.every((/** @type {number} */ v, /** @type {number} */ i) => i === 0 || v === newest[i - 1] - 1)
+      if (page.some((v, i) => v !== seqs[i]) || all.length < known || !ordered || (known >= 10 && newest[0] < known) || !newestOk) {
+        if (++bad <= 3) t.fail(`after ${known} acknowledged: getMany ${JSON.stringify(page.slice(0, 5))}..., range of ${all.length} ${ordered ? 'in order' : 'out of order'}, newest ${JSON.stringify(newest)}`)
+      }
+      await new Promise(resolve => setTimeout(resolve, 0))
+    }
+    await writing
+    t.is(bad, 0, `${reads} rounds of getMany() and range() while blocks were packed: every acknowledged child, once, in order`)
+    t.ok((await db.check()).ok)
+    await db.close()
+  })
+
+  test(`${common.backend}: a block packed between reading the last seq and the open keys is still read`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, blockSize: 3 })
+    const c = await chats.insert({})
+    await messages.append(c, 'one')
+    await messages.append(c, 'two')
+    const model = db.models().find((/** @type {any} */ m) => m.kind === 'children').model
+    // Reads that let an append pack the open block right after the last seq
+    // is read: the widest the window between two reads can be.
+    let packing = true
+    const racing = async (/** @type {any} */ space, /** @type {Uint8Array[]} */ keys) => {
+      const values = await model.readMany(space, keys)
+      if (space === model.sequence && packing) {
+        packing = false
+        await messages.append(c, 'three')
+      }
+      return values
+    }
+    t.same(await model.blocks.read(racing, c, [2, 1]), ['two', 'one'], 'point reads find the packed children in their block')
+    await messages.append(c, 'four')
+    await messages.append(c, 'five')
+    packing = true
+    const plain = model.blocks.readValues
+    model.blocks.readValues = racing
+    const seen = []
+    try {
+      for await (const [seq] of messages.range(c).entries()) seen.push(seq)
+    } finally {
+      model.blocks.readValues = plain
+    }
+    t.same(seen.slice(0, 5), [1, 2, 3, 4, 5], 'a range reads every child once, in order')
+    t.ok(seen.length <= 6 && seen.every((seq, i) => seq === i + 1), `and the child appended meanwhile at most once (${JSON.stringify(seen)})`)
+    await db.close()
+  })
+
   test(`${common.backend}: check() moves children between layouts and block sizes, and reports blocks it cannot read`, async t => {
     const db = await common.open()
     const chats = db.collection('chats')
