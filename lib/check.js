@@ -337,6 +337,10 @@ async function checkChildren (model, snapshot, existing, problem) {
       }
     }
   }
+  const found = await findChildren(model, snapshot, parents, purging, problem)
+  if (model.storage === model.blocks) checkBlocks(model, found, problem)
+  else checkKeysPerChild(model, found, problem)
+
   const stored = new Map()
   for (const [key, value] of await readAll(model.sequence, snapshot)) {
     const parentId = tryDecode(key)
@@ -352,7 +356,6 @@ async function checkChildren (model, snapshot, existing, problem) {
     }
     stored.set(parentSpaceId, Number(value))
   }
-  const found = await findChildren(model, snapshot, parents, purging, problem)
   for (const [parentSpaceId, { parentId, children }] of found.parents) {
     let max = 0
     for (const seq of children.keys()) if (seq > max) max = seq
@@ -361,33 +364,24 @@ async function checkChildren (model, snapshot, existing, problem) {
       const key = encode(parentId)
       problem('sequence-behind', model.sequence, key, `The "${model.name}" sequence of ${label(parentId)} is at ${last} but item ${max} exists`, { type: 'put', space: model.sequence, key, value: String(max) })
     }
-    // Where each child belongs: in a packed block (blockSize, its block
-    // complete at the last seq, as the repair leaves it), or as a key.
-    const lastSeq = Math.max(max, last)
-    for (const [seq, candidates] of children) {
-      const inBlock = model.storage === model.blocks && model.blocks.packed(seq, lastSeq)
-      const home = candidates.find(child => child.inPlace && child.kind === (inBlock ? 'block' : 'key'))
-      found.placed.push({ parentId, seq, inBlock, child: home || candidates[0] })
-    }
   }
-  checkPlaces(model, found, problem)
 }
 
 /**
- * @typedef {{ json: string, from: string, kind: 'key' | 'block', inPlace: boolean }} FoundChild
- *   `from`: the space id of the key it was found under; `inPlace`: a key, or
- *   a pair of a block of the size in use whose range holds it
- * @typedef {{ parents: Map<string, { parentId: unknown, children: Map<number, FoundChild[]> }>,
+ * @typedef {{ json: string | null, from: string, home: boolean }} FoundChild
+ *   `json` null: a child kept as its own key whose value was not read (not needed);
+ *   `from`: the space id of the key it was found under; `home`: that key is where
+ *   the layout in use keeps it
+ * @typedef {{ parents: Map<string, { parentId: unknown, children: Map<number, FoundChild> }>,
  *   keys: Array<[Uint8Array, number]>, blocks: Map<string, { key: Uint8Array, parentId: unknown, first: number, count: number }>,
- *   invalid: Set<string>, placed: Array<{ parentId: unknown, seq: number, inBlock: boolean, child: FoundChild }> }} FoundChildren
- *   `invalid`: the space ids of blocks that do not parse, which a repair leaves as they are;
- *   `placed`: each child, where it belongs, and the copy that is kept
+ *   invalid: Set<string> }} FoundChildren
+ *   `invalid`: the space ids of blocks that do not parse, which a repair leaves as they are
  */
 
 /**
- * Every child of a live parent, in either layout, with every copy found.
- * Reports keys that are not children (invalid keys, orphans, blocks that do
- * not parse).
+ * Every child of a live parent, in either layout: where it is kept in the
+ * layout in use wins over a copy kept elsewhere. Reports keys that are not
+ * children (invalid keys, orphans, blocks that do not parse).
  * @param {import('./children.js').ChildrenModel} model
  * @param {any} snapshot @param {Set<string>} parents @param {Set<string>} purging @param {Function} problem
  * @returns {Promise<FoundChildren>}
@@ -395,14 +389,13 @@ async function checkChildren (model, snapshot, existing, problem) {
 async function findChildren (model, snapshot, parents, purging, problem) {
   const blocksInUse = model.storage === model.blocks
   /** @type {FoundChildren} */
-  const found = { parents: new Map(), keys: [], blocks: new Map(), invalid: new Set(), placed: [] }
+  const found = { parents: new Map(), keys: [], blocks: new Map(), invalid: new Set() }
   /** @param {unknown} parentId @param {string} parentSpaceId @param {number} seq @param {FoundChild} child */
   const add = (parentId, parentSpaceId, seq, child) => {
     let entry = found.parents.get(parentSpaceId)
     if (!entry) found.parents.set(parentSpaceId, entry = { parentId, children: new Map() })
-    const copies = entry.children.get(seq)
-    if (copies) copies.push(child)
-    else entry.children.set(seq, [child])
+    const before = entry.children.get(seq)
+    if (!before || (child.home && !before.home)) entry.children.set(seq, child)
   }
   /**
    * The parent of a [parentId, n] key, or null after reporting why it has none.
@@ -426,12 +419,12 @@ async function findChildren (model, snapshot, parents, purging, problem) {
   }
 
   const keySpace = model.keyPerChild.space
-  for (const [key, value] of await readAll(keySpace, snapshot)) {
+  for (const [key, value] of await readAll(keySpace, snapshot, blocksInUse)) {
     const owner = parentOf(keySpace, key, '')
     if (!owner) continue
     const [parentId, seq, parentSpaceId] = owner
     found.keys.push([key, seq])
-    add(parentId, parentSpaceId, seq, { json: value, from: keySpace.id(key), kind: 'key', inPlace: true })
+    add(parentId, parentSpaceId, seq, { json: blocksInUse ? value : null, from: keySpace.id(key), home: !blocksInUse })
   }
 
   const blockSpace = model.blocks.space
@@ -450,41 +443,30 @@ async function findChildren (model, snapshot, parents, purging, problem) {
     found.blocks.set(from, { key, parentId, first, count: pairs.length })
     const aligned = blocksInUse && (first - 1) % size === 0
     for (const [seq, child] of pairs) {
-      add(parentId, parentSpaceId, seq, { json: JSON.stringify(child), from, kind: 'block', inPlace: aligned && seq >= first && seq < first + size })
+      add(parentId, parentSpaceId, seq, { json: JSON.stringify(child), from, home: aligned && seq >= first && seq < first + size })
     }
   }
   return found
 }
 
 /**
- * Compare where each child is with where it belongs: every packed block
- * holds exactly its children, every other child is a key of its own, and
- * nothing else is stored. What a changed `blockSize` left is moved.
+ * With blocks in use: every aligned block holds exactly its children; keys
+ * of the other layout, and blocks of another size, are emptied into them.
  * @param {import('./children.js').ChildrenModel} model @param {FoundChildren} found @param {Function} problem
  */
-function checkPlaces (model, found, problem) {
-  const blockSpace = model.blocks.space
-  const keySpace = model.keyPerChild.space
-  const size = model.blocks.blockSize
+function checkBlocks (model, found, problem) {
+  const space = model.blocks.space
+  const blocks = model.blocks
   /** @type {Map<string, { key: Uint8Array, parentId: unknown, first: number, pairs: Array<[number, FoundChild]> }>} */
   const wanted = new Map()
-  const wantedKeys = new Set()
-  for (const { parentId, seq, inBlock, child } of found.placed) {
-    if (!inBlock) {
-      const key = encode([parentId, seq])
-      const id = keySpace.id(key)
-      wantedKeys.add(id)
-      if (child.from !== id) {
-        problem('child-in-old-layout', keySpace, key, `"${model.name}" ${label(seq)} of ${label(parentId)} is kept in a block, but belongs in a key of its own${size > 0 && model.storage === model.blocks ? ' (its block is not complete)' : ''}: it is moved there`, { type: 'put', space: keySpace, key, value: child.json })
-      }
-      continue
+  for (const { parentId, children } of found.parents.values()) {
+    for (const [seq, child] of children) {
+      const key = blocks.keyOf(parentId, seq)
+      const id = space.id(key)
+      let block = wanted.get(id)
+      if (!block) wanted.set(id, block = { key, parentId, first: blocks.first(seq), pairs: [] })
+      block.pairs.push([seq, child])
     }
-    const first = model.blocks.first(seq)
-    const key = encode([parentId, first])
-    const id = blockSpace.id(key)
-    let block = wanted.get(id)
-    if (!block) wanted.set(id, block = { key, parentId, first, pairs: [] })
-    block.pairs.push([seq, child])
   }
   for (const [id, { key, parentId, first, pairs }] of wanted) {
     const stored = found.blocks.get(id)
@@ -493,16 +475,36 @@ function checkPlaces (model, found, problem) {
     const value = `[${pairs.map(([seq, child]) => `[${seq},${child.json}]`).join(',')}]`
     const moved = pairs.filter(([, child]) => child.from !== id).length
     // A block that does not parse is left for a person to look at.
-    const fix = found.invalid.has(id) ? null : { type: 'put', space: blockSpace, key, value }
-    problem('child-block-mismatch', blockSpace, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} ${stored ? `holds ${stored.count} children` : 'is missing'}; it should hold ${pairs.length}${moved > 0 ? `, ${moved} of them kept elsewhere` : ''}`, fix)
+    const fix = found.invalid.has(id) ? null : { type: 'put', space, key, value }
+    problem('child-block-mismatch', space, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} ${stored ? `holds ${stored.count} children` : 'is missing'}; it should hold ${pairs.length}${moved > 0 ? `, ${moved} of them kept elsewhere` : ''}`, fix)
   }
   for (const [id, { key, parentId, first }] of found.blocks) {
     if (wanted.has(id)) continue
-    problem('child-in-old-layout', blockSpace, key, `"${model.name}" keeps a block from ${label(first)} of ${label(parentId)} that is not one of its packed blocks${model.storage === model.blocks ? ` of ${size}` : ''}: its children are moved where they belong`, { type: 'del', space: blockSpace, key })
+    problem('child-in-old-layout', space, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} is not a block of ${blocks.blockSize}: its children are moved into the blocks in use`, { type: 'del', space, key })
   }
+  const keySpace = model.keyPerChild.space
   for (const [key, seq] of found.keys) {
-    if (wantedKeys.has(keySpace.id(key))) continue
-    problem('child-in-old-layout', keySpace, key, `"${model.name}" ${label(seq)} is kept as a key of its own, but belongs in its packed block of ${size}: it is moved there`, { type: 'del', space: keySpace, key })
+    problem('child-in-old-layout', keySpace, key, `"${model.name}" ${label(seq)} is kept as a key of its own, but "${model.name}" is kept in blocks of ${blocks.blockSize}: it is moved into its block`, { type: 'del', space: keySpace, key })
+  }
+}
+
+/**
+ * With one key per child in use: children found in blocks are written as
+ * keys of their own, and the blocks deleted.
+ * @param {import('./children.js').ChildrenModel} model @param {FoundChildren} found @param {Function} problem
+ */
+function checkKeysPerChild (model, found, problem) {
+  const keySpace = model.keyPerChild.space
+  for (const { parentId, children } of found.parents.values()) {
+    for (const [seq, child] of children) {
+      if (child.home) continue
+      const key = encode([parentId, seq])
+      problem('child-in-old-layout', keySpace, key, `"${model.name}" ${label(seq)} of ${label(parentId)} is kept in a block, but "${model.name}" keeps one key per child: it is moved to its own key`, { type: 'put', space: keySpace, key, value: child.json })
+    }
+  }
+  const space = model.blocks.space
+  for (const { key, parentId, first } of found.blocks.values()) {
+    problem('child-in-old-layout', space, key, `"${model.name}" keeps a block from ${label(first)} of ${label(parentId)}, but keeps one key per child: the block is deleted once its children are moved`, { type: 'del', space, key })
   }
 }
 

@@ -8,27 +8,16 @@ import { layout } from './names.js'
  * questions, so `children.js` does not know which one it uses:
  *
  * - `KeyPerChild` (the default): `<name>` holds [parentId, seq] -> value.
- * - `ChildBlocks` (`blockSize: n`): children are written one key each, as
- *   above, until their block of n is complete; the append that completes
- *   it packs them into `<name>.blocks` under [parentId, first] -> the JSON
- *   array of their [seq, value] pairs, and deletes their keys, in its batch.
- *   A page of 50 is then a few point reads of blocks plus the newest, open
- *   block's keys, while each child is written about twice in all (once as
- *   a key, once in its block), whatever n is.
- *
- * Whether a block is complete follows from the parent's last seq: block
- * [first, first + n - 1] is packed once the last seq reaches first + n - 1,
- * and stays packed. Readers that are not in the write path read the last
- * seq first, and read the open block's keys before looking for its block:
- * a pack that lands in between moves keys into a block, never the other way
- * round, so no child is missed.
+ * - `ChildBlocks` (`blockSize: n`): `<name>.blocks` holds [parentId, first]
+ *   -> the JSON array of the [seq, value] pairs of seqs first .. first+n-1,
+ *   in seq order. A page of 50 children is then 2 or 3 point reads instead
+ *   of 50, and an append rewrites one block (it is the newest, so usually
+ *   in the read cache or in the overlay of unwritten ops).
  *
  * @typedef {import('./transaction.js').Transaction} Transaction
  * @typedef {import('./bounds.js').ByteBounds} ByteBounds
  * @typedef {Pick<import('./query.js').QuerySource, 'space' | 'values' | 'load' | 'scan'>} LayoutSource
  *   what a layout adds to the Query source of a range of children
- * @typedef {(space: Space, keys: Uint8Array[]) => Promise<Array<string | undefined>>} ReadValues
- *   reads raw values: through a write scope, or what is written
  */
 
 // Tag of a non-negative number in the tuple encoding (lib/tuple.js); the
@@ -38,22 +27,31 @@ const POS = 0x42
 
 export class KeyPerChild {
   /**
-   * @param {any} root @param {string} name
+   * @param {any} root @param {string} name @param {number} readCache
    */
-  constructor (root, name) {
+  constructor (root, name, readCache) {
     this.blockSize = 1
-    this.space = new Space(root, layout.records(name), 'utf8')
-    /** every namespace that holds children */
-    this.spaces = [this.space]
+    this.space = new Space(root, layout.records(name), 'utf8', { readCache })
   }
 
-  /**
-   * The values of children `seqs` of `parentId` (undefined where there is none).
-   * @param {ReadValues} read @param {unknown} parentId @param {number[]} seqs
-   */
-  async read (read, parentId, seqs) {
-    const values = await read(this.space, seqs.map(seq => encode([parentId, seq])))
-    return values.map(value => value === undefined ? undefined : JSON.parse(value))
+  /** The first seq of the stored value that holds child `seq`: its own. @param {number} seq */
+  first (seq) {
+    return seq
+  }
+
+  /** The key of the stored value that holds child `seq`. @param {unknown} parentId @param {number} seq */
+  keyOf (parentId, seq) {
+    return encode([parentId, seq])
+  }
+
+  /** What a stored value holds, parsed (undefined: nothing). @param {string | undefined} stored */
+  parse (stored) {
+    return stored === undefined ? undefined : JSON.parse(stored)
+  }
+
+  /** The value of child `seq` in what `parse` returned, or undefined. @param {any} parsed @param {number} seq */
+  find (parsed, seq) {
+    return parsed
   }
 
   /** @param {Transaction} tx @param {unknown} parentId @param {number} seq @param {string} json */
@@ -66,22 +64,28 @@ export class KeyPerChild {
    * @param {Transaction} tx @param {unknown} parentId @param {number} seq @param {string} json
    */
   async replace (tx, parentId, seq, json) {
-    return replaceKey(tx, this.space, encode([parentId, seq]), json)
+    const key = encode([parentId, seq])
+    if (await tx.get(this.space, key) === undefined) return false
+    tx.put(this.space, key, json)
+    return true
   }
 
   /** @param {Transaction} tx @param {unknown} parentId @param {number} seq @returns {Promise<boolean>} */
   async remove (tx, parentId, seq) {
-    return removeKey(tx, this.space, encode([parentId, seq]))
+    const key = encode([parentId, seq])
+    if (await tx.get(this.space, key) === undefined) return false
+    tx.del(this.space, key)
+    return true
   }
 
   /**
    * The keys holding a parent's children and how many children they hold.
    * @param {Transaction} tx @param {unknown} parentId
-   * @returns {Promise<{ keys: Array<[Space, Uint8Array]>, count: number }>}
+   * @returns {Promise<{ keys: Uint8Array[], count: number }>}
    */
   async stored (tx, parentId) {
     const entries = await tx.entries(this.space, tupleBounds([parentId], {}), { values: false })
-    return { keys: entries.map(entry => [this.space, entry[0]]), count: entries.length }
+    return { keys: entries.map(entry => entry[0]), count: entries.length }
   }
 
   /**
@@ -101,18 +105,11 @@ export class KeyPerChild {
 
 export class ChildBlocks {
   /**
-   * @param {any} root @param {string} name @param {number} blockSize
-   * @param {number} readCache @param {Space} keys the namespace of the open blocks' keys
-   * @param {Space} sequence the last seq per parent
-   * @param {ReadValues} readValues reads what is written, for range reads
+   * @param {any} root @param {string} name @param {number} blockSize @param {number} readCache
    */
-  constructor (root, name, blockSize, readCache, keys, sequence, readValues) {
+  constructor (root, name, blockSize, readCache) {
     this.blockSize = blockSize
     this.space = new Space(root, layout.blocks(name), 'utf8', { readCache })
-    this.keys = keys
-    this.sequence = sequence
-    this.spaces = [this.space, keys]
-    this.readValues = readValues
   }
 
   /** The first seq of the block holding `seq`. @param {number} seq */
@@ -120,100 +117,40 @@ export class ChildBlocks {
     return seq - (seq - 1) % this.blockSize
   }
 
-  /** Whether the block holding `seq` is packed when the last seq is `last`. @param {number} seq @param {number} last */
-  packed (seq, last) {
-    return this.first(seq) + this.blockSize - 1 <= last
+  /** @param {unknown} parentId @param {number} seq */
+  keyOf (parentId, seq) {
+    return encode([parentId, this.first(seq)])
   }
 
-  /** @param {ReadValues} read @param {unknown} parentId @param {number[]} seqs */
-  async read (read, parentId, seqs) {
-    const [stored] = await read(this.sequence, [encode(parentId)])
-    const last = stored === undefined ? 0 : Number(stored)
-    /** @type {any[]} */
-    const result = new Array(seqs.length).fill(undefined)
-    /** @type {number[]} */
-    const open = []
-    /** @type {Map<number, number[]>} positions in `seqs` by the first seq of their packed block */
-    const packed = new Map()
-    for (let i = 0; i < seqs.length; i++) {
-      if (!this.packed(seqs[i], last)) {
-        open.push(i)
-        continue
-      }
-      const first = this.first(seqs[i])
-      const at = packed.get(first)
-      if (at) at.push(i)
-      else packed.set(first, [i])
-    }
-    if (open.length > 0) {
-      const values = await read(this.keys, open.map(i => encode([parentId, seqs[i]])))
-      for (let k = 0; k < open.length; k++) {
-        const value = values[k]
-        // Not there: it may have been packed since `last` was read.
-        if (value === undefined) this.#group(packed, this.first(seqs[open[k]]), open[k])
-        else result[open[k]] = JSON.parse(value)
-      }
-    }
-    if (packed.size > 0) {
-      const firsts = [...packed.keys()]
-      const blocks = await read(this.space, firsts.map(first => encode([parentId, first])))
-      for (let k = 0; k < firsts.length; k++) {
-        if (blocks[k] === undefined) continue
-        const pairs = JSON.parse(/** @type {string} */ (blocks[k]))
-        for (const i of /** @type {number[]} */ (packed.get(firsts[k]))) {
-          const at = indexOf(pairs, seqs[i])
-          if (at >= 0) result[i] = pairs[at][1]
-        }
-      }
-    }
-    return result
+  /** @param {string | undefined} stored @returns {Array<[number, any]> | undefined} */
+  parse (stored) {
+    return stored === undefined ? undefined : JSON.parse(stored)
   }
 
-  /** @param {Map<number, number[]>} groups @param {number} first @param {number} i */
-  #group (groups, first, i) {
-    const at = groups.get(first)
-    if (at) at.push(i)
-    else groups.set(first, [i])
+  /** @param {Array<[number, any]> | undefined} pairs @param {number} seq */
+  find (pairs, seq) {
+    if (pairs === undefined) return undefined
+    const i = indexOf(pairs, seq)
+    return i >= 0 ? pairs[i][1] : undefined
   }
 
-  /**
-   * A child goes in as a key; the one that completes its block packs the
-   * block's children into one value and deletes their keys.
-   * @param {Transaction} tx @param {unknown} parentId @param {number} seq @param {string} json
-   */
+  /** @param {Transaction} tx @param {unknown} parentId @param {number} seq @param {string} json */
   async append (tx, parentId, seq, json) {
-    const first = this.first(seq)
-    if (seq - first < this.blockSize - 1) {
-      tx.put(this.keys, encode([parentId, seq]), json)
-      return
-    }
-    let text = '['
-    for (let s = first; s < seq; s++) {
-      const key = encode([parentId, s])
-      const value = await tx.get(this.keys, key)
-      if (value === undefined) continue
-      text += `[${s},${value}],`
-      tx.del(this.keys, key)
-    }
-    tx.put(this.space, encode([parentId, first]), `${text}[${seq},${json}]]`)
+    const key = encode([parentId, this.first(seq)])
+    const block = await tx.get(this.space, key)
+    // The new child has the highest seq: it goes last, and the block's other
+    // values are kept as stored, without parsing them.
+    tx.put(this.space, key, block === undefined ? `[[${seq},${json}]]` : `${block.slice(0, -1)},[${seq},${json}]]`)
   }
 
   /** @param {Transaction} tx @param {unknown} parentId @param {number} seq @param {string} json */
   async replace (tx, parentId, seq, json) {
-    if (!(await this.#inBlock(tx, parentId, seq))) return replaceKey(tx, this.keys, encode([parentId, seq]), json)
     return this.#change(tx, parentId, seq, pairs => pairs.splice(indexOf(pairs, seq), 1, [seq, JSON.parse(json)]))
   }
 
   /** @param {Transaction} tx @param {unknown} parentId @param {number} seq */
   async remove (tx, parentId, seq) {
-    if (!(await this.#inBlock(tx, parentId, seq))) return removeKey(tx, this.keys, encode([parentId, seq]))
     return this.#change(tx, parentId, seq, pairs => pairs.splice(indexOf(pairs, seq), 1))
-  }
-
-  /** @param {Transaction} tx @param {unknown} parentId @param {number} seq */
-  async #inBlock (tx, parentId, seq) {
-    const stored = await tx.get(this.sequence, encode(parentId))
-    return this.packed(seq, stored === undefined ? 0 : Number(stored))
   }
 
   /**
@@ -223,8 +160,7 @@ export class ChildBlocks {
    */
   async #change (tx, parentId, seq, edit) {
     const key = encode([parentId, this.first(seq)])
-    const block = await tx.get(this.space, key)
-    const pairs = block === undefined ? undefined : JSON.parse(block)
+    const pairs = this.parse(await tx.get(this.space, key))
     if (pairs === undefined || indexOf(pairs, seq) < 0) return false
     edit(pairs)
     if (pairs.length === 0) tx.del(this.space, key)
@@ -234,21 +170,15 @@ export class ChildBlocks {
 
   /** @param {Transaction} tx @param {unknown} parentId */
   async stored (tx, parentId) {
-    const bounds = tupleBounds([parentId], {})
-    const blocks = await tx.entries(this.space, bounds)
-    const keys = await tx.entries(this.keys, bounds, { values: false })
-    let count = keys.length
-    for (const [, block] of blocks) count += JSON.parse(block).length
-    /** @type {Array<[Space, Uint8Array]>} */
-    const all = blocks.map(([key]) => [this.space, key])
-    for (const [key] of keys) all.push([this.keys, key])
-    return { keys: all, count }
+    const entries = await tx.entries(this.space, tupleBounds([parentId], {}))
+    let count = 0
+    for (const [, block] of entries) count += this.parse(block)?.length ?? 0
+    return { keys: entries.map(entry => entry[0]), count }
   }
 
   /**
-   * The open block's children are read first, then the packed blocks that
-   * may hold a child within the bounds, up to the open block (a block packed
-   * in between holds children already read).
+   * Blocks are read with an iterator over the blocks that may hold a child
+   * within the bounds, and their children that are within are kept.
    * @param {unknown} parentId
    * @returns {LayoutSource}
    */
@@ -270,27 +200,6 @@ export class ChildBlocks {
     const lo = Math.max(1, lowestSeq(base, bounds.gte))
     const hi = highestSeq(base, bounds.lt)
     if (lo > hi || lo === Infinity) return
-    // The open block, by point reads (as read() does). Block children from
-    // its first seq on were either read here or appended (and packed) since:
-    // the latter may be left out, as for any write during the read, and
-    // leaving them out keeps the order.
-    const [stored] = await this.readValues(this.sequence, [encode(parentId)])
-    const last = stored === undefined ? 0 : Number(stored)
-    const cut = this.packed(last, last) ? last + 1 : this.first(last)
-    /** @type {Array<[Uint8Array, [number, any]]>} */
-    const open = []
-    const from = Math.max(cut, lo)
-    const to = Math.min(last, hi)
-    if (from <= to) {
-      const seqs = Array.from({ length: to - from + 1 }, (_, i) => from + i)
-      const values = await this.read(this.readValues, parentId, seqs)
-      for (let i = 0; i < seqs.length; i++) {
-        if (values[i] === undefined) continue
-        const key = encode([parentId, seqs[i]])
-        if (within(key, bounds)) open.push([key, [seqs[i], values[i]]])
-      }
-    }
-    if (reverse && open.length > 0) yield open.reverse()
     const blockRange = { gte: this.first(lo), lte: hi === Infinity ? undefined : this.first(hi) }
     const it = this.space.sublevel.iterator({ ...tupleBounds([parentId], blockRange), reverse })
     try {
@@ -299,10 +208,10 @@ export class ChildBlocks {
         /** @type {Array<[Uint8Array, [number, any]]>} */
         const entries = []
         for (const [, block] of blocks) {
-          const pairs = /** @type {Array<[number, any]>} */ (JSON.parse(block))
+          const pairs = /** @type {Array<[number, any]>} */ (this.parse(block))
           if (reverse) pairs.reverse()
           for (const pair of pairs) {
-            if (pair[0] < lo || pair[0] > hi || pair[0] >= cut) continue
+            if (pair[0] < lo || pair[0] > hi) continue
             const key = encode([parentId, pair[0]])
             if (within(key, bounds)) entries.push([key, pair])
           }
@@ -312,22 +221,7 @@ export class ChildBlocks {
     } finally {
       await it.close()
     }
-    if (!reverse && open.length > 0) yield open
   }
-}
-
-/** @param {Transaction} tx @param {Space} space @param {Uint8Array} key @param {string} json */
-async function replaceKey (tx, space, key, json) {
-  if (await tx.get(space, key) === undefined) return false
-  tx.put(space, key, json)
-  return true
-}
-
-/** @param {Transaction} tx @param {Space} space @param {Uint8Array} key */
-async function removeKey (tx, space, key) {
-  if (await tx.get(space, key) === undefined) return false
-  tx.del(space, key)
-  return true
 }
 
 /** @param {Uint8Array} key an encoded [parentId, seq] */

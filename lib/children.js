@@ -57,11 +57,13 @@ export class ChildrenModel {
     this.onDelete = onDelete
     // Both layouts' namespaces exist so that check() can find children a
     // declaration with another blockSize left, and move them.
-    this.sequence = new Space(this.root, layout.sequence(name), 'utf8', { cache: true })
-    this.keyPerChild = new KeyPerChild(this.root, name)
-    this.blocks = new ChildBlocks(this.root, name, blockSize ?? 0, db.readCache, this.keyPerChild.space, this.sequence, (space, keys) => this.readMany(space, keys))
+    this.keyPerChild = new KeyPerChild(this.root, name, 0)
+    this.blocks = new ChildBlocks(this.root, name, blockSize ?? 0, db.readCache)
     /** @type {KeyPerChild | ChildBlocks} */
     this.storage = blockSize === undefined ? this.keyPerChild : this.blocks
+    /** the namespace holding the children */
+    this.items = this.storage.space
+    this.sequence = new Space(this.root, layout.sequence(name), 'utf8', { cache: true })
     this.writer.registerCache(this.sequence)
     this.parent.dependents.push({
       name,
@@ -112,15 +114,11 @@ export class ChildrenModel {
           const [marker] = await purge.sublevel.keys({ limit: 1 }).all()
           if (marker === undefined) return true
           const parentId = decode(marker)
-          // About PURGE_CHUNK children per batch, in either layout.
-          let left = Math.max(1, Math.floor(PURGE_CHUNK / this.storage.blockSize))
-          for (const space of this.storage.spaces) {
-            const keys = await space.sublevel.keys({ ...tupleBounds([parentId], {}), limit: left }).all()
-            for (const key of keys) tx.del(space, key)
-            left -= keys.length
-            if (left === 0) break
-          }
-          if (left > 0) {
+          // At most PURGE_CHUNK children per batch, in either layout.
+          const chunk = Math.max(1, Math.floor(PURGE_CHUNK / this.storage.blockSize))
+          const keys = await this.items.sublevel.keys({ ...tupleBounds([parentId], {}), limit: chunk }).all()
+          for (const key of keys) tx.del(this.items, key)
+          if (keys.length < chunk) {
             tx.del(purge, marker)
             tx.del(this.sequence, marker)
           }
@@ -155,18 +153,18 @@ export class ChildrenModel {
   }
 
   /**
-   * Raw values of several keys of one namespace: with getSync() where it
+   * Raw values of several children of one parent: with getSync() where it
    * is allowed (a page of point reads beats opening an iterator), else one
    * getMany().
-   * @param {Space} space @param {Uint8Array[]} keys
+   * @param {Uint8Array[]} keys
    * @returns {Promise<Array<string | undefined>>}
    */
-  async readMany (space, keys) {
-    assertNotClosed(space.sublevel)
-    if (this.writer.syncReads && keys.length <= 256 && space.sublevel.status === 'open') {
-      return keys.map(key => space.read(key, true))
+  async readMany (keys) {
+    assertNotClosed(this.items.sublevel)
+    if (this.writer.syncReads && keys.length <= 256 && this.items.sublevel.status === 'open') {
+      return keys.map(key => this.items.read(key, true))
     }
-    return space.sublevel.getMany(keys)
+    return this.items.sublevel.getMany(keys)
   }
 
   /** @param {Transaction} tx @param {unknown} parentId */
@@ -216,7 +214,7 @@ export class ChildrenModel {
         collection: this.parent.name, children: this.name, id: parentId
       })
     }
-    for (const [space, key] of keys) tx.del(space, key)
+    for (const key of keys) tx.del(this.items, key)
     tx.del(this.sequence, encode(parentId))
   }
 
@@ -299,7 +297,8 @@ export class Children extends ModelFace {
   /** @param {unknown} parentId @param {number} seq @returns {Promise<any>} the value, or undefined */
   async get (parentId, seq) {
     const model = modelOf(this)
-    const [value] = await model.storage.read(reader(this), parentId, [model.assertChild(parentId, seq)])
+    const n = model.assertChild(parentId, seq)
+    const value = model.storage.find(model.storage.parse(await readThrough(this, model.items, model.storage.keyOf(parentId, n))), n)
     if (value === undefined || await model.isPurging(parentId, scopeOf(this))) return undefined
     return value
   }
@@ -314,16 +313,35 @@ export class Children extends ModelFace {
   async getMany (parentId, seqs) {
     if (!Array.isArray(seqs)) throw invalid('getMany() takes an array of sequence numbers')
     const model = modelOf(this)
+    const storage = model.storage
     const parentKey = model.parent.keyOf(parentId)
-    for (const seq of seqs) model.assertSeq(seq)
+    // Each stored value is read once: with blocks, one read serves many seqs.
+    /** @type {Uint8Array[]} */
+    const keys = []
+    /** @type {Map<number, number>} index in `keys` by the stored value's first seq */
+    const indexOf = new Map()
+    const slots = new Array(seqs.length)
+    for (let i = 0; i < seqs.length; i++) {
+      const first = storage.first(model.assertSeq(seqs[i]))
+      let slot = indexOf.get(first)
+      if (slot === undefined) {
+        slot = keys.push(encode([parentId, first])) - 1
+        indexOf.set(first, slot)
+      }
+      slots[i] = slot
+    }
     const scope = scopeOf(this)
-    const values = await model.storage.read(reader(this), parentId, seqs)
+    /** @type {Array<string | undefined>} */
+    const values = scope
+      ? await Promise.all(keys.map(key => scope.get(model.items, key)))
+      : await model.readMany(keys)
     // Checked after the values: children go only with their parent (cascade,
     // or a purge marker written before any is deleted), so a parent still
     // there, unmarked, means no read straddled the batch that removed them.
     const parent = await readThrough(this, model.parent.records, parentKey)
     if (parent === undefined || await model.isPurging(parentId, scope)) return seqs.map(() => undefined)
-    return values
+    const parsed = values.map(value => storage.parse(value))
+    return seqs.map((seq, i) => storage.find(parsed[slots[i]], seq))
   }
 
   /**
@@ -385,7 +403,7 @@ export class Children extends ModelFace {
     let wake = null
     const stop = model.writer.onWritten((/** @type {import('./transaction.js').Op[]} */ ops) => {
       for (const op of ops) {
-        if ((model.storage.spaces.includes(op.space) && startsWith(op.key, prefix)) || op.space === model.parent.records) {
+        if ((op.space === model.items && startsWith(op.key, prefix)) || op.space === model.parent.records) {
           dirty = true
           if (wake) wake()
           return
@@ -430,19 +448,6 @@ export class Children extends ModelFace {
     while (model.purging) await model.purging
     if (model.purgeError) throw model.purgeError
   }
-}
-
-/**
- * How a face reads raw values: through its write scope (its own writes
- * first), or what is written.
- * @param {ModelFace} face
- * @returns {import('./child-layouts.js').ReadValues}
- */
-function reader (face) {
-  const scope = scopeOf(face)
-  const model = modelOf(face)
-  if (scope) return (space, keys) => Promise.all(keys.map(key => scope.get(space, key)))
-  return (space, keys) => model.readMany(space, keys)
 }
 
 /** @param {Uint8Array} bytes @param {Uint8Array} prefix */
