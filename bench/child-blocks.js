@@ -37,8 +37,7 @@ import { Progress } from './lib/progress.js'
 import { median, fmt, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import {
-  machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, finishRun, dirSize, prng, alternate, messageText, sideBySideOptions, sideBySideUsage, printProblems
+  parseCli, failWith, optionOf, writeCsv, printTable, finishRun, dirSize, prng, alternate, messageText, sideBySideOptions, sideBySideUsage, printProblems, startRun, printMachine
 } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -176,15 +175,11 @@ async function runOnce (run, tick) {
   return result
 }
 
-const machine = machineInfo()
-const versions = versionsOf(['classic-level', 'memory-level', 'abstract-level'])
-const loadBefore = os.loadavg()
-const startedAt = new Date()
-const outDir = outputDir(args.out, NAME)
+const run = startRun(NAME, args.out, ['classic-level', 'memory-level', 'abstract-level'])
+const { machine, versions, loadBefore, startedAt, outDir } = run
 console.log(`${NAME}: ordered children as one key each or in blocks of ${opts.blockSizes.join(', ')}, levelkit on ${backend}, ${opts.runs} run(s)`)
 console.log(`  ${fmt(opts.parents)} parents of ${fmt(opts.children)} children (~${opts.size} characters of text each); ${fmt(opts.appends)} appends per phase (1 and ${opts.concurrency} in flight), ${fmt(opts.reads)} pages of ${PAGE} per read phase`)
-console.log(`  ${machine.cpu}, ${machine.cores} cores, ${machine.platform}, node ${versions.node}, classic-level ${versions['classic-level']}`)
-console.log(`  load average ${loadText(loadBefore)}; output ${shown(outDir)}`)
+printMachine(run, ['classic-level'])
 
 const progress = new Progress(NAME, opts.runs * PHASES.length * Math.max(1, opts.slices) * SIDES.length)
 let done = 0

@@ -51,8 +51,7 @@ import { median, min, max, fmt, mb, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import { openLayout, checkLayout, LAYOUTS } from './lib/one-vs-many-stores.js'
 import {
-  machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, finishRun, prng
+  parseCli, failWith, optionOf, writeCsv, printTable, finishRun, prng, startRun, printMachine
 } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -110,11 +109,8 @@ const opts = {
 if (!['parallel', 'sequential'].includes(opts.manyWrite)) failWith(NAME, USAGE, '--many-write is parallel or sequential')
 if (opts.killMaxMs < opts.killMinMs) failWith(NAME, USAGE, '--kill-max-ms must be at least --kill-min-ms')
 
-const machine = machineInfo()
-const versions = versionsOf(['classic-level', 'abstract-level'])
-const startedAt = new Date()
-const loadBefore = os.loadavg()
-const outDir = outputDir(args.out, NAME)
+const run = startRun(NAME, args.out, ['classic-level', 'abstract-level'])
+const { machine, versions, loadBefore, startedAt, outDir } = run
 fs.mkdirSync(args['db-dir'], { recursive: true })
 const dbDir = (/** @type {string} */ what) => {
   const dir = path.join(args['db-dir'], `levelkit-${NAME}-${process.pid}-${what}`)
@@ -125,8 +121,7 @@ const dbDir = (/** @type {string} */ what) => {
 console.log(`${NAME}: one classic-level database with 4 sublevels vs 4 classic-level databases (users, messages, counters, by-sender)`)
 console.log(`  a send = message + chat counter + index entry: one batch (one) vs one batch per store, ${opts.manyWrite} (many)`)
 console.log(`  ${opts.runs} throughput run(s) of ${fmt(opts.ops)} sends one at a time and ${fmt(opts.ops)} with ${opts.concurrency} in flight; ${opts.kills} kill -9 cycle(s) per layout`)
-console.log(`  ${machine.cpu}, ${machine.cores} cores, ${machine.platform}, node ${versions.node}, classic-level ${versions['classic-level']}`)
-console.log(`  load average ${loadText(loadBefore)}; output ${shown(outDir)}`)
+printMachine(run, ['classic-level'])
 
 const progress = new Progress(NAME, opts.runs * 2 * 2 * opts.ops + opts.kills * 2 * 50000)
 let done = 0

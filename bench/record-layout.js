@@ -57,8 +57,7 @@ import { Progress } from './lib/progress.js'
 import { median, fmt, mb, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import {
-  machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, finishRun, dirSize, prng, messageText, sideBySideOptions, printProblems
+  parseCli, failWith, optionOf, writeCsv, printTable, finishRun, dirSize, prng, messageText, sideBySideOptions, printProblems, startRun, printMachine
 } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -330,17 +329,13 @@ async function runPair (backend, data, run, progress, counter) {
   return out
 }
 
-const machine = machineInfo()
-const versions = versionsOf(['classic-level', 'memory-level', 'abstract-level'])
-const loadBefore = os.loadavg()
-const startedAt = new Date()
-const outDir = outputDir(args.out, NAME)
+const run = startRun(NAME, args.out, ['classic-level', 'memory-level', 'abstract-level'])
+const { machine, versions, loadBefore, startedAt, outDir } = run
 fs.mkdirSync(args['db-dir'], { recursive: true })
 
 console.log(`${NAME}: one aggregated value per message vs one key per field (from, text, ts); ${opts.runs} run(s) of each on ${backends.join(', ')}`)
 console.log(`  ${fmt(opts.messages)} messages in ${opts.chats} chats (bulk, ${opts.batchSize} per chained batch), then ${fmt(opts.sends)} single-message batches, ${fmt(opts.pages)} pages of ${opts.pageSize}, ${fmt(opts.gets)} point reads; text ~${opts.textSize} chars`)
-console.log(`  ${machine.cpu}, ${machine.cores} cores, ${machine.platform}, node ${versions.node}, classic-level ${versions['classic-level']}, memory-level ${versions['memory-level']}`)
-console.log(`  load average ${loadText(loadBefore)}; output ${shown(outDir)}`)
+printMachine(run, ['classic-level', 'memory-level'])
 
 const data = makeData()
 const perRun = opts.messages + opts.sends + opts.pages * 20 + opts.gets

@@ -38,8 +38,7 @@ import { Progress } from './lib/progress.js'
 import { median, fmt, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import {
-  machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
-  writeCsv, printTable, finishRun, dirSize, prng, alternate, sideBySideOptions, sideBySideUsage, printProblems
+  parseCli, failWith, optionOf, writeCsv, printTable, finishRun, dirSize, prng, alternate, sideBySideOptions, sideBySideUsage, printProblems, startRun, printMachine
 } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -184,15 +183,11 @@ async function runSize (size, run, tick) {
   return result
 }
 
-const machine = machineInfo()
-const versions = versionsOf(['classic-level', 'memory-level', 'abstract-level'])
-const loadBefore = os.loadavg()
-const startedAt = new Date()
-const outDir = outputDir(args.out, NAME)
+const run = startRun(NAME, args.out, ['classic-level', 'memory-level', 'abstract-level'])
+const { machine, versions, loadBefore, startedAt, outDir } = run
 console.log(`${NAME}: a relation direction as one key per edge or as one list per id, levelkit on ${backend}, ${opts.runs} run(s)`)
 console.log(`  sizes ${opts.sizes.join(', ')} edges per head, ${opts.heads} heads; ${fmt(opts.changes)} add+remove pairs, ${fmt(opts.lists)} list reads, ${fmt(opts.has)} has() reads; read cache off`)
-console.log(`  ${machine.cpu}, ${machine.cores} cores, ${machine.platform}, node ${versions.node}, classic-level ${versions['classic-level']}`)
-console.log(`  load average ${loadText(loadBefore)}; output ${shown(outDir)}`)
+printMachine(run, ['classic-level'])
 
 const progress = new Progress(NAME, opts.runs * opts.sizes.length * PHASES.length * Math.max(1, opts.slices) * 2)
 let done = 0

@@ -188,6 +188,26 @@ export function sideBySideUsage (width) {
   ].join('\n')
 }
 
+/**
+ * What a run records as it starts: the machine, the versions of `packages`
+ * (and Node's), the load, the time, and its output folder (created).
+ * @param {string} name @param {string} out @param {string[]} packages
+ */
+export function startRun (name, out, packages) {
+  return { machine: machineInfo(), versions: versionsOf(packages), loadBefore: os.loadavg(), startedAt: new Date(), outDir: outputDir(out, name) }
+}
+
+/**
+ * The closing lines of a run's header: the machine with the versions of
+ * `shownPackages`, then the load and the output folder.
+ * @param {ReturnType<typeof startRun>} run @param {string[]} shownPackages
+ */
+export function printMachine (run, shownPackages) {
+  const { machine, versions } = run
+  console.log(`  ${machine.cpu}, ${machine.cores} cores, ${machine.platform}, node ${versions.node}${shownPackages.map(name => `, ${name} ${versions[name]}`).join('')}`)
+  console.log(`  load average ${loadText(run.loadBefore)}; output ${shown(run.outDir)}`)
+}
+
 /** Print each problem a run found, after a blank line. @param {string[]} problems */
 export function printProblems (problems) {
   if (problems.length === 0) return
