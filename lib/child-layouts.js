@@ -10,9 +10,9 @@ import { layout } from './names.js'
  * - `KeyPerChild` (the default): `<name>` holds [parentId, seq] -> value.
  * - `ChildBlocks` (`blockSize: n`): `<name>.blocks` holds [parentId, first]
  *   -> the JSON array of the [seq, value] pairs of seqs first .. first+n-1,
- *   in seq order. A page of 50 children is then 2 or 3 point reads instead
- *   of 50, and an append rewrites one block (it is the newest, so usually
- *   in the read cache or in the overlay of unwritten ops).
+ *   in seq order. A page of 50 children is then about 50 / n + 1 point
+ *   reads instead of 50, and an append rewrites one block (the newest, so
+ *   usually in the read cache or in the overlay of unwritten ops).
  *
  * @typedef {import('./transaction.js').Transaction} Transaction
  * @typedef {import('./bounds.js').ByteBounds} ByteBounds

@@ -325,7 +325,7 @@ export class Children extends ModelFace {
       const first = storage.first(model.assertSeq(seqs[i]))
       let slot = indexOf.get(first)
       if (slot === undefined) {
-        slot = keys.push(encode([parentId, first])) - 1
+        slot = keys.push(storage.keyOf(parentId, first)) - 1
         indexOf.set(first, slot)
       }
       slots[i] = slot
