@@ -42,7 +42,8 @@ import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { ClassicLevel } from 'classic-level'
 import { open } from '../index.js'
-import { encode, decode, compareBytes } from '../lib/tuple.js'
+import { encode, decode } from '../lib/tuple.js'
+import { compareBytes } from '../lib/bytes.js'
 import { prng } from './lib/prng.js'
 
 const require = createRequire(import.meta.url)

@@ -1,4 +1,5 @@
-import { encode, encodeItems, concatBytes, compareBytes, ARRAY_START, HIGH } from './tuple.js'
+import { encode, encodeItems, ARRAY_START, HIGH } from './tuple.js'
+import { concatBytes, compareBytes } from './bytes.js'
 import { invalid } from './errors.js'
 
 /**

@@ -1,12 +1,13 @@
-import { encode, decode, compareBytes, bytesToBinaryString } from './tuple.js'
+import { encode, decode } from './tuple.js'
+import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { compareIds } from './relation-directions.js'
 import { invalid } from './errors.js'
-import { assertNotClosed, clearReadCaches } from './space.js'
+import { assertNotClosed, clearReadCaches } from './namespace.js'
 
 /**
- * @typedef {import('./space.js').Space} Space
+ * @typedef {import('./namespace.js').Namespace} Namespace
  * @typedef {{ type: string, namespace: string, key: unknown, message: string, repaired: boolean }} Problem
- * @typedef {{ type: 'put' | 'del', space: Space, key: Uint8Array, value?: any }} Fix
+ * @typedef {{ type: 'put' | 'del', namespace: Namespace, key: Uint8Array, value?: any }} Fix
  */
 
 /**
@@ -34,15 +35,15 @@ export async function checkDatabase (db, options) {
       await snapshot.close()
     }
   }
-  return db.writer.run(async tx => {
+  return db.writer.run(async scope => {
     await db.writer.drain()
     if (repair) clearReadCaches(root)
     const found = await scan(db, undefined)
     if (repair) {
       for (const { fix } of found) {
         if (!fix) continue
-        if (fix.type === 'put') tx.put(fix.space, fix.key, fix.value)
-        else tx.del(fix.space, fix.key)
+        if (fix.type === 'put') scope.put(fix.namespace, fix.key, fix.value)
+        else scope.del(fix.namespace, fix.key)
       }
     }
     return report(found, repair)
@@ -65,16 +66,16 @@ function report (found, repair) {
 async function scan (db, snapshot) {
   /** @type {Array<{ problem: Omit<Problem, 'repaired'>, fix: Fix | null }>} */
   const found = []
-  /** @type {Map<any, Set<string>>} record ids (as space ids) per collection model */
+  /** @type {Map<any, Set<string>>} record ids (as key ids) per collection model */
   const existing = new Map()
   const models = db.models()
 
   /**
-   * @param {string} type @param {Space} space @param {Uint8Array} key
+   * @param {string} type @param {Namespace} namespace @param {Uint8Array} key
    * @param {string} message @param {Fix | null} fix
    */
-  const problem = (type, space, key, message, fix) => {
-    found.push({ problem: { type, namespace: space.name, key: safeDecode(key), message }, fix })
+  const problem = (type, namespace, key, message, fix) => {
+    found.push({ problem: { type, namespace: namespace.name, key: safeDecode(key), message }, fix })
   }
 
   for (const { kind, model } of models) {
@@ -102,10 +103,10 @@ async function checkCollection (model, snapshot, problem) {
   for (const [key, value] of await readAll(model.records, snapshot)) {
     const id = tryDecode(key)
     if (id === INVALID || (model.sequential && !(Number.isSafeInteger(id) && /** @type {number} */ (id) > 0))) {
-      problem('invalid-key', model.records, key, `"${model.name}" has a key that is not ${model.sequential ? 'a positive integer id' : 'a valid tuple'}`, { type: 'del', space: model.records, key })
+      problem('invalid-key', model.records, key, `"${model.name}" has a key that is not ${model.sequential ? 'a positive integer id' : 'a valid tuple'}`, { type: 'del', namespace: model.records, key })
       continue
     }
-    ids.add(model.records.id(key))
+    ids.add(model.records.keyId(key))
     if (model.sequential && typeof id === 'number' && id > maxId) maxId = id
     let record
     try {
@@ -123,7 +124,7 @@ async function checkCollection (model, snapshot, problem) {
         continue
       }
       for (const entry of entries) {
-        const entryId = index.space.id(entry.key)
+        const entryId = index.namespace.keyId(entry.key)
         const claim = wanted.get(entryId)
         if (claim) claim.claims.push(id)
         else wanted.set(entryId, { key: entry.key, value: entry.value, claims: [id] })
@@ -133,40 +134,40 @@ async function checkCollection (model, snapshot, problem) {
 
   for (const [index, wanted] of expected) {
     const seen = new Set()
-    for (const [key, value] of await readAll(index.space, snapshot)) {
-      const entryId = index.space.id(key)
+    for (const [key, value] of await readAll(index.namespace, snapshot)) {
+      const entryId = index.namespace.keyId(key)
       const claim = wanted.get(entryId)
       if (!claim) {
-        problem('dangling-index-entry', index.space, key, `Index "${index.name}" of "${model.name}" has an entry that no record has`, { type: 'del', space: index.space, key })
+        problem('dangling-index-entry', index.namespace, key, `Index "${index.name}" of "${model.name}" has an entry that no record has`, { type: 'del', namespace: index.namespace, key })
         continue
       }
       seen.add(entryId)
       if (index.covering) {
         // A copy of the record: it must be the stored record, exactly.
         if (value !== claim.value) {
-          problem('dangling-index-entry', index.space, key, `Covering index "${index.name}" of "${model.name}" holds a copy that is not record ${label(claim.claims[0])} as stored`, { type: 'put', space: index.space, key, value: claim.value })
+          problem('dangling-index-entry', index.namespace, key, `Covering index "${index.name}" of "${model.name}" holds a copy that is not record ${label(claim.claims[0])} as stored`, { type: 'put', namespace: index.namespace, key, value: claim.value })
         }
       } else if (index.unique && !claim.claims.some(id => compareBytes(encode(id), value) === 0)) {
-        problem('dangling-index-entry', index.space, key, `Unique index "${index.name}" of "${model.name}" points at ${label(safeDecode(value))}, which does not have that value`, { type: 'put', space: index.space, key, value: claim.value })
+        problem('dangling-index-entry', index.namespace, key, `Unique index "${index.name}" of "${model.name}" points at ${label(safeDecode(value))}, which does not have that value`, { type: 'put', namespace: index.namespace, key, value: claim.value })
       }
     }
     for (const [entryId, claim] of wanted) {
       if (index.unique && claim.claims.length > 1) {
-        problem('unique-violation', index.space, claim.key, `Records ${claim.claims.map(label).join(', ')} of "${model.name}" share the unique "${index.name}" value`, null)
+        problem('unique-violation', index.namespace, claim.key, `Records ${claim.claims.map(label).join(', ')} of "${model.name}" share the unique "${index.name}" value`, null)
       }
       if (!seen.has(entryId)) {
-        problem('missing-index-entry', index.space, claim.key, `Record ${label(claim.claims[0])} of "${model.name}" has no "${index.name}" entry`, { type: 'put', space: index.space, key: claim.key, value: claim.value })
+        problem('missing-index-entry', index.namespace, claim.key, `Record ${label(claim.claims[0])} of "${model.name}" has no "${index.name}" entry`, { type: 'put', namespace: index.namespace, key: claim.key, value: claim.value })
       }
     }
   }
 
   if (model.sequential) {
-    const sequence = /** @type {Space} */ (model.sequence)
+    const sequence = /** @type {Namespace} */ (model.sequence)
     const key = encode('last')
     const stored = await sequence.read(key, false, snapshot ? { snapshot } : undefined)
     const last = stored === undefined ? 0 : Number(stored)
     if (maxId > last) {
-      problem('sequence-behind', sequence, key, `The sequence of "${model.name}" is at ${last} but id ${maxId} exists`, { type: 'put', space: sequence, key, value: String(maxId) })
+      problem('sequence-behind', sequence, key, `The sequence of "${model.name}" is at ${last} but id ${maxId} exists`, { type: 'put', namespace: sequence, key, value: String(maxId) })
     }
   }
   return ids
@@ -189,7 +190,7 @@ async function checkRelation (model, snapshot, existing, problem) {
   const toIds = /** @type {Set<string>} */ (existing.get(model.to))
   /** @param {unknown} fromId @param {unknown} toId */
   const endpointsExist = (fromId, toId) =>
-    fromIds.has(model.from.records.id(encode(fromId))) && toIds.has(model.to.records.id(encode(toId)))
+    fromIds.has(model.from.records.keyId(encode(fromId))) && toIds.has(model.to.records.keyId(encode(toId)))
   const sides = [
     { direction: model.forward, reversed: false, ...await readDirection(model, model.forward, false, snapshot, problem) },
     { direction: model.reverse, reversed: true, ...await readDirection(model, model.reverse, true, snapshot, problem) }
@@ -198,34 +199,34 @@ async function checkRelation (model, snapshot, existing, problem) {
     { direction: model.unused.forward, reversed: false, ...await readDirection(model, model.unused.forward, false, snapshot, problem) },
     { direction: model.unused.reverse, reversed: true, ...await readDirection(model, model.unused.reverse, true, snapshot, problem) }
   ]
-  /** @type {Map<string, { pair: [unknown, unknown], space: Space, key: Uint8Array }>} every edge that should stay, by its forward key, and where one copy of it is */
+  /** @type {Map<string, { pair: [unknown, unknown], namespace: Namespace, key: Uint8Array }>} every edge that should stay, by its forward key, and where one copy of it is */
   const valid = new Map()
   for (const { direction, pairs } of [...sides, ...old]) {
     for (const [name, { pair, key }] of pairs) {
-      if (!valid.has(name) && endpointsExist(pair[0], pair[1])) valid.set(name, { pair, space: direction.space, key })
+      if (!valid.has(name) && endpointsExist(pair[0], pair[1])) valid.set(name, { pair, namespace: direction.namespace, key })
     }
   }
   for (const { direction, reversed, pairs, lists } of old) {
     const keys = direction.kind === 'lists' ? [...lists.values()].map(list => list.key) : [...pairs.values()].map(entry => entry.key)
     for (const key of keys) {
       const what = direction.kind === 'lists' ? 'a list' : 'an edge'
-      problem('edge-in-old-layout', direction.space, key, `Relation "${model.name}" has ${what} in "${direction.space.name}", a namespace of the layout it no longer uses (lists: ${reversed ? "'from'" : "'to'"} changed); a repair moves it`, { type: 'del', space: direction.space, key })
+      problem('edge-in-old-layout', direction.namespace, key, `Relation "${model.name}" has ${what} in "${direction.namespace.name}", a namespace of the layout it no longer uses (lists: ${reversed ? "'from'" : "'to'"} changed); a repair moves it`, { type: 'del', namespace: direction.namespace, key })
     }
   }
   for (const { direction, reversed, pairs, lists } of sides) {
     if (direction.kind === 'lists') {
-      checkLists(model, direction.space, reversed, valid, lists, problem)
+      checkLists(model, direction.namespace, reversed, valid, lists, problem)
       continue
     }
     for (const [name, { pair: [fromId, toId], key }] of pairs) {
       if (valid.has(name)) continue
-      problem('dangling-edge', direction.space, key, `Relation "${model.name}"${reversed ? ' (reverse)' : ''} links ${label(fromId)} to ${label(toId)}, but one of them does not exist`, { type: 'del', space: direction.space, key })
+      problem('dangling-edge', direction.namespace, key, `Relation "${model.name}"${reversed ? ' (reverse)' : ''} links ${label(fromId)} to ${label(toId)}, but one of them does not exist`, { type: 'del', namespace: direction.namespace, key })
     }
-    for (const [name, { pair: [fromId, toId], space, key }] of valid) {
+    for (const [name, { pair: [fromId, toId], namespace, key }] of valid) {
       if (pairs.has(name)) continue
       const message = `Relation "${model.name}" has ${label(fromId)} -> ${label(toId)} without its ${reversed ? 'reverse' : 'forward'} entry`
       const entry = reversed ? encode([toId, fromId]) : encode([fromId, toId])
-      problem('one-sided-edge', space, key, message, { type: 'put', space: direction.space, key: entry, value: '' })
+      problem('one-sided-edge', namespace, key, message, { type: 'put', namespace: direction.namespace, key: entry, value: '' })
     }
   }
 }
@@ -241,7 +242,7 @@ async function checkRelation (model, snapshot, existing, problem) {
  * @param {Function} problem
  */
 async function readDirection (model, direction, reversed, snapshot, problem) {
-  const space = direction.space
+  const namespace = direction.namespace
   /** @type {Map<string, { pair: [unknown, unknown], key: Uint8Array }>} */
   const pairs = new Map()
   /** @type {Map<string, { head: unknown, key: Uint8Array, value: Uint8Array }>} */
@@ -252,17 +253,17 @@ async function readDirection (model, direction, reversed, snapshot, problem) {
     pairs.set(bytesToBinaryString(encode(pair)), { pair, key })
   }
   if (direction.kind === 'edges') {
-    for (const [key] of await readAll(space, snapshot, false)) {
+    for (const [key] of await readAll(namespace, snapshot, false)) {
       const pair = tryPair(key)
       if (pair) add(pair[0], pair[1], key)
-      else problem('invalid-key', space, key, `Relation "${model.name}"${reversed ? ' (reverse) has a key that is not a [to, from] pair' : ' has a key that is not a [from, to] pair'}`, { type: 'del', space, key })
+      else problem('invalid-key', namespace, key, `Relation "${model.name}"${reversed ? ' (reverse) has a key that is not a [to, from] pair' : ' has a key that is not a [from, to] pair'}`, { type: 'del', namespace, key })
     }
     return { pairs, lists }
   }
-  for (const [key, value] of await readAll(space, snapshot)) {
+  for (const [key, value] of await readAll(namespace, snapshot)) {
     const head = tryDecode(key)
     if (head === INVALID) {
-      problem('invalid-key', space, key, `Relation "${model.name}" keeps a list under a key that is not a valid tuple`, { type: 'del', space, key })
+      problem('invalid-key', namespace, key, `Relation "${model.name}" keeps a list under a key that is not a valid tuple`, { type: 'del', namespace, key })
       continue
     }
     lists.set(bytesToBinaryString(key), { head, key, value })
@@ -275,13 +276,13 @@ async function readDirection (model, direction, reversed, snapshot, problem) {
 /**
  * Compare a direction's stored lists with the ones its valid edges give.
  * @param {import('./relation.js').RelationModel} model
- * @param {Space} space
+ * @param {Namespace} namespace
  * @param {boolean} reversed keyed by the to id (the lists from() reads)
  * @param {Map<string, { pair: [unknown, unknown] }>} valid
  * @param {Map<string, { head: unknown, key: Uint8Array, value: Uint8Array }>} lists what is stored
  * @param {Function} problem
  */
-function checkLists (model, space, reversed, valid, lists, problem) {
+function checkLists (model, namespace, reversed, valid, lists, problem) {
   const call = reversed ? 'from' : 'to'
   /** @type {Map<string, { head: unknown, key: Uint8Array, ids: unknown[] }>} */
   const wanted = new Map()
@@ -297,16 +298,16 @@ function checkLists (model, space, reversed, valid, lists, problem) {
     const want = wanted.get(name)
     wanted.delete(name)
     if (want === undefined) {
-      problem('edge-list-mismatch', space, key, `Relation "${model.name}" keeps a ${call}(${label(head)}) list, but ${label(head)} has no edges`, { type: 'del', space, key })
+      problem('edge-list-mismatch', namespace, key, `Relation "${model.name}" keeps a ${call}(${label(head)}) list, but ${label(head)} has no edges`, { type: 'del', namespace, key })
       continue
     }
     const bytes = encode(want.ids.sort(compareIds))
     if (compareBytes(value, bytes) !== 0) {
-      problem('edge-list-mismatch', space, key, `Relation "${model.name}" lists ${listLabel(value)} as ${call}(${label(head)}), but its edges give ${label(want.ids)}`, { type: 'put', space, key, value: bytes })
+      problem('edge-list-mismatch', namespace, key, `Relation "${model.name}" lists ${listLabel(value)} as ${call}(${label(head)}), but its edges give ${label(want.ids)}`, { type: 'put', namespace, key, value: bytes })
     }
   }
   for (const { head, key, ids } of wanted.values()) {
-    problem('edge-list-mismatch', space, key, `Relation "${model.name}" has edges for ${label(head)} but no ${call}(${label(head)}) list`, { type: 'put', space, key, value: encode(ids.sort(compareIds)) })
+    problem('edge-list-mismatch', namespace, key, `Relation "${model.name}" has edges for ${label(head)} but no ${call}(${label(head)}) list`, { type: 'put', namespace, key, value: encode(ids.sort(compareIds)) })
   }
 }
 
@@ -329,11 +330,11 @@ async function checkChildren (model, snapshot, existing, problem) {
   const purging = new Set()
   if (model.purge !== null) {
     for (const [key] of await readAll(model.purge, snapshot, false)) {
-      const parentSpaceId = model.parent.records.id(key)
-      if (parents.has(parentSpaceId)) {
-        problem('purge-of-live-parent', model.purge, key, `"${model.name}" of ${label(decode(key))} are marked for purging, but "${model.parent.name}" has that record`, { type: 'del', space: model.purge, key })
+      const parentKeyId = model.parent.records.keyId(key)
+      if (parents.has(parentKeyId)) {
+        problem('purge-of-live-parent', model.purge, key, `"${model.name}" of ${label(decode(key))} are marked for purging, but "${model.parent.name}" has that record`, { type: 'del', namespace: model.purge, key })
       } else {
-        purging.add(parentSpaceId)
+        purging.add(parentKeyId)
       }
     }
   }
@@ -345,24 +346,24 @@ async function checkChildren (model, snapshot, existing, problem) {
   for (const [key, value] of await readAll(model.sequence, snapshot)) {
     const parentId = tryDecode(key)
     if (parentId === INVALID) {
-      problem('invalid-key', model.sequence, key, `"${model.name}" keeps a sequence under a key that is not a valid tuple`, { type: 'del', space: model.sequence, key })
+      problem('invalid-key', model.sequence, key, `"${model.name}" keeps a sequence under a key that is not a valid tuple`, { type: 'del', namespace: model.sequence, key })
       continue
     }
-    const parentSpaceId = model.parent.records.id(key)
-    if (purging.has(parentSpaceId)) continue
-    if (!parents.has(parentSpaceId)) {
-      problem('orphan-sequence', model.sequence, key, `"${model.name}" keeps a sequence for ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', space: model.sequence, key })
+    const parentKeyId = model.parent.records.keyId(key)
+    if (purging.has(parentKeyId)) continue
+    if (!parents.has(parentKeyId)) {
+      problem('orphan-sequence', model.sequence, key, `"${model.name}" keeps a sequence for ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', namespace: model.sequence, key })
       continue
     }
-    stored.set(parentSpaceId, Number(value))
+    stored.set(parentKeyId, Number(value))
   }
-  for (const [parentSpaceId, { parentId, children }] of found.parents) {
+  for (const [parentKeyId, { parentId, children }] of found.parents) {
     let max = 0
     for (const seq of children.keys()) if (seq > max) max = seq
-    const last = stored.get(parentSpaceId) || 0
+    const last = stored.get(parentKeyId) || 0
     if (max > last) {
       const key = encode(parentId)
-      problem('sequence-behind', model.sequence, key, `The "${model.name}" sequence of ${label(parentId)} is at ${last} but item ${max} exists`, { type: 'put', space: model.sequence, key, value: String(max) })
+      problem('sequence-behind', model.sequence, key, `The "${model.name}" sequence of ${label(parentId)} is at ${last} but item ${max} exists`, { type: 'put', namespace: model.sequence, key, value: String(max) })
     }
   }
 }
@@ -370,12 +371,12 @@ async function checkChildren (model, snapshot, existing, problem) {
 /**
  * @typedef {{ json: string | null, from: string, home: boolean }} FoundChild
  *   `json` null: a child kept as its own key whose value was not read (not needed);
- *   `from`: the space id of the key it was found under; `home`: that key is where
+ *   `from`: the key id of the key it was found under; `home`: that key is where
  *   the layout in use keeps it
  * @typedef {{ parents: Map<string, { parentId: unknown, children: Map<number, FoundChild> }>,
  *   keys: Array<[Uint8Array, number]>, blocks: Map<string, { key: Uint8Array, parentId: unknown, first: number, count: number }>,
  *   invalid: Set<string> }} FoundChildren
- *   `invalid`: the space ids of blocks that do not parse, which a repair leaves as they are
+ *   `invalid`: the key ids of blocks that do not parse, which a repair leaves as they are
  */
 
 /**
@@ -390,60 +391,60 @@ async function findChildren (model, snapshot, parents, purging, problem) {
   const blocksInUse = model.storage === model.blocks
   /** @type {FoundChildren} */
   const found = { parents: new Map(), keys: [], blocks: new Map(), invalid: new Set() }
-  /** @param {unknown} parentId @param {string} parentSpaceId @param {number} seq @param {FoundChild} child */
-  const add = (parentId, parentSpaceId, seq, child) => {
-    let entry = found.parents.get(parentSpaceId)
-    if (!entry) found.parents.set(parentSpaceId, entry = { parentId, children: new Map() })
+  /** @param {unknown} parentId @param {string} parentKeyId @param {number} seq @param {FoundChild} child */
+  const add = (parentId, parentKeyId, seq, child) => {
+    let entry = found.parents.get(parentKeyId)
+    if (!entry) found.parents.set(parentKeyId, entry = { parentId, children: new Map() })
     const before = entry.children.get(seq)
     if (!before || (child.home && !before.home)) entry.children.set(seq, child)
   }
   /**
    * The parent of a [parentId, n] key, or null after reporting why it has none.
-   * @param {Space} space @param {Uint8Array} key @param {string} what
+   * @param {Namespace} namespace @param {Uint8Array} key @param {string} what
    * @returns {[unknown, number, string] | null}
    */
-  const parentOf = (space, key, what) => {
+  const parentOf = (namespace, key, what) => {
     const pair = tryPair(key)
     if (!pair || !Number.isSafeInteger(pair[1]) || /** @type {number} */ (pair[1]) < 1) {
-      problem('invalid-key', space, key, `"${model.name}" has a key that is not a [parent, seq] pair`, { type: 'del', space, key })
+      problem('invalid-key', namespace, key, `"${model.name}" has a key that is not a [parent, seq] pair`, { type: 'del', namespace, key })
       return null
     }
     const [parentId, n] = /** @type {[unknown, number]} */ (pair)
-    const parentSpaceId = model.parent.records.id(encode(parentId))
-    if (purging.has(parentSpaceId)) return null
-    if (!parents.has(parentSpaceId)) {
-      problem('orphan-child', space, key, `"${model.name}" ${what}${label(n)} belongs to ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', space, key })
+    const parentKeyId = model.parent.records.keyId(encode(parentId))
+    if (purging.has(parentKeyId)) return null
+    if (!parents.has(parentKeyId)) {
+      problem('orphan-child', namespace, key, `"${model.name}" ${what}${label(n)} belongs to ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', namespace, key })
       return null
     }
-    return [parentId, n, parentSpaceId]
+    return [parentId, n, parentKeyId]
   }
 
-  const keySpace = model.keyPerChild.space
-  for (const [key, value] of await readAll(keySpace, snapshot, blocksInUse)) {
-    const owner = parentOf(keySpace, key, '')
+  const keyNamespace = model.keyPerChild.namespace
+  for (const [key, value] of await readAll(keyNamespace, snapshot, blocksInUse)) {
+    const owner = parentOf(keyNamespace, key, '')
     if (!owner) continue
-    const [parentId, seq, parentSpaceId] = owner
+    const [parentId, seq, parentKeyId] = owner
     found.keys.push([key, seq])
-    add(parentId, parentSpaceId, seq, { json: blocksInUse ? value : null, from: keySpace.id(key), home: !blocksInUse })
+    add(parentId, parentKeyId, seq, { json: blocksInUse ? value : null, from: keyNamespace.keyId(key), home: !blocksInUse })
   }
 
-  const blockSpace = model.blocks.space
+  const blockNamespace = model.blocks.namespace
   const size = model.blocks.blockSize
-  for (const [key, value] of await readAll(blockSpace, snapshot)) {
-    const owner = parentOf(blockSpace, key, 'block from ')
+  for (const [key, value] of await readAll(blockNamespace, snapshot)) {
+    const owner = parentOf(blockNamespace, key, 'block from ')
     if (!owner) continue
-    const [parentId, first, parentSpaceId] = owner
+    const [parentId, first, parentKeyId] = owner
     const pairs = parseBlock(value)
     if (pairs === null) {
-      problem('invalid-block', blockSpace, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} is not a JSON array of [seq, value] pairs in seq order`, null)
-      found.invalid.add(blockSpace.id(key))
+      problem('invalid-block', blockNamespace, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} is not a JSON array of [seq, value] pairs in seq order`, null)
+      found.invalid.add(blockNamespace.keyId(key))
       continue
     }
-    const from = blockSpace.id(key)
+    const from = blockNamespace.keyId(key)
     found.blocks.set(from, { key, parentId, first, count: pairs.length })
     const aligned = blocksInUse && (first - 1) % size === 0
     for (const [seq, child] of pairs) {
-      add(parentId, parentSpaceId, seq, { json: JSON.stringify(child), from, home: aligned && seq >= first && seq < first + size })
+      add(parentId, parentKeyId, seq, { json: JSON.stringify(child), from, home: aligned && seq >= first && seq < first + size })
     }
   }
   return found
@@ -455,14 +456,14 @@ async function findChildren (model, snapshot, parents, purging, problem) {
  * @param {import('./children.js').ChildrenModel} model @param {FoundChildren} found @param {Function} problem
  */
 function checkBlocks (model, found, problem) {
-  const space = model.blocks.space
+  const namespace = model.blocks.namespace
   const blocks = model.blocks
   /** @type {Map<string, { key: Uint8Array, parentId: unknown, first: number, pairs: Array<[number, FoundChild]> }>} */
   const wanted = new Map()
   for (const { parentId, children } of found.parents.values()) {
     for (const [seq, child] of children) {
       const key = blocks.keyOf(parentId, seq)
-      const id = space.id(key)
+      const id = namespace.keyId(key)
       let block = wanted.get(id)
       if (!block) wanted.set(id, block = { key, parentId, first: blocks.first(seq), pairs: [] })
       block.pairs.push([seq, child])
@@ -475,16 +476,16 @@ function checkBlocks (model, found, problem) {
     const value = `[${pairs.map(([seq, child]) => `[${seq},${child.json}]`).join(',')}]`
     const moved = pairs.filter(([, child]) => child.from !== id).length
     // A block that does not parse is left for a person to look at.
-    const fix = found.invalid.has(id) ? null : { type: 'put', space, key, value }
-    problem('child-block-mismatch', space, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} ${stored ? `holds ${stored.count} children` : 'is missing'}; it should hold ${pairs.length}${moved > 0 ? `, ${moved} of them kept elsewhere` : ''}`, fix)
+    const fix = found.invalid.has(id) ? null : { type: 'put', namespace, key, value }
+    problem('child-block-mismatch', namespace, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} ${stored ? `holds ${stored.count} children` : 'is missing'}; it should hold ${pairs.length}${moved > 0 ? `, ${moved} of them kept elsewhere` : ''}`, fix)
   }
   for (const [id, { key, parentId, first }] of found.blocks) {
     if (wanted.has(id)) continue
-    problem('child-in-old-layout', space, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} is not a block of ${blocks.blockSize}: its children are moved into the blocks in use`, { type: 'del', space, key })
+    problem('child-in-old-layout', namespace, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} is not a block of ${blocks.blockSize}: its children are moved into the blocks in use`, { type: 'del', namespace, key })
   }
-  const keySpace = model.keyPerChild.space
+  const keyNamespace = model.keyPerChild.namespace
   for (const [key, seq] of found.keys) {
-    problem('child-in-old-layout', keySpace, key, `"${model.name}" ${label(seq)} is kept as a key of its own, but "${model.name}" is kept in blocks of ${blocks.blockSize}: it is moved into its block`, { type: 'del', space: keySpace, key })
+    problem('child-in-old-layout', keyNamespace, key, `"${model.name}" ${label(seq)} is kept as a key of its own, but "${model.name}" is kept in blocks of ${blocks.blockSize}: it is moved into its block`, { type: 'del', namespace: keyNamespace, key })
   }
 }
 
@@ -494,17 +495,17 @@ function checkBlocks (model, found, problem) {
  * @param {import('./children.js').ChildrenModel} model @param {FoundChildren} found @param {Function} problem
  */
 function checkKeysPerChild (model, found, problem) {
-  const keySpace = model.keyPerChild.space
+  const keyNamespace = model.keyPerChild.namespace
   for (const { parentId, children } of found.parents.values()) {
     for (const [seq, child] of children) {
       if (child.home) continue
       const key = encode([parentId, seq])
-      problem('child-in-old-layout', keySpace, key, `"${model.name}" ${label(seq)} of ${label(parentId)} is kept in a block, but "${model.name}" keeps one key per child: it is moved to its own key`, { type: 'put', space: keySpace, key, value: child.json })
+      problem('child-in-old-layout', keyNamespace, key, `"${model.name}" ${label(seq)} of ${label(parentId)} is kept in a block, but "${model.name}" keeps one key per child: it is moved to its own key`, { type: 'put', namespace: keyNamespace, key, value: child.json })
     }
   }
-  const space = model.blocks.space
+  const namespace = model.blocks.namespace
   for (const { key, parentId, first } of found.blocks.values()) {
-    problem('child-in-old-layout', space, key, `"${model.name}" keeps a block from ${label(first)} of ${label(parentId)}, but keeps one key per child: the block is deleted once its children are moved`, { type: 'del', space, key })
+    problem('child-in-old-layout', namespace, key, `"${model.name}" keeps a block from ${label(first)} of ${label(parentId)}, but keeps one key per child: the block is deleted once its children are moved`, { type: 'del', namespace, key })
   }
 }
 
@@ -531,11 +532,11 @@ function parseBlock (value) {
 }
 
 /**
- * @param {Space} space @param {any} snapshot @param {boolean} [values]
+ * @param {Namespace} namespace @param {any} snapshot @param {boolean} [values]
  * @returns {Promise<Array<[Uint8Array, any]>>}
  */
-function readAll (space, snapshot, values = true) {
-  return space.sublevel.iterator({ snapshot, values }).all()
+function readAll (namespace, snapshot, values = true) {
+  return namespace.sublevel.iterator({ snapshot, values }).all()
 }
 
 const INVALID = Symbol('invalid key')

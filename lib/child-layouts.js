@@ -1,5 +1,6 @@
-import { encode, decode, compareBytes } from './tuple.js'
-import { Space } from './space.js'
+import { encode, decode } from './tuple.js'
+import { compareBytes } from './bytes.js'
+import { Namespace } from './namespace.js'
 import { tupleBounds, within } from './bounds.js'
 import { layout } from './names.js'
 
@@ -14,9 +15,9 @@ import { layout } from './names.js'
  *   reads instead of 50, and an append rewrites one block (the newest, so
  *   usually in the read cache or in the overlay of unwritten ops).
  *
- * @typedef {import('./transaction.js').Transaction} Transaction
+ * @typedef {import('./write-scope.js').WriteScope} WriteScope
  * @typedef {import('./bounds.js').ByteBounds} ByteBounds
- * @typedef {Pick<import('./query.js').QuerySource, 'space' | 'values' | 'load' | 'scan'>} LayoutSource
+ * @typedef {Pick<import('./query.js').QuerySource, 'namespace' | 'values' | 'load' | 'scan'>} LayoutSource
  *   what a layout adds to the Query source of a range of children
  */
 
@@ -31,7 +32,7 @@ export class KeyPerChild {
    */
   constructor (root, name, readCache) {
     this.blockSize = 1
-    this.space = new Space(root, layout.records(name), 'utf8', { readCache })
+    this.namespace = new Namespace(root, layout.records(name), 'utf8', { readCache })
   }
 
   /** The first seq of the stored value that holds child `seq`: its own. @param {number} seq */
@@ -54,37 +55,37 @@ export class KeyPerChild {
     return parsed
   }
 
-  /** @param {Transaction} tx @param {unknown} parentId @param {number} seq @param {string} json */
-  append (tx, parentId, seq, json) {
-    tx.put(this.space, encode([parentId, seq]), json)
+  /** @param {WriteScope} scope @param {unknown} parentId @param {number} seq @param {string} json */
+  append (scope, parentId, seq, json) {
+    scope.put(this.namespace, encode([parentId, seq]), json)
   }
 
   /**
    * Replace an existing child. @returns {Promise<boolean>} false if there is none
-   * @param {Transaction} tx @param {unknown} parentId @param {number} seq @param {string} json
+   * @param {WriteScope} scope @param {unknown} parentId @param {number} seq @param {string} json
    */
-  async replace (tx, parentId, seq, json) {
+  async replace (scope, parentId, seq, json) {
     const key = encode([parentId, seq])
-    if (await tx.get(this.space, key) === undefined) return false
-    tx.put(this.space, key, json)
+    if (await scope.get(this.namespace, key) === undefined) return false
+    scope.put(this.namespace, key, json)
     return true
   }
 
-  /** @param {Transaction} tx @param {unknown} parentId @param {number} seq @returns {Promise<boolean>} */
-  async remove (tx, parentId, seq) {
+  /** @param {WriteScope} scope @param {unknown} parentId @param {number} seq @returns {Promise<boolean>} */
+  async remove (scope, parentId, seq) {
     const key = encode([parentId, seq])
-    if (await tx.get(this.space, key) === undefined) return false
-    tx.del(this.space, key)
+    if (await scope.get(this.namespace, key) === undefined) return false
+    scope.del(this.namespace, key)
     return true
   }
 
   /**
    * The keys holding a parent's children and how many children they hold.
-   * @param {Transaction} tx @param {unknown} parentId
+   * @param {WriteScope} scope @param {unknown} parentId
    * @returns {Promise<{ keys: Uint8Array[], count: number }>}
    */
-  async stored (tx, parentId) {
-    const entries = await tx.entries(this.space, tupleBounds([parentId], {}), { values: false })
+  async stored (scope, parentId) {
+    const entries = await scope.entries(this.namespace, tupleBounds([parentId], {}), { values: false })
     return { keys: entries.map(entry => entry[0]), count: entries.length }
   }
 
@@ -96,7 +97,7 @@ export class KeyPerChild {
    */
   source (parentId) {
     return {
-      space: this.space,
+      namespace: this.namespace,
       values: true,
       load: entries => entries.map(([key, value]) => [seqOf(key), JSON.parse(value), key])
     }
@@ -109,7 +110,7 @@ export class ChildBlocks {
    */
   constructor (root, name, blockSize, readCache) {
     this.blockSize = blockSize
-    this.space = new Space(root, layout.blocks(name), 'utf8', { readCache })
+    this.namespace = new Namespace(root, layout.blocks(name), 'utf8', { readCache })
   }
 
   /** The first seq of the block holding `seq`. @param {number} seq */
@@ -134,43 +135,43 @@ export class ChildBlocks {
     return i >= 0 ? pairs[i][1] : undefined
   }
 
-  /** @param {Transaction} tx @param {unknown} parentId @param {number} seq @param {string} json */
-  async append (tx, parentId, seq, json) {
+  /** @param {WriteScope} scope @param {unknown} parentId @param {number} seq @param {string} json */
+  async append (scope, parentId, seq, json) {
     const key = encode([parentId, this.first(seq)])
-    const block = await tx.get(this.space, key)
+    const block = await scope.get(this.namespace, key)
     // The new child has the highest seq: it goes last, and the block's other
     // values are kept as stored, without parsing them.
-    tx.put(this.space, key, block === undefined ? `[[${seq},${json}]]` : `${block.slice(0, -1)},[${seq},${json}]]`)
+    scope.put(this.namespace, key, block === undefined ? `[[${seq},${json}]]` : `${block.slice(0, -1)},[${seq},${json}]]`)
   }
 
-  /** @param {Transaction} tx @param {unknown} parentId @param {number} seq @param {string} json */
-  async replace (tx, parentId, seq, json) {
-    return this.#change(tx, parentId, seq, pairs => pairs.splice(indexOf(pairs, seq), 1, [seq, JSON.parse(json)]))
+  /** @param {WriteScope} scope @param {unknown} parentId @param {number} seq @param {string} json */
+  async replace (scope, parentId, seq, json) {
+    return this.#change(scope, parentId, seq, pairs => pairs.splice(indexOf(pairs, seq), 1, [seq, JSON.parse(json)]))
   }
 
-  /** @param {Transaction} tx @param {unknown} parentId @param {number} seq */
-  async remove (tx, parentId, seq) {
-    return this.#change(tx, parentId, seq, pairs => pairs.splice(indexOf(pairs, seq), 1))
+  /** @param {WriteScope} scope @param {unknown} parentId @param {number} seq */
+  async remove (scope, parentId, seq) {
+    return this.#change(scope, parentId, seq, pairs => pairs.splice(indexOf(pairs, seq), 1))
   }
 
   /**
    * Change child `seq`'s block with `edit`, if the block holds it.
-   * @param {Transaction} tx @param {unknown} parentId @param {number} seq
+   * @param {WriteScope} scope @param {unknown} parentId @param {number} seq
    * @param {(pairs: Array<[number, any]>) => void} edit
    */
-  async #change (tx, parentId, seq, edit) {
+  async #change (scope, parentId, seq, edit) {
     const key = encode([parentId, this.first(seq)])
-    const pairs = this.parse(await tx.get(this.space, key))
+    const pairs = this.parse(await scope.get(this.namespace, key))
     if (pairs === undefined || indexOf(pairs, seq) < 0) return false
     edit(pairs)
-    if (pairs.length === 0) tx.del(this.space, key)
-    else tx.put(this.space, key, JSON.stringify(pairs))
+    if (pairs.length === 0) scope.del(this.namespace, key)
+    else scope.put(this.namespace, key, JSON.stringify(pairs))
     return true
   }
 
-  /** @param {Transaction} tx @param {unknown} parentId */
-  async stored (tx, parentId) {
-    const entries = await tx.entries(this.space, tupleBounds([parentId], {}))
+  /** @param {WriteScope} scope @param {unknown} parentId */
+  async stored (scope, parentId) {
+    const entries = await scope.entries(this.namespace, tupleBounds([parentId], {}))
     let count = 0
     for (const [, block] of entries) count += this.parse(block)?.length ?? 0
     return { keys: entries.map(entry => entry[0]), count }
@@ -184,7 +185,7 @@ export class ChildBlocks {
    */
   source (parentId) {
     return {
-      space: this.space,
+      namespace: this.namespace,
       values: true,
       scan: (bounds, reverse) => this.#scan(parentId, bounds, reverse),
       load: entries => entries.map(([key, pair]) => [pair[0], pair[1], key])
@@ -201,7 +202,7 @@ export class ChildBlocks {
     const hi = highestSeq(base, bounds.lt)
     if (lo > hi || lo === Infinity) return
     const blockRange = { gte: this.first(lo), lte: hi === Infinity ? undefined : this.first(hi) }
-    const it = this.space.sublevel.iterator({ ...tupleBounds([parentId], blockRange), reverse })
+    const it = this.namespace.sublevel.iterator({ ...tupleBounds([parentId], blockRange), reverse })
     try {
       // A first small read: a page of recent children is in the last blocks.
       for (let blocks = await it.nextv(4); blocks.length > 0; blocks = await it.nextv(32)) {

@@ -2,11 +2,11 @@ import { encode, decode } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { encodeJson } from './json-value.js'
 import { assertName, layout } from './names.js'
-import { Space, assertNotClosed } from './space.js'
+import { Namespace } from './namespace.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './scope.js'
-import { describe } from './collection.js'
+import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
+import { describe, noop } from './common.js'
 import { KeyPerChild, ChildBlocks } from './child-layouts.js'
 
 const ON_DELETE = ['cascade', 'restrict', 'purge']
@@ -18,7 +18,7 @@ const PURGE_RETRIES = 5
 
 const MAX_BLOCK_SIZE = 1024
 
-/** @typedef {import('./transaction.js').Transaction} Transaction */
+/** @typedef {import('./write-scope.js').WriteScope} WriteScope */
 
 /**
  * Ordered children of a parent record (messages of a chat): `<name>` holds
@@ -62,15 +62,15 @@ export class ChildrenModel {
     /** @type {KeyPerChild | ChildBlocks} */
     this.storage = blockSize === undefined ? this.keyPerChild : this.blocks
     /** the namespace holding the children */
-    this.items = this.storage.space
-    this.sequence = new Space(this.root, layout.sequence(name), 'utf8', { cache: true })
+    this.items = this.storage.namespace
+    this.sequence = new Namespace(this.root, layout.sequence(name), 'utf8', { cache: true })
     this.writer.registerCache(this.sequence)
     this.parent.dependents.push({
       name,
-      beforeDelete: (tx, id) => this.beforeDelete(tx, id),
-      beforeCreate: (tx, id) => this.beforeCreate(tx, id)
+      beforeDelete: (scope, id) => this.beforeDelete(scope, id),
+      beforeCreate: (scope, id) => this.beforeCreate(scope, id)
     })
-    /** @type {Space | null} */
+    /** @type {Namespace | null} */
     this.purge = null
     /** @type {Promise<void> | null} */
     this.purging = null
@@ -81,10 +81,10 @@ export class ChildrenModel {
       if (!this.parent.sequential) {
         throw invalid(`Children "${name}" with onDelete 'purge' need a parent collection with sequence ids (ids that are never reused)`)
       }
-      this.purge = new Space(this.root, layout.purge(name), 'utf8', { readCache: db.readCache })
+      this.purge = new Namespace(this.root, layout.purge(name), 'utf8', { readCache: db.readCache })
       const purge = this.purge
       this.writer.onWritten(ops => {
-        if (ops.some(op => op.space === purge && op.type === 'put')) this.startPurge()
+        if (ops.some(op => op.namespace === purge && op.type === 'put')) this.startPurge()
       })
       // Resume what a previous process left (started now, so settled()
       // right after declaring waits for it).
@@ -103,13 +103,13 @@ export class ChildrenModel {
 
   /** Delete purged parents' children, one bounded batch at a time. */
   async purgeAll () {
-    const purge = /** @type {Space} */ (this.purge)
+    const purge = /** @type {Namespace} */ (this.purge)
     let failures = 0
     this.purgeError = undefined
     while (true) {
       try {
         this.purgeAgain = false
-        const finished = await this.writer.run(async tx => {
+        const finished = await this.writer.run(async scope => {
           await this.writer.drain()
           const [marker] = await purge.sublevel.keys({ limit: 1 }).all()
           if (marker === undefined) return true
@@ -117,10 +117,10 @@ export class ChildrenModel {
           // At most PURGE_CHUNK children per batch, in either layout.
           const chunk = Math.max(1, Math.floor(PURGE_CHUNK / this.storage.blockSize))
           const keys = await this.items.sublevel.keys({ ...tupleBounds([parentId], {}), limit: chunk }).all()
-          for (const key of keys) tx.del(this.items, key)
+          for (const key of keys) scope.del(this.items, key)
           if (keys.length < chunk) {
-            tx.del(purge, marker)
-            tx.del(this.sequence, marker)
+            scope.del(purge, marker)
+            scope.del(this.sequence, marker)
           }
           return false
         })
@@ -144,88 +144,73 @@ export class ChildrenModel {
   /**
    * True if `parentId`'s children are being purged (so they are invisible).
    * @param {unknown} parentId
-   * @param {Transaction | null} [tx] read through this scope (its own deletes count)
+   * @param {WriteScope | null} [scope] read through this scope (its own deletes count)
    */
-  async isPurging (parentId, tx = null) {
+  async isPurging (parentId, scope = null) {
     if (this.purge === null) return false
     const key = encode(parentId)
-    return (await (tx ? tx.get(this.purge, key) : this.purge.read(key, this.writer.syncReads))) !== undefined
+    return (await (scope ? scope.get(this.purge, key) : this.purge.read(key, this.writer.syncReads))) !== undefined
   }
 
-  /**
-   * Raw values of several children of one parent: with getSync() where it
-   * is allowed (a page of point reads beats opening an iterator), else one
-   * getMany().
-   * @param {Uint8Array[]} keys
-   * @returns {Promise<Array<string | undefined>>}
-   */
-  async readMany (keys) {
-    assertNotClosed(this.items.sublevel)
-    if (this.writer.syncReads && keys.length <= 256 && this.items.sublevel.status === 'open') {
-      return keys.map(key => this.items.read(key, true))
-    }
-    return this.items.sublevel.getMany(keys)
-  }
-
-  /** @param {Transaction} tx @param {unknown} parentId */
-  async lastSeq (tx, parentId) {
-    const stored = await tx.get(this.sequence, encode(parentId))
+  /** @param {WriteScope} scope @param {unknown} parentId */
+  async lastSeq (scope, parentId) {
+    const stored = await scope.get(this.sequence, encode(parentId))
     return stored === undefined ? 0 : Number(stored)
   }
 
-  /** @param {Transaction} tx @param {unknown} parentId @param {string} json */
-  async append (tx, parentId, json) {
+  /** @param {WriteScope} scope @param {unknown} parentId @param {string} json */
+  async append (scope, parentId, json) {
     const parentKey = this.parent.keyOf(parentId)
-    if (await tx.get(this.parent.records, parentKey) === undefined) {
+    if (await scope.get(this.parent.records, parentKey) === undefined) {
       throw levelkitError(codes.NOT_FOUND, `Children "${this.name}": parent "${this.parent.name}" has no record with id ${describe(parentId)}`, {
         children: this.name, collection: this.parent.name, id: parentId
       })
     }
-    const seq = (await this.lastSeq(tx, parentId)) + 1
-    await this.storage.append(tx, parentId, seq, json)
-    tx.put(this.sequence, parentKey, String(seq))
+    const seq = (await this.lastSeq(scope, parentId)) + 1
+    await this.storage.append(scope, parentId, seq, json)
+    scope.put(this.sequence, parentKey, String(seq))
     return seq
   }
 
-  /** @param {Transaction} tx @param {unknown} parentId @param {unknown} seq @param {string} json */
-  async put (tx, parentId, seq, json) {
+  /** @param {WriteScope} scope @param {unknown} parentId @param {unknown} seq @param {string} json */
+  async put (scope, parentId, seq, json) {
     const n = this.assertChild(parentId, seq)
-    if (await this.isPurging(parentId, tx) || !(await this.storage.replace(tx, parentId, n, json))) {
+    if (await this.isPurging(parentId, scope) || !(await this.storage.replace(scope, parentId, n, json))) {
       throw levelkitError(codes.NOT_FOUND, `Children "${this.name}" of ${describe(parentId)} has no item ${describe(seq)}`, { children: this.name, id: parentId, seq })
     }
   }
 
-  /** @param {Transaction} tx @param {unknown} parentId @param {unknown} seq */
-  async del (tx, parentId, seq) {
+  /** @param {WriteScope} scope @param {unknown} parentId @param {unknown} seq */
+  async del (scope, parentId, seq) {
     const n = this.assertChild(parentId, seq)
-    if (await this.isPurging(parentId, tx)) return false
-    return this.storage.remove(tx, parentId, n)
+    if (await this.isPurging(parentId, scope)) return false
+    return this.storage.remove(scope, parentId, n)
   }
 
-  /** @param {Transaction} tx @param {unknown} parentId */
-  async beforeDelete (tx, parentId) {
+  /** @param {WriteScope} scope @param {unknown} parentId */
+  async beforeDelete (scope, parentId) {
     if (this.purge !== null) {
-      tx.put(this.purge, encode(parentId), '')
+      scope.put(this.purge, encode(parentId), '')
       return
     }
-    const { keys, count } = await this.storage.stored(tx, parentId)
+    const { keys, count } = await this.storage.stored(scope, parentId)
     if (this.onDelete === 'restrict' && count > 0) {
       throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(parentId)} from "${this.parent.name}": it has ${count} "${this.name}" (onDelete: 'restrict')`, {
         collection: this.parent.name, children: this.name, id: parentId
       })
     }
-    for (const key of keys) tx.del(this.items, key)
-    tx.del(this.sequence, encode(parentId))
+    for (const key of keys) scope.del(this.items, key)
+    scope.del(this.sequence, encode(parentId))
   }
 
   /**
    * Refuse to give a parent id back to a record while the children of the
    * record that had it are still being purged.
-   * @param {Transaction} tx @param {unknown} parentId
+   * @param {WriteScope} scope @param {unknown} parentId
    */
-  async beforeCreate (tx, parentId) {
+  async beforeCreate (scope, parentId) {
     if (this.purge === null) return
-    if (await tx.get(this.purge, encode(parentId)) !== undefined) {
+    if (await scope.get(this.purge, encode(parentId)) !== undefined) {
       throw invalid(`Id ${describe(parentId)} of "${this.parent.name}" cannot be reused until the "${this.name}" of the record deleted under it are purged`)
     }
   }
@@ -267,8 +252,8 @@ export class ChildrenModel {
   }
 }
 
-/** The public face of a children set (one per set, plus one per `in(w)` scope). */
-export class Children extends ModelFace {
+/** The public handle of a children set (one per set, plus one per `in(w)` scope). */
+export class Children extends ModelHandle {
   /**
    * Append a value to a parent's children.
    * @param {unknown} parentId @param {unknown} value any JSON value
@@ -277,7 +262,7 @@ export class Children extends ModelFace {
   append (parentId, value) {
     return promised(() => {
       const json = encodeJson(value, `Value for "${this.name}"`)
-      return writeThrough(this, tx => modelOf(this).append(tx, parentId, json))
+      return writeThrough(this, scope => modelOf(this).append(scope, parentId, json))
     })
   }
 
@@ -285,13 +270,13 @@ export class Children extends ModelFace {
   put (parentId, seq, value) {
     return promised(() => {
       const json = encodeJson(value, `Value for "${this.name}"`)
-      return writeThrough(this, tx => modelOf(this).put(tx, parentId, seq, json))
+      return writeThrough(this, scope => modelOf(this).put(scope, parentId, seq, json))
     })
   }
 
   /** @param {unknown} parentId @param {number} seq @returns {Promise<boolean>} true if it existed */
   del (parentId, seq) {
-    return writeThrough(this, tx => modelOf(this).del(tx, parentId, seq))
+    return writeThrough(this, scope => modelOf(this).del(scope, parentId, seq))
   }
 
   /** @param {unknown} parentId @param {number} seq @returns {Promise<any>} the value, or undefined */
@@ -334,7 +319,7 @@ export class Children extends ModelFace {
     /** @type {Array<string | undefined>} */
     const values = scope
       ? await Promise.all(keys.map(key => scope.get(model.items, key)))
-      : await model.readMany(keys)
+      : await model.items.readMany(keys, model.writer.syncReads)
     // Checked after the values: children go only with their parent (cascade,
     // or a purge marker written before any is deleted), so a parent still
     // there, unmarked, means no read straddled the batch that removed them.
@@ -401,9 +386,9 @@ export class Children extends ModelFace {
     let dirty = true
     /** @type {(() => void) | null} */
     let wake = null
-    const stop = model.writer.onWritten((/** @type {import('./transaction.js').Op[]} */ ops) => {
+    const stop = model.writer.onWritten((/** @type {import('./write-scope.js').Op[]} */ ops) => {
       for (const op of ops) {
-        if ((op.space === model.items && startsWith(op.key, prefix)) || op.space === model.parent.records) {
+        if ((op.namespace === model.items && startsWith(op.key, prefix)) || op.namespace === model.parent.records) {
           dirty = true
           if (wake) wake()
           return
@@ -456,5 +441,3 @@ function startsWith (bytes, prefix) {
   for (let i = 0; i < prefix.length; i++) if (bytes[i] !== prefix[i]) return false
   return true
 }
-
-function noop () {}

@@ -1,23 +1,25 @@
-import { encode, decode, compareBytes } from './tuple.js'
+import { encode, decode } from './tuple.js'
+import { compareBytes } from './bytes.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { encodeJson } from './json-value.js'
 import { assertName, layout } from './names.js'
-import { Space, assertNotClosed } from './space.js'
-import { IndexSpec, NO_ENTRIES, diffEntries } from './indexes.js'
+import { Namespace, assertNotClosed } from './namespace.js'
+import { SecondaryIndex, writeIndexEntries, holdsEntry, uniqueEntryKey } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './scope.js'
+import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
+import { describe, isDefined } from './common.js'
 
 const SEQUENCE_KEY = encode('last')
 
 /**
- * @typedef {import('./transaction.js').Transaction} Transaction
- * @typedef {{ name: string, beforeDelete: (tx: Transaction, id: unknown) => Promise<void>, beforeCreate?: (tx: Transaction, id: unknown) => Promise<void> }} Dependent
+ * @typedef {import('./write-scope.js').WriteScope} WriteScope
+ * @typedef {{ name: string, beforeDelete: (scope: WriteScope, id: unknown) => Promise<void>, beforeCreate?: (scope: WriteScope, id: unknown) => Promise<void> }} Dependent
  */
 
 /**
  * The shared state and the write logic of a collection. `Collection` is the
- * public face: one per collection, plus one per `in(w)` scope.
+ * public handle: one per collection, plus one per `in(w)` scope.
  */
 export class CollectionModel {
   /**
@@ -48,13 +50,13 @@ export class CollectionModel {
     /** @type {((record: any) => unknown) | null} */
     this.idFunction = this.sequential ? null : id
     this.validate = validate || null
-    this.records = new Space(this.root, layout.records(name), 'utf8', { readCache: db.readCache })
-    this.sequence = this.sequential ? new Space(this.root, layout.sequence(name), 'utf8', { cache: true }) : null
+    this.records = new Namespace(this.root, layout.records(name), 'utf8', { readCache: db.readCache })
+    this.sequence = this.sequential ? new Namespace(this.root, layout.sequence(name), 'utf8', { cache: true }) : null
     if (this.sequence) this.writer.registerCache(this.sequence)
-    /** @type {Map<string, IndexSpec>} */
+    /** @type {Map<string, SecondaryIndex>} */
     this.indexes = new Map()
     for (const [indexName, spec] of Object.entries(indexes)) {
-      this.indexes.set(indexName, new IndexSpec(this.root, name, indexName, spec, db.readCache))
+      this.indexes.set(indexName, new SecondaryIndex(this.root, name, indexName, spec, db.readCache))
     }
     // User code that sees records gets them frozen, so what it indexes or
     // accepts is what is stored; with none, freezing would only cost time.
@@ -83,11 +85,11 @@ export class CollectionModel {
    * sequence that lags its records (check() calls that sequence-behind) can
    * never hand out an id in use; after that, the write path is the only
    * writer of both and keeps them in step.
-   * @param {Transaction} tx
+   * @param {WriteScope} scope
    * @returns {Promise<number>}
    */
-  async lastId (tx) {
-    const stored = await tx.get(/** @type {Space} */ (this.sequence), SEQUENCE_KEY)
+  async lastId (scope) {
+    const stored = await scope.get(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
     const last = stored === undefined ? 0 : Number(stored)
     // The floor stays in memory: whether or not this write goes through, no
     // id at or below the highest stored one is ever handed out.
@@ -107,8 +109,8 @@ export class CollectionModel {
     return highest.length === 0 ? 0 : Number(decode(highest[0]))
   }
 
-  /** @param {Transaction} tx @param {string} json */
-  async insert (tx, json) {
+  /** @param {WriteScope} scope @param {string} json */
+  async insert (scope, json) {
     const record = JSON.parse(json)
     let id
     let stored = json
@@ -116,7 +118,7 @@ export class CollectionModel {
       if (record.id !== undefined) {
         throw invalid(`Records of collection "${this.name}" get their id from its sequence: insert them without an id, or use put(id, record)`)
       }
-      id = (await this.lastId(tx)) + 1
+      id = (await this.lastId(scope)) + 1
       record.id = id
       stored = withIdJson(json, id)
     } else {
@@ -125,44 +127,44 @@ export class CollectionModel {
     this.seal(record)
     const idBytes = encode(id)
     // A sequence id is new by construction (see lastId()).
-    if (!this.sequential && await tx.get(this.records, idBytes) !== undefined) {
+    if (!this.sequential && await scope.get(this.records, idBytes) !== undefined) {
       throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(id)}`, { collection: this.name, id })
     }
-    this.check(record)
-    await this.writeIndexes(tx, id, idBytes, undefined, record, stored)
-    tx.put(this.records, idBytes, stored)
-    if (this.sequential) tx.put(/** @type {Space} */ (this.sequence), SEQUENCE_KEY, String(id))
+    this.validateRecord(record)
+    await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
+    scope.put(this.records, idBytes, stored)
+    if (this.sequential) scope.put(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, String(id))
     return id
   }
 
-  /** @param {Transaction} tx @param {unknown} id @param {string} json @returns {Promise<boolean>} true if created */
-  async put (tx, id, json) {
+  /** @param {WriteScope} scope @param {unknown} id @param {string} json @returns {Promise<boolean>} true if created */
+  async put (scope, id, json) {
     const idBytes = this.keyOf(id)
     const parsed = JSON.parse(json)
     const stored = this.sequential && parsed.id === undefined ? withIdJson(json, /** @type {number} */ (id)) : json
     const record = this.seal(this.withId(parsed, id, idBytes))
-    this.check(record)
-    const previous = await tx.get(this.records, idBytes)
+    this.validateRecord(record)
+    const previous = await scope.get(this.records, idBytes)
     if (previous === undefined) {
-      for (const dependent of this.dependents) if (dependent.beforeCreate) await dependent.beforeCreate(tx, id)
+      for (const dependent of this.dependents) if (dependent.beforeCreate) await dependent.beforeCreate(scope, id)
     }
     const old = previous === undefined ? undefined : JSON.parse(previous)
     // Keep the sequence ahead of every id, so insert() never hands this one out.
-    const raise = this.sequential && /** @type {number} */ (id) > await this.lastId(tx)
-    await this.writeIndexes(tx, id, idBytes, old, record, stored)
-    tx.put(this.records, idBytes, stored)
-    if (raise) tx.put(/** @type {Space} */ (this.sequence), SEQUENCE_KEY, String(id))
+    const raise = this.sequential && /** @type {number} */ (id) > await this.lastId(scope)
+    await writeIndexEntries(scope, this, id, idBytes, old, record, stored)
+    scope.put(this.records, idBytes, stored)
+    if (raise) scope.put(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, String(id))
     return old === undefined
   }
 
   /**
-   * @param {Transaction} tx
+   * @param {WriteScope} scope
    * @param {unknown} id
    * @param {{ json: string, removed: string[] } | ((record: any) => any)} change a patch, or a function old => new
    */
-  async update (tx, id, change) {
+  async update (scope, id, change) {
     const idBytes = this.keyOf(id)
-    const previous = await tx.get(this.records, idBytes)
+    const previous = await scope.get(this.records, idBytes)
     if (previous === undefined) {
       throw levelkitError(codes.NOT_FOUND, `Collection "${this.name}" has no record with id ${describe(id)}`, { collection: this.name, id })
     }
@@ -180,80 +182,23 @@ export class CollectionModel {
     }
     // A patch that leaves the id alone needs no copy to put the id first.
     const record = this.seal(this.sequential && next.id === id ? next : this.withId(next, id, idBytes))
-    this.check(record)
+    this.validateRecord(record)
     const json = JSON.stringify(record)
-    await this.writeIndexes(tx, id, idBytes, old, record, json)
-    tx.put(this.records, idBytes, json)
+    await writeIndexEntries(scope, this, id, idBytes, old, record, json)
+    scope.put(this.records, idBytes, json)
     // The caller's own copy: an unfrozen record nothing else holds is one.
     return this.showsRecords ? JSON.parse(json) : record
   }
 
-  /** @param {Transaction} tx @param {unknown} id @returns {Promise<boolean>} true if it existed */
-  async del (tx, id) {
+  /** @param {WriteScope} scope @param {unknown} id @returns {Promise<boolean>} true if it existed */
+  async del (scope, id) {
     const idBytes = this.keyOf(id)
-    const previous = await tx.get(this.records, idBytes)
+    const previous = await scope.get(this.records, idBytes)
     if (previous === undefined) return false
-    for (const dependent of this.dependents) await dependent.beforeDelete(tx, id)
-    await this.writeIndexes(tx, id, idBytes, JSON.parse(previous), undefined)
-    tx.del(this.records, idBytes)
+    for (const dependent of this.dependents) await dependent.beforeDelete(scope, id)
+    await writeIndexEntries(scope, this, id, idBytes, JSON.parse(previous), undefined)
+    scope.del(this.records, idBytes)
     return true
-  }
-
-  /**
-   * Write the difference between the index entries of `old` and `record`:
-   * check every unique value first, then delete and put.
-   *
-   * @param {Transaction} tx
-   * @param {unknown} id
-   * @param {Uint8Array} idBytes
-   * @param {object | undefined} old
-   * @param {object | undefined} record
-   * @param {string} [json] `record` as stored (a covering index keeps a copy)
-   */
-  async writeIndexes (tx, id, idBytes, old, record, json) {
-    const changes = []
-    for (const index of this.indexes.values()) {
-      const before = old ? index.entries(old, id, idBytes) : NO_ENTRIES
-      const after = record ? index.entries(record, id, idBytes, json) : NO_ENTRIES
-      let { removed, added } = diffEntries(before, after)
-      // A covering entry holds the record: rewritten whenever it changes.
-      if (index.covering) added = after
-      if (removed.length > 0 || added.length > 0) changes.push({ index, removed, added })
-    }
-    for (const { index, added } of changes) {
-      if (!index.unique) continue
-      for (const entry of added) {
-        const owner = await tx.get(index.space, entry.key)
-        if (owner !== undefined && compareBytes(this.ownerOf(index, owner), idBytes) !== 0) {
-          throw levelkitError(codes.UNIQUE, `Collection "${this.name}" already has a record with ${index.name} ${describe(entry.indexValue)}`, {
-            collection: this.name, index: index.name, value: entry.indexValue
-          })
-        }
-      }
-    }
-    for (const { index, removed, added } of changes) {
-      for (const entry of removed) {
-        // A unique entry is only ours to remove if it points at us: in a
-        // damaged database another record may hold it (check() reports that).
-        if (index.unique) {
-          const owner = await tx.get(index.space, entry.key)
-          if (owner === undefined || compareBytes(this.ownerOf(index, owner), idBytes) !== 0) continue
-        }
-        tx.del(index.space, entry.key)
-      }
-      for (const entry of added) tx.put(index.space, entry.key, entry.value)
-    }
-  }
-
-  /**
-   * The key of the record a unique entry points at: its value, or for a
-   * covering index the id of the record it holds.
-   * @param {IndexSpec} index @param {Uint8Array | string} value
-   * @returns {Uint8Array}
-   */
-  ownerOf (index, value) {
-    if (!index.covering) return /** @type {Uint8Array} */ (value)
-    return encode(this.idOf(JSON.parse(/** @type {string} */ (value))))
   }
 
   /** The id of a stored record. @param {any} record */
@@ -303,7 +248,7 @@ export class CollectionModel {
   }
 
   /** @param {object} record */
-  check (record) {
+  validateRecord (record) {
     if (!this.validate) return
     try {
       this.validate(record)
@@ -318,35 +263,18 @@ export class CollectionModel {
     if (!index) throw invalid(`Collection "${this.name}" has no index "${indexName}"`)
     return index
   }
-
-  /**
-   * Read records by encoded id, optionally from a snapshot. Uses getSync()
-   * where the backend has it: one call instead of a round trip per record.
-   * @param {Uint8Array[]} keys
-   * @param {any} [snapshot]
-   * @returns {Promise<Array<string | undefined>>}
-   */
-  async readMany (keys, snapshot) {
-    assertNotClosed(this.records.sublevel)
-    const options = readOptions(snapshot)
-    // getSync() per key beats one getMany() round trip up to a page or so.
-    if (this.writer.syncReads && keys.length <= 64 && this.records.sublevel.status === 'open') {
-      return keys.map(key => this.records.read(key, true, options))
-    }
-    return this.records.sublevel.getMany(keys, options)
-  }
 }
 
 /**
  * A collection of records, stored whole as JSON under their id, with its
  * secondary indexes kept in the same atomic batch as every change.
  */
-export class Collection extends ModelFace {
+export class Collection extends ModelHandle {
   /** @param {object} record @returns {Promise<unknown>} the new id */
   insert (record) {
     return promised(() => {
       const json = recordJson(record, `Record for "${this.name}"`)
-      return writeThrough(this, tx => modelOf(this).insert(tx, json))
+      return writeThrough(this, scope => modelOf(this).insert(scope, json))
     })
   }
 
@@ -354,7 +282,7 @@ export class Collection extends ModelFace {
   put (id, record) {
     return promised(() => {
       const json = recordJson(record, `Record for "${this.name}"`)
-      return writeThrough(this, tx => modelOf(this).put(tx, id, json))
+      return writeThrough(this, scope => modelOf(this).put(scope, id, json))
     })
   }
 
@@ -369,13 +297,13 @@ export class Collection extends ModelFace {
       const arg = typeof change === 'function'
         ? /** @type {(record: any) => any} */ (change)
         : { json: recordJson(change, `Patch for "${this.name}"`), removed: Object.keys(change).filter(key => /** @type {any} */ (change)[key] === undefined) }
-      return writeThrough(this, tx => modelOf(this).update(tx, id, arg))
+      return writeThrough(this, scope => modelOf(this).update(scope, id, arg))
     })
   }
 
   /** @param {unknown} id @returns {Promise<boolean>} true if a record was deleted */
   del (id) {
-    return writeThrough(this, tx => modelOf(this).del(tx, id))
+    return writeThrough(this, scope => modelOf(this).del(scope, id))
   }
 
   /** @param {unknown} id @returns {Promise<any>} the record, or undefined */
@@ -398,7 +326,7 @@ export class Collection extends ModelFace {
     return promised(() => {
       const model = modelOf(this)
       const key = model.keyOf(id)
-      if (scopeOf(this) === null) return model.readMany([key]).then((/** @type {Array<string | undefined>} */ values) => use(values[0]))
+      if (scopeOf(this) === null) return model.records.readMany([key], model.writer.syncReads).then((/** @type {Array<string | undefined>} */ values) => use(values[0]))
       return after(readThrough(this, model.records, key), use)
     })
   }
@@ -412,7 +340,7 @@ export class Collection extends ModelFace {
     /** @type {Array<string | undefined>} */
     const values = scope
       ? await Promise.all(keys.map(key => scope.get(model.records, key)))
-      : await model.readMany(keys)
+      : await model.records.readMany(keys, model.writer.syncReads)
     return values.map(value => value === undefined ? undefined : JSON.parse(value))
   }
 
@@ -427,25 +355,25 @@ export class Collection extends ModelFace {
       const model = modelOf(this)
       const index = model.index(indexName)
       if (!index.unique) throw invalid(`getBy() needs a unique index; "${indexName}" of "${model.name}" is not unique: use query({ index, eq })`)
-      const key = encodeIndexValue(index, value)
+      const key = uniqueEntryKey(index, value)
       const scope = scopeOf(this)
       if (scope) return getByInScope(scope, model, index, key)
       assertNotClosed(model.root)
       // A covering entry is the record: one read, nothing to pair up.
-      if (index.covering) return after(index.space.read(key, model.writer.syncReads), parseStored)
-      if (model.writer.syncReads && index.space.sublevel.status === 'open' && model.records.sublevel.status === 'open') {
+      if (index.covering) return after(index.namespace.read(key, model.writer.syncReads), parseStored)
+      if (model.writer.syncReads && index.namespace.sublevel.status === 'open' && model.records.sublevel.status === 'open') {
         // Two synchronous reads need no snapshot to be paired up right: a batch
         // that lands between them (LevelDB writes on its own thread) can only
         // make the record stop holding the value, and then we read both again
         // from one snapshot below. A record that still holds the value holds it
         // now. (One that is gone may have passed the value on in the same
         // batch: that, too, is read again below.)
-        const owner = index.space.read(key, true)
+        const owner = index.namespace.read(key, true)
         if (owner === undefined) return undefined
         const stored = model.records.read(owner, true)
         if (stored !== undefined) {
           const record = JSON.parse(stored)
-          if (hasEntry(index, record, decode(owner), owner, key)) return record
+          if (holdsEntry(index, record, decode(owner), owner, key)) return record
         }
       }
       return getBySnapshot(model, index, key)
@@ -462,7 +390,7 @@ export class Collection extends ModelFace {
     if (options.index === undefined) {
       return new Query({
         root: model.root,
-        space: model.records,
+        namespace: model.records,
         bounds: valueBounds(options),
         tag: model.records.name,
         values: true,
@@ -476,9 +404,9 @@ export class Collection extends ModelFace {
       // The entries hold the records: no second read, nothing to pair up.
       return new Query({
         root: model.root,
-        space: index.space,
+        namespace: index.namespace,
         bounds: tupleBounds([], options),
-        tag: index.space.name,
+        tag: index.namespace.name,
         values: true,
         consistent: false,
         prepare: scopedPrepare(this),
@@ -490,15 +418,15 @@ export class Collection extends ModelFace {
     }
     return new Query({
       root: model.root,
-      space: index.space,
+      namespace: index.namespace,
       bounds: tupleBounds([], options),
-      tag: index.space.name,
+      tag: index.namespace.name,
       values: index.unique,
       consistent: true,
       prepare: scopedPrepare(this),
       load: async (entries, snapshot) => {
         const keys = entries.map(([key, value]) => index.unique ? value : encode(/** @type {any[]} */ (decode(key))[1]))
-        const stored = await model.readMany(keys, snapshot)
+        const stored = await model.records.readMany(keys, model.writer.syncReads, snapshot)
         /** @type {Array<[unknown, any, Uint8Array]>} */
         const items = []
         for (let i = 0; i < keys.length; i++) {
@@ -508,7 +436,7 @@ export class Collection extends ModelFace {
           const record = JSON.parse(value)
           // Without a snapshot (browser-level) the record may have changed
           // since its index entry was read: keep it only if it still has it.
-          if (!snapshot && !hasEntry(index, record, id, keys[i], entries[i][0])) continue
+          if (!snapshot && !holdsEntry(index, record, id, keys[i], entries[i][0])) continue
           items.push([id, record, entries[i][0]])
         }
         return items
@@ -522,17 +450,6 @@ export class Collection extends ModelFace {
   }
 }
 
-/**
- * Options for reading records: none without a snapshot (getSync() has a fast
- * path for that); with one, the encodings too, else abstract-level clones the
- * options on every read.
- * @param {any} snapshot
- * @returns {any}
- */
-function readOptions (snapshot) {
-  return snapshot ? { snapshot, keyEncoding: 'view', valueEncoding: 'utf8' } : undefined
-}
-
 /** @param {string | undefined} value */
 function parseStored (value) {
   return value === undefined ? undefined : JSON.parse(value)
@@ -540,11 +457,11 @@ function parseStored (value) {
 
 /**
  * getBy() inside a write scope: what the scope sees, its own writes included.
- * @param {import('./transaction.js').Transaction} scope @param {CollectionModel} model
- * @param {IndexSpec} index @param {Uint8Array} key
+ * @param {import('./write-scope.js').WriteScope} scope @param {CollectionModel} model
+ * @param {SecondaryIndex} index @param {Uint8Array} key
  */
 async function getByInScope (scope, model, index, key) {
-  const owner = await scope.get(index.space, key)
+  const owner = await scope.get(index.namespace, key)
   if (owner === undefined || index.covering) return parseStored(owner)
   const stored = await scope.get(model.records, owner)
   return stored === undefined ? undefined : JSON.parse(stored)
@@ -553,24 +470,19 @@ async function getByInScope (scope, model, index, key) {
 /**
  * getBy() reading the entry and the record from one snapshot where there
  * are snapshots, so a concurrent update cannot pair them up wrongly.
- * @param {CollectionModel} model @param {IndexSpec} index @param {Uint8Array} key
+ * @param {CollectionModel} model @param {SecondaryIndex} index @param {Uint8Array} key
  */
 async function getBySnapshot (model, index, key) {
   const snapshot = model.root.supports.explicitSnapshots ? model.root.snapshot() : undefined
   try {
     const options = snapshot ? { snapshot, keyEncoding: 'view', valueEncoding: 'view' } : undefined
-    const owner = await index.space.read(key, model.writer.syncReads, options)
+    const owner = await index.namespace.read(key, model.writer.syncReads, options)
     if (owner === undefined) return undefined
-    const [stored] = await model.readMany([owner], snapshot)
+    const [stored] = await model.records.readMany([owner], model.writer.syncReads, snapshot)
     return stored === undefined ? undefined : JSON.parse(stored)
   } finally {
     if (snapshot) await snapshot.close()
   }
-}
-
-/** @param {unknown} value */
-function isDefined (value) {
-  return value !== undefined
 }
 
 /**
@@ -580,27 +492,6 @@ function isDefined (value) {
  */
 function withIdJson (json, id) {
   return json.length === 2 ? `{"id":${id}}` : `{"id":${id},${json.slice(1)}`
-}
-
-/**
- * @param {IndexSpec} index @param {any} record @param {unknown} id
- * @param {Uint8Array} idBytes @param {Uint8Array} entryKey
- */
-function hasEntry (index, record, id, idBytes, entryKey) {
-  try {
-    return index.entries(record, id, idBytes).some(entry => compareBytes(entry.key, entryKey) === 0)
-  } catch {
-    return false
-  }
-}
-
-/** @param {IndexSpec} index @param {unknown} value */
-function encodeIndexValue (index, value) {
-  try {
-    return encode([value])
-  } catch (err) {
-    throw invalid(`Not a valid value for index "${index.name}": ${/** @type {Error} */ (err).message}`, { cause: err })
-  }
 }
 
 /** @param {unknown} record @param {string} what */
@@ -614,15 +505,6 @@ function recordJson (record, what) {
 /** @param {unknown} record @param {string} what */
 function parseRecord (record, what) {
   return JSON.parse(recordJson(record, what))
-}
-
-/** @param {unknown} value @returns {string} */
-export function describe (value) {
-  if (value instanceof Uint8Array) return `bytes(${value.length})`
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value)
-  if (Array.isArray(value)) return `[${value.map(describe).join(', ')}]`
-  return typeof value
 }
 
 /**

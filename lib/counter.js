@@ -3,11 +3,11 @@ import { Query } from './query.js'
 import { valueBounds } from './bounds.js'
 import { invalid } from './errors.js'
 import { assertName, layout } from './names.js'
-import { Space } from './space.js'
-import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare, after, promised } from './scope.js'
-import { describe } from './collection.js'
+import { Namespace } from './namespace.js'
+import { ModelHandle, modelOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
+import { describe } from './common.js'
 
-/** @typedef {import('./transaction.js').Transaction} Transaction */
+/** @typedef {import('./write-scope.js').WriteScope} WriteScope */
 
 /**
  * Named integer counters in their own namespace, one value per key. Each
@@ -20,7 +20,7 @@ export class CounterModel {
     assertName(name, 'Counter')
     this.name = name
     this.writer = db.writer
-    this.space = new Space(db.level, layout.counter(name), 'utf8', { readCache: db.readCache })
+    this.namespace = new Namespace(db.level, layout.counter(name), 'utf8', { readCache: db.readCache })
   }
 
   /** @param {unknown} key */
@@ -32,34 +32,34 @@ export class CounterModel {
     }
   }
 
-  /** @param {Transaction} tx @param {unknown} key @param {number} delta */
-  async add (tx, key, delta) {
+  /** @param {WriteScope} scope @param {unknown} key @param {number} delta */
+  async add (scope, key, delta) {
     const bytes = this.keyOf(key)
-    const stored = await tx.get(this.space, bytes)
+    const stored = await scope.get(this.namespace, bytes)
     const value = (stored === undefined ? 0 : Number(stored)) + delta
     if (!Number.isSafeInteger(value)) throw invalid(`Counter "${this.name}" ${describe(key)} would leave the safe integer range`)
-    if (value === 0) tx.del(this.space, bytes)
-    else tx.put(this.space, bytes, String(value))
+    if (value === 0) scope.del(this.namespace, bytes)
+    else scope.put(this.namespace, bytes, String(value))
     return value
   }
 }
 
-/** The public face of a counter (one per counter, plus one per `in(w)` scope). */
-export class Counter extends ModelFace {
+/** The public handle of a counter (one per counter, plus one per `in(w)` scope). */
+export class Counter extends ModelHandle {
   /**
    * Add `delta` (default 1) to the counter at `key` and resolve with the new value.
    * @param {unknown} key @param {number} [delta]
    */
   add (key, delta = 1) {
     if (!Number.isSafeInteger(delta)) return Promise.reject(invalid(`Counter "${this.name}": delta must be a safe integer, got ${describe(delta)}`))
-    return writeThrough(this, tx => modelOf(this).add(tx, key, delta))
+    return writeThrough(this, scope => modelOf(this).add(scope, key, delta))
   }
 
   /** @param {unknown} key @returns {Promise<number>} the value (0 if never added to) */
   get (key) {
     return promised(() => {
       const model = modelOf(this)
-      return after(readThrough(this, model.space, model.keyOf(key)), counterValue)
+      return after(readThrough(this, model.namespace, model.keyOf(key)), counterValue)
     })
   }
 
@@ -72,10 +72,10 @@ export class Counter extends ModelFace {
     if (options === null || typeof options !== 'object') throw invalid('query() takes an options object')
     const model = modelOf(this)
     return new Query({
-      root: model.space.sublevel.db,
-      space: model.space,
+      root: model.namespace.sublevel.db,
+      namespace: model.namespace,
       bounds: valueBounds(options),
-      tag: model.space.name,
+      tag: model.namespace.name,
       values: true,
       consistent: false,
       prepare: scopedPrepare(this),

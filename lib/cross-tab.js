@@ -5,6 +5,8 @@
 // tabs what it wrote over a BroadcastChannel of the same name, so their
 // watchers wake up.
 
+import { noop } from './common.js'
+
 /**
  * @typedef {{ prefix: string, type: 'put' | 'del', key: Uint8Array }} RemoteOp
  * @typedef {object} CrossTab
@@ -35,7 +37,7 @@ export function crossTabFor (level) {
  * @param {string} name
  * @returns {CrossTab}
  */
-export function crossTab (locks, name) {
+function crossTab (locks, name) {
   const channel = new BroadcastChannel(name)
   /** @type {Set<(ops: RemoteOp[]) => void>} */
   const listeners = new Set()
@@ -75,5 +77,3 @@ export function crossTab (locks, name) {
     }
   }
 }
-
-function noop () {}

@@ -6,7 +6,7 @@ import { ChildrenModel, Children } from './children.js'
 import { CounterModel, Counter } from './counter.js'
 import { checkDatabase } from './check.js'
 import { runInScope } from '#context'
-import { refuseInsideScope } from './scope.js'
+import { refuseInsideScope } from './model-handle.js'
 import { tupleEncoding } from './tuple.js'
 import { assertName } from './names.js'
 import { crossTabFor } from './cross-tab.js'
@@ -20,7 +20,7 @@ const DEFAULT_READ_CACHE = 10000
  * declared on it, all written through one write path.
  */
 export class Database {
-  /** @type {Map<string, { kind: string, model: any, face: any }>} */
+  /** @type {Map<string, { kind: string, model: any, handle: any }>} */
   #models = new Map()
   /** @type {WeakMap<object, CollectionModel>} */
   #collections = new WeakMap()
@@ -58,7 +58,7 @@ export class Database {
     if (options === null || typeof options !== 'object') throw invalid('sublevel() options must be an object')
     const resolve = (/** @type {any} */ encoding) => encoding === 'tuple' ? tupleEncoding : encoding
     const sublevel = this.level.sublevel(name, { ...options, keyEncoding: resolve(options.keyEncoding), valueEncoding: resolve(options.valueEncoding) })
-    this.#models.set(name, { kind: 'sublevel', model: sublevel, face: sublevel })
+    this.#models.set(name, { kind: 'sublevel', model: sublevel, handle: sublevel })
     return sublevel
   }
 
@@ -71,10 +71,10 @@ export class Database {
   collection (name, options) {
     this.#assertNew(name)
     const model = new CollectionModel(this, name, options)
-    const face = new Collection(model)
-    this.#collections.set(face, model)
-    this.#models.set(name, { kind: 'collection', model, face })
-    return face
+    const handle = new Collection(model)
+    this.#collections.set(handle, model)
+    this.#models.set(name, { kind: 'collection', model, handle })
+    return handle
   }
 
   /**
@@ -86,9 +86,9 @@ export class Database {
   relation (name, options) {
     this.#assertNew(name)
     const model = new RelationModel(this, name, options, c => this.#modelOf(c, `Relation "${name}"`))
-    const face = new Relation(model)
-    this.#models.set(name, { kind: 'relation', model, face })
-    return face
+    const handle = new Relation(model)
+    this.#models.set(name, { kind: 'relation', model, handle })
+    return handle
   }
 
   /**
@@ -100,9 +100,9 @@ export class Database {
   children (name, options) {
     this.#assertNew(name)
     const model = new ChildrenModel(this, name, options, c => this.#modelOf(c, `Children "${name}"`))
-    const face = new Children(model)
-    this.#models.set(name, { kind: 'children', model, face })
-    return face
+    const handle = new Children(model)
+    this.#models.set(name, { kind: 'children', model, handle })
+    return handle
   }
 
   /**
@@ -113,9 +113,9 @@ export class Database {
   counter (name) {
     this.#assertNew(name)
     const model = new CounterModel(this, name)
-    const face = new Counter(model)
-    this.#models.set(name, { kind: 'counter', model, face })
-    return face
+    const handle = new Counter(model)
+    this.#models.set(name, { kind: 'counter', model, handle })
+    return handle
   }
 
   /**
@@ -124,7 +124,7 @@ export class Database {
    * it throws, nothing of it is written.
    *
    * @template T
-   * @param {(w: import('./transaction.js').Transaction) => Promise<T> | T} fn
+   * @param {(w: import('./write-scope.js').WriteScope) => Promise<T> | T} fn
    * @returns {Promise<T>}
    */
   async write (fn) {
@@ -132,14 +132,14 @@ export class Database {
     this.#assertOpen()
     const refused = refuseInsideScope(this.writer)
     if (refused) throw refused
-    return this.writer.run(tx => runInScope(tx, async () => {
-      const result = await fn(tx)
+    return this.writer.run(scope => runInScope(scope, async () => {
+      const result = await fn(scope)
       // Wait until no operation of the scope is pending, then close it in the
       // same continuation: an operation started later (a forgotten await)
       // is refused instead of being acknowledged without being committed.
       let idle
-      while ((idle = tx.idle()) !== null) await idle
-      tx.close()
+      while ((idle = scope.idle()) !== null) await idle
+      scope.close()
       return result
     }))
   }
@@ -191,9 +191,9 @@ export class Database {
     }
   }
 
-  /** @param {unknown} face @param {string} what */
-  #modelOf (face, what) {
-    const model = face && typeof face === 'object' ? this.#collections.get(face) : undefined
+  /** @param {unknown} handle @param {string} what */
+  #modelOf (handle, what) {
+    const model = handle && typeof handle === 'object' ? this.#collections.get(handle) : undefined
     if (!model) throw invalid(`${what} must reference collections declared on the same database`)
     return model
   }

@@ -1,16 +1,20 @@
-import { encode, compareBytes, bytesToBinaryString } from './tuple.js'
-import { invalid } from './errors.js'
+import { encode } from './tuple.js'
+import { compareBytes, bytesToBinaryString } from './bytes.js'
+import { invalid, levelkitError, codes } from './errors.js'
 import { assertName, layout } from './names.js'
-import { Space } from './space.js'
+import { Namespace } from './namespace.js'
+import { describe } from './common.js'
 
 const NO_VALUE = new Uint8Array(0)
 
 /**
  * @typedef {{ key: Uint8Array, value: Uint8Array | string, indexValue: unknown }} IndexEntry
+ * @typedef {import('./write-scope.js').WriteScope} WriteScope
+ * @typedef {import('./collection.js').CollectionModel} CollectionModel
  */
 
 /** @type {IndexEntry[]} */
-export const NO_ENTRIES = []
+const NO_ENTRIES = []
 
 /**
  * One secondary index of a collection. Entry layout in its own namespace:
@@ -20,13 +24,13 @@ export const NO_ENTRIES = []
  * - non-unique: encode([value, id]) -> (empty)
  * so all kinds range over `value` the same way (see bounds.js).
  */
-export class IndexSpec {
+export class SecondaryIndex {
   /**
    * @param {any} root
    * @param {string} collection
    * @param {string} name
    * @param {unknown} options
-   * @param {number} [readCache] values of a unique index to keep in memory (see Space)
+   * @param {number} [readCache] values of a unique index to keep in memory (see Namespace)
    */
   constructor (root, collection, name, options, readCache = 0) {
     assertName(name, 'Index')
@@ -48,7 +52,7 @@ export class IndexSpec {
     this.multi = multi
     this.covering = covering
     // Unique entries are point-read (getBy, unique checks): cache them.
-    this.space = new Space(root, layout.index(collection, name), covering ? 'utf8' : 'view', { readCache: unique ? readCache : 0 })
+    this.namespace = new Namespace(root, layout.index(collection, name), covering ? 'utf8' : 'view', { readCache: unique ? readCache : 0 })
   }
 
   /**
@@ -109,7 +113,7 @@ export class IndexSpec {
  * @param {IndexEntry[]} after
  * @returns {{ removed: IndexEntry[], added: IndexEntry[] }}
  */
-export function diffEntries (before, after) {
+function diffEntries (before, after) {
   if (before.length <= 1 && after.length <= 1) {
     if (before.length === 1 && after.length === 1 && compareBytes(before[0].key, after[0].key) === 0) {
       return { removed: NO_ENTRIES, added: NO_ENTRIES }
@@ -122,5 +126,91 @@ export function diffEntries (before, after) {
   return {
     removed: before.filter(e => !afterNames.has(bytesToBinaryString(e.key))),
     added: after.filter(e => !beforeNames.has(bytesToBinaryString(e.key)))
+  }
+}
+
+/**
+ * Bring a record's index entries from what `old` needs to what `record`
+ * needs (either may be undefined: an insert, a delete): check every unique
+ * value first, then delete and put, all in `scope`.
+ *
+ * @param {WriteScope} scope
+ * @param {CollectionModel} collection
+ * @param {unknown} id
+ * @param {Uint8Array} idBytes
+ * @param {object | undefined} old
+ * @param {object | undefined} record
+ * @param {string} [json] `record` as stored (a covering index keeps a copy)
+ */
+export async function writeIndexEntries (scope, collection, id, idBytes, old, record, json) {
+  const changes = []
+  for (const index of collection.indexes.values()) {
+    const before = old ? index.entries(old, id, idBytes) : NO_ENTRIES
+    const after = record ? index.entries(record, id, idBytes, json) : NO_ENTRIES
+    let { removed, added } = diffEntries(before, after)
+    // A covering entry holds the record: rewritten whenever it changes.
+    if (index.covering) added = after
+    if (removed.length > 0 || added.length > 0) changes.push({ index, removed, added })
+  }
+  for (const { index, added } of changes) {
+    if (!index.unique) continue
+    for (const entry of added) {
+      const owner = await scope.get(index.namespace, entry.key)
+      if (owner !== undefined && compareBytes(ownerKey(collection, index, owner), idBytes) !== 0) {
+        throw levelkitError(codes.UNIQUE, `Collection "${collection.name}" already has a record with ${index.name} ${describe(entry.indexValue)}`, {
+          collection: collection.name, index: index.name, value: entry.indexValue
+        })
+      }
+    }
+  }
+  for (const { index, removed, added } of changes) {
+    for (const entry of removed) {
+      // A unique entry is only ours to remove if it points at us: in a
+      // damaged database another record may hold it (check() reports that).
+      if (index.unique) {
+        const owner = await scope.get(index.namespace, entry.key)
+        if (owner === undefined || compareBytes(ownerKey(collection, index, owner), idBytes) !== 0) continue
+      }
+      scope.del(index.namespace, entry.key)
+    }
+    for (const entry of added) scope.put(index.namespace, entry.key, entry.value)
+  }
+}
+
+/**
+ * The key of the record a unique entry points at: its value, or for a
+ * covering index the id of the record it holds.
+ * @param {CollectionModel} collection @param {SecondaryIndex} index @param {Uint8Array | string} value
+ * @returns {Uint8Array}
+ */
+function ownerKey (collection, index, value) {
+  if (!index.covering) return /** @type {Uint8Array} */ (value)
+  return encode(collection.idOf(JSON.parse(/** @type {string} */ (value))))
+}
+
+/**
+ * Whether `record` (stored under `id`) still has the entry `entryKey` in
+ * `index`: what a read that found the record through that entry, without a
+ * snapshot, checks before it trusts the pairing.
+ * @param {SecondaryIndex} index @param {any} record @param {unknown} id
+ * @param {Uint8Array} idBytes @param {Uint8Array} entryKey
+ */
+export function holdsEntry (index, record, id, idBytes, entryKey) {
+  try {
+    return index.entries(record, id, idBytes).some(entry => compareBytes(entry.key, entryKey) === 0)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The key of a unique index's entry for `value`.
+ * @param {SecondaryIndex} index @param {unknown} value
+ */
+export function uniqueEntryKey (index, value) {
+  try {
+    return encode([value])
+  } catch (err) {
+    throw invalid(`Not a valid value for index "${index.name}": ${/** @type {Error} */ (err).message}`, { cause: err })
   }
 }

@@ -30,6 +30,5 @@ export const layout = Object.freeze({
   reverse: (/** @type {string} */ name) => `${name}.rev`,
   list: (/** @type {string} */ name, /** @type {'from' | 'to'} */ side) => `${name}.list.${side}`,
   counter: (/** @type {string} */ name) => name,
-  purge: (/** @type {string} */ name) => `${name}.purge`,
-  catalog: '.catalog'
+  purge: (/** @type {string} */ name) => `${name}.purge`
 })

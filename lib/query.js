@@ -1,6 +1,6 @@
-import { concatBytes, compareBytes } from './tuple.js'
+import { concatBytes, compareBytes, bytesToBinaryString, binaryStringToBytes } from './bytes.js'
 import { invalid } from './errors.js'
-import { assertNotClosed } from './space.js'
+import { assertNotClosed } from './namespace.js'
 import { within } from './bounds.js'
 
 /**
@@ -9,9 +9,9 @@ import { within } from './bounds.js'
  *   returns [key, item, raw key] per entry it keeps (it may drop entries)
  * @typedef {object} QuerySource
  * @property {any} root the root database, for snapshots
- * @property {import('./space.js').Space} space the namespace that is scanned
+ * @property {import('./namespace.js').Namespace} namespace the namespace that is scanned
  * @property {ByteBounds} bounds
- * @property {string} tag names the scanned key space in cursors
+ * @property {string} tag names the scanned key namespace in cursors
  * @property {boolean} values whether the scan needs values
  * @property {boolean} consistent whether `load` reads other namespaces, so needs a snapshot
  * @property {Loader} load turns raw entries into [key, item] pairs
@@ -22,7 +22,7 @@ import { within } from './bounds.js'
  *   without an iterator (a stored list): every read uses it instead of an iterator
  * @property {(bounds: ByteBounds, reverse: boolean) => AsyncGenerator<Array<[Uint8Array, any]>>} [scan]
  *   the entries within `bounds` in key order (or reverse), read its own way (children kept in
- *   blocks): every read uses it instead of an iterator over `space`
+ *   blocks): every read uses it instead of an iterator over `namespace`
  */
 
 const FIRST_CHUNK = 64
@@ -120,7 +120,7 @@ export class Query {
       }
       return n
     }
-    const it = this.#source.space.sublevel.keys({ ...this.#bounds, limit: this.#limit === Infinity ? -1 : this.#limit })
+    const it = this.#source.namespace.sublevel.keys({ ...this.#bounds, limit: this.#limit === Infinity ? -1 : this.#limit })
     let n = 0
     try {
       for (let keys = await it.nextv(CHUNK); keys.length > 0; keys = await it.nextv(CHUNK)) n += keys.length
@@ -138,7 +138,7 @@ export class Query {
    * @returns {AsyncGenerator<Array<[any, any, Uint8Array]>>}
    */
   async * #chunks (limit) {
-    const { root, space, values, consistent, load, prepare } = this.#source
+    const { root, namespace, values, consistent, load, prepare } = this.#source
     if (this.#source.keys !== undefined) {
       const loaded = await this.#listed(limit)
       if (loaded.length > 0) yield loaded
@@ -159,7 +159,7 @@ export class Query {
       return
     }
     const snapshot = consistent && root.supports.explicitSnapshots ? root.snapshot() : undefined
-    const it = space.sublevel.iterator({
+    const it = namespace.sublevel.iterator({
       ...this.#bounds,
       reverse: this.#reverse,
       limit: consistent || limit === Infinity ? -1 : limit,
@@ -231,7 +231,7 @@ function assertBoolean (value, name) {
  * @param {Uint8Array} key
  */
 function encodeCursor (tag, reverse, key) {
-  return base64url(JSON.stringify([1, tag, reverse ? 1 : 0, base64url(binary(key))]))
+  return base64url(JSON.stringify([1, tag, reverse ? 1 : 0, base64url(bytesToBinaryString(key))]))
 }
 
 /**
@@ -247,15 +247,14 @@ function resume (source, reverse, cursor) {
     if (typeof cursor !== 'string') throw new TypeError('not a string')
     parsed = JSON.parse(unbase64url(cursor))
   } catch (err) {
-    throw invalid('The cursor option is not a cursor returned by page()', { cause: err })
+    throw notACursor(err)
   }
-  if (!Array.isArray(parsed) || parsed[0] !== 1 || typeof parsed[3] !== 'string') {
-    throw invalid('The cursor option is not a cursor returned by page()')
-  }
+  if (!Array.isArray(parsed) || parsed[0] !== 1 || typeof parsed[3] !== 'string') throw notACursor()
   if (parsed[1] !== source.tag || parsed[2] !== (reverse ? 1 : 0)) {
     throw invalid('The cursor belongs to a different query (another index, namespace or direction)')
   }
-  const key = fromBinary(unbase64url(parsed[3]))
+  const key = binaryStringToBytes(unbase64url(parsed[3]))
+  if (key === null) throw notACursor()
   const bounds = { ...source.bounds }
   if (reverse) {
     if (!bounds.lt || compareBytes(key, bounds.lt) < 0) bounds.lt = key
@@ -266,32 +265,20 @@ function resume (source, reverse, cursor) {
   return bounds
 }
 
-/** @param {Uint8Array} bytes */
-function binary (bytes) {
-  let s = ''
-  for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i])
-  return s
-}
-
-/** @param {string} s */
-function fromBinary (s) {
-  const bytes = new Uint8Array(s.length)
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i)
-    if (c > 255) throw invalid('The cursor option is not a cursor returned by page()')
-    bytes[i] = c
-  }
-  return bytes
-}
-
 /** @param {string} s a string of any code points */
 function base64url (s) {
-  const utf8 = binary(new TextEncoder().encode(s))
+  const utf8 = bytesToBinaryString(new TextEncoder().encode(s))
   return btoa(utf8).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
 }
 
 /** @param {string} s */
 function unbase64url (s) {
-  const utf8 = atob(s.replace(/-/g, '+').replace(/_/g, '/'))
-  return new TextDecoder('utf-8', { fatal: true }).decode(fromBinary(utf8))
+  const bytes = binaryStringToBytes(atob(s.replace(/-/g, '+').replace(/_/g, '/')))
+  if (bytes === null) throw notACursor()
+  return new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+}
+
+/** @param {unknown} [cause] */
+function notACursor (cause) {
+  return invalid('The cursor option is not a cursor returned by page()', { cause })
 }

@@ -1,5 +1,5 @@
 /**
- * A bounded map for the read caches of a Space: two generations. When the
+ * A bounded map for the read caches of a Namespace: two generations. When the
  * recent one holds half the limit it becomes the older one and the previous
  * older one is dropped; a hit in the older one moves to the recent one. So
  * it holds at most `limit` entries and keeps the ones in use. (Evicting one

@@ -1,7 +1,9 @@
-import { encode, decode, compareBytes, ARRAY_START, ARRAY_END } from './tuple.js'
-import { Space } from './space.js'
+import { encode, decode, ARRAY_START, ARRAY_END } from './tuple.js'
+import { compareBytes } from './bytes.js'
+import { Namespace } from './namespace.js'
 import { tupleBounds } from './bounds.js'
-import { after } from './scope.js'
+import { after } from './model-handle.js'
+import { isDefined } from './common.js'
 
 const EMPTY = ''
 // A positive number is its tag and eight bytes: a list of sequence ids is
@@ -9,7 +11,7 @@ const EMPTY = ''
 const NUMBER_BYTES = 9
 
 /**
- * @typedef {import('./transaction.js').Transaction} Transaction
+ * @typedef {import('./write-scope.js').WriteScope} WriteScope
  */
 
 /**
@@ -24,53 +26,53 @@ export class EdgeDirection {
    * @param {boolean} pointReads whether has() reads this direction (so its values are worth caching)
    */
   constructor (root, name, readCache, pointReads) {
-    this.space = new Space(root, name, 'utf8', { readCache: pointReads ? readCache : 0, listCache: readCache })
+    this.namespace = new Namespace(root, name, 'utf8', { readCache: pointReads ? readCache : 0, listCache: readCache })
     this.kind = /** @type {const} */ ('edges')
   }
 
   /**
    * Whether the edge is stored: a value, or a promise of one where reads are asynchronous.
-   * @param {(space: Space, key: Uint8Array) => any} read
+   * @param {(namespace: Namespace, key: Uint8Array) => any} read
    * @param {unknown} head @param {unknown} other
    * @returns {boolean | Promise<boolean>}
    */
   has (read, head, other) {
-    return after(read(this.space, encode([head, other])), isDefined)
+    return after(read(this.namespace, encode([head, other])), isDefined)
   }
 
   /**
    * A blind write: the caller has checked that the edge is new.
-   * @param {Transaction} tx @param {unknown} head @param {unknown} other
+   * @param {WriteScope} scope @param {unknown} head @param {unknown} other
    * @returns {boolean}
    */
-  add (tx, head, other) {
-    tx.put(this.space, encode([head, other]), EMPTY)
+  add (scope, head, other) {
+    scope.put(this.namespace, encode([head, other]), EMPTY)
     return true
   }
 
   /**
    * A blind delete: the caller has checked that the edge exists.
-   * @param {Transaction} tx @param {unknown} head @param {unknown} other
+   * @param {WriteScope} scope @param {unknown} head @param {unknown} other
    * @returns {boolean}
    */
-  remove (tx, head, other) {
-    tx.del(this.space, encode([head, other]))
+  remove (scope, head, other) {
+    scope.del(this.namespace, encode([head, other]))
     return true
   }
 
   /**
    * The other ids of `head`'s edges, in id order, as the critical section sees them.
-   * @param {Transaction} tx @param {unknown} head
+   * @param {WriteScope} scope @param {unknown} head
    * @returns {Promise<unknown[]>}
    */
-  async others (tx, head) {
-    const entries = await tx.entries(this.space, tupleBounds([head], {}), { values: false })
+  async others (scope, head) {
+    const entries = await scope.entries(this.namespace, tupleBounds([head], {}), { values: false })
     return entries.map(([key]) => /** @type {unknown[]} */ (decode(key))[1])
   }
 
-  /** @param {Transaction} tx @param {unknown} head @param {unknown[]} others */
-  removeAll (tx, head, others) {
-    for (const other of others) tx.del(this.space, encode([head, other]))
+  /** @param {WriteScope} scope @param {unknown} head @param {unknown[]} others */
+  removeAll (scope, head, others) {
+    for (const other of others) scope.del(this.namespace, encode([head, other]))
   }
 }
 
@@ -88,18 +90,18 @@ export class ListDirection {
    *   without decoding it
    */
   constructor (root, name, readCache, sequenceIds) {
-    this.space = new Space(root, name, 'view', { readCache })
+    this.namespace = new Namespace(root, name, 'view', { readCache })
     this.kind = /** @type {const} */ ('lists')
     this.sequenceIds = sequenceIds
   }
 
   /**
-   * @param {(space: Space, key: Uint8Array) => any} read
+   * @param {(namespace: Namespace, key: Uint8Array) => any} read
    * @param {unknown} head @param {unknown} other
    * @returns {boolean | Promise<boolean>}
    */
   has (read, head, other) {
-    return after(read(this.space, encode(head)), (/** @type {Uint8Array | undefined} */ value) => {
+    return after(read(this.namespace, encode(head)), (/** @type {Uint8Array | undefined} */ value) => {
       if (value === undefined) return false
       if (this.sequenceIds) return numberPosition(value, encode(other)) >= 0
       return indexOf(decodeList(value), other) >= 0
@@ -108,72 +110,72 @@ export class ListDirection {
 
   /**
    * The ids in the list of `head` (none when it has no list), read with `read`.
-   * @param {(space: Space, key: Uint8Array) => any} read @param {unknown} head
+   * @param {(namespace: Namespace, key: Uint8Array) => any} read @param {unknown} head
    * @returns {unknown[] | Promise<unknown[]>}
    */
   list (read, head) {
-    return after(read(this.space, encode(head)), decodeList)
+    return after(read(this.namespace, encode(head)), decodeList)
   }
 
   /**
    * Add `other` to the list of `head`, in order (a value where the read is
    * synchronous, else a promise).
-   * @param {Transaction} tx @param {unknown} head @param {unknown} other
+   * @param {WriteScope} scope @param {unknown} head @param {unknown} other
    * @returns {boolean | Promise<boolean>} false if it was there already
    */
-  add (tx, head, other) {
+  add (scope, head, other) {
     const key = encode(head)
-    return after(tx.get(this.space, key), (/** @type {Uint8Array | undefined} */ value) => {
+    return after(scope.get(this.namespace, key), (/** @type {Uint8Array | undefined} */ value) => {
       if (this.sequenceIds) {
         const item = encode(other)
         const at = value === undefined ? -1 : numberPosition(value, item)
         if (at >= 0) return false
-        tx.put(this.space, key, value === undefined ? listOf(item) : spliceBytes(value, 1 + (-at - 1) * NUMBER_BYTES, 0, item))
+        scope.put(this.namespace, key, value === undefined ? listOf(item) : spliceBytes(value, 1 + (-at - 1) * NUMBER_BYTES, 0, item))
         return true
       }
       const ids = decodeList(value)
       const at = insertionPoint(ids, other)
       if (at < ids.length && compareIds(ids[at], other) === 0) return false
       ids.splice(at, 0, other)
-      tx.put(this.space, key, encode(ids))
+      scope.put(this.namespace, key, encode(ids))
       return true
     })
   }
 
   /**
    * Remove `other` from the list of `head`, deleting a list left empty.
-   * @param {Transaction} tx @param {unknown} head @param {unknown} other
+   * @param {WriteScope} scope @param {unknown} head @param {unknown} other
    * @returns {boolean | Promise<boolean>} false if it was not there
    */
-  remove (tx, head, other) {
+  remove (scope, head, other) {
     const key = encode(head)
-    return after(tx.get(this.space, key), (/** @type {Uint8Array | undefined} */ value) => {
+    return after(scope.get(this.namespace, key), (/** @type {Uint8Array | undefined} */ value) => {
       if (value === undefined) return false
       if (this.sequenceIds) {
         const at = numberPosition(value, encode(other))
         if (at < 0) return false
-        if (value.length === 2 + NUMBER_BYTES) tx.del(this.space, key)
-        else tx.put(this.space, key, spliceBytes(value, 1 + at * NUMBER_BYTES, NUMBER_BYTES))
+        if (value.length === 2 + NUMBER_BYTES) scope.del(this.namespace, key)
+        else scope.put(this.namespace, key, spliceBytes(value, 1 + at * NUMBER_BYTES, NUMBER_BYTES))
         return true
       }
       const ids = decodeList(value)
       const at = indexOf(ids, other)
       if (at === -1) return false
       ids.splice(at, 1)
-      if (ids.length === 0) tx.del(this.space, key)
-      else tx.put(this.space, key, encode(ids))
+      if (ids.length === 0) scope.del(this.namespace, key)
+      else scope.put(this.namespace, key, encode(ids))
       return true
     })
   }
 
-  /** @param {Transaction} tx @param {unknown} head @returns {Promise<unknown[]>} */
-  async others (tx, head) {
-    return decodeList(await tx.get(this.space, encode(head)))
+  /** @param {WriteScope} scope @param {unknown} head @returns {Promise<unknown[]>} */
+  async others (scope, head) {
+    return decodeList(await scope.get(this.namespace, encode(head)))
   }
 
-  /** @param {Transaction} tx @param {unknown} head @param {unknown[]} others */
-  removeAll (tx, head, others) {
-    if (others.length > 0) tx.del(this.space, encode(head))
+  /** @param {WriteScope} scope @param {unknown} head @param {unknown[]} others */
+  removeAll (scope, head, others) {
+    if (others.length > 0) scope.del(this.namespace, encode(head))
   }
 }
 
@@ -220,7 +222,7 @@ function spliceBytes (bytes, at, remove, insert) {
 }
 
 /** @param {Uint8Array | undefined} value a stored list @returns {unknown[]} */
-export function decodeList (value) {
+function decodeList (value) {
   return value === undefined ? [] : /** @type {unknown[]} */ (decode(value))
 }
 
@@ -250,9 +252,4 @@ function insertionPoint (ids, id) {
 function indexOf (ids, id) {
   const at = insertionPoint(ids, id)
   return at < ids.length && compareIds(ids[at], id) === 0 ? at : -1
-}
-
-/** @param {unknown} value */
-function isDefined (value) {
-  return value !== undefined
 }

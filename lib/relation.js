@@ -3,8 +3,8 @@ import { invalid, levelkitError, codes } from './errors.js'
 import { assertName, layout } from './names.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelFace, modelOf, writeThrough, readThrough, scopedPrepare, after, promised } from './scope.js'
-import { describe } from './collection.js'
+import { ModelHandle, modelOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
+import { describe, isDefined } from './common.js'
 import { EdgeDirection, ListDirection } from './relation-directions.js'
 
 const ON_DELETE = ['cascade', 'restrict']
@@ -13,7 +13,7 @@ const LIST_SIDES = ['from', 'to']
 const RANGE_OPTIONS = ['gt', 'gte', 'lt', 'lte', 'eq', 'prefix']
 
 /**
- * @typedef {import('./transaction.js').Transaction} Transaction
+ * @typedef {import('./write-scope.js').WriteScope} WriteScope
  * @typedef {import('./collection.js').CollectionModel} CollectionModel
  */
 
@@ -64,21 +64,21 @@ export class RelationModel {
       forward: lists.includes('to') ? new EdgeDirection(this.root, layout.forward(name), 0, false) : new ListDirection(this.root, layout.list(name, 'to'), 0, this.to.sequential),
       reverse: lists.includes('from') ? new EdgeDirection(this.root, layout.reverse(name), 0, false) : new ListDirection(this.root, layout.list(name, 'from'), 0, this.from.sequential)
     }
-    this.from.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.forward, this.reverse, this.onDelete.from, this.from) })
-    this.to.dependents.push({ name, beforeDelete: (tx, id) => this.beforeDelete(tx, id, this.reverse, this.forward, this.onDelete.to, this.to) })
+    this.from.dependents.push({ name, beforeDelete: (scope, id) => this.beforeDelete(scope, id, this.forward, this.reverse, this.onDelete.from, this.from) })
+    this.to.dependents.push({ name, beforeDelete: (scope, id) => this.beforeDelete(scope, id, this.reverse, this.forward, this.onDelete.to, this.to) })
   }
 
   /**
-   * @param {Transaction} tx @param {unknown} fromId @param {unknown} toId
+   * @param {WriteScope} scope @param {unknown} fromId @param {unknown} toId
    * @returns {boolean | Promise<boolean>} true if the edge is new (a value where reads are synchronous)
    */
-  add (tx, fromId, toId) {
+  add (scope, fromId, toId) {
     this.checkIds(fromId, toId)
-    return after(this.exists(tx, this.from, this.forward, fromId), fromExists => {
+    return after(this.exists(scope, this.from, this.forward, fromId), fromExists => {
       if (!fromExists) throw this.missing(this.from, fromId)
-      return after(this.exists(tx, this.to, this.reverse, toId), toExists => {
+      return after(this.exists(scope, this.to, this.reverse, toId), toExists => {
         if (!toExists) throw this.missing(this.to, toId)
-        return this.change(tx, fromId, toId, 'add')
+        return this.change(scope, fromId, toId, 'add')
       })
     })
   }
@@ -86,17 +86,17 @@ export class RelationModel {
   /**
    * Add edges from `fromId` to each of `toIds`, in order, as one operation:
    * all of them or, if one endpoint is missing, none.
-   * @param {Transaction} tx @param {unknown} fromId @param {unknown} toIds
+   * @param {WriteScope} scope @param {unknown} fromId @param {unknown} toIds
    * @returns {number | Promise<number>} how many edges are new
    */
-  addMany (tx, fromId, toIds) {
+  addMany (scope, fromId, toIds) {
     if (!Array.isArray(toIds)) throw invalid(`Relation "${this.name}": addMany() takes an array of "${this.to.name}" ids`)
     for (const toId of toIds) this.checkIds(fromId, toId)
     let added = 0
     /** @param {number} i @returns {number | Promise<number>} */
     const from = (i) => {
       for (; i < toIds.length; i++) {
-        const result = this.add(tx, fromId, toIds[i])
+        const result = this.add(scope, fromId, toIds[i])
         if (result instanceof Promise) return result.then(isNew => { if (isNew) added++; return from(i + 1) })
         if (result) added++
       }
@@ -110,61 +110,61 @@ export class RelationModel {
    * lists, its list (which the edge change reads anyway) answers when there
    * is one: a record's edges go in the same batch as the record (cascade or
    * restrict), so a list means a record, and the record need not be read.
-   * @param {Transaction} tx @param {CollectionModel} collection
+   * @param {WriteScope} scope @param {CollectionModel} collection
    * @param {Direction} direction keyed by ids of `collection` @param {unknown} id
    * @returns {boolean | Promise<boolean>}
    */
-  exists (tx, collection, direction, id) {
+  exists (scope, collection, direction, id) {
     const key = encode(id)
     if (direction.kind === 'lists') {
-      return after(tx.get(direction.space, key), list => list !== undefined || after(tx.get(collection.records, key), isDefined))
+      return after(scope.get(direction.namespace, key), list => list !== undefined || after(scope.get(collection.records, key), isDefined))
     }
-    return after(tx.get(collection.records, key), isDefined)
+    return after(scope.get(collection.records, key), isDefined)
   }
 
   /**
-   * @param {Transaction} tx @param {unknown} fromId @param {unknown} toId
+   * @param {WriteScope} scope @param {unknown} fromId @param {unknown} toId
    * @returns {boolean | Promise<boolean>} true if the edge existed
    */
-  remove (tx, fromId, toId) {
+  remove (scope, fromId, toId) {
     this.checkIds(fromId, toId)
-    return this.change(tx, fromId, toId, 'remove')
+    return this.change(scope, fromId, toId, 'remove')
   }
 
   /**
    * Add or remove an edge in both directions, if that changes anything. A
    * direction kept as lists is read anyway, so it answers whether the edge
    * is there; else the forward edge is read.
-   * @param {Transaction} tx @param {unknown} fromId @param {unknown} toId
+   * @param {WriteScope} scope @param {unknown} fromId @param {unknown} toId
    * @param {'add' | 'remove'} change
    * @returns {boolean | Promise<boolean>} whether it changed
    */
-  change (tx, fromId, toId, change) {
+  change (scope, fromId, toId, change) {
     const { forward, reverse } = this
     if (reverse.kind === 'lists') {
-      return after(reverse[change](tx, toId, fromId), changed => changed && after(forward[change](tx, fromId, toId), () => true))
+      return after(reverse[change](scope, toId, fromId), changed => changed && after(forward[change](scope, fromId, toId), () => true))
     }
     if (forward.kind === 'lists') {
-      return after(forward[change](tx, fromId, toId), changed => changed && reverse[change](tx, toId, fromId))
+      return after(forward[change](scope, fromId, toId), changed => changed && reverse[change](scope, toId, fromId))
     }
-    return after(forward.has((space, key) => tx.get(space, key), fromId, toId), exists => {
+    return after(forward.has((namespace, key) => scope.get(namespace, key), fromId, toId), exists => {
       if (exists === (change === 'add')) return false
-      forward[change](tx, fromId, toId)
-      return reverse[change](tx, toId, fromId)
+      forward[change](scope, fromId, toId)
+      return reverse[change](scope, toId, fromId)
     })
   }
 
   /**
    * Cascade or refuse the deletion of a record that edges point at.
-   * @param {Transaction} tx
+   * @param {WriteScope} scope
    * @param {unknown} id
    * @param {Direction} near the direction keyed by `id`
    * @param {Direction} far the other direction
    * @param {string} policy
    * @param {CollectionModel} collection
    */
-  async beforeDelete (tx, id, near, far, policy, collection) {
-    const others = await near.others(tx, id)
+  async beforeDelete (scope, id, near, far, policy, collection) {
+    const others = await near.others(scope, id)
     if (policy === 'restrict') {
       if (others.length > 0) {
         throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(id)} from "${collection.name}": relation "${this.name}" has ${others.length} edge(s) to it (onDelete: 'restrict')`, {
@@ -173,8 +173,8 @@ export class RelationModel {
       }
       return
     }
-    for (const other of others) await far.remove(tx, other, id)
-    near.removeAll(tx, id, others)
+    for (const other of others) await far.remove(scope, other, id)
+    near.removeAll(scope, id, others)
   }
 
   /** Check both ids (the edge keys encode them). @param {unknown} fromId @param {unknown} toId */
@@ -201,7 +201,7 @@ export class RelationModel {
     if (options === undefined) options = {}
     if (options === null || typeof options !== 'object') throw invalid('Relation queries take an options object')
     keyed.keyOf(id)
-    const space = direction.space
+    const namespace = direction.namespace
     /** @type {import('./query.js').QuerySource['keys']} */
     let keys
     /** @type {import('./query.js').QuerySource['list']} */
@@ -210,22 +210,22 @@ export class RelationModel {
     if (direction.kind === 'lists') {
       const lists = direction
       const syncReads = this.writer.syncReads
-      const read = () => lists.list((listSpace, key) => listSpace.read(key, syncReads), id)
+      const read = () => lists.list((listNamespace, key) => listNamespace.read(key, syncReads), id)
       // The whole list as it is; else its ids as the keys an edge direction
       // would hold, so ranges and cursors mean the same on both layouts.
       if (whole) list = () => promised(read)
       keys = () => promised(() => after(read(), (/** @type {unknown[]} */ others) => others.map(other => encode([id, other]))))
-    } else if (space.listCache !== null && whole) {
+    } else if (namespace.listCache !== null && whole) {
       const edges = /** @type {EdgeDirection} */ (direction)
-      list = () => edges.space.keysUnder(id).then(otherIds)
+      list = () => edges.namespace.keysUnder(id).then(otherIds)
     }
     return new Query({
       list,
       keys,
       root: this.root,
-      space,
+      namespace,
       bounds: tupleBounds([id], options),
-      tag: space.name,
+      tag: namespace.name,
       values: false,
       consistent: false,
       prepare,
@@ -235,11 +235,6 @@ export class RelationModel {
       })
     }, options)
   }
-}
-
-/** @param {unknown} value */
-function isDefined (value) {
-  return value !== undefined
 }
 
 /** @param {Uint8Array[]} keys raw [head, other] keys @returns {unknown[]} the others */
@@ -252,11 +247,11 @@ function isSequenceId (id) {
   return Number.isSafeInteger(id) && /** @type {number} */ (id) > 0
 }
 
-/** The public face of a relation (one per relation, plus one per `in(w)` scope). */
-export class Relation extends ModelFace {
+/** The public handle of a relation (one per relation, plus one per `in(w)` scope). */
+export class Relation extends ModelHandle {
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} true if the edge is new */
   add (fromId, toId) {
-    return writeThrough(this, tx => modelOf(this).add(tx, fromId, toId))
+    return writeThrough(this, scope => modelOf(this).add(scope, fromId, toId))
   }
 
   /**
@@ -264,12 +259,12 @@ export class Relation extends ModelFace {
    * @returns {Promise<number>} how many of the edges are new; none is added if an endpoint is missing
    */
   addMany (fromId, toIds) {
-    return writeThrough(this, tx => modelOf(this).addMany(tx, fromId, toIds))
+    return writeThrough(this, scope => modelOf(this).addMany(scope, fromId, toIds))
   }
 
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} true if the edge existed */
   remove (fromId, toId) {
-    return writeThrough(this, tx => modelOf(this).remove(tx, fromId, toId))
+    return writeThrough(this, scope => modelOf(this).remove(scope, fromId, toId))
   }
 
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} */
@@ -277,7 +272,7 @@ export class Relation extends ModelFace {
     return promised(() => {
       const model = modelOf(this)
       model.checkIds(fromId, toId)
-      const read = (/** @type {import('./space.js').Space} */ space, /** @type {Uint8Array} */ key) => readThrough(this, space, key)
+      const read = (/** @type {import('./namespace.js').Namespace} */ namespace, /** @type {Uint8Array} */ key) => readThrough(this, namespace, key)
       if (model.forward.kind === 'lists' && model.reverse.kind === 'edges') return model.reverse.has(read, toId, fromId)
       return model.forward.has(read, fromId, toId)
     })

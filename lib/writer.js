@@ -1,6 +1,7 @@
 import { levelkitError, codes } from './errors.js'
-import { Transaction } from './transaction.js'
-import { spaceByPrefix } from './space.js'
+import { WriteScope } from './write-scope.js'
+import { namespaceByPrefix } from './namespace.js'
+import { noop } from './common.js'
 
 // How long one tab may keep the cross-tab lock while it has more to write,
 // before it lets a waiting tab in.
@@ -48,14 +49,14 @@ export class Writer {
   /**
    * Ops decided but not yet written, by id. Built lazily from #unindexed:
    * writes awaited one at a time never need it.
-   * @type {Map<string, import('./transaction.js').Op>}
+   * @type {Map<string, import('./write-scope.js').Op>}
    */
   #overlay = new Map()
-  /** @type {import('./transaction.js').Op[]} ops decided but not yet in #overlay, in order */
+  /** @type {import('./write-scope.js').Op[]} ops decided but not yet in #overlay, in order */
   #unindexed = []
-  /** @type {Set<import('./space.js').Space>} */
-  #cachedSpaces = new Set()
-  /** @type {Set<(ops: import('./transaction.js').Op[]) => void>} */
+  /** @type {Set<import('./namespace.js').Namespace>} */
+  #cachedNamespaces = new Set()
+  /** @type {Set<(ops: import('./write-scope.js').Op[]) => void>} */
   #listeners = new Set()
   /** @type {Set<() => void>} */
   #closeListeners = new Set()
@@ -94,7 +95,7 @@ export class Writer {
     const unindexed = this.#unindexed
     if (unindexed.length > 0) {
       for (const op of unindexed) {
-        if (op.id === undefined) op.id = op.space.id(op.key)
+        if (op.id === undefined) op.id = op.namespace.keyId(op.key)
         this.#overlay.set(op.id, op)
       }
       unindexed.length = 0
@@ -107,7 +108,7 @@ export class Writer {
    * are written. If `fn` throws, nothing it decided is written.
    *
    * @template T
-   * @param {(tx: Transaction) => Promise<T> | T} fn
+   * @param {(scope: WriteScope) => Promise<T> | T} fn
    * @returns {Promise<T>}
    */
   async run (fn) {
@@ -120,16 +121,16 @@ export class Writer {
     let failed = false
     let failure
     const pending = this.#newest
-    const tx = new Transaction(this)
+    const scope = new WriteScope(this)
     try {
       if (this.#crossTab) await this.#holdCrossTab()
-      result = await fn(tx)
-      written = this.#commit(tx)
+      result = await fn(scope)
+      written = this.#commit(scope)
     } catch (err) {
       failed = true
       failure = err
     } finally {
-      tx.close()
+      scope.close()
       this.#release()
     }
     if (written) {
@@ -141,7 +142,7 @@ export class Writer {
     // not at all if they failed.
     if (pending && !pending.settled) {
       await pending.promise.catch(noop)
-      if (this.#epoch !== tx.epoch) {
+      if (this.#epoch !== scope.epoch) {
         throw levelkitError(codes.ABORTED, 'Aborted because an earlier write it depended on failed', { cause: this.lastError })
       }
     }
@@ -201,7 +202,7 @@ export class Writer {
     this.#crossTabRelease = await /** @type {import('./cross-tab.js').CrossTab} */ (this.#crossTab).acquire()
     this.#crossTabSince = Date.now()
     // Another tab may have written since this one last held the lock.
-    for (const space of this.#cachedSpaces) space.cache?.clear()
+    for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
   }
 
   #releaseCrossTab () {
@@ -212,19 +213,19 @@ export class Writer {
     }
   }
 
-  /** @param {Transaction} tx @returns {Promise<void> | null} */
-  #commit (tx) {
-    if (tx.epoch !== this.#epoch) {
+  /** @param {WriteScope} scope @returns {Promise<void> | null} */
+  #commit (scope) {
+    if (scope.epoch !== this.#epoch) {
       // An earlier batch failed after this critical section read its ops from
       // the overlay: what it decided rests on writes that never happened.
       throw levelkitError(codes.ABORTED, 'Write aborted because an earlier write failed', { cause: this.lastError })
     }
-    if (tx.ops.length === 0) return null
+    if (scope.ops.length === 0) return null
     const group = this.#group || (this.#group = this.#newest = new Group())
-    for (const op of tx.ops) {
+    for (const op of scope.ops) {
       group.ops.push(op)
       this.#unindexed.push(op)
-      if (op.space.cache !== null) op.space.remember(op.key, op.value)
+      if (op.namespace.cache !== null) op.namespace.remember(op.key, op.value)
     }
     if (!this.#flushing) this.#flushing = this.#flush()
     return group.promise
@@ -240,11 +241,11 @@ export class Writer {
           // abstract-level's chained batch costs about twice as much per op
           // (bench/RESULTS.md).
           await this.#root.batch(batchOps(group.ops))
-          for (const op of group.ops) if (op.space.cachesWrites) op.space.written(op)
+          for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.written(op)
           this.#forget(group)
           group.resolve()
           this.#notify(group.ops)
-          if (this.#crossTab) this.#crossTab.post(group.ops.map(op => ({ prefix: op.space.prefix, type: op.type, key: op.key })))
+          if (this.#crossTab) this.#crossTab.post(group.ops.map(op => ({ prefix: op.namespace.prefix, type: op.type, key: op.key })))
         } catch (err) {
           this.#fail(group, err)
         }
@@ -282,12 +283,12 @@ export class Writer {
     this.#overlay.clear()
     this.#unindexed.length = 0
     // Cached values may come from the failed groups.
-    for (const space of this.#cachedSpaces) space.cache?.clear()
+    for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
   }
 
   /**
    * Call `listener` with the ops of every batch once it is written.
-   * @param {(ops: import('./transaction.js').Op[]) => void} listener
+   * @param {(ops: import('./write-scope.js').Op[]) => void} listener
    * @returns {() => void} removes the listener
    */
   onWritten (listener) {
@@ -305,7 +306,7 @@ export class Writer {
     return () => { this.#closeListeners.delete(listener) }
   }
 
-  /** @param {import('./transaction.js').Op[]} ops */
+  /** @param {import('./write-scope.js').Op[]} ops */
   #notify (ops) {
     for (const listener of this.#listeners) {
       try {
@@ -322,18 +323,18 @@ export class Writer {
    * @param {import('./cross-tab.js').RemoteOp[]} remote
    */
   #notifyRemote (remote) {
-    /** @type {import('./transaction.js').Op[]} */
+    /** @type {import('./write-scope.js').Op[]} */
     const ops = []
     for (const { prefix, type, key } of remote) {
-      const space = spaceByPrefix(this.#root, prefix)
-      if (space) ops.push({ type, key, space, sublevel: space.sublevel })
+      const namespace = namespaceByPrefix(this.#root, prefix)
+      if (namespace) ops.push({ type, key, namespace, sublevel: namespace.sublevel })
     }
     if (ops.length > 0) this.#notify(ops)
   }
 
-  /** @param {import('./space.js').Space} space a space whose values are cached */
-  registerCache (space) {
-    this.#cachedSpaces.add(space)
+  /** @param {import('./namespace.js').Namespace} namespace a namespace whose values are cached */
+  registerCache (namespace) {
+    this.#cachedNamespaces.add(namespace)
   }
 }
 
@@ -343,17 +344,17 @@ export class Writer {
  * nothing, and each op costs the batch 2–4 µs (classic-level converts every
  * one): a relation list rewritten per edge, or a chat record updated by
  * every message of a group, is written once.
- * @param {import('./transaction.js').Op[]} ops
+ * @param {import('./write-scope.js').Op[]} ops
  */
 function batchOps (ops) {
-  /** @type {Array<import('./transaction.js').Op | null>} */
+  /** @type {Array<import('./write-scope.js').Op | null>} */
   let kept = ops
   if (ops.length > 1) {
     const seen = new Set()
     kept = new Array(ops.length)
     for (let i = ops.length - 1; i >= 0; i--) {
       const op = ops[i]
-      if (op.id === undefined) op.id = op.space.id(op.key)
+      if (op.id === undefined) op.id = op.namespace.keyId(op.key)
       if (seen.has(op.id)) kept[i] = null
       else {
         seen.add(op.id)
@@ -374,7 +375,7 @@ function batchOps (ops) {
 
 class Group {
   constructor () {
-    /** @type {import('./transaction.js').Op[]} */
+    /** @type {import('./write-scope.js').Op[]} */
     this.ops = []
     /** @type {(value?: any) => void} */
     this.resolve = noop
@@ -388,5 +389,3 @@ class Group {
     })
   }
 }
-
-function noop () {}

@@ -16,7 +16,8 @@ import os from 'node:os'
 import path from 'node:path'
 import fs from 'node:fs/promises'
 import { open } from '../index.js'
-import { encode, compareBytes } from '../lib/tuple.js'
+import { encode } from '../lib/tuple.js'
+import { compareBytes } from '../lib/bytes.js'
 
 const env = process.env
 const SEED = env.LEVELKIT_MODEL_SEED === undefined ? (Date.now() ^ (Math.random() * 0x100000000)) | 0 : Number(env.LEVELKIT_MODEL_SEED)

@@ -1,6 +1,6 @@
 import { hashPassword, checkPassword } from '#passwords'
 import { invalid, levelkitError, codes } from '../errors.js'
-import { promised } from '../scope.js'
+import { promised } from '../model-handle.js'
 
 const DEFAULTS = Object.freeze({
   maxMembers: 30,
@@ -455,7 +455,7 @@ export class ChatStore {
   /**
    * Keep the count of chats per exact pair of members in step with a
    * chat's member list changing from `before` to `after` (null: no chat).
-   * @param {import('../transaction.js').Transaction} w
+   * @param {import('../write-scope.js').WriteScope} w
    * @param {number[] | null} before
    * @param {number[] | null} after
    */

@@ -1,4 +1,4 @@
-import { Transaction } from './transaction.js'
+import { WriteScope } from './write-scope.js'
 import { invalid } from './errors.js'
 import { currentScope } from '#context'
 
@@ -10,11 +10,11 @@ import { currentScope } from '#context'
  *
  * @template T
  * @param {import('./writer.js').Writer} writer
- * @param {Transaction | null} scope
- * @param {(tx: Transaction) => Promise<T> | T} fn
+ * @param {WriteScope | null} scope
+ * @param {(scope: WriteScope) => Promise<T> | T} fn
  * @returns {Promise<T>}
  */
-export function runWrite (writer, scope, fn) {
+function runWrite (writer, scope, fn) {
   if (scope === null) {
     const refused = refuseInsideScope(writer)
     if (refused) return Promise.reject(refused)
@@ -27,27 +27,27 @@ export function runWrite (writer, scope, fn) {
 /**
  * @param {import('./writer.js').Writer} writer
  * @param {unknown} w
- * @returns {Transaction}
+ * @returns {WriteScope}
  */
-export function assertScope (writer, w) {
-  if (!(w instanceof Transaction) || w.writer !== writer) {
+function assertScope (writer, w) {
+  if (!(w instanceof WriteScope) || w.writer !== writer) {
     throw invalid('in(w) takes the write scope that db.write() passes to its callback, for the same database')
   }
   w.assertOpen()
   return w
 }
 
-export const kModel = Symbol('model')
-export const kScope = Symbol('scope')
+const kModel = Symbol('model')
+const kScope = Symbol('scope')
 
 /**
- * What the public faces of all models share: the model they front, and the
+ * What the public handles of all models share: the model they front, and the
  * db.write() scope they are bound to (null for the database itself).
  */
-export class ModelFace {
+export class ModelHandle {
   /**
    * @param {any} model
-   * @param {Transaction | null} [scope]
+   * @param {WriteScope | null} [scope]
    */
   constructor (model, scope = null) {
     const self = /** @type {any} */ (this)
@@ -62,62 +62,62 @@ export class ModelFace {
 
   /**
    * This model, bound to the write scope `w` of a db.write() callback.
-   * @param {Transaction} w
+   * @param {WriteScope} w
    * @returns {this}
    */
   in (w) {
-    const Face = /** @type {any} */ (this.constructor)
-    return new Face(modelOf(this), assertScope(modelOf(this).writer, w))
+    const Handle = /** @type {any} */ (this.constructor)
+    return new Handle(modelOf(this), assertScope(modelOf(this).writer, w))
   }
 }
 
 /**
- * The model a public face fronts.
- * @param {ModelFace} face
+ * The model a public handle fronts.
+ * @param {ModelHandle} handle
  * @returns {any}
  */
-export function modelOf (face) {
-  return /** @type {any} */ (face)[kModel]
+export function modelOf (handle) {
+  return /** @type {any} */ (handle)[kModel]
 }
 
 /**
- * The write scope a public face is bound to, or null.
- * @param {ModelFace} face
- * @returns {Transaction | null}
+ * The write scope a public handle is bound to, or null.
+ * @param {ModelHandle} handle
+ * @returns {WriteScope | null}
  */
-export function scopeOf (face) {
-  return /** @type {any} */ (face)[kScope]
+export function scopeOf (handle) {
+  return /** @type {any} */ (handle)[kScope]
 }
 
 /**
- * Run a write of the face's model: alone, or inside the scope it is bound to.
+ * Run a write of the handle's model: alone, or inside the scope it is bound to.
  * @template T
- * @param {ModelFace} face
- * @param {(tx: Transaction) => Promise<T> | T} fn
+ * @param {ModelHandle} handle
+ * @param {(scope: WriteScope) => Promise<T> | T} fn
  * @returns {Promise<T>}
  */
-export function writeThrough (face, fn) {
-  const scope = scopeOf(face)
-  return scope === null ? runWrite(modelOf(face).writer, null, fn) : scope.atomic(fn)
+export function writeThrough (handle, fn) {
+  const scope = scopeOf(handle)
+  return scope === null ? runWrite(modelOf(handle).writer, null, fn) : scope.atomic(fn)
 }
 
 /**
- * Read one raw value: through the face's scope (its own writes first), or
+ * Read one raw value: through the handle's scope (its own writes first), or
  * what is written.
- * @param {ModelFace} face
- * @param {import('./space.js').Space} space
+ * @param {ModelHandle} handle
+ * @param {import('./namespace.js').Namespace} namespace
  * @param {Uint8Array} key
  * @returns {any} the value, or a promise of it
  */
-export function readThrough (face, space, key) {
+export function readThrough (handle, namespace, key) {
   // Not async: callers await it, and a synchronous read needs no promise of its own.
-  const scope = scopeOf(face)
-  return scope ? scope.get(space, key) : space.read(key, modelOf(face).writer.syncReads)
+  const scope = scopeOf(handle)
+  return scope ? scope.get(namespace, key) : namespace.read(key, modelOf(handle).writer.syncReads)
 }
 
 /**
  * The promise of what `fn` returns (a value or a promise), or a rejected
- * one if it throws: for face methods that are not async functions (one
+ * one if it throws: for handle methods that are not async functions (one
  * promise fewer per call) yet must never throw synchronously.
  * @template T
  * @param {() => T | Promise<T>} fn
@@ -143,14 +143,14 @@ export function after (x, f) {
 }
 
 /**
- * For a query made through a face bound to a write scope: before reading,
+ * For a query made through a handle bound to a write scope: before reading,
  * wait until everything decided before the scope is written, so the query
  * sees it (the scope's own writes are not visible to queries).
- * @param {ModelFace} face
+ * @param {ModelHandle} handle
  * @returns {(() => Promise<boolean>) | undefined}
  */
-export function scopedPrepare (face) {
-  const scope = scopeOf(face)
+export function scopedPrepare (handle) {
+  const scope = scopeOf(handle)
   if (scope === null) return undefined
   return async () => {
     scope.assertOpen()

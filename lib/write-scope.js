@@ -1,9 +1,9 @@
-import { compareBytes, bytesToBinaryString } from './tuple.js'
+import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { invalid } from './errors.js'
 import { within } from './bounds.js'
 
 /**
- * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, space: import('./space.js').Space }} Op
+ * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace }} Op
  *   `id` names the key across namespaces; it is computed only when a lookup needs it
  * @typedef {{ gt?: Uint8Array, gte?: Uint8Array, lt?: Uint8Array, lte?: Uint8Array }} Bounds
  */
@@ -13,7 +13,7 @@ import { within } from './bounds.js'
  * ops decided by earlier critical sections but not yet written, then the
  * database. Instances are what `db.write()` hands to its callback (as `w`).
  */
-export class Transaction {
+export class WriteScope {
   /** @param {import('./writer.js').Writer} writer */
   constructor (writer) {
     this.writer = writer
@@ -40,7 +40,7 @@ export class Transaction {
    * all-or-nothing (if it throws, the ops it added are taken back). With no
    * operation of the scope pending it starts at once, else it waits its turn.
    * @template T
-   * @param {(tx: Transaction) => Promise<T> | T} fn
+   * @param {(scope: WriteScope) => Promise<T> | T} fn
    * @returns {Promise<T>}
    */
   atomic (fn) {
@@ -52,7 +52,7 @@ export class Transaction {
    * Start `fn` now; the next queued operation starts only once this one has
    * settled (and rolled back if it failed).
    * @template T
-   * @param {(tx: Transaction) => Promise<T> | T} fn
+   * @param {(scope: WriteScope) => Promise<T> | T} fn
    * @returns {Promise<T>}
    */
   #start (fn) {
@@ -111,7 +111,7 @@ export class Transaction {
   #index () {
     for (let i = this.indexed; i < this.ops.length; i++) {
       const op = this.ops[i]
-      if (op.id === undefined) op.id = op.space.id(op.key)
+      if (op.id === undefined) op.id = op.namespace.keyId(op.key)
       this.local.set(op.id, op)
     }
     this.indexed = this.ops.length
@@ -128,38 +128,38 @@ export class Transaction {
   /**
    * The current raw value of `key`, or undefined. Returns a value directly
    * when it can be read synchronously, else a promise.
-   * @param {import('./space.js').Space} space
+   * @param {import('./namespace.js').Namespace} namespace
    * @param {Uint8Array} key
    * @returns {any}
    */
-  get (space, key) {
+  get (namespace, key) {
     if (!this.open) this.assertOpen()
     // Nothing decided and unwritten: skip building the lookup key.
     if (this.ops.length > 0 || this.writer.pending) {
-      const id = space.id(key)
+      const id = namespace.keyId(key)
       if (this.indexed < this.ops.length) this.#index()
       const op = this.local.get(id) || this.writer.lookup(id)
       if (op !== undefined) return op.type === 'put' ? op.value : undefined
     }
-    if (space.cache === null) return space.read(key, this.writer.syncReads)
-    // A cached space: what is not in the cache is read once and remembered.
+    if (namespace.cache === null) return namespace.read(key, this.writer.syncReads)
+    // A cached namespace: what is not in the cache is read once and remembered.
     // Nothing is pending for the key here, so the stored value is current.
     const name = bytesToBinaryString(key)
-    if (space.cache.has(name)) return space.cache.get(name)
-    const value = space.read(key, this.writer.syncReads)
-    if (value instanceof Promise) return value.then(v => { space.remember(key, v); return v })
-    space.remember(key, value)
+    if (namespace.cache.has(name)) return namespace.cache.get(name)
+    const value = namespace.read(key, this.writer.syncReads)
+    if (value instanceof Promise) return value.then(v => { namespace.remember(key, v); return v })
+    namespace.remember(key, value)
     return value
   }
 
-  /** @param {import('./space.js').Space} space @param {Uint8Array} key @param {any} value */
-  put (space, key, value) {
-    this.#push({ type: 'put', id: undefined, key, value, sublevel: space.sublevel, space })
+  /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {any} value */
+  put (namespace, key, value) {
+    this.#push({ type: 'put', id: undefined, key, value, sublevel: namespace.sublevel, namespace })
   }
 
-  /** @param {import('./space.js').Space} space @param {Uint8Array} key */
-  del (space, key) {
-    this.#push({ type: 'del', id: undefined, key, value: undefined, sublevel: space.sublevel, space })
+  /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key */
+  del (namespace, key) {
+    this.#push({ type: 'del', id: undefined, key, value: undefined, sublevel: namespace.sublevel, namespace })
   }
 
   /** @param {Op} op */
@@ -169,27 +169,27 @@ export class Transaction {
   }
 
   /**
-   * All current entries of `space` within `bounds`, in key order, as
+   * All current entries of `namespace` within `bounds`, in key order, as
    * [key, value] pairs. Waits for decided ops to be written first: range reads
    * cannot be served by the overlay, and while this critical section runs no
    * new ops can be decided.
    *
-   * @param {import('./space.js').Space} space
+   * @param {import('./namespace.js').Namespace} namespace
    * @param {Bounds} bounds
    * @param {{ values?: boolean }} [options]
    * @returns {Promise<Array<[Uint8Array, any]>>}
    */
-  async entries (space, bounds, options) {
+  async entries (namespace, bounds, options) {
     await this.writer.drain()
     const values = options?.values !== false
-    const stored = await space.sublevel.iterator({ ...bounds, values }).all()
+    const stored = await namespace.sublevel.iterator({ ...bounds, values }).all()
     /** @type {Map<string, [Uint8Array, any]>} */
     const merged = new Map()
-    for (const [key, value] of stored) merged.set(space.id(key), [key, value])
+    for (const [key, value] of stored) merged.set(namespace.keyId(key), [key, value])
     let changed = false
     this.#index()
     for (const [id, op] of this.local) {
-      if (op.space !== space || !within(op.key, bounds)) continue
+      if (op.namespace !== namespace || !within(op.key, bounds)) continue
       changed = true
       if (op.type === 'put') merged.set(id, [op.key, op.value])
       else merged.delete(id)

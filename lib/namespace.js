@@ -1,30 +1,34 @@
-import { bytesToBinaryString, decode } from './tuple.js'
+import { decode } from './tuple.js'
+import { bytesToBinaryString } from './bytes.js'
 import { tupleBounds } from './bounds.js'
 import { ReadCache } from './read-cache.js'
 import { levelkitError, codes } from './errors.js'
 
+// Keys read one getSync() each by readMany(); past it, one getMany().
+const SYNC_READ_LIMIT = 256
+
 // Enough for the sequences of many parents; past it the cache starts over.
 const CACHE_LIMIT = 10000
 
-/** @type {WeakMap<object, Map<string, Space>>} the spaces of each root database, by prefix */
-const spacesOfRoot = new WeakMap()
+/** @type {WeakMap<object, Map<string, Namespace>>} the namespaces of each root database, by prefix */
+const namespacesOfRoot = new WeakMap()
 
 /**
- * The space declared on `root` whose sublevel has `prefix`, if any.
+ * The namespace declared on `root` whose sublevel has `prefix`, if any.
  * @param {object} root @param {string} prefix
  */
-export function spaceByPrefix (root, prefix) {
-  return spacesOfRoot.get(root)?.get(prefix)
+export function namespaceByPrefix (root, prefix) {
+  return namespacesOfRoot.get(root)?.get(prefix)
 }
 
 /**
- * Empty the read caches of every space declared on `root`: for a repair,
+ * Empty the read caches of every namespace declared on `root`: for a repair,
  * whose damage was written behind levelkit's back, so what the caches hold
  * may not be what is stored.
  * @param {object} root
  */
 export function clearReadCaches (root) {
-  for (const space of spacesOfRoot.get(root)?.values() || []) space.clearReadCaches()
+  for (const namespace of namespacesOfRoot.get(root)?.values() || []) namespace.clearReadCaches()
 }
 
 /**
@@ -32,7 +36,7 @@ export function clearReadCaches (root) {
  * tuple-encoded bytes (we encode them ourselves, once) and whose values are
  * JSON strings ('utf8') or bytes ('view').
  */
-export class Space {
+export class Namespace {
   /**
    * @param {import('abstract-level').AbstractLevel<any, any, any>} root
    * @param {string} name
@@ -60,20 +64,20 @@ export class Space {
     /**
      * Raw keys under a prefix (bytesToBinaryString of the prefix), as read
      * by an iterator. An iterator is not synchronous: a list is kept only if
-     * no write to this space was written while it was read (listVersion).
+     * no write to this namespace was written while it was read (listVersion).
      * @type {ReadCache | null}
      */
     this.listCache = options?.listCache ? new ReadCache(options.listCache) : null
     this.listVersion = 0
-    /** Whether the write path must tell this space about written ops. */
+    /** Whether the write path must tell this namespace about written ops. */
     this.cachesWrites = this.readCache !== null || this.listCache !== null
     this.valueEncoding = valueEncoding
     /** @type {any} keys are Uint8Array, values string or Uint8Array per valueEncoding */
     this.sublevel = root.sublevel(name, { keyEncoding: 'view', valueEncoding })
     this.prefix = this.sublevel.prefix
-    let spaces = spacesOfRoot.get(root)
-    if (!spaces) spacesOfRoot.set(root, spaces = new Map())
-    spaces.set(this.prefix, this)
+    let namespaces = namespacesOfRoot.get(root)
+    if (!namespaces) namespacesOfRoot.set(root, namespaces = new Map())
+    namespaces.set(this.prefix, this)
   }
 
   clearReadCaches () {
@@ -85,11 +89,11 @@ export class Space {
   }
 
   /**
-   * A string that names `key` in this space, unique across all spaces: used
+   * A string that names `key` in this namespace, unique across all namespaces: used
    * to find decided-but-unwritten ops.
    * @param {Uint8Array} key
    */
-  id (key) {
+  keyId (key) {
     return this.prefix + bytesToBinaryString(key)
   }
 
@@ -106,7 +110,7 @@ export class Space {
   /**
    * Bring a cached value up to date with a write that is now on disk. Only
    * values already cached are touched: a bulk load does not flush the cache.
-   * @param {import('./transaction.js').Op} op
+   * @param {import('./write-scope.js').Op} op
    */
   written (op) {
     if (this.readCache !== null) this.readCache.update(bytesToBinaryString(op.key), op.type === 'put' ? op.value : undefined)
@@ -167,6 +171,28 @@ export class Space {
     }
     assertNotClosed(sublevel)
     return sublevel.get(key, options)
+  }
+
+  /**
+   * Read several raw values: with getSync() per key where allowed and the
+   * keys are a page or so (a page of point reads beats a getMany() round
+   * trip, and an iterator), else with one getMany(). Optionally from a
+   * snapshot.
+   * @param {Uint8Array[]} keys
+   * @param {boolean} sync
+   * @param {any} [snapshot]
+   * @returns {Promise<any[]>}
+   */
+  async readMany (keys, sync, snapshot) {
+    const sublevel = this.sublevel
+    assertNotClosed(sublevel)
+    // With a snapshot, the encodings too: else abstract-level clones the
+    // options on every read. Without, none: getSync() has a fast path.
+    const options = snapshot ? { snapshot, keyEncoding: 'view', valueEncoding: this.valueEncoding } : undefined
+    if (sync && keys.length <= SYNC_READ_LIMIT && sublevel.status === 'open') {
+      return keys.map(key => this.read(key, true, options))
+    }
+    return sublevel.getMany(keys, options)
   }
 }
 
