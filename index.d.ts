@@ -26,6 +26,8 @@ export declare const codes: Readonly<{
   BACKEND_UNAVAILABLE: 'LEVELKIT_BACKEND_UNAVAILABLE'
   /** The operation was decided on top of an earlier write that failed: not written, or its refusal not given. */
   ABORTED: 'LEVELKIT_ABORTED'
+  /** Stored data does not parse as what levelkit writes there (written behind its back, or damaged). Not bad input. */
+  DECODE_ERROR: 'LEVELKIT_DECODE_ERROR'
 }>
 
 /** A value the tuple key encoding can store: ordered like bytewise. */

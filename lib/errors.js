@@ -14,7 +14,8 @@ export const codes = Object.freeze({
   NOT_OPEN: 'LEVELKIT_NOT_OPEN',
   LOCKED: 'LEVELKIT_LOCKED',
   BACKEND_UNAVAILABLE: 'LEVELKIT_BACKEND_UNAVAILABLE',
-  ABORTED: 'LEVELKIT_ABORTED'
+  ABORTED: 'LEVELKIT_ABORTED',
+  DECODE_ERROR: 'LEVELKIT_DECODE_ERROR'
 })
 
 /**
@@ -30,3 +31,11 @@ export function levelkitError (code, message, details) {
 
 /** @param {string} message @param {{ cause?: unknown, [key: string]: unknown }} [details] */
 export const invalid = (message, details) => levelkitError(codes.INVALID, message, details)
+
+/**
+ * Stored data that does not parse as what levelkit writes there: written
+ * behind levelkit's back, or damaged. Not LEVELKIT_INVALID, which means the
+ * caller's input is bad.
+ * @param {string} message @param {{ cause?: unknown, [key: string]: unknown }} [details]
+ */
+export const decodeError = (message, details) => levelkitError(codes.DECODE_ERROR, message, details)
