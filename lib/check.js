@@ -3,11 +3,16 @@ import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { compareIds } from './relation-directions.js'
 import { invalid } from './errors.js'
 import { assertNotClosed, clearReadCaches } from './namespace.js'
+import { parseBlock } from './child-layouts.js'
 
 /**
  * @typedef {import('./namespace.js').Namespace} Namespace
  * @typedef {{ type: string, namespace: string, key: unknown, message: string, repaired: boolean }} Problem
- * @typedef {{ type: 'put' | 'del', namespace: Namespace, key: Uint8Array, value?: any }} Fix
+ * @typedef {{ type: 'put' | 'del', namespace: Namespace, key: Uint8Array, value?: any, needs?: Array<Fix | null> }} Fix
+ *   `needs`: for a fix that takes data out of a key to move it elsewhere, the
+ *   writes that put it there (null: one that cannot be written). It is
+ *   applied only with all of them, so a repair never deletes what it did not
+ *   rewrite.
  */
 
 /**
@@ -30,7 +35,7 @@ export async function checkDatabase (db, options) {
   if (!repair && root.supports.explicitSnapshots) {
     const snapshot = root.snapshot()
     try {
-      return report(await scan(db, snapshot), false)
+      return report(await scan(db, snapshot), new Set())
     } finally {
       await snapshot.close()
     }
@@ -39,24 +44,59 @@ export async function checkDatabase (db, options) {
     await db.writer.drain()
     if (repair) clearReadCaches(root)
     const found = await scan(db, undefined)
-    if (repair) {
-      for (const { fix } of found) {
-        if (!fix) continue
-        if (fix.type === 'put') scope.put(fix.namespace, fix.key, fix.value)
-        else scope.del(fix.namespace, fix.key)
-      }
+    /** @type {Set<Fix>} */
+    const applied = repair ? applicable(found) : new Set()
+    for (const { fix } of found) {
+      if (fix === null || !applied.has(fix)) continue
+      if (fix.type === 'put') scope.put(fix.namespace, fix.key, fix.value)
+      else scope.del(fix.namespace, fix.key)
     }
-    return report(found, repair)
+    return report(found, applied)
   })
 }
 
 /**
  * @param {Array<{ problem: Omit<Problem, 'repaired'>, fix: Fix | null }>} found
- * @param {boolean} repair
+ * @param {Set<Fix>} applied
  */
-function report (found, repair) {
-  const problems = found.map(({ problem, fix }) => ({ ...problem, repaired: repair && fix !== null }))
+function report (found, applied) {
+  const problems = found.map(({ problem, fix }) => ({ ...problem, repaired: fix !== null && applied.has(fix) }))
   return { ok: problems.length === 0, problems, repaired: problems.filter(p => p.repaired).length }
+}
+
+/**
+ * The fixes a repair applies: every fix whose needs are all applied. Moves
+ * may need each other (two blocks trading children), so this is the largest
+ * such set: start from all, drop what needs something dropped, until stable.
+ * @param {Array<{ fix: Fix | null }>} found
+ * @returns {Set<Fix>}
+ */
+function applicable (found) {
+  /** @type {Set<Fix>} */
+  const fixes = new Set()
+  for (const { fix } of found) if (fix !== null) fixes.add(fix)
+  let dropped = true
+  while (dropped) {
+    dropped = false
+    for (const fix of fixes) {
+      if (fix.needs && fix.needs.some(need => need === null || !fixes.has(need))) {
+        fixes.delete(fix)
+        dropped = true
+      }
+    }
+  }
+  return fixes
+}
+
+/**
+ * The distinct fixes of a list (undefined where none is needed).
+ * @param {Iterable<Fix | null | undefined>} fixes
+ * @returns {Array<Fix | null>}
+ */
+function needsOf (fixes) {
+  const needs = new Set(fixes)
+  needs.delete(undefined)
+  return /** @type {Array<Fix | null>} */ ([...needs])
 }
 
 /**
@@ -206,18 +246,40 @@ async function checkRelation (model, snapshot, existing, problem) {
       if (!valid.has(name) && endpointsExist(pair[0], pair[1])) valid.set(name, { pair, namespace: direction.namespace, key })
     }
   }
+  /** @type {Array<{ fix: Fix, edges: string[] }>} deletes of keys in the old layout, with the edges each holds (by forward key) */
+  const moves = []
   for (const { direction, reversed, pairs, lists } of old) {
-    const keys = direction.kind === 'lists' ? [...lists.values()].map(list => list.key) : [...pairs.values()].map(entry => entry.key)
-    for (const key of keys) {
-      const what = direction.kind === 'lists' ? 'a list' : 'an edge'
-      problem('edge-in-old-layout', direction.namespace, key, `Relation "${model.name}" has ${what} in "${direction.namespace.name}", a namespace of the layout it no longer uses (lists: ${reversed ? "'from'" : "'to'"} changed); a repair moves it`, { type: 'del', namespace: direction.namespace, key })
+    const namespace = direction.namespace
+    const where = `in "${namespace.name}", a namespace of the layout it no longer uses (lists: ${reversed ? "'from'" : "'to'"} changed)`
+    /** @type {Map<string, string[]>} the edges each key holds, by bytesToBinaryString(key) */
+    const held = new Map()
+    for (const [name, { key }] of pairs) {
+      const edges = held.get(bytesToBinaryString(key))
+      if (edges) edges.push(name)
+      else held.set(bytesToBinaryString(key), [name])
+    }
+    const entries = direction.kind === 'lists' ? [...lists.values()] : [...pairs.values()].map(({ key }) => ({ key, readable: true }))
+    for (const { key, readable } of entries) {
+      if (!readable) {
+        problem('edge-in-old-layout', namespace, key, `Relation "${model.name}" has a list ${where} that does not decode: its edges cannot be moved, so it is left as it is`, null)
+        continue
+      }
+      /** @type {Fix} */
+      const fix = { type: 'del', namespace, key }
+      moves.push({ fix, edges: held.get(bytesToBinaryString(key)) || [] })
+      problem('edge-in-old-layout', namespace, key, `Relation "${model.name}" has ${direction.kind === 'lists' ? 'a list' : 'an edge'} ${where}; a repair moves it`, fix)
     }
   }
+  /** @type {Array<Map<string, Fix>>} per direction in use, the write that puts an edge (by forward key) there */
+  const homes = []
   for (const { direction, reversed, pairs, lists } of sides) {
     if (direction.kind === 'lists') {
-      checkLists(model, direction.namespace, reversed, valid, lists, problem)
+      homes.push(checkLists(model, direction.namespace, reversed, valid, lists, problem))
       continue
     }
+    /** @type {Map<string, Fix>} */
+    const written = new Map()
+    homes.push(written)
     for (const [name, { pair: [fromId, toId], key }] of pairs) {
       if (valid.has(name)) continue
       problem('dangling-edge', direction.namespace, key, `Relation "${model.name}"${reversed ? ' (reverse)' : ''} links ${label(fromId)} to ${label(toId)}, but one of them does not exist`, { type: 'del', namespace: direction.namespace, key })
@@ -226,9 +288,15 @@ async function checkRelation (model, snapshot, existing, problem) {
       if (pairs.has(name)) continue
       const message = `Relation "${model.name}" has ${label(fromId)} -> ${label(toId)} without its ${reversed ? 'reverse' : 'forward'} entry`
       const entry = reversed ? encode([toId, fromId]) : encode([fromId, toId])
-      problem('one-sided-edge', namespace, key, message, { type: 'put', namespace: direction.namespace, key: entry, value: '' })
+      /** @type {Fix} */
+      const fix = { type: 'put', namespace: direction.namespace, key: entry, value: '' }
+      written.set(name, fix)
+      problem('one-sided-edge', namespace, key, message, fix)
     }
   }
+  // An old key goes only with the writes that put its edges into the layout
+  // in use (its dangling edges go for good).
+  for (const { fix, edges } of moves) fix.needs = needsOf(edges.flatMap(name => homes.map(written => written.get(name))))
 }
 
 /**
@@ -245,7 +313,7 @@ async function readDirection (model, direction, reversed, snapshot, problem) {
   const namespace = direction.namespace
   /** @type {Map<string, { pair: [unknown, unknown], key: Uint8Array }>} */
   const pairs = new Map()
-  /** @type {Map<string, { head: unknown, key: Uint8Array, value: Uint8Array }>} */
+  /** @type {Map<string, { head: unknown, key: Uint8Array, value: Uint8Array, readable: boolean }>} */
   const lists = new Map()
   /** @param {unknown} head @param {unknown} other @param {Uint8Array} key */
   const add = (head, other, key) => {
@@ -266,8 +334,8 @@ async function readDirection (model, direction, reversed, snapshot, problem) {
       problem('invalid-key', namespace, key, `Relation "${model.name}" keeps a list under a key that is not a valid tuple`, { type: 'del', namespace, key })
       continue
     }
-    lists.set(bytesToBinaryString(key), { head, key, value })
     const others = tryDecode(value)
+    lists.set(bytesToBinaryString(key), { head, key, value, readable: Array.isArray(others) })
     if (Array.isArray(others)) for (const other of others) add(head, other, key)
   }
   return { pairs, lists }
@@ -281,18 +349,30 @@ async function readDirection (model, direction, reversed, snapshot, problem) {
  * @param {Map<string, { pair: [unknown, unknown] }>} valid
  * @param {Map<string, { head: unknown, key: Uint8Array, value: Uint8Array }>} lists what is stored
  * @param {Function} problem
+ * @returns {Map<string, Fix>} the write that puts an edge (by forward key) into its list, where one is needed
  */
 function checkLists (model, namespace, reversed, valid, lists, problem) {
   const call = reversed ? 'from' : 'to'
-  /** @type {Map<string, { head: unknown, key: Uint8Array, ids: unknown[] }>} */
+  /** @type {Map<string, { head: unknown, key: Uint8Array, ids: unknown[], edges: string[] }>} */
   const wanted = new Map()
-  for (const { pair } of valid.values()) {
+  for (const [edge, { pair }] of valid) {
     const [head, other] = reversed ? [pair[1], pair[0]] : pair
     const key = encode(head)
     const name = bytesToBinaryString(key)
     const list = wanted.get(name)
-    if (list) list.ids.push(other)
-    else wanted.set(name, { head, key, ids: [other] })
+    if (list) {
+      list.ids.push(other)
+      list.edges.push(edge)
+    } else {
+      wanted.set(name, { head, key, ids: [other], edges: [edge] })
+    }
+  }
+  /** @type {Map<string, Fix>} */
+  const written = new Map()
+  /** @param {{ edges: string[] }} list @param {Fix} fix */
+  const write = (list, fix) => {
+    for (const edge of list.edges) written.set(edge, fix)
+    return fix
   }
   for (const [name, { head, key, value }] of lists) {
     const want = wanted.get(name)
@@ -303,12 +383,14 @@ function checkLists (model, namespace, reversed, valid, lists, problem) {
     }
     const bytes = encode(want.ids.sort(compareIds))
     if (compareBytes(value, bytes) !== 0) {
-      problem('edge-list-mismatch', namespace, key, `Relation "${model.name}" lists ${listLabel(value)} as ${call}(${label(head)}), but its edges give ${label(want.ids)}`, { type: 'put', namespace, key, value: bytes })
+      problem('edge-list-mismatch', namespace, key, `Relation "${model.name}" lists ${listLabel(value)} as ${call}(${label(head)}), but its edges give ${label(want.ids)}`, write(want, { type: 'put', namespace, key, value: bytes }))
     }
   }
-  for (const { head, key, ids } of wanted.values()) {
-    problem('edge-list-mismatch', namespace, key, `Relation "${model.name}" has edges for ${label(head)} but no ${call}(${label(head)}) list`, { type: 'put', namespace, key, value: encode(ids.sort(compareIds)) })
+  for (const want of wanted.values()) {
+    const { head, key, ids } = want
+    problem('edge-list-mismatch', namespace, key, `Relation "${model.name}" has edges for ${label(head)} but no ${call}(${label(head)}) list`, write(want, { type: 'put', namespace, key, value: encode(ids.sort(compareIds)) }))
   }
+  return written
 }
 
 /** @param {Uint8Array} value a stored list */
@@ -374,8 +456,10 @@ async function checkChildren (model, snapshot, existing, problem) {
  *   `from`: the key id of the key it was found under; `home`: that key is where
  *   the layout in use keeps it
  * @typedef {{ parents: Map<string, { parentId: unknown, children: Map<number, FoundChild> }>,
- *   keys: Array<[Uint8Array, number]>, blocks: Map<string, { key: Uint8Array, parentId: unknown, first: number, count: number }>,
+ *   keys: Array<[Uint8Array, unknown, number]>, blocks: Map<string, { key: Uint8Array, parentId: unknown, first: number, seqs: number[] }>,
  *   invalid: Set<string> }} FoundChildren
+ *   `keys`: the children kept as keys of their own, as [key, parentId, seq];
+ *   `blocks`: the blocks that parse, by key id, with the seqs they hold;
  *   `invalid`: the key ids of blocks that do not parse, which a repair leaves as they are
  */
 
@@ -424,7 +508,13 @@ async function findChildren (model, snapshot, parents, purging, problem) {
     const owner = parentOf(keyNamespace, key, '')
     if (!owner) continue
     const [parentId, seq, parentKeyId] = owner
-    found.keys.push([key, seq])
+    // A child to move into a block is copied into it as text: one that is
+    // not JSON would make the whole block unreadable, so it stays where it is.
+    if (blocksInUse && !isJson(value)) {
+      problem('child-in-old-layout', keyNamespace, key, `"${model.name}" ${label(seq)} of ${label(parentId)} is kept as a key of its own, but "${model.name}" is kept in blocks of ${model.blocks.blockSize}, and it is not valid JSON: it cannot be moved into its block, so it is left as it is`, null)
+      continue
+    }
+    found.keys.push([key, parentId, seq])
     add(parentId, parentKeyId, seq, { json: blocksInUse ? value : null, from: keyNamespace.keyId(key), home: !blocksInUse })
   }
 
@@ -434,14 +524,16 @@ async function findChildren (model, snapshot, parents, purging, problem) {
     const owner = parentOf(blockNamespace, key, 'block from ')
     if (!owner) continue
     const [parentId, first, parentKeyId] = owner
-    const pairs = parseBlock(value)
-    if (pairs === null) {
+    let pairs
+    try {
+      pairs = parseBlock(value)
+    } catch {
       problem('invalid-block', blockNamespace, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} is not a JSON array of [seq, value] pairs in seq order`, null)
       found.invalid.add(blockNamespace.keyId(key))
       continue
     }
     const from = blockNamespace.keyId(key)
-    found.blocks.set(from, { key, parentId, first, count: pairs.length })
+    found.blocks.set(from, { key, parentId, first, seqs: pairs.map(pair => pair[0]) })
     const aligned = blocksInUse && (first - 1) % size === 0
     for (const [seq, child] of pairs) {
       add(parentId, parentKeyId, seq, { json: JSON.stringify(child), from, home: aligned && seq >= first && seq < first + size })
@@ -453,6 +545,8 @@ async function findChildren (model, snapshot, parents, purging, problem) {
 /**
  * With blocks in use: every aligned block holds exactly its children; keys
  * of the other layout, and blocks of another size, are emptied into them.
+ * A key or block gives up a child only with the write of the block it moves
+ * into: if that block cannot be written (it does not parse), the child stays.
  * @param {import('./children.js').ChildrenModel} model @param {FoundChildren} found @param {Function} problem
  */
 function checkBlocks (model, found, problem) {
@@ -469,23 +563,44 @@ function checkBlocks (model, found, problem) {
       block.pairs.push([seq, child])
     }
   }
+  /** @type {Map<string, Fix | null>} the write a block in use needs to hold its children (null: it cannot be written), by key id; none where it holds them */
+  const homes = new Map()
   for (const [id, { key, parentId, first, pairs }] of wanted) {
     const stored = found.blocks.get(id)
-    if (stored && stored.count === pairs.length && pairs.every(([, child]) => child.from === id)) continue
+    if (stored && stored.seqs.length === pairs.length && pairs.every(([, child]) => child.from === id)) continue
     pairs.sort((a, b) => a[0] - b[0])
     const value = `[${pairs.map(([seq, child]) => `[${seq},${child.json}]`).join(',')}]`
     const moved = pairs.filter(([, child]) => child.from !== id).length
     // A block that does not parse is left for a person to look at.
+    /** @type {Fix | null} */
     const fix = found.invalid.has(id) ? null : { type: 'put', namespace, key, value }
-    problem('child-block-mismatch', namespace, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} ${stored ? `holds ${stored.count} children` : 'is missing'}; it should hold ${pairs.length}${moved > 0 ? `, ${moved} of them kept elsewhere` : ''}`, fix)
+    homes.set(id, fix)
+    const state = stored ? `holds ${stored.seqs.length} children` : found.invalid.has(id) ? 'does not parse' : 'is missing'
+    problem('child-block-mismatch', namespace, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} ${state}; it should hold ${pairs.length}${moved > 0 ? `, ${moved} of them kept elsewhere` : ''}`, fix)
   }
-  for (const [id, { key, parentId, first }] of found.blocks) {
+  /**
+   * The writes that give children `seqs` of `parentId`, taken out of the key
+   * or block `from`, their blocks.
+   * @param {unknown} parentId @param {number[]} seqs @param {string} from
+   */
+  const homesOf = (parentId, seqs, from) => needsOf(seqs.map(seq => {
+    const id = namespace.keyId(blocks.keyOf(parentId, seq))
+    return id === from ? undefined : homes.get(id)
+  }))
+  // A block rewritten without the children of another block it holds (one
+  // of another size, under the same key) gives them up too.
+  for (const [id, fix] of homes) {
+    const stored = found.blocks.get(id)
+    if (fix && stored) fix.needs = homesOf(stored.parentId, stored.seqs, id)
+  }
+  for (const [id, { key, parentId, first, seqs }] of found.blocks) {
     if (wanted.has(id)) continue
-    problem('child-in-old-layout', namespace, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} is not a block of ${blocks.blockSize}: its children are moved into the blocks in use`, { type: 'del', namespace, key })
+    problem('child-in-old-layout', namespace, key, `"${model.name}" block from ${label(first)} of ${label(parentId)} is not a block of ${blocks.blockSize}: its children are moved into the blocks in use`, { type: 'del', namespace, key, needs: homesOf(parentId, seqs, id) })
   }
   const keyNamespace = model.keyPerChild.namespace
-  for (const [key, seq] of found.keys) {
-    problem('child-in-old-layout', keyNamespace, key, `"${model.name}" ${label(seq)} is kept as a key of its own, but "${model.name}" is kept in blocks of ${blocks.blockSize}: it is moved into its block`, { type: 'del', namespace: keyNamespace, key })
+  for (const [key, parentId, seq] of found.keys) {
+    const fix = { type: 'del', namespace: keyNamespace, key, needs: homesOf(parentId, [seq], keyNamespace.keyId(key)) }
+    problem('child-in-old-layout', keyNamespace, key, `"${model.name}" ${label(seq)} is kept as a key of its own, but "${model.name}" is kept in blocks of ${blocks.blockSize}: it is moved into its block`, fix)
   }
 }
 
@@ -496,39 +611,33 @@ function checkBlocks (model, found, problem) {
  */
 function checkKeysPerChild (model, found, problem) {
   const keyNamespace = model.keyPerChild.namespace
+  /** @type {Map<string, Fix>} the write of a child's own key, by its key id */
+  const homes = new Map()
   for (const { parentId, children } of found.parents.values()) {
     for (const [seq, child] of children) {
       if (child.home) continue
       const key = encode([parentId, seq])
-      problem('child-in-old-layout', keyNamespace, key, `"${model.name}" ${label(seq)} of ${label(parentId)} is kept in a block, but "${model.name}" keeps one key per child: it is moved to its own key`, { type: 'put', namespace: keyNamespace, key, value: child.json })
+      /** @type {Fix} */
+      const fix = { type: 'put', namespace: keyNamespace, key, value: child.json }
+      homes.set(keyNamespace.keyId(key), fix)
+      problem('child-in-old-layout', keyNamespace, key, `"${model.name}" ${label(seq)} of ${label(parentId)} is kept in a block, but "${model.name}" keeps one key per child: it is moved to its own key`, fix)
     }
   }
   const namespace = model.blocks.namespace
-  for (const { key, parentId, first } of found.blocks.values()) {
-    problem('child-in-old-layout', namespace, key, `"${model.name}" keeps a block from ${label(first)} of ${label(parentId)}, but keeps one key per child: the block is deleted once its children are moved`, { type: 'del', namespace, key })
+  for (const { key, parentId, first, seqs } of found.blocks.values()) {
+    const needs = needsOf(seqs.map(seq => homes.get(keyNamespace.keyId(encode([parentId, seq])))))
+    problem('child-in-old-layout', namespace, key, `"${model.name}" keeps a block from ${label(first)} of ${label(parentId)}, but keeps one key per child: the block is deleted once its children are moved`, { type: 'del', namespace, key, needs })
   }
 }
 
-/**
- * The pairs of a stored block, or null if it is not a JSON array of
- * [seq, value] pairs in ascending seq order.
- * @param {string} value
- * @returns {Array<[number, any]> | null}
- */
-function parseBlock (value) {
-  let pairs
+/** @param {string} text */
+function isJson (text) {
   try {
-    pairs = JSON.parse(value)
+    JSON.parse(text)
+    return true
   } catch {
-    return null
+    return false
   }
-  if (!Array.isArray(pairs) || pairs.length === 0) return null
-  let last = 0
-  for (const pair of pairs) {
-    if (!Array.isArray(pair) || pair.length !== 2 || !Number.isSafeInteger(pair[0]) || pair[0] <= last) return null
-    last = pair[0]
-  }
-  return pairs
 }
 
 /**

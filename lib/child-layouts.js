@@ -1,8 +1,10 @@
 import { encode, decode } from './tuple.js'
-import { compareBytes } from './bytes.js'
+import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { Namespace } from './namespace.js'
 import { tupleBounds, within } from './bounds.js'
 import { layout } from './names.js'
+import { decodeError } from './errors.js'
+import { describe } from './common.js'
 
 /**
  * How a set of ordered children is stored. Both layouts answer the same
@@ -20,6 +22,12 @@ import { layout } from './names.js'
  * @typedef {Pick<import('./query.js').QuerySource, 'namespace' | 'values' | 'load' | 'scan'>} LayoutSource
  *   what a layout adds to the Query source of a range of children
  */
+
+// Blocks whose text this process wrote, remembered so that an append need
+// not parse its block to know it is sound (parsing a block of 16 chat
+// messages costs about 6 µs): enough for the blocks being appended to,
+// bounded (past it, it starts over).
+const SOUND_LIMIT = 1024
 
 // Tag of a non-negative number in the tuple encoding (lib/tuple.js); the
 // tags of the other types sort below it (null, booleans, negative numbers)
@@ -45,9 +53,12 @@ export class KeyPerChild {
     return encode([parentId, seq])
   }
 
-  /** What a stored value holds, parsed (undefined: nothing). @param {string | undefined} stored */
-  parse (stored) {
-    return stored === undefined ? undefined : JSON.parse(stored)
+  /**
+   * What a stored value holds, parsed (undefined: nothing).
+   * @param {string | undefined} stored @param {unknown} parentId @param {Uint8Array} key where it is stored
+   */
+  parse (stored, parentId, key) {
+    return stored === undefined ? undefined : parseChild(this.namespace, stored, parentId, key)
   }
 
   /** The value of child `seq` in what `parse` returned, or undefined. @param {any} parsed @param {number} seq */
@@ -81,10 +92,10 @@ export class KeyPerChild {
 
   /**
    * The keys holding a parent's children and how many children they hold.
-   * @param {WriteScope} scope @param {unknown} parentId
+   * @param {WriteScope} scope @param {unknown} parentId @param {boolean} counting
    * @returns {Promise<{ keys: Uint8Array[], count: number }>}
    */
-  async stored (scope, parentId) {
+  async stored (scope, parentId, counting) {
     const entries = await scope.entries(this.namespace, tupleBounds([parentId], {}), { values: false })
     return { keys: entries.map(entry => entry[0]), count: entries.length }
   }
@@ -99,12 +110,15 @@ export class KeyPerChild {
     return {
       namespace: this.namespace,
       values: true,
-      load: entries => entries.map(([key, value]) => [seqOf(key), JSON.parse(value), key])
+      load: entries => entries.map(([key, value]) => [seqOf(key), parseChild(this.namespace, value, parentId, key), key])
     }
   }
 }
 
 export class ChildBlocks {
+  /** @type {Map<string, string>} the sound text of a block, by bytesToBinaryString(key): see SOUND_LIMIT */
+  #sound = new Map()
+
   /**
    * @param {any} root @param {string} name @param {number} blockSize @param {number} readCache
    */
@@ -123,9 +137,18 @@ export class ChildBlocks {
     return encode([parentId, this.first(seq)])
   }
 
-  /** @param {string | undefined} stored @returns {Array<[number, any]> | undefined} */
-  parse (stored) {
-    return stored === undefined ? undefined : JSON.parse(stored)
+  /**
+   * The pairs of a stored block (undefined: none).
+   * @param {string | undefined} stored @param {unknown} parentId @param {Uint8Array} key where it is stored
+   * @returns {Array<[number, any]> | undefined}
+   */
+  parse (stored, parentId, key) {
+    if (stored === undefined) return undefined
+    try {
+      return parseBlock(stored)
+    } catch (err) {
+      throw unreadable(this.namespace, `block from ${firstOf(key)} of parent ${describe(parentId)}`, err, { parentId, first: firstOf(key) })
+    }
   }
 
   /** @param {Array<[number, any]> | undefined} pairs @param {number} seq */
@@ -139,9 +162,23 @@ export class ChildBlocks {
   async append (scope, parentId, seq, json) {
     const key = encode([parentId, this.first(seq)])
     const block = await scope.get(this.namespace, key)
+    const name = bytesToBinaryString(key)
     // The new child has the highest seq: it goes last, and the block's other
-    // values are kept as stored, without parsing them.
-    scope.put(this.namespace, key, block === undefined ? `[[${seq},${json}]]` : `${block.slice(0, -1)},[${seq},${json}]]`)
+    // values are kept as stored, without parsing them, once the block is
+    // known to be sound. One that does not parse is refused, not appended
+    // to: the new child would be lost in it.
+    if (block !== undefined && this.#sound.get(name) !== block) this.parse(block, parentId, key)
+    this.#put(scope, key, name, block === undefined ? `[[${seq},${json}]]` : `${block.slice(0, -1)},[${seq},${json}]]`)
+  }
+
+  /**
+   * Write a block's text, and remember it is sound.
+   * @param {WriteScope} scope @param {Uint8Array} key @param {string} name bytesToBinaryString(key) @param {string} text
+   */
+  #put (scope, key, name, text) {
+    if (this.#sound.size >= SOUND_LIMIT) this.#sound.clear()
+    this.#sound.set(name, text)
+    scope.put(this.namespace, key, text)
   }
 
   /** @param {WriteScope} scope @param {unknown} parentId @param {number} seq @param {string} json */
@@ -161,19 +198,24 @@ export class ChildBlocks {
    */
   async #change (scope, parentId, seq, edit) {
     const key = encode([parentId, this.first(seq)])
-    const pairs = this.parse(await scope.get(this.namespace, key))
+    const pairs = this.parse(await scope.get(this.namespace, key), parentId, key)
     if (pairs === undefined || indexOf(pairs, seq) < 0) return false
     edit(pairs)
     if (pairs.length === 0) scope.del(this.namespace, key)
-    else scope.put(this.namespace, key, JSON.stringify(pairs))
+    else this.#put(scope, key, bytesToBinaryString(key), JSON.stringify(pairs))
     return true
   }
 
-  /** @param {WriteScope} scope @param {unknown} parentId */
-  async stored (scope, parentId) {
-    const entries = await scope.entries(this.namespace, tupleBounds([parentId], {}))
+  /**
+   * The keys holding a parent's children, and with `counting` how many
+   * children they hold (which parses every block: without, a block that
+   * does not parse is deleted with the others).
+   * @param {WriteScope} scope @param {unknown} parentId @param {boolean} counting
+   */
+  async stored (scope, parentId, counting) {
+    const entries = await scope.entries(this.namespace, tupleBounds([parentId], {}), { values: counting })
     let count = 0
-    for (const [, block] of entries) count += this.parse(block)?.length ?? 0
+    if (counting) for (const [key, block] of entries) count += /** @type {Array<[number, any]>} */ (this.parse(block, parentId, key)).length
     return { keys: entries.map(entry => entry[0]), count }
   }
 
@@ -208,8 +250,8 @@ export class ChildBlocks {
       for (let blocks = await it.nextv(4); blocks.length > 0; blocks = await it.nextv(32)) {
         /** @type {Array<[Uint8Array, [number, any]]>} */
         const entries = []
-        for (const [, block] of blocks) {
-          const pairs = /** @type {Array<[number, any]>} */ (this.parse(block))
+        for (const [key, block] of blocks) {
+          const pairs = /** @type {Array<[number, any]>} */ (this.parse(block, parentId, key))
           if (reverse) pairs.reverse()
           for (const pair of pairs) {
             if (pair[0] < lo || pair[0] > hi) continue
@@ -228,6 +270,50 @@ export class ChildBlocks {
 /** @param {Uint8Array} key an encoded [parentId, seq] */
 function seqOf (key) {
   return /** @type {number} */ (/** @type {unknown[]} */ (decode(key))[1])
+}
+
+/** The first seq a block can hold, from its key [parentId, first]. */
+const firstOf = seqOf
+
+/**
+ * The [seq, value] pairs of a stored block. Throws a SyntaxError if it is
+ * not what levelkit writes there: a non-empty JSON array of such pairs, in
+ * ascending seq order.
+ * @param {string} text
+ * @returns {Array<[number, any]>}
+ */
+export function parseBlock (text) {
+  const pairs = JSON.parse(text)
+  if (!Array.isArray(pairs) || pairs.length === 0) throw new SyntaxError('A block is a non-empty JSON array of [seq, value] pairs')
+  let last = 0
+  for (const pair of pairs) {
+    if (!Array.isArray(pair) || pair.length !== 2 || !Number.isSafeInteger(pair[0]) || pair[0] <= last) {
+      throw new SyntaxError(`A block holds [seq, value] pairs in ascending seq order, not ${describe(pair)} after seq ${last}`)
+    }
+    last = pair[0]
+  }
+  return pairs
+}
+
+/**
+ * A child kept as a key of its own, parsed.
+ * @param {Namespace} namespace @param {string} text @param {unknown} parentId @param {Uint8Array} key
+ */
+function parseChild (namespace, text, parentId, key) {
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw unreadable(namespace, `child ${seqOf(key)} of parent ${describe(parentId)}`, err, { parentId, seq: seqOf(key) })
+  }
+}
+
+/**
+ * LEVELKIT_DECODE_ERROR for stored children that do not parse (written
+ * behind levelkit's back, or damaged), naming where they are.
+ * @param {Namespace} namespace @param {string} what @param {unknown} cause @param {object} details
+ */
+function unreadable (namespace, what, cause, details) {
+  return decodeError(`"${namespace.name}" ${what} does not parse: ${/** @type {Error} */ (cause).message}`, { cause, namespace: namespace.name, ...details })
 }
 
 /**

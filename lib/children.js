@@ -193,7 +193,7 @@ export class ChildrenModel {
       scope.put(this.purge, encode(parentId), '')
       return
     }
-    const { keys, count } = await this.storage.stored(scope, parentId)
+    const { keys, count } = await this.storage.stored(scope, parentId, this.onDelete === 'restrict')
     if (this.onDelete === 'restrict' && count > 0) {
       throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(parentId)} from "${this.parent.name}": it has ${count} "${this.name}" (onDelete: 'restrict')`, {
         collection: this.parent.name, children: this.name, id: parentId
@@ -283,7 +283,8 @@ export class Children extends ModelHandle {
   async get (parentId, seq) {
     const model = modelOf(this)
     const n = model.assertChild(parentId, seq)
-    const value = model.storage.find(model.storage.parse(await readThrough(this, model.items, model.storage.keyOf(parentId, n))), n)
+    const key = model.storage.keyOf(parentId, n)
+    const value = model.storage.find(model.storage.parse(await readThrough(this, model.items, key), parentId, key), n)
     if (value === undefined || await model.isPurging(parentId, scopeOf(this))) return undefined
     return value
   }
@@ -325,7 +326,7 @@ export class Children extends ModelHandle {
     // there, unmarked, means no read straddled the batch that removed them.
     const parent = await readThrough(this, model.parent.records, parentKey)
     if (parent === undefined || await model.isPurging(parentId, scope)) return seqs.map(() => undefined)
-    const parsed = values.map(value => storage.parse(value))
+    const parsed = values.map((value, slot) => storage.parse(value, parentId, keys[slot]))
     return seqs.map((seq, i) => storage.find(parsed[slots[i]], seq))
   }
 

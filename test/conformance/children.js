@@ -77,6 +77,21 @@ function childrenSuite (test, common, blockSize) {
     await db.close()
   })
 
+  test(`${common.backend}: a stored child that does not parse fails reads with LEVELKIT_DECODE_ERROR`, async t => {
+    const { db, chats, messages } = await schema()
+    const c = await chats.insert({})
+    // Written behind levelkit's back, before levelkit reads it (the read
+    // cache assumes no other writer).
+    const namespace = blockSize === undefined ? 'messages' : 'messages.blocks'
+    await db.level.sublevel(namespace, { keyEncoding: 'view', valueEncoding: 'utf8' }).put(encode([c, 1]), 'oops')
+    await db.level.sublevel('messages.seq', { keyEncoding: 'view', valueEncoding: 'utf8' }).put(encode(c), '1')
+    for (const [what, call] of [['range()', () => messages.range(c).all()], ['get()', () => messages.get(c, 1)], ['getMany()', () => messages.getMany(c, [1])]]) {
+      const err = await rejects(t, /** @type {() => Promise<unknown>} */ (call)(), 'LEVELKIT_DECODE_ERROR', `${what} fails with LEVELKIT_DECODE_ERROR`)
+      t.ok(err && err.cause instanceof SyntaxError && err.message.includes(namespace), 'naming the namespace, with the SyntaxError as cause')
+    }
+    await db.close()
+  })
+
   test(`${common.backend}: deleting a parent cascades to its children, or is restricted`, async t => {
     const { db, chats, messages } = await schema('cascade')
     const c = await chats.insert({})
@@ -384,6 +399,117 @@ function blocksSuite (test, common) {
     const broken = await db.check({ repair: true })
     t.same(broken.problems.map((/** @type {any} */ p) => [p.type, p.repaired]), [['invalid-block', false]], 'a block that does not parse is reported, and left alone')
     t.is(await blocks.get(encode([c, 10])), '[[10, "ok"], oops')
+    await db.close()
+  })
+
+  test(`${common.backend}: a repair never deletes children it cannot move: a block that does not parse keeps them where they are`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, blockSize: 3 })
+    const c = await chats.insert({})
+    const keys = db.level.sublevel('messages', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    const blocks = db.level.sublevel('messages.blocks', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    // Children 1..4 kept one key each (another declaration's layout), and
+    // the block 1..3 they belong in damaged.
+    for (const seq of [1, 2, 3, 4]) await keys.put(encode([c, seq]), JSON.stringify(`k${seq}`))
+    await db.level.sublevel('messages.seq', { keyEncoding: 'view', valueEncoding: 'utf8' }).put(encode(c), '4')
+    const damaged = '[[1, "x"], oops'
+    await blocks.put(encode([c, 1]), damaged)
+
+    const repair = await db.check({ repair: true })
+    const outcome = repair.problems.map((/** @type {any} */ p) => [p.type, Array.isArray(p.key) ? p.key : null, p.repaired])
+    t.same(outcome.filter(([type]) => type === 'child-in-old-layout'), [
+      ['child-in-old-layout', [c, 1], false], ['child-in-old-layout', [c, 2], false], ['child-in-old-layout', [c, 3], false],
+      ['child-in-old-layout', [c, 4], true]
+    ], 'only the child whose block could be written is moved')
+    t.same(outcome.filter(([type]) => type !== 'child-in-old-layout'), [
+      ['invalid-block', [c, 1], false], ['child-block-mismatch', [c, 1], false], ['child-block-mismatch', [c, 4], true]
+    ], 'the damaged block is reported, and neither rewritten nor emptied')
+    t.same((await keys.keys().all()).map((/** @type {Uint8Array} */ key) => decode(key)), [[c, 1], [c, 2], [c, 3]], 'the children bound for the damaged block are still stored')
+    t.is(await blocks.get(encode([c, 1])), damaged, 'the damaged block is left as it was')
+    t.same(JSON.parse(await blocks.get(encode([c, 4]))), [[4, 'k4']], 'the child bound for a sound block is moved')
+    await rejects(t, messages.range(c).all(), 'LEVELKIT_DECODE_ERROR', 'range() over the damaged block fails with LEVELKIT_DECODE_ERROR')
+
+    // Once a person has dealt with the damaged block, a repair moves the rest.
+    await blocks.del(encode([c, 1]))
+    t.is((await db.check({ repair: true })).problems.every((/** @type {any} */ p) => p.repaired), true)
+    t.same(await messages.range(c).all(), ['k1', 'k2', 'k3', 'k4'], 'no child lost')
+    t.same(await db.check(), { ok: true, problems: [], repaired: 0 })
+    await db.close()
+  })
+
+  test(`${common.backend}: a repair does not rewrite a block without the children it cannot move out of it`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    db.children('messages', { parent: chats, blockSize: 3 })
+    const c = await chats.insert({})
+    const blocks = db.level.sublevel('messages.blocks', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    // A block of 4 (from blockSize: 4) under the key of the block of 3 that
+    // holds 1..3: child 4 belongs in the block from 4, which is damaged.
+    const old = JSON.stringify([[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd']])
+    await blocks.put(encode([c, 1]), old)
+    await blocks.put(encode([c, 4]), '[[4, oops')
+    await db.level.sublevel('messages.seq', { keyEncoding: 'view', valueEncoding: 'utf8' }).put(encode(c), '4')
+    const repair = await db.check({ repair: true })
+    t.same(repair.problems.map((/** @type {any} */ p) => [p.type, p.key, p.repaired]), [
+      ['invalid-block', [c, 4], false], ['child-block-mismatch', [c, 1], false], ['child-block-mismatch', [c, 4], false]
+    ], 'nothing is repaired')
+    t.is(await blocks.get(encode([c, 1])), old, 'the block keeps child 4')
+    await db.close()
+  })
+
+  test(`${common.backend}: a repair leaves a child that is not JSON in its key rather than write it into a block`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, blockSize: 3 })
+    const c = await chats.insert({})
+    const keys = db.level.sublevel('messages', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    await keys.put(encode([c, 1]), '"k1"')
+    await keys.put(encode([c, 2]), 'oops')
+    await keys.put(encode([c, 3]), '"k3"')
+    await db.level.sublevel('messages.seq', { keyEncoding: 'view', valueEncoding: 'utf8' }).put(encode(c), '3')
+    const repair = await db.check({ repair: true })
+    t.same(repair.problems.filter((/** @type {any} */ p) => !p.repaired).map((/** @type {any} */ p) => [p.type, p.key]), [['child-in-old-layout', [c, 2]]], 'the child that is not JSON is reported, not moved')
+    t.same(await storedBlocks(db), [[[c, 1], [[1, 'k1'], [3, 'k3']]]], 'the block holds the other two and parses')
+    t.is(await keys.get(encode([c, 2])), 'oops', 'and the key is kept')
+    t.same(await messages.range(c).all(), ['k1', 'k3'])
+    await db.close()
+  })
+
+  test(`${common.backend}: a block that does not parse fails every read with LEVELKIT_DECODE_ERROR and is never written over`, async t => {
+    const db = await common.open()
+    const chats = db.collection('chats', { id: (/** @type {any} */ chat) => chat.name })
+    const messages = db.children('messages', { parent: chats, blockSize: 3 })
+    const other = await chats.insert({ name: 'random' })
+    await messages.append(other, 'other')
+    const blocks = db.level.sublevel('messages.blocks', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    const seqs = db.level.sublevel('messages.seq', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    // Each damage under a parent of its own, written behind levelkit's back
+    // before levelkit reads that block (the read cache assumes no other writer).
+    const damages = ['[[1,"a"],[2,"b"]', '{"1":"a","2":"b"}', '[[2,"b"],[1,"a"]]']
+    for (const [i, damaged] of damages.entries()) {
+      const c = await chats.insert({ name: `general${i}` })
+      await blocks.put(encode([c, 1]), damaged)
+      await seqs.put(encode(c), '2')
+      const failures = [
+        ['get()', () => messages.get(c, 1)],
+        ['getMany()', () => messages.getMany(c, [2, 1])],
+        ['range()', () => messages.range(c).all()],
+        ['append() into it', () => messages.append(c, 'c')],
+        ['put() into it', () => messages.put(c, 1, 'A')],
+        ['del() from it', () => messages.del(c, 2)]
+      ]
+      for (const [what, call] of failures) {
+        const err = await rejects(t, /** @type {() => Promise<unknown>} */ (call)(), 'LEVELKIT_DECODE_ERROR', `${damaged}: ${what} fails with LEVELKIT_DECODE_ERROR`)
+        if (what === 'get()') {
+          t.ok(err && err.cause instanceof SyntaxError, 'with a SyntaxError as its cause')
+          t.ok(err && /messages\.blocks/.test(err.message) && err.message.includes(JSON.stringify(c)) && /block from 1\b/.test(err.message), `naming the namespace, the parent and the block: ${err && err.message}`)
+        }
+      }
+      t.is(await blocks.get(encode([c, 1])), damaged, 'the block is left as it was')
+      t.is(await messages.lastSeq(c), 2, 'the refused append took no sequence number')
+    }
+    t.same(await messages.range(other).all(), ['other'], 'other parents read as before')
     await db.close()
   })
 }

@@ -283,4 +283,29 @@ function listSuite (test, common) {
     t.is(await lists.get(encode(99)), undefined, 'the list of a missing record deleted')
     await db.close()
   })
+
+  test(`${common.backend}: a repair moves the lists of a layout no longer in use, and never deletes one it cannot read`, async t => {
+    const db = await common.open()
+    const users = usersSchema(db)
+    const chats = db.collection('chats')
+    const members = db.relation('members', { from: chats, to: users })
+    const [u1, u2, u3] = [await users.insert({ username: 'a' }), await users.insert({ username: 'b' }), await users.insert({ username: 'c' })]
+    const [c1, c2] = [await chats.insert({}), await chats.insert({})]
+    await members.add(c1, u1)
+    // What a declaration with lists: ['to'] left: a list to move, and one
+    // that does not decode, whose edges nobody can tell.
+    const old = db.level.sublevel('members.list.to', { keyEncoding: 'view', valueEncoding: 'view' })
+    const unreadable = new Uint8Array([0xff, 0x01])
+    await old.put(encode(c2), encode([u2, u3]))
+    await old.put(encode(c1), unreadable)
+    const repair = await db.check({ repair: true })
+    const moved = repair.problems.filter(p => p.type === 'edge-in-old-layout')
+    t.same(moved.map(p => [p.key, p.repaired]), [[c1, false], [c2, true]], 'the readable list is moved, the other is not')
+    t.ok(/does not decode/.test(moved[0].message), `and says why: ${moved[0].message}`)
+    t.same(await members.to(c2).all(), [u2, u3], 'the moved edges are in the layout in use')
+    t.same(await members.from(u3).all(), [c2])
+    t.same(Array.from(await old.get(encode(c1)) || []), Array.from(unreadable), 'the list it cannot read is left as it was')
+    t.is(await old.get(encode(c2)), undefined, 'the moved list is deleted')
+    await db.close()
+  })
 }
