@@ -17,9 +17,10 @@ import { parseBlock } from './child-layouts.js'
 
 /**
  * Walk every declared namespace and compare it with what the records imply.
- * Reads come from one snapshot where the backend has snapshots; a repair (or
- * a backend without snapshots) runs as a critical section of the write path,
- * so no write lands while it reads, and its fixes are one atomic batch.
+ * Reads come from one snapshot where the backend has snapshots; without,
+ * they run as a read of the write path (Writer.read()), so no write lands
+ * while they read; a repair runs as a critical section, so none lands
+ * between what it reads and what it fixes, and its fixes are one atomic batch.
  *
  * @param {import('./database.js').Database} db
  * @param {{ repair?: boolean }} options
@@ -32,7 +33,8 @@ export async function checkDatabase (db, options) {
   const root = db.level
   assertNotClosed(root)
 
-  if (!repair && root.supports.explicitSnapshots) {
+  if (!repair) {
+    if (!root.supports.explicitSnapshots) return db.writer.read(async () => report(await scan(db, undefined), new Set()))
     const snapshot = root.snapshot()
     try {
       return report(await scan(db, snapshot), new Set())
@@ -42,10 +44,9 @@ export async function checkDatabase (db, options) {
   }
   return db.writer.run(async scope => {
     await db.writer.drain()
-    if (repair) clearReadCaches(root)
+    clearReadCaches(root)
     const found = await scan(db, undefined)
-    /** @type {Set<Fix>} */
-    const applied = repair ? applicable(found) : new Set()
+    const applied = applicable(found)
     for (const { fix } of found) {
       if (fix === null || !applied.has(fix)) continue
       if (fix.type === 'put') scope.put(fix.namespace, fix.key, fix.value)

@@ -133,6 +133,9 @@ export class Database {
     const refused = refuseInsideScope(this.writer)
     if (refused) throw refused
     return this.writer.run(scope => runInScope(scope, async () => {
+      // check() called while the callback runs reads beside it rather than
+      // wait for it: the callback may be its caller.
+      scope.hostsReads = true
       const result = await fn(scope)
       // Wait until no operation of the scope is pending, then close it in the
       // same continuation: an operation started later (a forgotten await)

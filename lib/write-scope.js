@@ -24,7 +24,12 @@ export class WriteScope {
     this.local = new Map()
     this.indexed = 0
     this.open = true
+    /** Whether reads may run beside this scope while it is open (Writer.read()): a db.write() callback's scope */
+    this.hostsReads = false
   }
+
+  /** @type {Set<Promise<unknown>>} reads running beside this scope */
+  #guests = new Set()
 
   /** operations of this scope started and not yet settled, queued ones included */
   #pending = 0
@@ -119,6 +124,31 @@ export class WriteScope {
 
   close () {
     this.open = false
+  }
+
+  /**
+   * Run the read `fn` beside this scope: the scope's batch is not written
+   * before it is done (see Writer.read()).
+   * @template T
+   * @param {() => Promise<T>} fn
+   * @returns {Promise<T>}
+   */
+  admit (fn) {
+    const guest = fn()
+    this.#guests.add(guest)
+    const leave = () => { this.#guests.delete(guest) }
+    guest.then(leave, leave)
+    return guest
+  }
+
+  /**
+   * Close the scope to new operations and reads, and return a promise that
+   * settles once the reads running beside it have, or null if none is.
+   * @returns {Promise<unknown> | null}
+   */
+  closeToGuests () {
+    this.open = false
+    return this.#guests.size === 0 ? null : Promise.allSettled(this.#guests)
   }
 
   assertOpen () {

@@ -42,6 +42,8 @@ export class Writer {
   #epoch = 0
   /** @type {Group | null} the group created last: written after every earlier one */
   #newest = null
+  /** @type {WriteScope | null} the scope of the critical section holding the lock, once it runs */
+  #holder = null
   closed = false
   /** @type {unknown} the error of the last failed batch */
   lastError = undefined
@@ -124,13 +126,20 @@ export class Writer {
     const scope = new WriteScope(this)
     try {
       if (this.#crossTab) await this.#holdCrossTab()
+      this.#holder = scope
       result = await fn(scope)
+      // Reads let in beside the scope (read()) see none of its batch land.
+      const guests = scope.closeToGuests()
+      if (guests !== null) await guests
       written = this.#commit(scope)
     } catch (err) {
       failed = true
       failure = err
+      const guests = scope.closeToGuests()
+      if (guests !== null) await guests
     } finally {
       scope.close()
+      this.#holder = null
       this.#release()
     }
     if (written) {
@@ -148,6 +157,30 @@ export class Writer {
     }
     if (failed) throw failure
     return result
+  }
+
+  /**
+   * Run `fn`, a read that must see no batch land while it reads (check()
+   * without a snapshot; getBy() when racing writes keep pairing an index
+   * entry with a record that moved on), once every op decided before it is
+   * written: as a critical section, or, while a db.write() callback holds
+   * the lock, beside that callback, whose batch then waits until `fn` is
+   * done. Queued behind the callback, `fn` would wait for it, and the
+   * callback may be what is waiting for `fn`: where there is no
+   * AsyncLocalStorage (browsers), nothing tells whether it is. Either way no
+   * other tab writes meanwhile: the cross-tab lock is held.
+   * @template T
+   * @param {() => Promise<T>} fn
+   * @returns {Promise<T>}
+   */
+  read (fn) {
+    const host = this.#holder
+    const read = async () => {
+      await this.drain()
+      return fn()
+    }
+    if (host !== null && host.hostsReads && host.open) return host.admit(read)
+    return this.run(read)
   }
 
   /** Resolves when every op decided so far is written. */

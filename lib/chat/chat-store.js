@@ -422,11 +422,13 @@ export class ChatStore {
    * @returns {Promise<{ ok: boolean, problems: Array<{ type: string, message: string }> }>}
    */
   async check () {
-    const { problems } = await this.db.check()
     /** @type {Array<{ type: string, message: string }>} */
-    const found = problems.map(p => ({ type: p.type, message: p.message }))
+    const found = []
     // Read the chat invariants as one critical section: no write lands
-    // between reading a chat, its edges and the pair counts.
+    // between reading a chat, its edges and the pair counts. Done first, so
+    // that called inside a db.write() callback (where this write is refused
+    // in Node, and waits for the callback in browsers) it is refused before
+    // db.check() has read the whole database.
     await this.db.write(async (w) => {
       /** @type {Map<string, number>} */
       const expectedPairs = new Map()
@@ -449,6 +451,8 @@ export class ChatStore {
         }
       }
     })
+    const { problems } = await this.db.check()
+    found.unshift(...problems.map(p => ({ type: p.type, message: p.message })))
     return { ok: found.length === 0, problems: found }
   }
 

@@ -1,5 +1,5 @@
 import { encodeTuple as encode, open } from '../../index.js'
-import { usersSchema } from './index.js'
+import { usersSchema, settlesWithin } from './index.js'
 
 /** @param {any} test @param {any} common */
 export default function (test, common) {
@@ -80,6 +80,25 @@ export default function (test, common) {
     t.is(await again.insert({ username: 'd' }), 4)
     await second.close()
     await first.close()
+  })
+
+  test(`${common.backend}: check() inside a db.write() callback answers, with what is written`, async t => {
+    const db = await common.open()
+    const users = usersSchema(db)
+    await users.insert({ username: 'ann' })
+    const outcome = await settlesWithin(db.write(async w => {
+      await users.in(w).insert({ username: 'bob' })
+      const report = await db.check()
+      return { report, seen: (await users.query().all()).map(u => u.username) }
+    }), 5000)
+    if (outcome === 'hung') {
+      t.fail('check() inside db.write() waits for the callback that waits for it')
+      return
+    }
+    t.same(outcome.report, { ok: true, problems: [], repaired: 0 }, 'it answers')
+    t.same(outcome.seen, ['ann'], 'reads outside in(w) see what is written, not the callback\'s own writes')
+    t.same((await users.query().all()).map(u => u.username), ['ann', 'bob'], 'and the callback\'s writes are written')
+    await db.close()
   })
 
   test(`${common.backend}: check() validates its options`, async t => {

@@ -37,6 +37,24 @@ export async function rejects (t, promise, code, message) {
   }
 }
 
+/**
+ * What `promise` settles to, or 'hung' if it has not settled after `ms`: to
+ * assert that something answers rather than waits forever.
+ * @template T
+ * @param {Promise<T>} promise @param {number} ms
+ * @returns {Promise<T | 'hung'>}
+ */
+export async function settlesWithin (promise, ms) {
+  /** @type {any} */
+  let timer
+  const hung = new Promise(resolve => { timer = setTimeout(() => resolve('hung'), ms) })
+  try {
+    return await Promise.race([promise, /** @type {Promise<'hung'>} */ (hung)])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /** Declare the reference schema used by several suites. @param {any} db */
 export function usersSchema (db) {
   return db.collection('users', {
