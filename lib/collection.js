@@ -12,6 +12,11 @@ import { describe, isDefined } from './common.js'
 
 const SEQUENCE_KEY = encode('last')
 
+// Without snapshots, how many times getBy() reads an entry and its record
+// while writes keep moving the value on in between, before it reads them as
+// a read of the write path, which no write can come between.
+const GET_BY_ATTEMPTS = 3
+
 /**
  * @typedef {import('./write-scope.js').WriteScope} WriteScope
  * @typedef {{ name: string, beforeDelete: (scope: WriteScope, id: unknown) => Promise<void>, beforeCreate?: (scope: WriteScope, id: unknown) => Promise<void> }} Dependent
@@ -473,16 +478,52 @@ async function getByInScope (scope, model, index, key) {
  * @param {CollectionModel} model @param {SecondaryIndex} index @param {Uint8Array} key
  */
 async function getBySnapshot (model, index, key) {
-  const snapshot = model.root.supports.explicitSnapshots ? model.root.snapshot() : undefined
+  if (!model.root.supports.explicitSnapshots) return getByRechecked(model, index, key)
+  const snapshot = model.root.snapshot()
   try {
-    const options = snapshot ? { snapshot, keyEncoding: 'view', valueEncoding: 'view' } : undefined
-    const owner = await index.namespace.read(key, model.writer.syncReads, options)
+    const owner = await index.namespace.read(key, model.writer.syncReads, { snapshot, keyEncoding: 'view', valueEncoding: 'view' })
     if (owner === undefined) return undefined
     const [stored] = await model.records.readMany([owner], model.writer.syncReads, snapshot)
     return stored === undefined ? undefined : JSON.parse(stored)
   } finally {
-    if (snapshot) await snapshot.close()
+    await snapshot.close()
   }
+}
+
+/**
+ * getBy() without snapshots (IndexedDB): the entry, then its record, each
+ * read on its own, so a write may land in between and leave the record
+ * without the value. The record is kept only if it holds the value; else
+ * both are read again, and in the end as a read of the write path.
+ * @param {CollectionModel} model @param {SecondaryIndex} index @param {Uint8Array} key
+ */
+async function getByRechecked (model, index, key) {
+  for (let attempt = 0; attempt < GET_BY_ATTEMPTS; attempt++) {
+    const found = await ownerHolding(model, index, key)
+    if (found !== MOVED_ON) return found
+  }
+  return model.writer.read(async () => {
+    const found = await ownerHolding(model, index, key)
+    // Nothing was written between the two reads: the record holds the value.
+    return found === MOVED_ON ? undefined : found
+  })
+}
+
+const MOVED_ON = Symbol('moved on')
+
+/**
+ * The record a unique entry names, if it holds the entry's value;
+ * undefined if there is no entry; MOVED_ON if the record no longer holds
+ * the value (or is gone).
+ * @param {CollectionModel} model @param {SecondaryIndex} index @param {Uint8Array} key
+ */
+async function ownerHolding (model, index, key) {
+  const owner = await index.namespace.read(key, model.writer.syncReads)
+  if (owner === undefined) return undefined
+  const [stored] = await model.records.readMany([owner], model.writer.syncReads)
+  if (stored === undefined) return MOVED_ON
+  const record = JSON.parse(stored)
+  return holdsEntry(index, record, decode(owner), owner, key) ? record : MOVED_ON
 }
 
 /**

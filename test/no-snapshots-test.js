@@ -1,7 +1,8 @@
 // levelkit on a backend without explicit snapshots and without getSync()
 // (what browser-level is), in Node: memory-level and classic-level that say
 // so (test/util/no-snapshots.js), with hooks that make a write land between
-// two reads. db.check() inside a db.write() callback must answer (or
+// two reads. getBy() must never answer with a record that no longer holds
+// the value, and db.check() inside a db.write() callback must answer (or
 // refuse) rather than wait for the callback that waits for it.
 
 import test from 'tape'
@@ -10,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
-import { NoSnapshotMemoryLevel, NoSnapshotClassicLevel } from './util/no-snapshots.js'
+import { NoSnapshotMemoryLevel, NoSnapshotClassicLevel, HookedClassicLevel } from './util/no-snapshots.js'
 import { settlesWithin } from './conformance/index.js'
 
 const root = mkdtempSync(join(tmpdir(), 'levelkit-no-snapshots-'))
@@ -46,6 +47,70 @@ for (const backend of backends) {
     const { db, close } = await schema(backend.level())
     t.is(db.level.supports.explicitSnapshots, false)
     t.is(db.writer.syncReads, false, 'reads are asynchronous')
+    await close()
+  })
+
+  test(`${backend.name}: getBy() when the value moves to another record between the entry and the record`, async t => {
+    const level = backend.level()
+    const { users, close } = await schema(level)
+    const ann = await users.insert({ username: 'ann' })
+    const bob = await users.insert({ username: 'bob' })
+    let fired = false
+    level.afterGet = async (/** @type {string} */ namespace) => {
+      if (namespace !== 'users.idx.username' || fired) return
+      fired = true
+      // After getBy() read the entry (ann's), before it reads the record.
+      await users.update(ann, { username: 'ann.old' })
+      await users.update(bob, { username: 'ann' })
+    }
+    t.same(await users.getBy('username', 'ann'), { id: bob, username: 'ann' }, 'the record that holds the value now')
+    t.ok(fired, 'the write landed between the two reads')
+    await close()
+  })
+
+  test(`${backend.name}: getBy() when the value is dropped between the entry and the record`, async t => {
+    const level = backend.level()
+    const { users, close } = await schema(level)
+    const ann = await users.insert({ username: 'ann' })
+    let fired = false
+    level.afterGet = async (/** @type {string} */ namespace) => {
+      if (namespace !== 'users.idx.username' || fired) return
+      fired = true
+      await users.update(ann, { username: 'ann.old' })
+    }
+    t.is(await users.getBy('username', 'ann'), undefined, 'no record has it')
+    t.ok(fired, 'the write landed between the two reads')
+    await close()
+  })
+
+  test(`${backend.name}: getBy() when the value moves on at every read`, async t => {
+    const level = backend.level()
+    const { db, users, close } = await schema(level)
+    const a = await users.insert({ username: 'ann' })
+    const b = await users.insert({ username: 'bob' })
+    let owner = a
+    let moves = 0
+    /** @type {Promise<unknown> | null} */
+    let moving = null
+    level.afterGet = async (/** @type {string} */ namespace) => {
+      if (namespace !== 'users.idx.username' || moving) return
+      // Swap the names of a and b after every read of an entry. A read
+      // that holds back writes makes this swap wait: give up waiting after
+      // a while (so the test can tell a wait from a write that landed).
+      const [from, to] = owner === a ? [a, b] : [b, a]
+      moving = db.write(async w => {
+        await users.in(w).update(from, { username: 'tmp' })
+        await users.in(w).update(to, { username: 'ann' })
+        await users.in(w).update(from, { username: 'bob' })
+      }).then(() => { owner = to; moves++ }).finally(() => { moving = null })
+      await Promise.race([moving, new Promise(resolve => setTimeout(resolve, 200))])
+    }
+    const found = await users.getBy('username', 'ann')
+    level.afterGet = null
+    t.is(found && found.username, 'ann', `the record found holds the value (after ${moves} moves)`)
+    t.ok(moves >= 1, 'the value moved under the reads')
+    await moving
+    t.ok((await db.check()).ok)
     await close()
   })
 
@@ -130,5 +195,25 @@ for (const backend of backends) {
     await level.close()
   })
 }
+
+test('LevelDB with syncReads: false: getBy() reads the entry and the record from one snapshot', async t => {
+  const level = new HookedClassicLevel(join(root, String(n++)))
+  const { db, users, close } = await schema(level, { syncReads: false })
+  t.is(db.writer.syncReads, false, 'reads are asynchronous')
+  t.is(db.level.supports.explicitSnapshots, true, 'and LevelDB has snapshots')
+  const ann = await users.insert({ username: 'ann' })
+  const bob = await users.insert({ username: 'bob' })
+  let fired = false
+  level.afterGet = async (/** @type {string} */ namespace) => {
+    if (namespace !== 'users.idx.username' || fired) return
+    fired = true
+    await users.update(ann, { username: 'ann.old' })
+    await users.update(bob, { username: 'ann' })
+  }
+  t.same(await users.getBy('username', 'ann'), { id: ann, username: 'ann' }, 'the pair as it was when the snapshot was taken')
+  t.ok(fired, 'the write landed between the two reads')
+  t.same(await users.getBy('username', 'ann'), { id: bob, username: 'ann' }, 'and the new owner once it is written')
+  await close()
+})
 
 test.onFinish(() => rmSync(root, { recursive: true, force: true }))
