@@ -139,6 +139,14 @@ async function checkCollection (model, snapshot, problem) {
   /** @type {Map<any, Map<string, { key: Uint8Array, value: Uint8Array | string, claims: unknown[] }>>} */
   const expected = new Map()
   for (const index of model.indexes.values()) expected.set(index, new Map())
+  /**
+   * Records whose entries cannot be computed (not JSON, or a key function
+   * throws), by index: their entries are not dangling, only unknown, and
+   * deleting them would free a unique value the record may still hold.
+   * @type {Map<any, Set<string>>}
+   */
+  const unreadable = new Map()
+  for (const index of model.indexes.values()) unreadable.set(index, new Set())
   let maxId = 0
 
   for (const [key, value] of await readAll(model.records, snapshot)) {
@@ -154,6 +162,7 @@ async function checkCollection (model, snapshot, problem) {
       record = JSON.parse(value)
     } catch {
       problem('invalid-record', model.records, key, `Record ${label(id)} of "${model.name}" is not valid JSON`, null)
+      for (const ids of unreadable.values()) ids.add(model.records.keyId(key))
       continue
     }
     for (const [index, wanted] of expected) {
@@ -162,6 +171,7 @@ async function checkCollection (model, snapshot, problem) {
         entries = index.entries(record, id, key, value)
       } catch (err) {
         problem('invalid-record', model.records, key, `Record ${label(id)} of "${model.name}" has no valid "${index.name}" entry: ${/** @type {Error} */ (err).message}`, null)
+        unreadable.get(index)?.add(model.records.keyId(key))
         continue
       }
       for (const entry of entries) {
@@ -178,6 +188,14 @@ async function checkCollection (model, snapshot, problem) {
     for (const [key, value] of await readAll(index.namespace, snapshot)) {
       const entryId = index.namespace.keyId(key)
       const claim = wanted.get(entryId)
+      const owner = unreadableOwner(model, index, key, value, /** @type {Set<string>} */ (unreadable.get(index)))
+      if (owner !== null && (!claim || !index.covering)) {
+        // The record it points at cannot be read: whether the entry is
+        // right is unknown, so a repair leaves it (and the value it holds).
+        problem('dangling-index-entry', index.namespace, key, `Index "${index.name}" of "${model.name}" has an entry for ${owner}: left as it is until the record is fixed`, null)
+        if (claim) seen.add(entryId)
+        continue
+      }
       if (!claim) {
         problem('dangling-index-entry', index.namespace, key, `Index "${index.name}" of "${model.name}" has an entry that no record has`, { type: 'del', namespace: index.namespace, key })
         continue
@@ -212,6 +230,38 @@ async function checkCollection (model, snapshot, problem) {
     }
   }
   return ids
+}
+
+/**
+ * The id of the record an index entry points at, if that record is one of
+ * `unreadable` (by key id), else null. Where the entry itself does not say
+ * (a covering copy that does not parse), any unreadable record may own it.
+ * @param {import('./collection.js').CollectionModel} model
+ * @param {import('./indexes.js').SecondaryIndex} index
+ * @param {Uint8Array} key @param {any} value @param {Set<string>} unreadable
+ * @returns {string | null} the owner, described for a message, or null
+ */
+function unreadableOwner (model, index, key, value, unreadable) {
+  if (unreadable.size === 0) return null
+  let ownerKey
+  if (index.covering) {
+    try {
+      ownerKey = encode(model.idOf(JSON.parse(value)))
+    } catch {
+      return 'a record that cannot be read'
+    }
+  } else if (index.unique) {
+    ownerKey = value
+  } else {
+    const pair = tryPair(key)
+    if (pair === null) return null
+    try {
+      ownerKey = encode(pair[1])
+    } catch {
+      return null
+    }
+  }
+  return unreadable.has(model.records.keyId(ownerKey)) ? `record ${label(safeDecode(ownerKey))}, which cannot be read` : null
 }
 
 /**

@@ -1,5 +1,5 @@
 import { encodeTuple as encode, open } from '../../index.js'
-import { usersSchema, settlesWithin } from './index.js'
+import { usersSchema, settlesWithin, rejects } from './index.js'
 
 /** @param {any} test @param {any} common */
 export default function (test, common) {
@@ -98,6 +98,34 @@ export default function (test, common) {
     t.same(outcome.report, { ok: true, problems: [], repaired: 0 }, 'it answers')
     t.same(outcome.seen, ['ann'], 'reads outside in(w) see what is written, not the callback\'s own writes')
     t.same((await users.query().all()).map(u => u.username), ['ann', 'bob'], 'and the callback\'s writes are written')
+    await db.close()
+  })
+
+  test(`${common.backend}: a repair leaves the index entries of a record it cannot read`, async t => {
+    const db = await common.open()
+    const users = usersSchema(db)
+    const people = db.collection('people', {
+      id: p => p.name,
+      indexes: { email: { unique: true, covering: true, key: p => p.email } }
+    })
+    const ann = await users.insert({ username: 'ann', age: 30, tags: ['x'] })
+    await people.insert({ name: 'cat', email: 'cat@example.org' })
+    // Damage behind levelkit's back: the records no longer parse.
+    await db.level.sublevel('users', { keyEncoding: 'view', valueEncoding: 'utf8' }).put(encode(ann), '{"id":1,"usern')
+    await db.level.sublevel('people', { keyEncoding: 'view', valueEncoding: 'utf8' }).put(encode('cat'), 'not json')
+
+    const repair = await db.check({ repair: true })
+    const types = repair.problems.map(p => `${p.type}:${p.namespace}:${p.repaired}`).sort()
+    t.same(types, [
+      'dangling-index-entry:people.idx.email:false',
+      'dangling-index-entry:users.idx.byAge:false',
+      'dangling-index-entry:users.idx.tags:false',
+      'dangling-index-entry:users.idx.username:false',
+      'invalid-record:people:false',
+      'invalid-record:users:false'
+    ], 'the entries of unreadable records are reported, not repaired')
+    await rejects(t, users.insert({ username: 'ann' }), 'LEVELKIT_UNIQUE', 'the unreadable record keeps its unique value')
+    await rejects(t, people.insert({ name: 'dan', email: 'cat@example.org' }), 'LEVELKIT_UNIQUE', 'and so does a covering entry')
     await db.close()
   })
 
