@@ -40,6 +40,28 @@ export interface Message {
   recipients?: number[]
 }
 
+/** A user as the `users` collection stores it (getters never return the hash). */
+export interface UserRecord {
+  username: string
+  /** The salted slow hash of the password. */
+  passwordHash: string
+  createdAt: number
+}
+
+/** A chat as the `chats` collection stores it. */
+export interface ChatRecord extends Omit<Chat, 'id'> {
+  /** The hash of a private chat's password; null for an open chat. */
+  passwordHash: string | null
+}
+
+/** A session as the `sessions` collection stores it, under its `sessionId`. */
+export interface Session {
+  sessionId: string
+  userId: number
+  /** Milliseconds since the epoch. */
+  expiry: number
+}
+
 export interface ChatMessagesOptions {
   /** First id (inclusive): count up from here. */
   from?: number
@@ -60,11 +82,17 @@ export declare class ChatStore {
   /** Declares the chat models on an open levelkit database. */
   constructor (db: Database, options?: ChatStoreOptions)
   readonly db: Database
-  readonly users: Collection
-  readonly sessions: Collection
-  readonly chats: Collection
-  readonly members: Relation
-  readonly messages: Children<Message>
+  /** Users by id (a sequence), with a covering unique index `username`. */
+  readonly users: Collection<UserRecord>
+  /** Sessions by `sessionId`, with an index `expiry`. */
+  readonly sessions: Collection<Session, string, Session>
+  /** Chats by id (a sequence). */
+  readonly chats: Collection<ChatRecord>
+  /** Chat id → member user ids, both directions kept as lists. */
+  readonly members: Relation<number, number>
+  /** Messages of each chat, in blocks of 16; the sequence number is the message id. */
+  readonly messages: Children<Message, number>
+  /** Chats whose members are exactly two users, counted under `[userA, userB]` (ascending). */
   readonly pairs: Counter
 
   /** Resolves with the new user's id; a taken username rejects with LEVELKIT_UNIQUE. */

@@ -36,6 +36,15 @@ export type TupleValue = null | boolean | number | string | Uint8Array | TupleVa
 /** An id: any tuple value. Sequence collections use positive integers. */
 export type Id = TupleValue
 
+/**
+ * The id type of a collection: `number` for a sequence collection (the
+ * default), `K` for one declared with `id: (record) => K`.
+ */
+export type IdOf<C> = C extends Collection<any, infer K, any> ? K : never
+
+/** A record of a sequence collection as stored and read back: with its `id`. */
+export type Stored<T, K extends TupleValue = number> = T & { id: K }
+
 export interface OpenOptions {
   /**
    * 'leveldb' (classic-level, Node), 'memory' (memory-level) or 'indexeddb' (browser-level, browsers).
@@ -84,20 +93,26 @@ export interface IndexOptions<T> {
 }
 
 export interface CollectionOptions<T> {
-  /** 'sequence' (default): integer ids from 1, stored in the record as `id`; or a function record => id. */
-  id?: 'sequence' | ((record: T) => Id)
+  /** 'sequence' (default): integer ids from 1, stored in the record as `id`. */
+  id?: 'sequence'
   indexes?: Record<string, IndexOptions<T>>
   /** Throw to refuse a record; the error becomes LEVELKIT_INVALID with your error as `cause`. */
   validate?: (record: T) => void
 }
 
-export interface RangeOptions {
-  gt?: TupleValue
-  gte?: TupleValue
-  lt?: TupleValue
-  lte?: TupleValue
+export interface KeyedCollectionOptions<T, K extends TupleValue> extends Omit<CollectionOptions<T>, 'id'> {
+  /** The record's id, computed from the record: it must always produce the id it is stored under. */
+  id: (record: T) => K
+}
+
+/** Range options over keys of type K (ids, sequence numbers, index values). */
+export interface RangeOptions<K = TupleValue> {
+  gt?: K
+  gte?: K
+  lt?: K
+  lte?: K
   /** Exactly this value. */
-  eq?: TupleValue
+  eq?: K
   /** Array values whose leading elements are these (compound indexes). */
   prefix?: TupleValue[]
   /** At most this many items (a non-negative integer, or Infinity). */
@@ -107,10 +122,16 @@ export interface RangeOptions {
   cursor?: string | null
 }
 
-export interface QueryOptions extends RangeOptions {
-  /** Range over this index's values instead of over ids. */
-  index?: string
-}
+/**
+ * Options of collection.query() and count(): bounds on ids (of type K), or,
+ * with `index`, on that index's values (any tuple value).
+ */
+export type QueryOptions<K = TupleValue> =
+  | (RangeOptions<K> & { index?: undefined })
+  | (RangeOptions<TupleValue> & {
+    /** Range over this index's values instead of over ids. */
+    index: string
+  })
 
 export interface Page<T> {
   items: T[]
@@ -118,8 +139,8 @@ export interface Page<T> {
   cursor: string | null
 }
 
-/** A lazy, re-runnable range read. */
-export declare class Query<T, K = Id> implements AsyncIterable<T> {
+/** A lazy, re-runnable range read of items T under keys K. */
+export declare class Query<T, K = TupleValue> implements AsyncIterable<T> {
   [Symbol.asyncIterator] (): AsyncGenerator<T>
   /** [key, item] pairs: [id, record], [seq, value], [id, id]. */
   entries (): AsyncGenerator<[K, T]>
@@ -130,34 +151,40 @@ export declare class Query<T, K = Id> implements AsyncIterable<T> {
   count (): Promise<number>
 }
 
-export type Stored<T> = T & { id?: Id }
-
-export declare class Collection<T extends object = Record<string, any>> {
+/**
+ * A collection of records `T` under ids `K`, read back as `R`.
+ *
+ * A sequence collection (the default) has `number` ids and stores each
+ * record with its `id`: `Collection<T>` is `Collection<T, number, T & { id: number }>`.
+ * One declared with `id: (record: T) => K` stores the record as given: `Collection<T, K, T>`.
+ */
+export declare class Collection<T extends object = Record<string, any>, K extends TupleValue = number, R extends object = Stored<T, K>> {
   readonly name: string
   /** This collection inside a db.write() scope. */
-  in (w: WriteScope): Collection<T>
+  in (w: WriteScope): this
   /** Resolves with the new id. */
-  insert (record: T): Promise<Id>
+  insert (record: T): Promise<K>
   /** Create or replace; resolves true if created. */
-  put (id: Id, record: T): Promise<boolean>
+  put (id: K, record: T): Promise<boolean>
   /** Shallow-merge a patch (undefined removes a property) or apply a synchronous function; resolves with the new record. */
-  update (id: Id, change: Partial<T> | ((record: Stored<T>) => T)): Promise<Stored<T>>
+  update (id: K, change: Partial<T> | ((record: R) => T)): Promise<R>
   /** Resolves true if a record was deleted. */
-  del (id: Id): Promise<boolean>
-  get (id: Id): Promise<Stored<T> | undefined>
-  has (id: Id): Promise<boolean>
-  getMany (ids: Id[]): Promise<Array<Stored<T> | undefined>>
+  del (id: K): Promise<boolean>
+  get (id: K): Promise<R | undefined>
+  has (id: K): Promise<boolean>
+  getMany (ids: K[]): Promise<Array<R | undefined>>
   /** The record holding `value` in a unique index. */
-  getBy (index: string, value: TupleValue): Promise<Stored<T> | undefined>
-  query (options?: QueryOptions): Query<Stored<T>>
-  count (options?: QueryOptions): Promise<number>
+  getBy (index: string, value: TupleValue): Promise<R | undefined>
+  /** Records in id order, or in the order of an index's values; keys are ids. */
+  query (options?: QueryOptions<K>): Query<R, K>
+  count (options?: QueryOptions<K>): Promise<number>
 }
 
 export type OnDelete = 'cascade' | 'restrict'
 
-export interface RelationOptions {
-  from: Collection<any>
-  to: Collection<any>
+export interface RelationOptions<F extends TupleValue = TupleValue, T extends TupleValue = TupleValue> {
+  from: Collection<any, F, any>
+  to: Collection<any, T, any>
   /** What deleting an endpoint does to its edges: for both sides, or per side. Default 'cascade'. */
   onDelete?: OnDelete | { from: OnDelete, to: OnDelete }
   /**
@@ -168,28 +195,29 @@ export interface RelationOptions {
   lists?: Array<'from' | 'to'>
 }
 
-export declare class Relation {
+/** A many-to-many relation between ids `F` of its `from` collection and ids `T` of its `to` collection. */
+export declare class Relation<F extends TupleValue = TupleValue, T extends TupleValue = TupleValue> {
   readonly name: string
-  in (w: WriteScope): Relation
+  in (w: WriteScope): this
   /** Resolves true if the edge is new; LEVELKIT_NOT_FOUND if an endpoint is missing. */
-  add (fromId: Id, toId: Id): Promise<boolean>
+  add (fromId: F, toId: T): Promise<boolean>
   /**
    * Add the edges from `fromId` to each of `toIds` as one operation: all of
    * them, or none if an endpoint is missing (LEVELKIT_NOT_FOUND). Resolves
    * with how many are new.
    */
-  addMany (fromId: Id, toIds: Id[]): Promise<number>
+  addMany (fromId: F, toIds: T[]): Promise<number>
   /** Resolves true if the edge existed. */
-  remove (fromId: Id, toId: Id): Promise<boolean>
-  has (fromId: Id, toId: Id): Promise<boolean>
+  remove (fromId: F, toId: T): Promise<boolean>
+  has (fromId: F, toId: T): Promise<boolean>
   /** Ids on the `to` side that `fromId` links to. Range options apply to those ids. */
-  to (fromId: Id, options?: RangeOptions): Query<Id>
+  to (fromId: F, options?: RangeOptions<T>): Query<T, T>
   /** Ids on the `from` side that link to `toId`. */
-  from (toId: Id, options?: RangeOptions): Query<Id>
+  from (toId: T, options?: RangeOptions<F>): Query<F, F>
 }
 
-export interface ChildrenOptions {
-  parent: Collection<any>
+export interface ChildrenOptions<P extends TupleValue = TupleValue> {
+  parent: Collection<any, P, any>
   /**
    * What deleting a parent does to its children. Default 'cascade' (deleted in
    * the same batch). 'purge': invisible at once, deleted in bounded background
@@ -213,36 +241,37 @@ export interface WatchOptions {
   signal?: AbortSignal
 }
 
-export declare class Children<V = any> {
+/** Ordered children (values `V`) of the records of a parent collection whose ids are `P`. */
+export declare class Children<V = any, P extends TupleValue = TupleValue> {
   readonly name: string
-  in (w: WriteScope): Children<V>
+  in (w: WriteScope): this
   /** Resolves with the child's sequence number: 1, 2, 3, ... per parent, without gaps. */
-  append (parentId: Id, value: V): Promise<number>
+  append (parentId: P, value: V): Promise<number>
   /** Replace an existing child (LEVELKIT_NOT_FOUND if there is none). */
-  put (parentId: Id, seq: number, value: V): Promise<void>
-  del (parentId: Id, seq: number): Promise<boolean>
-  get (parentId: Id, seq: number): Promise<V | undefined>
+  put (parentId: P, seq: number, value: V): Promise<void>
+  del (parentId: P, seq: number): Promise<boolean>
+  get (parentId: P, seq: number): Promise<V | undefined>
   /**
    * Several children by sequence number, in the order asked, undefined where
    * there is none: point reads, e.g. the last page of a gap-free sequence.
    */
-  getMany (parentId: Id, seqs: number[]): Promise<Array<V | undefined>>
+  getMany (parentId: P, seqs: number[]): Promise<Array<V | undefined>>
   /** Range options apply to sequence numbers. */
-  range (parentId: Id, options?: RangeOptions): Query<V, number>
+  range (parentId: P, options?: RangeOptions<number>): Query<V, number>
   /** The last sequence number handed out for the parent (0 if none). */
-  lastSeq (parentId: Id): Promise<number>
+  lastSeq (parentId: P): Promise<number>
   /**
    * Each child appended after `after`, as [seq, value], in order, as its batch
    * is written: no gap, no duplicate. Ends on abort, when the parent is deleted or when the database closes.
    */
-  watch (parentId: Id, options?: WatchOptions): AsyncGenerator<[number, V]>
+  watch (parentId: P, options?: WatchOptions): AsyncGenerator<[number, V]>
   /** Resolves when no background purge ('purge' onDelete) is running; rejects with the error if one failed after its retries. */
   settled (): Promise<void>
 }
 
 export declare class Counter {
   readonly name: string
-  in (w: WriteScope): Counter
+  in (w: WriteScope): this
   /** Add delta (default 1, a safe integer) and resolve with the new value. */
   add (key: TupleValue, delta?: number): Promise<number>
   /** The value, 0 if never added to. */
@@ -273,9 +302,21 @@ export declare class Database {
   /** The underlying abstract-level database. */
   readonly level: AbstractLevel<any, any, any>
   readonly status: string
+  /**
+   * Declare a collection whose ids come from `options.id(record)`: ids are
+   * `K`, records are stored as given.
+   */
+  collection<T extends object = Record<string, any>, K extends TupleValue = TupleValue> (name: string, options: KeyedCollectionOptions<T, K>): Collection<T, K, T>
+  /** Declare a sequence collection: ids are numbers from 1, stored in each record as `id`. */
   collection<T extends object = Record<string, any>> (name: string, options?: CollectionOptions<T>): Collection<T>
-  relation (name: string, options: RelationOptions): Relation
-  children<V = any> (name: string, options: ChildrenOptions): Children<V>
+  /** Declare a many-to-many relation; its ids are those of `options.from` and `options.to`. */
+  relation<F extends TupleValue, T extends TupleValue> (name: string, options: RelationOptions<F, T>): Relation<F, T>
+  /**
+   * Declare ordered children of `options.parent`'s records. The parent id type
+   * is inferred, or `number` when only the value type is given: name it too
+   * for a parent with an id function, as in `db.children<Note, string>(...)`.
+   */
+  children<V = any, P extends TupleValue = number> (name: string, options: ChildrenOptions<P>): Children<V, P>
   counter (name: string): Counter
   /**
    * A namespace of your own in this database (an abstract-level sublevel of

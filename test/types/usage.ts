@@ -1,6 +1,6 @@
 // Compiled by `tsc` in `npm test`: the declarations must describe real usage.
 import { open, codes, tupleEncoding, encodeTuple, decodeTuple } from '../../index.js'
-import type { Collection, CheckReport, Page, WriteScope } from '../../index.js'
+import type { Collection, CheckReport, IdOf, Page, WriteScope } from '../../index.js'
 
 interface User { username: string, age?: number, tags?: string[] }
 
@@ -62,5 +62,98 @@ export async function chatUsage (): Promise<void> {
   for await (const [seq, message] of chat.messages.watch(chatId)) console.log(seq, message.id)
   for await (const [key, count] of chat.pairs.query().entries()) console.log(key, count)
   await chat.messages.settled()
+  const memberIds: number[] = await chat.members.to(chatId).all()
+  const stored = await chat.users.get(ann)
+  const hash: string | undefined = stored?.passwordHash
+  const session = await chat.sessions.get('session-id')
+  const expiry: number | undefined = session?.expiry
+  const storedChat = await chat.chats.getBy('none', 1)
+  const admin: number | undefined = storedChat?.adminId
+  // @ts-expect-error chat ids are numbers
+  await chat.messages.lastSeq('general')
+  console.log(memberIds, hash, expiry, admin)
   console.log(name, page?.length, (await chat.check()).ok, codes.FORBIDDEN, codes.LIMIT)
+}
+
+// Ids are typed by the collection: numbers for sequence collections, the id
+// function's return type otherwise; relations, children and queries take the
+// id types of the collections they were declared with.
+interface Author { name: string }
+interface Book { title: string, authorId: number, year?: number }
+interface Session { sessionId: string, userId: number }
+interface Note { text: string }
+
+export async function idUsage (): Promise<void> {
+  const db = await open({ backend: 'memory' })
+  const authors = db.collection<Author>('authors')
+  const books = db.collection<Book>('books', {
+    indexes: { byAuthor: { key: b => [b.authorId, b.year ?? 0] } }
+  })
+  const sessions = db.collection('sessions', { id: (s: Session) => s.sessionId })
+  const written = db.relation('written', { from: authors, to: books })
+  const reads = db.relation('reads', { from: sessions, to: books, lists: ['from'] })
+  const chapters = db.children<{ title: string }>('chapters', { parent: books })
+  const notes = db.children<Note, string>('notes', { parent: sessions })
+  const tags = db.children('tags', { parent: sessions })
+  await tags.append('abc', 'inferred: the parent id type comes from the parent')
+
+  const tolkien = await authors.insert({ name: 'Tolkien' })
+  const hobbit: number = await books.insert({ title: 'The Hobbit', authorId: tolkien, year: 1937 })
+  const book = await books.get(hobbit)
+  if (book !== undefined) {
+    const id: number = book.id
+    const authorId: number = book.authorId
+    console.log(id, authorId, book.title)
+  }
+  const updated = await books.update(hobbit, { year: 1938 })
+  const sameId: number = updated.id
+  const many: Array<(Book & { id: number }) | undefined> = await books.getMany([hobbit, 2])
+  // @ts-expect-error a sequence collection's ids are numbers
+  await books.get('1')
+  // @ts-expect-error not a string id either
+  await books.insert({ title: 'Silmarillion', authorId: 'tolkien' })
+  // @ts-expect-error a stored record of a sequence collection has its id: no patch may change it
+  await books.update(hobbit, { id: 2 })
+
+  const sessionId: string = await sessions.insert({ sessionId: 'abc', userId: 1 })
+  const session: Session | undefined = await sessions.get(sessionId)
+  // @ts-expect-error this collection's ids are strings
+  await sessions.get(1)
+
+  const authorId: IdOf<typeof authors> = tolkien
+  await written.add(authorId, hobbit)
+  await written.addMany(tolkien, [hobbit])
+  const bookIds: number[] = await written.to(tolkien, { gt: 0 }).all()
+  const authorIds: number[] = await written.from(hobbit).all()
+  // @ts-expect-error the `to` side's ids are numbers
+  await written.add(tolkien, 'The Hobbit')
+  // @ts-expect-error the bounds of to() are ids of the `to` side
+  written.to(tolkien, { gt: 'a' })
+  await reads.add(sessionId, hobbit)
+  const readers: string[] = await reads.from(hobbit).all()
+  // @ts-expect-error the `from` side's ids are strings
+  await reads.has(1, hobbit)
+
+  const seq: number = await chapters.append(hobbit, { title: 'An Unexpected Party' })
+  // @ts-expect-error the parent's ids are numbers
+  await chapters.append('The Hobbit', { title: 'Roast Mutton' })
+  await notes.append(sessionId, { text: 'remember the ring' })
+  // @ts-expect-error the parent's ids are strings
+  await notes.append(1, { text: 'x' })
+
+  for await (const key of books.query().keys()) console.log(key + 1)
+  for await (const [id, b] of books.query({ index: 'byAuthor', prefix: [tolkien] }).entries()) console.log(id + 1, b.id, b.title)
+  const firstPage: Page<Book & { id: number }> = await books.query({ index: 'byAuthor', gte: [tolkien, 1900], limit: 10 }).page()
+  // @ts-expect-error without an index, bounds are ids: numbers here
+  books.query({ gt: 'a' })
+  for await (const key of sessions.query({ gte: 'a' }).keys()) console.log(key.toUpperCase())
+
+  const made = await db.write(async (w) => {
+    const id: number = await books.in(w).insert({ title: 'Farmer Giles', authorId: tolkien })
+    await written.in(w).add(tolkien, id)
+    await chapters.in(w).append(id, { title: 'One' })
+    return id
+  })
+  console.log(many, sameId, session, bookIds, authorIds, readers, seq, firstPage.cursor, made + 1)
+  await db.close()
 }
