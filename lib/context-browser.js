@@ -1,5 +1,5 @@
 // Browsers have no AsyncLocalStorage: a model call inside db.write() that
-// forgot `.in(w)` cannot be detected there (see the README's db.write()).
+// forgot `.in(w)` cannot be detected there (see docs/api.md, db.write()).
 
 /**
  * @template T
