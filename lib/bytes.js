@@ -40,8 +40,8 @@ export function compareBytes (a, b) {
 export function bytesToBinaryString (bytes) {
   const n = bytes.length
   if (n <= 8192) {
-    // One apply() call: about 1.5x faster than a loop for 10-30 byte keys
-    // (measured on Node 20).
+    // One apply() call rather than a loop: it took time off every lookup key
+    // (bench/RESULTS.md, model-overhead, "After").
     return String.fromCharCode.apply(null, /** @type {any} */ (bytes))
   }
   let s = ''

@@ -6,7 +6,8 @@ import { describe } from './common.js'
  *
  * The byte format is bytewise's (bytewise 1.1.0 / bytewise-core 1.2.3), so
  * keys written by either are interchangeable and sort identically, but this
- * implementation works on Uint8Array only (no Buffer) and is much faster.
+ * implementation works on Uint8Array only (no Buffer) and is faster
+ * (bench/RESULTS.md, tuple-codec).
  *
  * Every value starts with a one-byte type tag; the tags alone give the order
  * across types (bytewise-core/base.js):
@@ -349,8 +350,8 @@ function writeString (str, nested) {
     }
   }
   if (i < len) {
-    // Hand-written UTF-8 beats TextEncoder's call overhead on short strings
-    // (about 2x for typical keys); TextEncoder's bulk speed wins on long ones.
+    // Hand-written UTF-8 beats TextEncoder's call overhead on short strings,
+    // typical keys; TextEncoder's bulk speed wins on long ones.
     p = len - i > LONG_STRING ? writeLongUtf8(str, i, p, nested) : writeUtf8(str, i, p, nested)
   }
   if (nested) b[p++] = ARRAY_END

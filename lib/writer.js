@@ -271,8 +271,8 @@ export class Writer {
         this.#group = null
         try {
           // An array batch, not a chained one: with a `sublevel` on every op,
-          // abstract-level's chained batch costs about twice as much per op
-          // (bench/RESULTS.md).
+          // abstract-level's chained batch costs more per op (bench/RESULTS.md,
+          // model-overhead, "What changed, and why").
           await this.#root.batch(batchOps(group.ops))
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.written(op)
           this.#forget(group)
@@ -374,9 +374,10 @@ export class Writer {
 /**
  * The batch for a group's ops: each key's last op only, in order. Within
  * one atomic batch an op that a later op of the same key replaces changes
- * nothing, and each op costs the batch 2–4 µs (classic-level converts every
+ * nothing, and each op costs the batch time (classic-level converts every
  * one): a relation list rewritten per edge, or a chat record updated by
- * every message of a group, is written once.
+ * every message of a group, is written once (bench/RESULTS.md,
+ * chat-workload, session 3: "One op per key per group commit").
  * @param {import('./write-scope.js').Op[]} ops
  */
 function batchOps (ops) {

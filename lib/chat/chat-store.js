@@ -63,8 +63,9 @@ export class ChatStore {
     // value, so createChat() writes one instead of an edge per member.
     this.members = db.relation('members', { from: this.chats, to: this.users, onDelete: { from: 'cascade', to: 'restrict' }, lists: ['from', 'to'] })
     // Messages in blocks of 16: the last 50 are 4 or 5 point reads instead
-    // of 50, for a block rewritten per message (bench/RESULTS.md,
-    // child-blocks: 2.76x on the page, 0.68x on appends with 64 in flight).
+    // of 50, for a block rewritten per message. A chat shows its last page
+    // far more often than it gets a message (bench/RESULTS.md, child-blocks,
+    // and chat-workload, session 4).
     this.messages = db.children('messages', { parent: this.chats, onDelete: 'purge', blockSize: 16 })
     this.pairs = db.counter('pairs')
   }
