@@ -9,8 +9,18 @@ export interface ChatStoreOptions {
   maxUsernameLength?: number
   /** Characters per chat name (default 100). */
   maxChatNameLength?: number
-  /** Password hashing cost: scrypt N in Node (default 16384), PBKDF2-SHA256 iterations in browsers (default 600000). */
+  /**
+   * Password hashing cost: scrypt N in Node (a power of 2, default 16384),
+   * PBKDF2-SHA256 iterations in browsers (default 600000). Hashes made at
+   * another cost are re-hashed at this one when their user signs in.
+   */
   passwordCost?: { scryptN?: number, pbkdf2Iterations?: number }
+  /**
+   * Take a database that holds data of the chat models but no ChatStore
+   * marker as this store's (one a ChatStore wrote before stores were
+   * marked), instead of refusing it with LEVELKIT_FOREIGN_DATA. Default false.
+   */
+  adopt?: boolean
 }
 
 export interface User {
@@ -79,8 +89,18 @@ export interface ChatMessagesOptions {
  * or false; bad input and broken rules throw errors with a stable `code`.
  */
 export declare class ChatStore {
-  /** Declares the chat models on an open levelkit database. */
+  /**
+   * Declares the chat models on an open levelkit database. Whether the
+   * database is a ChatStore's is checked before the first operation, which
+   * rejects with LEVELKIT_FOREIGN_DATA if it is not.
+   */
   constructor (db: Database, options?: ChatStoreOptions)
+  /**
+   * A ChatStore on `db` once the database is known to be a ChatStore's:
+   * marked as one, or holding no data of the chat models (then it is marked).
+   * Rejects with LEVELKIT_FOREIGN_DATA otherwise, writing nothing.
+   */
+  static open (db: Database, options?: ChatStoreOptions): Promise<ChatStore>
   readonly db: Database
   /** Users by id (a sequence), with a covering unique index `username`. */
   readonly users: Collection<UserRecord>
@@ -94,12 +114,18 @@ export declare class ChatStore {
   readonly messages: Children<Message, number>
   /** Chats whose members are exactly two users, counted under `[userA, userB]` (ascending). */
   readonly pairs: Counter
+  /** Stored password hashes per hash params (`scrypt$N$r$p`, `pbkdf2-sha256$iterations`). */
+  readonly passwordCosts: Counter
 
   /** Resolves with the new user's id; a taken username rejects with LEVELKIT_UNIQUE. */
   createUser (user: { username: string, password: string }): Promise<number>
   getUser (username: string): Promise<User | null>
   getUserById (id: number): Promise<User | null>
-  /** The user if the password is theirs, else null. */
+  /**
+   * The user if the password is theirs, else null. An unknown username costs
+   * the key derivation most stored hashes cost. A stored hash that cannot be
+   * checked rejects with LEVELKIT_DECODE_ERROR.
+   */
   verifyPassword (username: string, password: string): Promise<User | null>
 
   /** Create or replace a session; resolves with its id (random 128-bit hex when none is given). */
@@ -130,6 +156,6 @@ export declare class ChatStore {
   /** New messages as they are committed, in id order, with no gap and no duplicate after `after`. */
   watch (chatId: number, options?: { after?: number, signal?: AbortSignal, viewerId?: number }): AsyncGenerator<Message>
 
-  /** db.check() plus the chat invariants (member lists match edges, pair counts match chats). */
+  /** db.check() plus the chat invariants (member lists match edges, pair counts match chats, hash counts match users' hashes, every hash readable). */
   check (): Promise<{ ok: boolean, problems: Array<{ type: string, message: string }> }>
 }

@@ -28,6 +28,8 @@ export declare const codes: Readonly<{
   ABORTED: 'LEVELKIT_ABORTED'
   /** Stored data does not parse as what levelkit writes there (written behind its back, or damaged). Not bad input. */
   DECODE_ERROR: 'LEVELKIT_DECODE_ERROR'
+  /** The database holds data of models with a store's names but is not that store's (no marker, or another kind's): refused, nothing written. The error has `found` (namespaces holding data) and `marker`. */
+  FOREIGN_DATA: 'LEVELKIT_FOREIGN_DATA'
 }>
 
 /** A value the tuple key encoding can store: ordered like bytewise. */

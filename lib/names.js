@@ -30,5 +30,9 @@ export const layout = Object.freeze({
   reverse: (/** @type {string} */ name) => `${name}.rev`,
   list: (/** @type {string} */ name, /** @type {'from' | 'to'} */ side) => `${name}.list.${side}`,
   counter: (/** @type {string} */ name) => name,
-  purge: (/** @type {string} */ name) => `${name}.purge`
+  purge: (/** @type {string} */ name) => `${name}.purge`,
+  // What a store built of several models knows about the database as a whole
+  // (ChatStore's ownership marker): named like a derived namespace, so no
+  // model's name is ever the same.
+  meta: (/** @type {string} */ name) => `${name}.meta`
 })

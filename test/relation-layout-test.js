@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { open, encodeTuple, decodeTuple } from '../index.js'
 import { ChatStore } from '../chat.js'
+import { hashPassword } from '#passwords'
 
 /** Declare people and a follows relation with `lists`. @param {any} db @param {string[]} lists */
 function schema (db, lists) {
@@ -77,16 +78,17 @@ test('a ChatStore database written with member edges is repaired into member lis
     const users = first.collection('users', { indexes: { username: { unique: true, key: (/** @type {any} */ u) => u.username } } })
     const chats = first.collection('chats')
     const members = first.relation('members', { from: chats, to: users, onDelete: { from: 'cascade', to: 'restrict' } })
-    for (const username of ['ann', 'bob', 'cat']) await users.insert({ username, passwordHash: 'x', createdAt: 1 })
+    for (const username of ['ann', 'bob', 'cat']) await users.insert({ username, passwordHash: await hashPassword('pw', { scryptN: 1024 }), createdAt: 1 })
     const chat = await chats.insert({ name: 'old', adminId: 1, members: [1, 2, 3], lastActivity: 1, createdAt: 1, private: false, passwordHash: null })
     for (const user of [1, 2, 3]) await members.add(chat, user)
     await first.close()
 
+    // It has no ownership marker (stores were not marked then): adopted.
     const db = await open({ location: dir })
-    const store = new ChatStore(db)
+    const store = await ChatStore.open(db, { adopt: true })
     t.notOk((await store.check()).ok, 'reported before the repair')
     await db.check({ repair: true })
-    t.ok((await store.check()).ok, 'the chat model checks clean after it')
+    t.ok((await store.check()).ok, 'the chat model checks clean after it (its password hashes counted when adopted)')
     t.same((await store.getChats(2)).map(c => c.id), [chat])
     t.is(await store.checkChatMember(chat, 3), true)
     await db.close()

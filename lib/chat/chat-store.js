@@ -1,14 +1,23 @@
-import { hashPassword, checkPassword } from '#passwords'
+import { hashPassword, checkPassword, paramsFor, schemes } from '#passwords'
+import { dummyHash, parseHash, schemeOf } from './password-format.js'
 import { invalid, levelkitError, codes } from '../errors.js'
 import { promised } from '../model-handle.js'
+import { layout } from '../names.js'
 
 const DEFAULTS = Object.freeze({
   maxMembers: 30,
   maxMessageLength: 200,
   maxUsernameLength: 64,
   maxChatNameLength: 100,
-  passwordCost: Object.freeze({ scryptN: 16384, pbkdf2Iterations: 600000 })
+  passwordCost: Object.freeze({ scryptN: 16384, pbkdf2Iterations: 600000 }),
+  adopt: false
 })
+
+// A ChatStore marks its database as its own, in a namespace no model can
+// have, before it writes anything else there.
+const MARKER_NAMESPACE = layout.meta('chat')
+const MARKER_KEY = 'store'
+const MARKER = Object.freeze({ kind: 'levelkit/chat', version: 1 })
 
 const PURGE_SESSIONS_CHUNK = 1000
 const DEFAULT_PAGE = 50
@@ -28,11 +37,24 @@ const DEFAULT_PAGE = 50
  * (+ `sessions.idx.expiry`), `chats`, `members.list.to` (each chat's member
  * ids, one value per chat) and `members.list.from` (each user's chat ids),
  * `messages` (per-chat sequence), `pairs` (a counter of
- * chats per exact pair of members, so existsChat() is a point read).
+ * chats per exact pair of members, so existsChat() is a point read),
+ * `passwordCosts` (a counter of stored hashes per cost), and the marker
+ * that the database is a ChatStore's (`chat.meta`).
  */
 export class ChatStore {
+  /** True once the database is known to be this store's: then operations run directly. */
+  #owned = false
+  /** @type {Promise<void> | null} */
+  #owning = null
+  /** How many stored password hashes have each params, as far as this store knows. @type {Map<string, number>} */
+  #hashCounts = new Map()
+  /** @type {{ params: string, hash: string } | null} */
+  #dummy = null
+
   /**
    * Declares the chat models on `db` (synchronously; the database is open).
+   * Whether the database is this store's is checked before its first
+   * operation; ChatStore.open() checks it at once.
    * @param {import('../database.js').Database} db
    * @param {Partial<typeof DEFAULTS>} [options]
    */
@@ -40,11 +62,12 @@ export class ChatStore {
     if (options === null || typeof options !== 'object') throw invalid('ChatStore options must be an object')
     const unknown = Object.keys(options).filter(key => !(key in DEFAULTS))
     if (unknown.length > 0) throw invalid(`Unknown ChatStore option(s): ${unknown.join(', ')}`)
-    const settings = { ...DEFAULTS, ...options, passwordCost: { ...DEFAULTS.passwordCost, ...options.passwordCost } }
+    const settings = { ...DEFAULTS, ...options, passwordCost: passwordCostOption(options.passwordCost) }
     for (const key of ['maxMembers', 'maxMessageLength', 'maxUsernameLength', 'maxChatNameLength']) {
       const value = /** @type {any} */ (settings)[key]
       if (!Number.isSafeInteger(value) || value < 2) throw invalid(`The ${key} option must be an integer of at least 2`)
     }
+    if (typeof settings.adopt !== 'boolean') throw invalid('The adopt option must be a boolean')
     this.db = db
     this.options = settings
 
@@ -68,6 +91,87 @@ export class ChatStore {
     // and chat-workload, session 4).
     this.messages = db.children('messages', { parent: this.chats, onDelete: 'purge', blockSize: 16 })
     this.pairs = db.counter('pairs')
+    // Stored password hashes per params (`scrypt$N$r$p`): an unknown
+    // username is checked against a hash with the most common params.
+    this.passwordCosts = db.counter('passwordCosts')
+  }
+
+  /**
+   * A ChatStore on `db`, once the database is known to be its own: marked
+   * as a ChatStore's, or empty of its models' data (then it is marked now).
+   * Rejects with LEVELKIT_FOREIGN_DATA otherwise.
+   * @param {import('../database.js').Database} db
+   * @param {Partial<typeof DEFAULTS>} [options]
+   */
+  static async open (db, options) {
+    const store = new ChatStore(db, options)
+    await store.#own()
+    return store
+  }
+
+  // Every operation first makes sure the database is this store's (once;
+  // after that it runs directly). Set up here for every method, so none can
+  // go without it.
+  static {
+    /** @param {Function} method */
+    const owned = method => /** @this {ChatStore} */ function (/** @type {any[]} */ ...args) {
+      return this.#owned ? method.apply(this, args) : this.#own().then(() => method.apply(this, args))
+    }
+    // watch() hands out its iterator at once; the iterator waits instead.
+    /** @param {Function} method */
+    const ownedIterator = method => /** @this {ChatStore} */ function (/** @type {any[]} */ ...args) {
+      if (this.#owned) return method.apply(this, args)
+      const store = this
+      return (async function * () {
+        await store.#own()
+        yield * method.apply(store, args)
+      })()
+    }
+    const proto = /** @type {any} */ (ChatStore.prototype)
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      const { value } = /** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(proto, name))
+      if (name !== 'constructor' && typeof value === 'function') proto[name] = name === 'watch' ? ownedIterator(value) : owned(value)
+    }
+  }
+
+  /** Make sure, once, that the database is this store's. */
+  #own () {
+    if (this.#owning === null) {
+      this.#owning = this.#claim().catch(err => {
+        // Not decided (the database was closed, a read failed): ask again next time.
+        this.#owning = null
+        throw err
+      })
+    }
+    return this.#owning
+  }
+
+  async #claim () {
+    if (this.db.status !== 'open') throw levelkitError(codes.NOT_OPEN, 'The database is not open')
+    const meta = this.db.level.sublevel(MARKER_NAMESPACE, { keyEncoding: 'utf8', valueEncoding: 'utf8' })
+    let marker = await meta.get(MARKER_KEY)
+    if (marker === undefined) {
+      const found = await namespacesWithData(this.db.level, this.#modelNames())
+      // Another store (a second tab) may have marked it since: it writes its
+      // marker before any data, so data seen here comes with it.
+      if (found.length > 0) marker = await meta.get(MARKER_KEY)
+      if (marker === undefined) {
+        if (found.length > 0 && !this.options.adopt) {
+          throw levelkitError(codes.FOREIGN_DATA, `This database is not a ChatStore's: it holds data in ${found.join(', ')}, namespaces of the chat models, but no ChatStore marker (${MARKER_NAMESPACE}), so another program wrote it. Use a database of its own for the chat (another location). If it is a ChatStore's from before stores were marked, open it once with { adopt: true }.`, { found, marker: null })
+        }
+        if (found.length > 0) await this.#recountHashes()
+        marker = JSON.stringify(MARKER)
+        await meta.put(MARKER_KEY, marker)
+      }
+    }
+    assertOwnMarker(marker)
+    this.#hashCounts = await countsOf(this.passwordCosts.query())
+    this.#owned = true
+  }
+
+  /** The names of the chat models, whose namespaces a foreign database may hold. */
+  #modelNames () {
+    return [this.users, this.sessions, this.chats, this.members, this.messages, this.pairs, this.passwordCosts].map(model => model.name)
   }
 
   // Users
@@ -81,8 +185,15 @@ export class ChatStore {
     const name = this.#username(username)
     assertPassword(password)
     const passwordHash = await hashPassword(password, this.options.passwordCost)
+    const params = paramsFor(this.options.passwordCost)
     try {
-      return /** @type {number} */ (await this.users.insert({ username: name, passwordHash, createdAt: Date.now() }))
+      const id = await this.db.write(async (w) => {
+        const id = await this.users.in(w).insert({ username: name, passwordHash, createdAt: Date.now() })
+        await this.passwordCosts.in(w).add(params, 1)
+        return /** @type {number} */ (id)
+      })
+      this.#countHash(params, 1)
+      return id
     } catch (err) {
       if (/** @type {any} */ (err).code === codes.UNIQUE) {
         throw levelkitError(codes.UNIQUE, `The username ${JSON.stringify(name)} is taken`, { cause: err, username: name })
@@ -103,19 +214,112 @@ export class ChatStore {
   }
 
   /**
-   * The user, if the password is theirs; null otherwise (also for an
-   * unknown username, after the same amount of hashing work).
+   * The user, if the password is theirs; null otherwise. An unknown
+   * username is checked against a dummy hash with the params most stored
+   * hashes have: the same read and the same key derivation as for most
+   * users. A hash older than the current passwordCost is replaced on a
+   * successful check. A stored hash that cannot be checked rejects with
+   * LEVELKIT_DECODE_ERROR.
    * @param {string} username @param {string} password
    * @returns {Promise<User | null>}
    */
   async verifyPassword (username, password) {
     assertPassword(password)
     const user = await this.users.getBy('username', this.#username(username))
-    if (!user) {
-      await hashPassword(password, this.options.passwordCost)
-      return null
+    const matches = await checkPassword(password, user ? user.passwordHash : this.#dummyHash())
+    if (!user || !matches) return null
+    await this.#upgradeHash(user, password)
+    return publicUser(user)
+  }
+
+  /** A hash no password matches, with the params most stored hashes have. */
+  #dummyHash () {
+    let params = paramsFor(this.options.passwordCost)
+    let most = this.#hashCounts.get(params) || 0
+    for (const [other, count] of this.#hashCounts) {
+      if (count > most && schemes.includes(schemeOf(other))) [params, most] = [other, count]
     }
-    return (await checkPassword(password, user.passwordHash)) ? publicUser(user) : null
+    if (this.#dummy === null || this.#dummy.params !== params) this.#dummy = { params, hash: dummyHash(params) }
+    return this.#dummy.hash
+  }
+
+  /**
+   * Re-hash a password just verified at the current cost, so stored costs
+   * converge to it. Hashed before the write (it takes tens of ms); written
+   * only if the stored hash is still the one verified.
+   * @param {any} user @param {string} password
+   */
+  async #upgradeHash (user, password) {
+    const from = parseHash(user.passwordHash).params
+    const to = paramsFor(this.options.passwordCost)
+    if (from === to) return
+    const passwordHash = await hashPassword(password, this.options.passwordCost)
+    const upgraded = await this.db.write(async (w) => {
+      const current = await this.users.in(w).get(user.id)
+      if (!current || current.passwordHash !== user.passwordHash) return false
+      await this.users.in(w).update(user.id, { passwordHash })
+      await this.passwordCosts.in(w).add(from, -1)
+      await this.passwordCosts.in(w).add(to, 1)
+      return true
+    })
+    if (upgraded) {
+      this.#countHash(from, -1)
+      this.#countHash(to, 1)
+    }
+  }
+
+  /** @param {string} params @param {number} delta */
+  #countHash (params, delta) {
+    this.#hashCounts.set(params, (this.#hashCounts.get(params) || 0) + delta)
+  }
+
+  /**
+   * Stored hashes per params, counted from the users; and the users whose
+   * hash cannot be read.
+   * @param {import('../write-scope.js').WriteScope} w
+   */
+  async #storedHashes (w) {
+    /** @type {Map<string, number>} */
+    const counts = new Map()
+    /** @type {number[]} */
+    const unreadable = []
+    for await (const user of this.users.in(w).query()) {
+      try {
+        const { params } = parseHash(user.passwordHash)
+        counts.set(params, (counts.get(params) || 0) + 1)
+      } catch {
+        unreadable.push(user.id)
+      }
+    }
+    return { counts, unreadable }
+  }
+
+  /** Set the hash counts from the users: for data adopted without them. */
+  async #recountHashes () {
+    await this.db.write(async (w) => {
+      const { counts } = await this.#storedHashes(w)
+      const counters = this.passwordCosts.in(w)
+      for (const [params, count] of await countsOf(counters.query())) if (!counts.has(params)) await counters.add(params, -count)
+      for (const [params, count] of counts) await counters.add(params, count - await counters.get(params))
+    })
+  }
+
+  /**
+   * Problems with the stored hashes: counts that differ from the users',
+   * and hashes that cannot be checked.
+   * @param {import('../write-scope.js').WriteScope} w
+   */
+  async #passwordProblems (w) {
+    const { counts, unreadable } = await this.#storedHashes(w)
+    /** @type {Array<{ type: string, message: string }>} */
+    const problems = unreadable.map(id => ({ type: 'unreadable-password-hash', message: `User ${id} has a password hash that cannot be checked` }))
+    const counted = await countsOf(this.passwordCosts.in(w).query())
+    for (const params of new Set([...counts.keys(), ...counted.keys()])) {
+      if ((counts.get(params) || 0) !== (counted.get(params) || 0)) {
+        problems.push({ type: 'password-cost-count-mismatch', message: `Hashes with params ${params}: ${counted.get(params) || 0} counted, ${counts.get(params) || 0} stored` })
+      }
+    }
+    return problems
   }
 
   // Sessions
@@ -417,7 +621,8 @@ export class ChatStore {
 
   /**
    * db.check() plus the chat model's own invariants: every chat's member
-   * list equals its edges, and the pair counts match the chats. The
+   * list equals its edges, the pair counts match the chats, and the hash
+   * counts match the users' password hashes, which are all readable. The
    * invariants are read in one critical section, so they hold while other
    * writes run.
    * @returns {Promise<{ ok: boolean, problems: Array<{ type: string, message: string }> }>}
@@ -451,6 +656,7 @@ export class ChatStore {
           found.push({ type: 'pair-count-mismatch', message: `Pair ${key}: ${actualPairs.get(key) || 0} counted, ${expectedPairs.get(key) || 0} chats` })
         }
       }
+      found.push(...await this.#passwordProblems(w))
     })
     const { problems } = await this.db.check()
     found.unshift(...problems.map(p => ({ type: p.type, message: p.message })))
@@ -486,6 +692,66 @@ export class ChatStore {
     }
     return name.trim()
   }
+}
+
+/**
+ * The passwordCost option over its defaults; each a positive integer, and
+ * scrypt's N a power of 2.
+ * @param {unknown} option
+ */
+function passwordCostOption (option) {
+  if (option === undefined) return { ...DEFAULTS.passwordCost }
+  if (option === null || typeof option !== 'object') throw invalid('The passwordCost option must be an object')
+  const unknown = Object.keys(option).filter(key => !(key in DEFAULTS.passwordCost))
+  if (unknown.length > 0) throw invalid(`Unknown passwordCost field(s): ${unknown.join(', ')}`)
+  const cost = { ...DEFAULTS.passwordCost, ...option }
+  if (!Number.isSafeInteger(cost.scryptN) || cost.scryptN < 2 || (cost.scryptN & (cost.scryptN - 1)) !== 0) {
+    throw invalid(`passwordCost.scryptN must be a power of 2, got ${cost.scryptN}`)
+  }
+  if (!Number.isSafeInteger(cost.pbkdf2Iterations) || cost.pbkdf2Iterations < 1) {
+    throw invalid(`passwordCost.pbkdf2Iterations must be a positive integer, got ${cost.pbkdf2Iterations}`)
+  }
+  return cost
+}
+
+/**
+ * The namespaces, among those of these models, that hold data: a model's
+ * own (`name`) and derived ones (`name.idx.x`, `name.seq`, ...). Sublevel
+ * keys are prefixed `!namespace!` in the root.
+ * @param {any} level the root database
+ * @param {string[]} names
+ * @returns {Promise<string[]>}
+ */
+async function namespacesWithData (level, names) {
+  const ranges = names.flatMap(name => [[`!${name}!`, `!${name}"`], [`!${name}.`, `!${name}/`]])
+  const firstKeys = await Promise.all(ranges.map(([gte, lt]) => level.keys({ gte, lt, limit: 1, keyEncoding: 'utf8' }).all()))
+  return firstKeys.flat().map((/** @type {string} */ key) => key.slice(1, key.indexOf('!', 1))).sort()
+}
+
+/**
+ * A counter query's values by key.
+ * @param {import('../query.js').Query} query
+ * @returns {Promise<Map<string, number>>}
+ */
+async function countsOf (query) {
+  const counts = new Map()
+  for await (const [key, count] of query.entries()) counts.set(key, count)
+  return counts
+}
+
+/** Refuse a marker other than a ChatStore's of a version this one knows. @param {string} stored */
+function assertOwnMarker (stored) {
+  let marker
+  try {
+    marker = JSON.parse(stored)
+  } catch {
+    marker = stored
+  }
+  if (marker && marker.kind === MARKER.kind && marker.version === MARKER.version) return
+  const message = marker && marker.kind === MARKER.kind && Number.isSafeInteger(marker.version) && marker.version > MARKER.version
+    ? `This database was written by a newer ChatStore (layout version ${marker.version}; this one knows ${MARKER.version})`
+    : `This database is marked as another store's, not a ChatStore's: ${MARKER_NAMESPACE} holds ${JSON.stringify(marker)}`
+  throw levelkitError(codes.FOREIGN_DATA, message, { found: [MARKER_NAMESPACE], marker })
 }
 
 /** @param {number[]} members */

@@ -1,7 +1,18 @@
-import { invalid } from '../errors.js'
+import { parseHash, toBase64, unreadable } from './password-format.js'
 
 // WebCrypto has PBKDF2 but no scrypt. Stored as
 // `pbkdf2-sha256$iterations$salt$hash` (base64); Node can verify these too.
+
+/** The schemes this module checks. */
+export const schemes = Object.freeze(['pbkdf2-sha256'])
+
+/**
+ * The params of the hashes hashPassword() makes at this cost.
+ * @param {{ pbkdf2Iterations: number }} cost
+ */
+export function paramsFor (cost) {
+  return `pbkdf2-sha256$${cost.pbkdf2Iterations}`
+}
 
 /**
  * @param {string} password
@@ -11,24 +22,28 @@ import { invalid } from '../errors.js'
 export async function hashPassword (password, cost) {
   const salt = crypto.getRandomValues(new Uint8Array(16))
   const hash = await derive(password, salt, cost.pbkdf2Iterations, 32)
-  return `pbkdf2-sha256$${cost.pbkdf2Iterations}$${toBase64(salt)}$${toBase64(hash)}`
+  return `${paramsFor(cost)}$${toBase64(salt)}$${toBase64(hash)}`
 }
 
 /**
+ * Compare in constant time. A stored hash that cannot be checked rejects
+ * with LEVELKIT_DECODE_ERROR.
  * @param {string} password
- * @param {string} stored
+ * @param {unknown} stored
  * @returns {Promise<boolean>}
  */
 export async function checkPassword (password, stored) {
-  const parts = stored.split('$')
-  if (parts[0] !== 'pbkdf2-sha256' || parts.length !== 4) {
-    throw invalid('This password hash was made in Node.js (scrypt), which browsers cannot verify')
+  const { scheme, cost, salt, hash } = parseHash(stored)
+  if (scheme !== 'pbkdf2-sha256') throw unreadable('it was made in Node.js (scrypt), which browsers cannot verify')
+  let actual
+  try {
+    actual = await derive(password, salt, cost.iterations, hash.length)
+  } catch (err) {
+    throw unreadable(`its PBKDF2 parameters are refused (${/** @type {Error} */ (err).message})`, err)
   }
-  const expected = fromBase64(parts[3])
-  const actual = await derive(password, fromBase64(parts[2]), Number(parts[1]), expected.length)
   // Constant time: look at every byte whatever the first difference.
-  let diff = actual.length ^ expected.length
-  for (let i = 0; i < expected.length; i++) diff |= actual[i] ^ expected[i]
+  let diff = actual.length ^ hash.length
+  for (let i = 0; i < hash.length; i++) diff |= actual[i] ^ hash[i]
   return diff === 0
 }
 
@@ -43,16 +58,4 @@ async function derive (password, salt, iterations, length) {
   const params = { name: 'PBKDF2', hash: 'SHA-256', salt: saltBytes, iterations }
   const bits = await crypto.subtle.deriveBits(params, key, length * 8)
   return new Uint8Array(bits)
-}
-
-/** @param {Uint8Array} bytes */
-function toBase64 (bytes) {
-  let s = ''
-  for (const b of bytes) s += String.fromCharCode(b)
-  return btoa(s)
-}
-
-/** @param {string} s */
-function fromBase64 (s) {
-  return Uint8Array.from(atob(s), c => c.charCodeAt(0))
 }

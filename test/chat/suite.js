@@ -12,6 +12,8 @@ const NOT_FOUND = 'LEVELKIT_NOT_FOUND'
 const FORBIDDEN = 'LEVELKIT_FORBIDDEN'
 const LIMIT = 'LEVELKIT_LIMIT'
 const UNIQUE = 'LEVELKIT_UNIQUE'
+const FOREIGN = 'LEVELKIT_FOREIGN_DATA'
+const MARKER = { kind: 'levelkit/chat', version: 1 }
 
 /**
  * @param {typeof import('tape')} test
@@ -45,7 +47,12 @@ export function chatSuite (test, common) {
       [{ maxMembrs: 5 }, 'an unknown option'],
       [{ maxMembers: 1 }, 'maxMembers below 2'],
       [{ maxMessageLength: 2.5 }, 'a fractional maxMessageLength'],
-      [{ maxUsernameLength: '64' }, 'a string maxUsernameLength']
+      [{ maxUsernameLength: '64' }, 'a string maxUsernameLength'],
+      [{ passwordCost: { scryptN: 1000 } }, 'a scryptN that is not a power of 2'],
+      [{ passwordCost: { pbkdf2Iterations: 0 } }, 'zero PBKDF2 iterations'],
+      [{ passwordCost: { scryptN: 1024, rounds: 3 } }, 'an unknown passwordCost field'],
+      [{ passwordCost: 'high' }, 'a string passwordCost'],
+      [{ adopt: 'yes' }, 'a string adopt']
     ])) {
       try {
         const store = new ChatStore(db, options)
@@ -60,6 +67,74 @@ export function chatSuite (test, common) {
     t.is(store.options.maxMessageLength, 200, 'at most 200 characters per message by default')
     t.is(store.options.maxUsernameLength, 64)
     await finish(t, db, store)
+  })
+
+  // Ownership: a ChatStore works on its own data only
+
+  test(name('ChatStore.open() adopts an empty database: it marks it as a ChatStore\'s'), async t => {
+    const db = await common.open()
+    const store = await ChatStore.open(db, OPTIONS)
+    t.same(await marker(db), MARKER, 'the marker is written in chat.meta')
+    t.is(await store.createUser({ username: 'ann', password: 'pw-ann' }), 1, 'and the store works')
+    await finish(t, db, store)
+  })
+
+  test(name('new ChatStore() checks the database before its first operation, and marks an empty one'), async t => {
+    const db = await common.open()
+    const store = new ChatStore(db, OPTIONS)
+    t.is(await marker(db), undefined, 'the constructor reads and writes nothing')
+    t.is(await store.getUser('ann'), null, 'the first operation runs')
+    t.same(await marker(db), MARKER, 'after marking the database')
+    await finish(t, db, store)
+  })
+
+  test(name('data of models named like ChatStore\'s, without its marker, is refused with LEVELKIT_FOREIGN_DATA: every operation, nothing written'), async t => {
+    const db = await common.open()
+    // What another program (the quick start) keeps under the same names.
+    await db.level.sublevel('users').put('1', '{"id":1,"username":"ann","age":31}')
+    await db.level.sublevel('users.idx.byAge').put('31', '')
+    await db.level.sublevel('members.fwd').put('1', '')
+    await db.level.sublevel('notes').put('1', 'a model of another name: not a reason to refuse')
+    const before = await dump(db)
+    const store = new ChatStore(db, OPTIONS)
+    const err = await rejects(t, store.createUser({ username: 'ann', password: 'pw-ann' }), FOREIGN, 'createUser')
+    t.same(err.found, ['members.fwd', 'users', 'users.idx.byAge'], 'the error names the namespaces it found')
+    t.match(err.message, /members\.fwd, users, users\.idx\.byAge/, 'so does the message')
+    t.is(err.marker, null, 'and that there is no marker')
+    await rejects(t, store.getUser('ann'), FOREIGN, 'getUser')
+    await rejects(t, store.verifyPassword('ann', 'x'), FOREIGN, 'verifyPassword')
+    await rejects(t, store.getChats(1), FOREIGN, 'getChats')
+    await rejects(t, store.check(), FOREIGN, 'check')
+    await rejects(t, store.watch(1).next(), FOREIGN, 'watch')
+    t.is(await dump(db), before, 'nothing was written')
+    await db.close()
+  })
+
+  test(name('ChatStore.open() refuses data it does not own: another program\'s, another kind\'s marker, a newer layout'), async t => {
+    const cases = /** @type {Array<[string, (db: any) => Promise<void>, (err: any) => void]>} */ ([
+      ['a message under messages, without a marker', db => db.level.sublevel('messages').put('1', '"hi"'), err => t.same(err.found, ['messages'])],
+      ['a marker of another kind', db => db.level.sublevel('chat.meta').put('store', '{"kind":"shop","version":1}'), err => t.same(err.marker, { kind: 'shop', version: 1 })],
+      ['a marker that is not JSON', db => db.level.sublevel('chat.meta').put('store', 'ours'), err => t.is(err.marker, 'ours')],
+      ['a marker of a newer ChatStore', db => db.level.sublevel('chat.meta').put('store', '{"kind":"levelkit/chat","version":2}'), err => t.match(err.message, /newer/)]
+    ])
+    for (const [what, write, inspect] of cases) {
+      const db = await common.open()
+      await write(db)
+      const before = await dump(db)
+      const err = await rejects(t, ChatStore.open(db, OPTIONS), FOREIGN, what)
+      if (err) inspect(err)
+      t.is(await dump(db), before, `${what}: nothing written`)
+      await db.close()
+    }
+  })
+
+  test(name('{ adopt: true } takes unmarked data as a ChatStore\'s (one written before stores were marked)'), async t => {
+    const db = await common.open()
+    await db.level.sublevel('members.fwd').put('1', '')
+    const store = await ChatStore.open(db, { ...OPTIONS, adopt: true })
+    t.same(await marker(db), MARKER, 'marked')
+    t.is(await store.getUser('ann'), null)
+    await db.close()
   })
 
   // Users
@@ -960,6 +1035,12 @@ async function rejects (t, promise, code, message) {
 async function dump (db) {
   const entries = await db.level.iterator({ keyEncoding: 'view', valueEncoding: 'utf8' }).all()
   return JSON.stringify(entries.map((/** @type {[Uint8Array, string]} */ [key, value]) => [Array.from(key).join('.'), value]))
+}
+
+/** ChatStore's ownership marker, parsed, if there is one. @param {any} db */
+async function marker (db) {
+  const value = await db.level.sublevel('chat.meta').get('store')
+  return value === undefined ? undefined : JSON.parse(value)
 }
 
 /** Raw keys of one namespace. @param {any} db @param {string} namespace */

@@ -73,6 +73,9 @@ export async function chatUsage (): Promise<void> {
   await chat.messages.lastSeq('general')
   console.log(memberIds, hash, expiry, admin)
   console.log(name, page?.length, (await chat.check()).ok, codes.FORBIDDEN, codes.LIMIT)
+  const adopted: InstanceType<typeof ChatStore> = await ChatStore.open(await open({ backend: 'memory' }), { adopt: true, passwordCost: { pbkdf2Iterations: 1000 } })
+  const foreign: 'LEVELKIT_FOREIGN_DATA' = codes.FOREIGN_DATA
+  console.log(await adopted.passwordCosts.get('scrypt$1024$8$1'), foreign)
 }
 
 // Ids are typed by the collection: numbers for sequence collections, the id
