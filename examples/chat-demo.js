@@ -1,11 +1,14 @@
 // The main job: the chat reference model on an embedded on-disk LevelDB.
 //
-//   npm start                              LevelDB in ./data
+//   npm start                              LevelDB in ./data/chat-demo
 //   node examples/chat-demo.js --memory    in memory
 //   node examples/chat-demo.js --location ./elsewhere
 //
 // Run it again on the same data: users and chats are found, not re-created,
-// and the new messages continue each chat's ids.
+// and the new messages continue each chat's ids. Data of another program
+// (the quick start's users, chats, members and messages) is refused.
+//
+// Then check it from the command line: npx levelkit check ./data/chat-demo --chat
 import { parseArgs } from 'node:util'
 import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
@@ -13,20 +16,30 @@ import { ChatStore } from '../chat.js'
 const { values: args } = parseArgs({
   options: {
     memory: { type: 'boolean', default: false },
-    location: { type: 'string', default: './data' }
+    location: { type: 'string', default: './data/chat-demo' }
   }
 })
 
 const db = await open(args.memory ? { backend: 'memory' } : { backend: 'leveldb', location: args.location })
-const chat = new ChatStore(db)
 const say = (/** @type {string} */ line = '') => console.log(line)
+/** @type {ChatStore} */
+let chat
+try {
+  chat = await ChatStore.open(db)
+} catch (err) {
+  await db.close()
+  if (/** @type {any} */ (err).code !== 'LEVELKIT_FOREIGN_DATA') throw err
+  console.error(`chat demo: not using ${args.location} (${/** @type {any} */ (err).code}): ${/** @type {Error} */ (err).message}`)
+  process.exit(2)
+}
 
 say(`levelkit chat demo on ${args.memory ? 'memory' : `LevelDB at ${args.location}`}`)
 say()
 
-// Data written by an earlier version may keep the members relation in its
-// former layout (edges instead of lists), or messages one key each instead
-// of in blocks: a repair moves them, in one batch.
+// Data an earlier version of this demo wrote (ChatStore.open() above made
+// sure it is a ChatStore's) may keep the members relation in its former
+// layout (edges instead of lists), or messages one key each instead of in
+// blocks: a repair moves them, in one batch.
 const OLD_LAYOUT = ['edge-in-old-layout', 'child-in-old-layout', 'child-block-mismatch']
 if (!args.memory && (await db.check()).problems.some(p => OLD_LAYOUT.includes(p.type))) {
   say(`moved data of an earlier layout into the current one (${(await db.check({ repair: true })).repaired} fixes)`)
@@ -75,11 +88,18 @@ if (!group) {
 const directId = /** @type {any} */ (direct).id
 const groupId = /** @type {any} */ (group).id
 
-// A live reader of the group, started before anything is sent this run.
+// A live reader of the group, started before anything is sent this run. It
+// reads until it has seen the last message sent below (`until`, known once
+// sent), so what it prints does not depend on when it is stopped.
 const controller = new AbortController()
+/** @type {import('../chat.js').Message[]} */
 const live = []
+let until = Infinity
 const watching = (async () => {
-  for await (const message of chat.watch(groupId, { signal: controller.signal, viewerId: ids.alice })) live.push(message)
+  for await (const message of chat.watch(groupId, { signal: controller.signal, viewerId: ids.alice })) {
+    live.push(message)
+    if (message.id >= until) return
+  }
 })()
 
 const run = new Date().toISOString().slice(11, 19)
@@ -87,7 +107,9 @@ await chat.addChatMessage({ chatId: directId, senderId: ids.alice, text: `hi bob
 await chat.addChatMessage({ chatId: directId, senderId: ids.bob, text: 'hi alice!' })
 await chat.addChatMessage({ chatId: groupId, senderId: ids.carol, text: `standup at ten (${run})` })
 await chat.addChatMessage({ chatId: groupId, senderId: ids.bob, text: 'carol, can I skip?', recipients: [ids.carol] })
-await chat.addChatMessage({ chatId: groupId, senderId: ids.alice, text: 'see you there' })
+until = await chat.addChatMessage({ chatId: groupId, senderId: ids.alice, text: 'see you there' })
+// Delivered already (while this call was answered): nothing more to wait for.
+if (live.some(m => m.id >= until)) controller.abort()
 try {
   await chat.addChatMessage({ chatId: directId, senderId: ids.carol, text: 'let me in' })
 } catch (err) {
@@ -114,8 +136,10 @@ show('the same, as carol sees them:', await chat.getChatMessages(groupId, { n: 4
 show('the first 2 messages of "alice & bob":', await chat.getChatMessages(directId, { from: 1, n: 2 }))
 say()
 
-controller.abort()
+const timeout = setTimeout(() => controller.abort(), 10000)
 await watching
+clearTimeout(timeout)
+if (!live.some(m => m.id === until)) throw new Error(`alice's live watch did not deliver message ${until} of "general" within 10 s`)
 say(`alice's live watch of "general" received ${live.length} message(s) as they were committed: ids ${live.map(m => m.id).join(', ')}`)
 say(`existsChat(alice, bob) = ${await chat.existsChat(ids.alice, ids.bob)}, existsChat(bob, carol) = ${await chat.existsChat(ids.bob, ids.carol)}, checkChatMember(general, bob) = ${await chat.checkChatMember(groupId, ids.bob)}`)
 say()

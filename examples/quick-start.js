@@ -1,12 +1,13 @@
 // The README's quick start, runnable: `npm run example:quick-start` (LevelDB
-// in ./data), `node examples/quick-start.js --memory` or `--location <dir>`.
+// in ./data/quick-start), `node examples/quick-start.js --memory` or
+// `--location <dir>`.
 import { parseArgs } from 'node:util'
 import { open } from '../index.js'
 
 const { values: args } = parseArgs({
   options: {
     memory: { type: 'boolean', default: false },
-    location: { type: 'string', default: './data' }
+    location: { type: 'string', default: './data/quick-start' }
   }
 })
 const db = await open(args.memory ? { backend: 'memory' } : { backend: 'leveldb', location: args.location })
@@ -24,6 +25,16 @@ const users = db.collection('users', {
 const chats = db.collection('chats')
 const members = db.relation('members', { from: chats, to: users, onDelete: 'cascade' })
 const messages = db.children('messages', { parent: chats })
+
+// Data these models did not write (another program's, such as the chat
+// demo's, whose models have the same names) does not check clean: leave it
+// alone rather than write over it.
+const found = await db.check()
+if (!found.ok) {
+  console.error(`quick start: not using ${args.location}: its data is not this program's (${found.problems.length} problems, such as ${found.problems[0].type}: ${found.problems[0].message}). Pass --location <dir> for a directory of its own.`)
+  await db.close()
+  process.exit(2)
+}
 
 // A second run on the same data finds the users already there.
 async function user (username, age, city, tags) {

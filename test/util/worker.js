@@ -99,11 +99,12 @@ export function readAckLog (logPath) {
 /**
  * Run a Node script to its end.
  * @param {string} file @param {string[]} args
+ * @param {{ cwd?: string, execArgv?: string[] }} [options] its working directory, and Node options before the script
  * @returns {Promise<{ code: number, stdout: string, stderr: string }>}
  */
-export function runScript (file, args) {
+export function runScript (file, args, { cwd, execArgv = [] } = {}) {
   return new Promise(resolve => {
-    execFile(process.execPath, [file, ...args], (err, stdout, stderr) => {
+    execFile(process.execPath, [...execArgv, file, ...args], { cwd }, (err, stdout, stderr) => {
       resolve({ code: err ? /** @type {any} */ (err).code : 0, stdout, stderr })
     })
   })
