@@ -1,22 +1,39 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util'
 import { existsSync } from 'node:fs'
+import { register } from 'node:module'
 import { resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
-import { open } from '../index.js'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import * as levelkit from '../index.js'
+import * as chat from '../chat.js'
 
-const USAGE = `Usage: levelkit check <location> [--schema <file>] [--repair] [--json]
+const CHAT_SCHEMA = fileURLToPath(new URL('../lib/chat/schema.js', import.meta.url))
+
+const USAGE = `Usage: levelkit check <location> [--schema <file> | --chat] [--repair] [--json]
 
 Checks the LevelDB database at <location> for dangling and missing index
 entries, unique violations, one-sided relation edges, orphan children and
 sequences behind the highest id. --repair fixes what can be fixed.
 
 The schema file declares the models, as your application does:
-  export default function (db) { db.collection('users', { ... }) }
+  export default function (db, levelkit) { db.collection('users', { ... }) }
+It may import 'levelkit' and 'levelkit/chat' (this levelkit's, wherever the
+file is), or use the second argument: levelkit's exports and ChatStore's.
+If it returns an object with a check() method (a ChatStore does), that
+check's problems are reported too.
 Without --schema, ./levelkit.schema.js is used if it exists.
 
-Exit status: 0 clean (or everything repaired), 1 problems left, 2 usage or open error.`
+--chat checks a ChatStore database (such as the chat demo's, in
+./data/chat-demo): its models, and ChatStore's own check. A database that is
+not a ChatStore's is refused.
 
+Exit status: 0 clean (or everything repaired), 1 problems left, 2 usage
+error, or a database or schema that cannot be used.`
+
+/** A failure that ends the run with exit status 2 and this message. */
+class Refusal extends Error {}
+
+/** @param {string[]} argv @returns {Promise<number>} the exit status */
 async function main (argv) {
   let parsed
   try {
@@ -25,13 +42,14 @@ async function main (argv) {
       allowPositionals: true,
       options: {
         schema: { type: 'string' },
+        chat: { type: 'boolean', default: false },
         repair: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false }
       }
     })
   } catch (err) {
-    return usage(err.message)
+    return usage(/** @type {Error} */ (err).message)
   }
   const { values, positionals } = parsed
   if (values.help) {
@@ -39,38 +57,44 @@ async function main (argv) {
     return 0
   }
   const [command, location, ...extra] = positionals
-  if (command !== 'check' || !location || extra.length > 0) return usage(command ? `Unknown arguments: ${positionals.join(' ')}` : 'No command given')
+  if (command === undefined) return usage('No command given')
+  if (command !== 'check') return usage(`Unknown command ${JSON.stringify(command)}: the command is check`)
+  if (location === undefined) return usage('levelkit check needs the location of a LevelDB database (a directory), as in: levelkit check ./data --schema ./schema.js')
+  if (extra.length > 0) return usage(`Unexpected argument(s) after the location: ${extra.join(' ')}`)
+  if (values.chat && values.schema !== undefined) return usage('Pass either --schema <file> or --chat, not both')
 
-  const schemaPath = values.schema ?? (existsSync('levelkit.schema.js') ? 'levelkit.schema.js' : undefined)
-  if (!schemaPath) return usage('No schema: pass --schema <file> (a module whose default export declares the models on a db)')
-  let declare
-  try {
-    const mod = await import(pathToFileURL(resolve(schemaPath)).href)
-    declare = mod.default ?? mod.schema
-  } catch (err) {
-    return usage(`Could not load the schema ${schemaPath}: ${err.message}`)
-  }
-  if (typeof declare !== 'function') return usage(`The schema ${schemaPath} must export a function (db) => { declare models }`)
-  if (!existsSync(location)) return usage(`No database at ${location}`)
+  const schemaPath = values.chat ? CHAT_SCHEMA : values.schema ?? (existsSync('levelkit.schema.js') ? 'levelkit.schema.js' : undefined)
+  if (!schemaPath) return usage('No schema: pass --schema <file> (a module whose default export declares the models on a db), or --chat for a ChatStore database')
+  const declare = await loadSchema(schemaPath)
+  if (!existsSync(location)) throw new Refusal(`No database at ${location}`)
 
   let db
   try {
-    db = await open({ backend: 'leveldb', location, createIfMissing: false })
+    db = await levelkit.open({ backend: 'leveldb', location, createIfMissing: false })
   } catch (err) {
-    console.error(`levelkit: cannot open ${location}: ${err.message}`)
-    return 2
+    throw new Refusal(`cannot open ${location}: ${/** @type {Error} */ (err).message}`)
   }
   try {
-    await declare(db)
-    const report = await db.check({ repair: values.repair })
+    let model
+    try {
+      model = await declare(db, { ...levelkit, ...chat })
+    } catch (err) {
+      throw new Refusal(values.chat ? `${location} was not checked as a ChatStore database: ${describe(err)}` : `The schema ${schemaPath} failed: ${describe(err)}`)
+    }
+    let report
+    try {
+      report = await checkAll(db, model, values.repair)
+    } catch (err) {
+      throw new Refusal(`The check of ${location} failed: ${describe(err)}`)
+    }
     if (values.json) {
       console.log(JSON.stringify(report, null, 2))
     } else {
       for (const p of report.problems) {
-        console.log(`${p.repaired ? 'repaired' : 'problem '}  ${p.type.padEnd(20)} ${p.namespace}  ${p.message}`)
+        console.log(`${p.repaired ? 'repaired' : 'problem '}  ${p.type.padEnd(20)} ${p.namespace ?? ''}  ${p.message}`)
       }
       const left = report.problems.length - report.repaired
-      console.log(report.ok ? 'ok: no problems found' : `${report.problems.length} problem(s), ${report.repaired} repaired, ${left} left`)
+      console.log(report.problems.length === 0 ? 'ok: no problems found' : `${report.problems.length} problem(s), ${report.repaired} repaired, ${left} left`)
     }
     return report.problems.length === report.repaired ? 0 : 1
   } finally {
@@ -78,9 +102,58 @@ async function main (argv) {
   }
 }
 
+/**
+ * The schema's declaring function. A schema outside this package cannot
+ * resolve 'levelkit' by itself (it is not installed there): a resolve hook
+ * falls back to this package for it, as the workshop does for learners'
+ * files.
+ * @param {string} path
+ */
+async function loadSchema (path) {
+  register('../workshop/lib/resolve-hook.js', import.meta.url)
+  let mod
+  try {
+    mod = await import(pathToFileURL(resolve(path)).href)
+  } catch (err) {
+    throw new Refusal(`Could not load the schema ${path}: ${/** @type {Error} */ (err).message}`)
+  }
+  const declare = mod.default ?? mod.schema
+  if (typeof declare !== 'function') throw new Refusal(`The schema ${path} must export a function (db, levelkit) => { declare models }`)
+  return declare
+}
+
+/**
+ * db.check(), and the model's own check if the schema returned one with a
+ * check() method. That check runs db.check() itself, so after a repair it
+ * reports what is left, together with the model's invariants.
+ * @param {any} db @param {any} model @param {boolean} repair
+ * @returns {Promise<{ ok: boolean, problems: any[], repaired: number }>}
+ */
+async function checkAll (db, model, repair) {
+  if (!model || typeof model.check !== 'function') return db.check({ repair })
+  const repaired = repair ? (await db.check({ repair: true })).problems.filter((/** @type {any} */ p) => p.repaired) : []
+  const left = (await model.check()).problems.map((/** @type {any} */ p) => ({ ...p, repaired: false }))
+  const problems = [...repaired, ...left]
+  return { ok: problems.length === 0, problems, repaired: repaired.length }
+}
+
+/** An error's code (if any) and message, for one line. @param {unknown} err */
+function describe (err) {
+  const { code, message } = /** @type {any} */ (err)
+  return code ? `${code}: ${message}` : String(message ?? err)
+}
+
+/** @param {string} message */
 function usage (message) {
   console.error(`levelkit: ${message}\n\n${USAGE}`)
   return 2
 }
 
-process.exitCode = await main(process.argv.slice(2))
+try {
+  process.exitCode = await main(process.argv.slice(2))
+} catch (err) {
+  // A refusal is expected and says what to do; anything else is a bug here,
+  // but still a failure to check, not a problem found.
+  console.error(`levelkit: ${err instanceof Refusal ? err.message : describe(err)}`)
+  process.exitCode = 2
+}
