@@ -5,14 +5,17 @@
 // levelkit serializes their writes and wakes each tab's watchers.
 //
 // Everything a user typed is shown with textContent, never as HTML.
+//
+// The page (index.html) is there at once, saying the database is opening;
+// its forms are enabled once it is open.
 
 import { open, ChatStore } from './levelkit.js'
 
 const SESSION_KEY = 'levelkit-chat-session'
 const SESSION_DAYS = 7
 
-const db = await open({ location: 'levelkit-chat' })
-const chat = new ChatStore(db)
+/** Set once the database is open (the forms are disabled until then). @type {ChatStore} */
+let chat
 
 /** @type {{ id: number, username: string } | null} */
 let me = null
@@ -23,13 +26,17 @@ const names = new Map()
 
 const $ = (/** @type {string} */ selector) => /** @type {HTMLElement} */ (document.querySelector(selector))
 
-/** Run an event handler, showing its error (if any) in the status line. @param {() => Promise<void>} fn */
-async function guarded (fn) {
-  $('#status').textContent = ''
+/**
+ * Run an event handler, showing its error (if any) in `where`: the form's
+ * own error line, or the page's status line.
+ * @param {() => Promise<void>} fn @param {HTMLElement} [where]
+ */
+async function guarded (fn, where = $('#status')) {
+  for (const line of document.querySelectorAll('.error, #status')) line.textContent = ''
   try {
     await fn()
   } catch (err) {
-    $('#status').textContent = /** @type {Error} */ (err).message
+    where.textContent = /** @type {Error} */ (err).message
   }
 }
 
@@ -38,7 +45,7 @@ function onSubmit (id, handler) {
   const form = /** @type {HTMLFormElement} */ ($(id))
   form.addEventListener('submit', event => {
     event.preventDefault()
-    guarded(() => handler(new FormData(form), form))
+    guarded(() => handler(new FormData(form), form), /** @type {HTMLElement} */ (form.querySelector('.error')))
   })
 }
 
@@ -57,6 +64,7 @@ async function startSession (/** @type {number} */ userId) {
 /** Show the signed-in view for `userId`, or the sign-up/sign-in forms. @param {number | null} userId */
 async function show (userId) {
   me = userId === null ? null : { id: userId, username: await nameOf(userId) }
+  closeChat()
   $('#auth').hidden = me !== null
   $('#app').hidden = me === null
   $('#whoami').hidden = me === null
@@ -80,6 +88,15 @@ async function renderChats () {
     item.append(button)
     return item
   }))
+}
+
+/** Show no chat: nothing to read, nowhere to send. */
+function closeChat () {
+  current?.abort.abort()
+  current = null
+  $('#chat-title').textContent = 'Pick a chat'
+  $('#messages').replaceChildren()
+  $('#send').hidden = true
 }
 
 /** @param {number} chatId @param {string} name */
@@ -174,12 +191,36 @@ $('#sign-out').addEventListener('click', () => guarded(async () => {
   const sessionId = localStorage.getItem(SESSION_KEY)
   if (sessionId) await chat.removeSession(sessionId)
   localStorage.removeItem(SESSION_KEY)
-  current?.abort.abort()
-  current = null
   await show(null)
 }))
 
-// A returning visitor is still signed in, until the session expires.
-const sessionId = localStorage.getItem(SESSION_KEY)
-await show(sessionId ? await chat.getUserFromSession(sessionId) : null)
-document.body.dataset.ready = 'true'
+/** An error's message and those of its causes ("failed to open: denied"). @param {unknown} err */
+function reasons (err) {
+  const messages = []
+  for (let e = /** @type {any} */ (err); e; e = e.cause) messages.push(e.message ?? String(e))
+  return messages.join(': ')
+}
+
+/** Open the database, then enable the forms; or say why it cannot open. */
+async function start () {
+  try {
+    chat = await ChatStore.open(await open({ location: 'levelkit-chat' }))
+  } catch (err) {
+    const opening = $('#opening')
+    opening.textContent = `This browser could not open the chat's database (IndexedDB): ${reasons(err)}. ` +
+      'Storage may be blocked for this site (private browsing, or a setting), or the database may hold another program\'s data.'
+    opening.className = 'failed'
+    opening.setAttribute('role', 'alert')
+    document.body.dataset.ready = 'false'
+    console.error(err)
+    return
+  }
+  $('#opening').hidden = true
+  for (const fieldset of document.querySelectorAll('fieldset')) fieldset.disabled = false
+  // A returning visitor is still signed in, until the session expires.
+  const sessionId = localStorage.getItem(SESSION_KEY)
+  await show(sessionId ? await chat.getUserFromSession(sessionId) : null)
+  document.body.dataset.ready = 'true'
+}
+
+await start()
