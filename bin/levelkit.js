@@ -105,12 +105,11 @@ async function main (argv) {
 /**
  * The schema's declaring function. A schema outside this package cannot
  * resolve 'levelkit' by itself (it is not installed there): a resolve hook
- * falls back to this package for it, as the workshop does for learners'
- * files.
+ * falls back to this package for it (bin/schema-resolve-hook.js).
  * @param {string} path
  */
 async function loadSchema (path) {
-  register('../workshop/lib/resolve-hook.js', import.meta.url)
+  register('./schema-resolve-hook.js', import.meta.url)
   let mod
   try {
     mod = await import(pathToFileURL(resolve(path)).href)
