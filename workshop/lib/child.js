@@ -14,7 +14,7 @@ const [verifyFile, moduleFile, seedText] = process.argv.slice(2)
 
 // Only a file outside this package needs the fallback resolution (and the
 // hooks thread costs start-up time, which adds up over the test suite).
-const packageRoot = fileURLToPath(new URL('../../', import.meta.url))
+const packageRoot = fileURLToPath(new URL('../', import.meta.url))
 const inside = relative(packageRoot, moduleFile)
 if (inside.startsWith('..') || isAbsolute(inside)) register('./resolve-hook.js', import.meta.url)
 const seed = Number(seedText)

@@ -6,11 +6,11 @@ import { mkdtempSync, rmSync, readFileSync, writeFileSync, copyFileSync, existsS
 import { tmpdir, homedir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { listExercises } from '../workshop/lib/exercises.js'
-import { progressFile } from '../workshop/lib/progress.js'
+import { listExercises } from '../lib/exercises.js'
+import { progressFile } from '../lib/progress.js'
 
 const bin = fileURLToPath(new URL('../bin/levelkit-workshop.js', import.meta.url))
-const fixture = (p) => fileURLToPath(new URL(`./fixtures/workshop/${p}`, import.meta.url))
+const fixture = (p) => fileURLToPath(new URL(`./fixtures/${p}`, import.meta.url))
 
 /**
  * Run the CLI with stdin from /dev/null and stdout/stderr piped (no TTY).
