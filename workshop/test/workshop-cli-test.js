@@ -307,6 +307,29 @@ test('workshop cli: npm run from a subfolder reads the learner\'s paths from the
   t.is(direct.code, 0, 'levelkit-workshop verify hello.js, from the folder of hello.js')
 })
 
+test('workshop cli: a syntax error shows the file, line and column, the message and the line', async t => {
+  const config = scratch(t)
+  await workshop(config, ['select', '1'])
+  const dir = scratch(t)
+  const file = join(dir, 'broken.js')
+  writeFileSync(file, 'export async function hello (db, key, value) {\n  await db.put(key, value)\n  return await db.get(key) +* 2\n}\n')
+  for (const command of ['verify', 'run']) {
+    const result = await workshop(config, [command, file])
+    t.is(result.code, 1, `${command}: exit 1`)
+    t.ok(result.stdout.includes(`${file}:3:29`), `${command}: file:line:column`)
+    t.match(result.stdout, /SyntaxError: Unexpected token '\*'/, `${command}: the message`)
+    t.match(result.stdout, /return await db\.get\(key\) \+\* 2\n\s+\^/, `${command}: the line, and a caret under the column`)
+    if (!result.stdout.includes(`${file}:3:29`)) t.comment(result.stdout)
+  }
+  // A syntax error in a module the solution imports is reported where it is.
+  const helper = join(dir, 'helper.js')
+  writeFileSync(helper, 'export const x = {\n  a: 1,,\n}\n')
+  const importing = join(dir, 'importing.js')
+  writeFileSync(importing, "import { x } from './helper.js'\nexport async function hello () { return x }\n")
+  const nested = await workshop(config, ['verify', importing])
+  t.ok(nested.stdout.includes(`${helper}:2:8`), 'in an imported module: that module\'s file:line:column')
+})
+
 test('workshop progress: $XDG_CONFIG_HOME, else ~/.config', t => {
   const config = join(tmpdir(), 'cfg')
   const home = join(tmpdir(), 'ann')
