@@ -41,10 +41,8 @@ import crypto from 'node:crypto'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { ClassicLevel } from 'classic-level'
-import { open } from '../index.js'
-import { encode, decode } from '../lib/tuple.js'
-import { compareBytes } from '../lib/bytes.js'
-import { prng } from './lib/prng.js'
+import { open, encodeTuple as encode, decodeTuple as decode } from 'levelkit'
+import { prng } from 'levelkit-testkit/prng'
 
 const require = createRequire(import.meta.url)
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -425,7 +423,7 @@ async function compareDatabases (a, b) {
     while (true) {
       const [ea, eb] = await Promise.all([ia.nextv(1000), ib.nextv(1000)])
       for (let i = 0; i < Math.min(ea.length, eb.length); i++) {
-        if (compareBytes(ea[i][0], eb[i][0]) !== 0 || compareBytes(ea[i][1], eb[i][1]) !== 0) {
+        if (Buffer.compare(ea[i][0], eb[i][0]) !== 0 || Buffer.compare(ea[i][1], eb[i][1]) !== 0) {
           return `databases differ at entry ${count + i}: levelkit ${show(ea[i][0])} vs raw ${show(eb[i][0])}`
         }
       }
@@ -460,7 +458,7 @@ const median = (xs) => {
 
 /** Hash of the levelkit code under test: lib/ changes while people work. */
 function hashSources () {
-  const root = path.join(here, '..')
+  const root = path.dirname(require.resolve('levelkit/package.json'))
   const files = ['index.js', ...fs.readdirSync(path.join(root, 'lib')).filter(f => f.endsWith('.js')).sort().map(f => `lib/${f}`)]
   const hash = crypto.createHash('sha1')
   for (const file of files) hash.update(file + '\0').update(fs.readFileSync(path.join(root, file)))

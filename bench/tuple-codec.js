@@ -46,12 +46,11 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import { encode, decode } from '../lib/tuple.js'
-import { compareBytes } from '../lib/bytes.js'
+import { encodeTuple as encode, decodeTuple as decode } from 'levelkit'
 import { Progress } from './lib/progress.js'
 import { median, fmt, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
-import { reference } from './lib/reference-order.js'
+import { reference } from 'levelkit-testkit/reference-order'
 import {
   machineInfo, versionsOf, loadText, parseCli, failWith, optionOf, outputDir, shown,
   writeCsv, printTable, finishRun, prng
@@ -91,7 +90,7 @@ if (!(MAX_TIME > 0)) failWith(NAME, USAGE, '--max-time is a positive number of s
  * @type {Record<string, { encode: (v: any) => any, decode: (k: any) => any, size: (k: any) => number, compare: (a: any, b: any) => number }>}
  */
 const CODECS = {
-  levelkit: { encode, decode, size: k => k.length, compare: compareBytes },
+  levelkit: { encode, decode, size: k => k.length, compare: (a, b) => Buffer.compare(a, b) },
   bytewise: { encode: v => bytewise.encode(v), decode: k => bytewise.decode(k), size: k => k.length, compare: (a, b) => Buffer.compare(a, b) },
   charwise: { encode: v => charwise.encode(v), decode: k => charwise.decode(k), size: k => Buffer.byteLength(k), compare: (a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)) }
 }
@@ -191,7 +190,7 @@ function check (codecName, values) {
       try {
         theirs = bytewise.encode(value)
       } catch {}
-      if (theirs && compareBytes(key, new Uint8Array(theirs)) !== 0) {
+      if (theirs && Buffer.compare(key, theirs) !== 0) {
         result.bytewiseMismatches++
         note('bytewise', `encode(${show(value)}) differs from bytewise`)
       }

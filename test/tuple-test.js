@@ -8,7 +8,7 @@ import { MemoryLevel } from 'memory-level'
 import { ClassicLevel } from 'classic-level'
 import { encode, decode, encodeItems, tupleEncoding, ARRAY_START, ARRAY_END, HIGH } from '../lib/tuple.js'
 import { concatBytes, compareBytes, bytesToBinaryString } from '../lib/bytes.js'
-import { reference } from '../bench/lib/reference-order.js'
+import { reference } from 'levelkit-testkit/reference-order'
 
 const require = createRequire(import.meta.url)
 const bytewise = require('bytewise')

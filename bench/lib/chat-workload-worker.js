@@ -13,9 +13,8 @@ import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { Progress } from './progress.js'
 import { serveOneRun } from './child-run.js'
-import { openLevelkit, openSqlite } from './chat-workload-sides.js'
-import { hashPassword } from '#passwords'
-import { prng } from './prng.js'
+import { openLevelkit, openSqlite, hashPassword } from './chat-workload-sides.js'
+import { prng } from 'levelkit-testkit/prng'
 
 /**
  * @typedef {{

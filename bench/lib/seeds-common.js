@@ -30,7 +30,7 @@ export function machineInfo () {
  */
 export function versionsOf (packages) {
   /** @type {Record<string, string>} */
-  const versions = { node: process.version, levelkit: require('../../package.json').version }
+  const versions = { node: process.version, levelkit: require('levelkit/package.json').version }
   for (const name of packages) {
     try {
       versions[name] = require(`${name}/package.json`).version
@@ -158,7 +158,7 @@ export function dirSize (dir) {
   return total
 }
 
-export { prng } from './prng.js'
+export { prng } from 'levelkit-testkit/prng'
 
 /**
  * The options every side-by-side benchmark of a layout takes (--runs,

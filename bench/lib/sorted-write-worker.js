@@ -179,7 +179,7 @@ async function openRaw (config) {
 
 /** @param {Config} config */
 async function openLevelkit (config) {
-  const { open } = await import('../../index.js')
+  const { open } = await import('levelkit')
   const options = config.backend === 'leveldb'
     ? { backend: 'leveldb', location: config.location, ...config.levelOptions, createIfMissing: true, errorIfExists: true }
     : { backend: 'memory' }

@@ -1,2 +1,2 @@
-// The benchmarks' seeded PRNG, so randomized tests can be replayed.
-export { prng } from '../../bench/lib/prng.js'
+// The seeded PRNG shared with the benchmarks, so randomized tests can be replayed.
+export { prng } from 'levelkit-testkit/prng'

@@ -258,6 +258,36 @@ export async function attempt (fn) {
   }
 }
 
+/**
+ * Run fn like attempt(), and also list the status, at the moment fn's
+ * promise settled, of every database of class `Level` it opened: 'closed'
+ * after an awaited close(), 'closing' if close() was called but not awaited
+ * (its native half still runs on the thread pool), 'open' without close().
+ * Seen only if the learner's module imports the same copy of the package as
+ * the verifier (it does unless their folder has its own node_modules).
+ * @param {{ prototype: any }} Level e.g. ClassicLevel
+ * @param {() => any} fn
+ * @returns {Promise<{ value?: any, threw?: any, statuses: string[] }>}
+ */
+export async function attemptTrackingOpens (Level, fn) {
+  const proto = Level.prototype
+  const open = proto._open
+  /** @type {Set<any>} */
+  const opened = new Set()
+  proto._open = function (/** @type {any[]} */ ...args) {
+    opened.add(this)
+    return open.apply(this, args)
+  }
+  try {
+    const outcome = await attempt(fn)
+    // No await between fn settling and here: a close() not awaited is
+    // still 'closing', since its end needs a turn of the event loop.
+    return { ...outcome, statuses: [...opened].map(db => db.status) }
+  } finally {
+    proto._open = open
+  }
+}
+
 /** @param {any} err */
 export function describeError (err) {
   if (err && typeof err === 'object') {

@@ -14,7 +14,7 @@ const [verifyFile, moduleFile, seedText] = process.argv.slice(2)
 
 // Only a file outside this package needs the fallback resolution (and the
 // hooks thread costs start-up time, which adds up over the test suite).
-const packageRoot = fileURLToPath(new URL('../../', import.meta.url))
+const packageRoot = fileURLToPath(new URL('../', import.meta.url))
 const inside = relative(packageRoot, moduleFile)
 if (inside.startsWith('..') || isAbsolute(inside)) register('./resolve-hook.js', import.meta.url)
 const seed = Number(seedText)
@@ -24,11 +24,23 @@ const tempDirs = []
 /**
  * The child is always forked with an IPC channel, so process.send exists.
  * @param {any} message
+ * @param {() => void} [then] once the message is out and the temp dirs gone
  */
-function send (message) {
+function send (message, then = () => process.exit(0)) {
   // Exit as soon as the message is out: the learner may have left a database
   // or a timer open, and that must not turn into a timeout.
-  /** @type {NonNullable<typeof process.send>} */ (process.send)(message, () => cleanup().finally(() => process.exit(0)))
+  /** @type {NonNullable<typeof process.send>} */ (process.send)(message, () => cleanup().finally(then))
+}
+
+/**
+ * Where a syntax error is (the file, its line, a caret under the column) is
+ * not in the error: Node prints it only when it reports the error itself, as
+ * uncaught. So send the error, then leave it uncaught: the parent reads
+ * Node's report on our stderr (see harness.js).
+ * @param {SyntaxError} err
+ */
+function sendUncaught (err) {
+  send({ error: { stage: 'load', ...describeError(err), nodeReport: true } }, () => setImmediate(() => { throw err }))
 }
 
 async function cleanup () {
@@ -41,6 +53,7 @@ async function main () {
   try {
     mod = await import(pathToFileURL(moduleFile).href)
   } catch (err) {
+    if (err instanceof SyntaxError) return sendUncaught(err)
     return send({ error: { stage: 'load', ...describeError(err), stack: err && /** @type {any} */ (err).stack } })
   }
   const missing = verifier.functions.filter((/** @type {string} */ name) => typeof mod[name] !== 'function')

@@ -3,17 +3,18 @@
 // 2 usage error) instead of exiting, so it can be tested in-process too.
 import { parseArgs } from 'node:util'
 import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { listExercises, findExercise } from './exercises.js'
 import { readProgress, updateProgress, resetProgress, progressFile } from './progress.js'
 import { verifyFile, runFile, defaultTimeout } from './harness.js'
 import { colours, formatVerify, show, indent } from './report.js'
 import { renderMarkdown } from './markdown.js'
+import { NAME, invocation, withCommand } from './invocation.js'
 
-export const NAME = 'levelkit-workshop'
+/** @param {string} command how the learner runs the workshop, e.g. `npx levelkit-workshop` */
+export const help = (command) => `${NAME}: learn data modelling on Level, verified for real.
 
-export const HELP = `${NAME}: learn data modelling on Level, verified for real.
-
-Usage: ${NAME} [command] [options]
+Usage: ${command} [command] [options]
 
 Commands:
   (none)            the menu in a terminal; a plain list otherwise
@@ -52,8 +53,10 @@ class UsageError extends Error {
 
 /**
  * What every command gets: the parsed options (json as wantJson), the
- * streams, the colours, and how to print.
+ * streams, the colours, how to print, and how the learner started us (the
+ * command they run the workshop with, the folder their paths are from).
  * @typedef {Omit<Options, 'json'> & {
+ *   invocation: import('./invocation.js').Invocation,
  *   wantJson: boolean,
  *   io: IO,
  *   c: ReturnType<typeof colours>,
@@ -67,24 +70,26 @@ class UsageError extends Error {
  * @param {IO} [io]
  * @returns {Promise<number>}
  */
-export async function main (argv, io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }) {
+export async function main (argv, io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }, started = invocation()) {
   const c = colours(io.stdout)
   let options
   try {
     options = parse(argv)
   } catch (err) {
-    return usage(io, /** @type {Error} */ (err).message)
+    return usage(io, withCommand(/** @type {Error} */ (err).message, started.command))
   }
-  const out = (/** @type {string} */ text) => io.stdout.write(text.endsWith('\n') ? text : text + '\n')
-  const emit = (/** @type {any} */ value) => out(JSON.stringify(value, jsonReplacer, 2))
+  const write = (/** @type {string} */ text) => io.stdout.write(text.endsWith('\n') ? text : text + '\n')
+  // Texts say `levelkit-workshop ...`: shown as the learner runs it.
+  const out = (/** @type {string} */ text) => write(withCommand(text, started.command))
+  const emit = (/** @type {any} */ value) => write(JSON.stringify(value, jsonReplacer, 2))
   const { json: wantJson, ...rest } = options
-  const ctx = { ...rest, wantJson, io, c, out, emit }
+  const ctx = { ...rest, invocation: started, wantJson, io, c, out, emit }
   try {
     const command = commands[options.command]
     if (!command) throw new UsageError(`Unknown command: ${options.command}. Run \`${NAME} help\`.`)
     return await command(ctx)
   } catch (err) {
-    if (err && /** @type {any} */ (err).code === 'WORKSHOP_USAGE') return usage(io, /** @type {Error} */ (err).message, options.json)
+    if (err && /** @type {any} */ (err).code === 'WORKSHOP_USAGE') return usage(io, withCommand(/** @type {Error} */ (err).message, started.command), options.json)
     throw err
   }
 }
@@ -173,7 +178,8 @@ async function printProblem (ctx, exercise) {
   const text = readFileSync(exercise.problemFile, 'utf8')
   const total = listExercises().length
   ctx.out(ctx.c.dim(`Exercise ${exercise.number} of ${total}: ${exercise.id}`))
-  ctx.out(await renderMarkdown(text, { color: ctx.c.enabled, width: Math.min(100, ctx.io.stdout.columns || 80) }))
+  // Before rendering: a terminal shows `code` without its backticks.
+  ctx.out(await renderMarkdown(withCommand(text, ctx.invocation.command), { color: ctx.c.enabled, width: Math.min(100, ctx.io.stdout.columns || 80) }))
   ctx.out(ctx.c.dim(`Run your solution with \`${NAME} run <file>\`, check it with \`${NAME} verify <file>\`.`))
 }
 
@@ -190,7 +196,7 @@ const commands = {
     if (ctx.io.stdin.isTTY && ctx.io.stdout.isTTY && !ctx.wantJson) {
       // Imported lazily: @clack/prompts is only needed in a terminal.
       const { runMenu } = await import('./menu.js')
-      return runMenu(ctx, { select, help: () => ctx.out(HELP) })
+      return runMenu(ctx, { select, help: () => ctx.out(help(ctx.invocation.command)) })
     }
     if (ctx.wantJson) return commands.list(ctx)
     ctx.out(`${NAME}: not a terminal, so no menu. The exercises:\n`)
@@ -259,15 +265,15 @@ const commands = {
   },
 
   async help (ctx) {
-    if (ctx.wantJson) ctx.emit({ usage: HELP })
-    else ctx.out(HELP)
+    if (ctx.wantJson) ctx.emit({ usage: help(ctx.invocation.command) })
+    else ctx.out(help(ctx.invocation.command))
     return 0
   },
 
   async run (ctx) {
-    const file = requireFile(ctx, 'run')
+    const { file, path } = requireFile(ctx, 'run')
     const exercise = currentExercise(ctx)
-    const result = await runFile({ exercise, file, seed: ctx.seed, timeout: ctx.timeout })
+    const result = await runFile({ exercise, file: path, seed: ctx.seed, timeout: ctx.timeout })
     if (ctx.wantJson) {
       ctx.emit(result)
       return result.error ? 1 : 0
@@ -285,9 +291,9 @@ const commands = {
   },
 
   async verify (ctx) {
-    const file = requireFile(ctx, 'verify')
+    const { file, path } = requireFile(ctx, 'verify')
     const exercise = currentExercise(ctx)
-    const result = await verifyFile({ exercise, file, seed: ctx.seed, timeout: ctx.timeout })
+    const result = await verifyFile({ exercise, file: path, seed: ctx.seed, timeout: ctx.timeout })
     let progress = readProgress()
     if (result.passed) progress = updateProgress(p => { if (!p.completed.includes(exercise.id)) p.completed.push(exercise.id) })
     const left = listExercises().filter(e => !progress.completed.includes(e.id))
@@ -309,8 +315,13 @@ const commands = {
   }
 }
 
-/** @param {Context} ctx @param {string} command */
+/**
+ * The learner's file: as typed (for the commands we print), and its path
+ * from the folder they typed it in.
+ * @param {Context} ctx @param {string} command
+ */
 function requireFile (ctx, command) {
-  if (!ctx.args[0]) throw new UsageError(`${command} needs the file of your solution, e.g. \`${NAME} ${command} solution.js\``)
-  return ctx.args[0]
+  const file = ctx.args[0]
+  if (!file) throw new UsageError(`${command} needs the file of your solution, e.g. \`${NAME} ${command} solution.js\``)
+  return { file, path: resolve(ctx.invocation.cwd, file) }
 }

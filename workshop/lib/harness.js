@@ -49,11 +49,55 @@ export function runModule ({ exercise, file, seed, timeout = defaultTimeout }) {
     }
     child.on('error', (err) => finish({ error: { stage: 'runner', name: err.name, message: err.message } }))
     child.on('exit', (code, signal) => {
+      if (message && message.error && message.error.nodeReport) {
+        // Node's report of the syntax error: the child's last words on stderr.
+        const read = () => {
+          const located = locateSyntaxError(message.error, output)
+          output = located.output
+          finish({ error: located.error })
+        }
+        if (child.stderr.closed) read()
+        else child.stderr.once('close', read)
+        return
+      }
       if (message) return finish(message)
       const tail = output.trim().split('\n').slice(-12).join('\n')
       finish({ error: { stage: 'crash', name: 'Crash', message: `The process exited (${signal || 'code ' + code}) before finishing${tail ? ':\n' + tail : ''}` } })
     })
   })
+}
+
+// What Node prints for an uncaught syntax error (the child leaves one
+// uncaught for this): where, the line, carets under the token, the error,
+// its stack, Node's version.
+//   file:///home/ann/hello.js:3
+//     return x +* 2
+//               ^
+//
+//   SyntaxError: Unexpected token '*'
+//       at compileSourceTextModule (node:internal/modules/esm/utils:346:16)
+//
+//   Node.js v20.20.2
+const NODE_SYNTAX_REPORT = /^(\S+):(\d+)\n(.*)\n( *)(\^+)\n\n(SyntaxError: .*)\n(?:\s+at .*\n)*\n?(?:Node\.js v\S+\n?)?/m
+
+/**
+ * Turn Node's report of a syntax error, found in the child's output, into
+ * the error's message: file:line:column, the error, the line and the carets.
+ * Without a report the output keeps whatever Node printed.
+ * @param {any} error the child's { stage, name, message }
+ * @param {string} output
+ */
+function locateSyntaxError (error, output) {
+  const { nodeReport, ...rest } = error
+  const match = NODE_SYNTAX_REPORT.exec(output)
+  if (!match) return { error: rest, output }
+  const [report, where, line, source, pad, carets, text] = match
+  const file = where.startsWith('file:') ? fileURLToPath(where) : where
+  const location = { file, line: Number(line), column: pad.length + 1 }
+  return {
+    error: { ...rest, location, message: `${file}:${line}:${location.column}\n${text}\n\n${source}\n${pad}${carets}` },
+    output: output.replace(report, '')
+  }
 }
 
 /**

@@ -27,7 +27,7 @@ export async function runMenu (ctx, actions) {
     ]
   })
   if (isCancel(choice) || choice === ':exit') {
-    outro('Bye. Run levelkit-workshop again to come back.')
+    outro(`Bye. Run ${ctx.invocation.command} again to come back.`)
     return 0
   }
   if (choice === ':help') {

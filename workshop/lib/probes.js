@@ -2,7 +2,7 @@
 // a backend that records which entries its iterators yielded (to prove that a
 // query never reads outside its range, whatever the learner's key layout).
 import { InstrumentedLevel, failWritesTo } from './backends.js'
-import { encodeTuple } from '../../index.js'
+import { encodeTuple } from 'levelkit'
 
 /** @typedef {{ key?: string, value?: string }} LogEntry */
 

@@ -11,9 +11,9 @@ export async function resolve (specifier, context, nextResolve) {
   } catch (err) {
     const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]
     if (err && /** @type {any} */ (err).code === 'ERR_MODULE_NOT_FOUND' && allowed.has(name)) {
-      // Resolve as if imported from the workshop's own package (self-reference
-      // makes 'levelkit' work too).
-      return nextResolve(specifier, { ...context, parentURL: new URL('../../package.json', import.meta.url).href })
+      // Resolve as if imported from the workshop's own package: these are
+      // its dependencies.
+      return nextResolve(specifier, { ...context, parentURL: new URL('../package.json', import.meta.url).href })
     }
     throw err
   }

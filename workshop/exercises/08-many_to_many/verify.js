@@ -1,7 +1,7 @@
 import { InstrumentedLevel, attempt } from '../../lib/backends.js'
 import { failTupleWrites } from '../../lib/probes.js'
 import { equal, all, assert } from '../../lib/checks.js'
-import { tupleEncoding } from '../../../index.js'
+import { tupleEncoding } from 'levelkit'
 
 export const functions = ['join', 'leave', 'membersOf', 'groupsOf']
 

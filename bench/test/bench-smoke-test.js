@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const script = fileURLToPath(new URL('../bench/sorted-write.js', import.meta.url))
+const script = fileURLToPath(new URL('../sorted-write.js', import.meta.url))
 const ENTRIES = 3000
 
 /** @param {string[]} args @returns {Promise<{ code: number, stdout: string, stderr: string }>} */

@@ -2,15 +2,15 @@
 // scratch XDG_CONFIG_HOME (never the real ~/.config) and no TTY.
 import test from 'tape'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, readFileSync, writeFileSync, copyFileSync, existsSync, mkdirSync } from 'node:fs'
+import { mkdtempSync, rmSync, readFileSync, writeFileSync, copyFileSync, existsSync, mkdirSync, symlinkSync } from 'node:fs'
 import { tmpdir, homedir } from 'node:os'
-import { join } from 'node:path'
+import { join, dirname, delimiter } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { listExercises } from '../workshop/lib/exercises.js'
-import { progressFile } from '../workshop/lib/progress.js'
+import { listExercises } from '../lib/exercises.js'
+import { progressFile } from '../lib/progress.js'
 
 const bin = fileURLToPath(new URL('../bin/levelkit-workshop.js', import.meta.url))
-const fixture = (p) => fileURLToPath(new URL(`./fixtures/workshop/${p}`, import.meta.url))
+const fixture = (p) => fileURLToPath(new URL(`./fixtures/${p}`, import.meta.url))
 
 /**
  * Run the CLI with stdin from /dev/null and stdout/stderr piped (no TTY).
@@ -18,12 +18,17 @@ const fixture = (p) => fileURLToPath(new URL(`./fixtures/workshop/${p}`, import.
  * @param {string[]} args
  */
 function workshop (config, args, { env = {}, cwd } = {}) {
+  return collect(process.execPath, [bin, ...args], { cwd, env: { ...process.env, XDG_CONFIG_HOME: config, NO_COLOR: '1', FORCE_COLOR: '', ...env } })
+}
+
+/**
+ * @param {string} command @param {string[]} args
+ * @param {{ cwd?: string, env: Record<string, string | undefined> }} options
+ * @returns {Promise<{ code: number, stdout: string, stderr: string }>}
+ */
+function collect (command, args, { cwd, env }) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      cwd,
-      env: { ...process.env, XDG_CONFIG_HOME: config, NO_COLOR: '1', FORCE_COLOR: '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe']
-    })
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', d => { stdout += d })
@@ -31,6 +36,17 @@ function workshop (config, args, { env = {}, cwd } = {}) {
     child.on('error', reject)
     child.on('close', code => resolve({ code, stdout, stderr }))
   })
+}
+
+/**
+ * The environment of a learner's shell: none of the variables npm sets for
+ * the script it runs (this test may run under npm test), only node's folder
+ * on PATH (and so no levelkit-workshop), unless `path` says otherwise.
+ * @param {string} config XDG_CONFIG_HOME @param {string[]} [path]
+ */
+function learnerEnv (config, path = []) {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name) && name !== 'INIT_CWD'))
+  return { ...env, PATH: [...path, dirname(process.execPath)].join(delimiter), XDG_CONFIG_HOME: config, NO_COLOR: '1', FORCE_COLOR: '' }
 }
 
 function scratch (t) {
@@ -233,6 +249,85 @@ test('workshop cli: a solution outside the project imports classic-level and lev
     t.is(verify.code, 0, `exercise ${n} from ${dir}`)
     if (verify.code !== 0) t.comment(verify.stdout + verify.stderr)
   }
+})
+
+test('workshop cli: the commands it prints work where the learner typed theirs', async t => {
+  const config = scratch(t)
+  // Run as a file, with no levelkit-workshop on PATH: only npx finds it.
+  const plain = await collect(process.execPath, [bin], { env: learnerEnv(config) })
+  t.match(plain.stdout, /Select one with `npx levelkit-workshop select <n>`; `npx levelkit-workshop help` lists the commands/, 'not on PATH: the npx form')
+  const help = await collect(process.execPath, [bin, 'help'], { env: learnerEnv(config) })
+  t.match(help.stdout, /^Usage: npx levelkit-workshop \[command\]/m, 'help shows the npx form too')
+
+  // Installed globally (on PATH): the bare name.
+  const global = scratch(t)
+  symlinkSync(bin, join(global, 'levelkit-workshop'))
+  const onPath = await collect('levelkit-workshop', ['select', '1'], { env: learnerEnv(config, [global]) })
+  t.is(onPath.code, 0, 'runs from PATH')
+  t.match(onPath.stdout, /Run your solution with `levelkit-workshop run <file>`, check it with `levelkit-workshop verify <file>`/, 'on PATH: the bare name')
+  t.match(onPath.stdout, /Try it with `levelkit-workshop run hello\.js`/, 'in the problem text too')
+
+  // npx in this repository (after npm install): the npx form.
+  const npx = await collect('npm', ['exec', '--', 'levelkit-workshop', 'select', '1'], { cwd: join(dirname(bin), '..'), env: { ...learnerEnv(config), PATH: process.env.PATH } })
+  t.is(npx.code, 0, 'npx levelkit-workshop select 1')
+  t.match(npx.stdout, /Run your solution with `npx levelkit-workshop run <file>`/, 'npx: the npx form')
+  t.match(npx.stdout, /Try it with `npx levelkit-workshop run hello\.js`, then `npx levelkit-workshop verify hello\.js`/, 'in the problem text too')
+
+  const bad = await collect(process.execPath, [bin, 'select', 'nope'], { env: learnerEnv(config) })
+  t.match(bad.stderr, /Run `npx levelkit-workshop list` to see them/, 'and in error messages')
+})
+
+test('workshop cli: npm run from a subfolder reads the learner\'s paths from there, and prints npm run commands', async t => {
+  const config = scratch(t)
+  // A project with the workshop as an npm script, run from a folder inside
+  // it: npm runs the script in the project's root, where hello.js is not.
+  const project = scratch(t)
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'learning', private: true, scripts: { learn: `node ${JSON.stringify(bin)}` } }))
+  const mine = join(project, 'mine')
+  mkdirSync(mine)
+  copyFileSync(exercises[0].solutionFile, join(mine, 'hello.js'))
+  const npm = (/** @type {string[]} */ args) => collect('npm', ['run', '--silent', 'learn', '--', ...args], { cwd: mine, env: { ...learnerEnv(config), PATH: process.env.PATH } })
+
+  const select = await npm(['select', '1'])
+  t.is(select.code, 0, 'npm run learn -- select 1')
+  t.match(select.stdout, /Run your solution with `npm run learn -- run <file>`, check it with `npm run learn -- verify <file>`/, 'the npm run form')
+
+  const run = await npm(['run', 'hello.js'])
+  t.is(run.code, 0, 'run hello.js finds ./hello.js in the folder it was typed in')
+  if (run.code !== 0) t.comment(run.stdout + run.stderr)
+  t.match(run.stdout, /When it looks right: `npm run learn -- verify hello\.js`/)
+
+  const verify = await npm(['verify', 'hello.js'])
+  t.is(verify.code, 0, 'verify hello.js too')
+  if (verify.code !== 0) t.comment(verify.stdout + verify.stderr)
+  t.match(verify.stdout, new RegExp(`Verifying ${join(mine, 'hello.js').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`), 'the file in that folder')
+
+  // Run directly from another folder, a relative path is read from there too.
+  const direct = await collect(process.execPath, [bin, 'verify', 'hello.js'], { cwd: mine, env: learnerEnv(config) })
+  t.is(direct.code, 0, 'levelkit-workshop verify hello.js, from the folder of hello.js')
+})
+
+test('workshop cli: a syntax error shows the file, line and column, the message and the line', async t => {
+  const config = scratch(t)
+  await workshop(config, ['select', '1'])
+  const dir = scratch(t)
+  const file = join(dir, 'broken.js')
+  writeFileSync(file, 'export async function hello (db, key, value) {\n  await db.put(key, value)\n  return await db.get(key) +* 2\n}\n')
+  for (const command of ['verify', 'run']) {
+    const result = await workshop(config, [command, file])
+    t.is(result.code, 1, `${command}: exit 1`)
+    t.ok(result.stdout.includes(`${file}:3:29`), `${command}: file:line:column`)
+    t.match(result.stdout, /SyntaxError: Unexpected token '\*'/, `${command}: the message`)
+    t.match(result.stdout, /return await db\.get\(key\) \+\* 2\n\s+\^/, `${command}: the line, and a caret under the column`)
+    if (!result.stdout.includes(`${file}:3:29`)) t.comment(result.stdout)
+  }
+  // A syntax error in a module the solution imports is reported where it is.
+  const helper = join(dir, 'helper.js')
+  writeFileSync(helper, 'export const x = {\n  a: 1,,\n}\n')
+  const importing = join(dir, 'importing.js')
+  writeFileSync(importing, "import { x } from './helper.js'\nexport async function hello () { return x }\n")
+  const nested = await workshop(config, ['verify', importing])
+  t.ok(nested.stdout.includes(`${helper}:2:8`), 'in an imported module: that module\'s file:line:column')
 })
 
 test('workshop progress: $XDG_CONFIG_HOME, else ~/.config', t => {

@@ -4,12 +4,12 @@ import test from 'tape'
 import { readdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { listExercises, loadVerifier } from '../workshop/lib/exercises.js'
-import { verifyFile } from '../workshop/lib/harness.js'
-import { expectedFailures } from '../workshop/lib/fixtures.js'
-import { freshSeed } from '../workshop/lib/random.js'
+import { listExercises, loadVerifier } from '../lib/exercises.js'
+import { verifyFile } from '../lib/harness.js'
+import { expectedFailures } from '../lib/fixtures.js'
+import { freshSeed } from '../lib/random.js'
 
-const fixturesDir = fileURLToPath(new URL('./fixtures/workshop/', import.meta.url))
+const fixturesDir = fileURLToPath(new URL('./fixtures/', import.meta.url))
 // One seed per test run, printed, so a failure can be replayed with WORKSHOP_SEED.
 const seed = Number(process.env.WORKSHOP_SEED) || freshSeed()
 

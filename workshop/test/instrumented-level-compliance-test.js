@@ -5,7 +5,7 @@
 
 import test from 'tape'
 import suite from 'abstract-level/test/index.js'
-import { InstrumentedLevel } from '../workshop/lib/backends.js'
+import { InstrumentedLevel } from '../lib/backends.js'
 
 suite({
   test,

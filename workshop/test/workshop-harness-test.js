@@ -5,13 +5,14 @@ import test from 'tape'
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { InstrumentedLevel, failWritesTo, dump, attempt } from '../workshop/lib/backends.js'
-import { createRandom, deriveSeed } from '../workshop/lib/random.js'
-import { findExercise, listExercises } from '../workshop/lib/exercises.js'
-import { validateVerifier, equal, project } from '../workshop/lib/checks.js'
-import { expectedFailures } from '../workshop/lib/fixtures.js'
-import { formatDiff, colours } from '../workshop/lib/report.js'
-import { tupleEncoding } from '../index.js'
+import { InstrumentedLevel, failWritesTo, dump, attempt } from '../lib/backends.js'
+import { createRandom, deriveSeed } from '../lib/random.js'
+import { findExercise, listExercises } from '../lib/exercises.js'
+import { validateVerifier, equal, project } from '../lib/checks.js'
+import { expectedFailures } from '../lib/fixtures.js'
+import { formatDiff, colours } from '../lib/report.js'
+import { invocation, withCommand } from '../lib/invocation.js'
+import { tupleEncoding } from 'levelkit'
 
 async function seeded (n = 20) {
   const db = new InstrumentedLevel()
@@ -113,5 +114,20 @@ test('workshop registry and checks helpers', t => {
   writeFileSync(file, 'export {}\n')
   t.throws(() => expectedFailures(file), /no "\/\/ expect-fail/)
   rmSync(dir, { recursive: true })
+  t.end()
+})
+
+test('workshop invocation: npm\'s variables count only when npm ran the workshop', t => {
+  const project = mkdtempSync(join(tmpdir(), 'levelkit-workshop-invocation-'))
+  const learner = join(project, 'mine')
+  const script = join(project, 'levelkit-workshop.js')
+  const byRun = { npm_command: 'run', npm_lifecycle_event: 'learn', npm_lifecycle_script: 'node levelkit-workshop.js', npm_package_json: join(project, 'package.json'), INIT_CWD: learner, PATH: '' }
+  t.same(invocation({ env: byRun, cwd: project, script }), { command: 'npm run learn --', cwd: learner }, 'npm run: paths from INIT_CWD, commands through npm run')
+  t.same(invocation({ env: { ...byRun, npm_lifecycle_script: "tape 'test/*-test.js'" }, cwd: project, script }), { command: 'npx levelkit-workshop', cwd: project }, 'inherited from another script (npm test): ignored')
+  t.same(invocation({ env: byRun, cwd: learner, script }), { command: 'npx levelkit-workshop', cwd: learner }, 'started from another folder than the script\'s package: ignored')
+  t.same(invocation({ env: { npm_command: 'exec', npm_lifecycle_script: "'levelkit-workshop'", INIT_CWD: learner, PATH: '' }, cwd: learner, script }), { command: 'npx levelkit-workshop', cwd: learner }, 'npx')
+  t.is(withCommand('Run `levelkit-workshop verify x.js`, or `levelkit-workshop help`.', 'npx levelkit-workshop'), 'Run `npx levelkit-workshop verify x.js`, or `npx levelkit-workshop help`.')
+  t.is(withCommand('`npx levelkit-workshop list`', 'npx levelkit-workshop'), '`npx levelkit-workshop list`', 'already rewritten: unchanged')
+  rmSync(project, { recursive: true })
   t.end()
 })

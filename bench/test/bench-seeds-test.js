@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const bench = (/** @type {string} */ name) => fileURLToPath(new URL(`../bench/${name}`, import.meta.url))
+const bench = (/** @type {string} */ name) => fileURLToPath(new URL(`../${name}`, import.meta.url))
 
 /** @param {string} script @param {string[]} args @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
 function run (script, args) {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const script = fileURLToPath(new URL('../bench/chat-workload.js', import.meta.url))
+const script = fileURLToPath(new URL('../chat-workload.js', import.meta.url))
 const OPS = ['getUser', 'last50', 'getChats', 'checkChatMember', 'existsChat', 'createUser', 'createUserC', 'createChat', 'createChatC', 'addChatMessage', 'addChatMessageC']
 const N = 40
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The levelkit workshop: `levelkit-workshop help` lists the commands.
-import { main } from '../workshop/lib/cli.js'
+import { main } from '../lib/cli.js'
 
 // `levelkit-workshop list | head` closes the pipe early: that is not an error.
 process.stdout.on('error', (err) => {
