@@ -2,6 +2,7 @@ import { concatBytes, compareBytes, bytesToBinaryString, binaryStringToBytes } f
 import { invalid } from './errors.js'
 import { assertNotClosed } from './namespace.js'
 import { within } from './bounds.js'
+import { describe } from './common.js'
 
 /**
  * @typedef {import('./bounds.js').ByteBounds} ByteBounds
@@ -27,6 +28,11 @@ import { within } from './bounds.js'
 
 const FIRST_CHUNK = 64
 const CHUNK = 512
+
+// The largest iterator limit every backend takes as it is: classic-level
+// keeps only 32 bits of it (a limit of 2 ** 32 reads nothing). A larger
+// limit is enforced here instead, over an iterator without one.
+const BACKEND_LIMIT = 2 ** 31 - 1
 
 /**
  * A lazy, re-runnable range read. Nothing is read until it is iterated,
@@ -120,10 +126,13 @@ export class Query {
       }
       return n
     }
-    const it = this.#source.namespace.sublevel.keys({ ...this.#bounds, limit: this.#limit === Infinity ? -1 : this.#limit })
+    const it = this.#source.namespace.sublevel.keys({ ...this.#bounds, limit: backendLimit(this.#limit) })
     let n = 0
     try {
-      for (let keys = await it.nextv(CHUNK); keys.length > 0; keys = await it.nextv(CHUNK)) n += keys.length
+      for (let keys = await it.nextv(CHUNK); keys.length > 0; keys = await it.nextv(CHUNK)) {
+        n += keys.length
+        if (n >= this.#limit) return this.#limit
+      }
     } finally {
       await it.close()
     }
@@ -162,7 +171,7 @@ export class Query {
     const it = namespace.sublevel.iterator({
       ...this.#bounds,
       reverse: this.#reverse,
-      limit: consistent || limit === Infinity ? -1 : limit,
+      limit: consistent ? -1 : backendLimit(limit),
       values,
       snapshot
     })
@@ -210,13 +219,23 @@ export class Query {
   }
 }
 
-/** @param {unknown} limit */
+/**
+ * A limit as a number of items: a non-negative integer, or Infinity. One
+ * beyond the safe integers (1e300) is beyond any count of entries, so it
+ * means no limit, as Infinity does (and page() can ask for one more).
+ * @param {unknown} limit
+ */
 function assertLimit (limit) {
-  if (limit === undefined || limit === Infinity) return Infinity
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0) {
-    throw invalid(`The limit option must be a non-negative integer or Infinity, got ${String(limit)}`)
+  if (limit === undefined) return Infinity
+  if (typeof limit !== 'number' || !(Number.isInteger(limit) || limit === Infinity) || limit < 0) {
+    throw invalid(`The limit option must be a non-negative integer or Infinity, got ${describe(limit)}`)
   }
-  return limit
+  return limit > Number.MAX_SAFE_INTEGER ? Infinity : limit
+}
+
+/** The iterator limit that reads at most `limit` entries on every backend (-1: none). @param {number} limit */
+function backendLimit (limit) {
+  return limit > BACKEND_LIMIT ? -1 : limit
 }
 
 /** @param {unknown} value @param {string} name */

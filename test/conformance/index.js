@@ -8,6 +8,7 @@ import write from './write.js'
 import check from './check.js'
 import lifecycle from './lifecycle.js'
 import sublevel from './sublevel.js'
+import queries from './queries.js'
 
 /**
  * The model conformance suite. It imports nothing environment-specific: the
@@ -18,7 +19,7 @@ import sublevel from './sublevel.js'
  * @param {{ backend: string, open: () => Promise<import('../../index.js').Database> }} common
  */
 export function conformance (test, common) {
-  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel]) {
+  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries]) {
     suite(test, common)
   }
 }
