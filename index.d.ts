@@ -67,6 +67,13 @@ export interface OpenOptions {
    * synchronous reads: never on IndexedDB, where other tabs write too.
    */
   readCache?: number
+  /**
+   * Bytes (estimated: keys and values) that all the read caches of the
+   * database hold together, relation lists and child blocks included
+   * (default 64 MiB; 0 turns the caches off). A value or list larger than a
+   * sixteenth of it is read but not kept.
+   */
+  readCacheBytes?: number
   /** Other options pass through to the backend (classic-level: cacheSize, writeBufferSize, compression, ...). */
   [backendOption: string]: unknown
 }
@@ -117,7 +124,10 @@ export interface RangeOptions<K = TupleValue> {
   eq?: K
   /** Array values whose leading elements are these (compound indexes). */
   prefix?: TupleValue[]
-  /** At most this many items (a non-negative integer, or Infinity). */
+  /**
+   * At most this many items: a non-negative integer, or Infinity. Any size
+   * works on every backend; one beyond Number.MAX_SAFE_INTEGER means no limit.
+   */
   limit?: number
   reverse?: boolean
   /** A cursor from page(): continue after the page it ended. */

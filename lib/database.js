@@ -10,9 +10,12 @@ import { refuseInsideScope } from './model-handle.js'
 import { tupleEncoding } from './tuple.js'
 import { assertName } from './names.js'
 import { crossTabFor } from './cross-tab.js'
+import { setReadCacheBudget } from './namespace.js'
 
 // Values kept per cached namespace by default.
 const DEFAULT_READ_CACHE = 10000
+// Bytes the read caches of a database hold together by default (estimated).
+const DEFAULT_READ_CACHE_BYTES = 64 * 1024 * 1024
 
 /**
  * A levelkit database: one abstract-level database whose namespaces
@@ -29,7 +32,7 @@ export class Database {
 
   /**
    * @param {any} level an open abstract-level 3 database
-   * @param {{ syncReads?: boolean, readCache?: number, ownsLevel?: boolean }} [options]
+   * @param {{ syncReads?: boolean, readCache?: number, readCacheBytes?: number, ownsLevel?: boolean }} [options]
    */
   constructor (level, options = {}) {
     this.level = level
@@ -39,8 +42,12 @@ export class Database {
     // Values read with getSync() are kept per namespace (the write path keeps
     // them exact); without getSync (IndexedDB, where other tabs write too)
     // nothing is cached.
+    const readCacheBytes = options.readCacheBytes ?? DEFAULT_READ_CACHE_BYTES
     /** @type {number} */
-    this.readCache = syncReads ? (options.readCache ?? DEFAULT_READ_CACHE) : 0
+    this.readCache = syncReads && readCacheBytes > 0 ? (options.readCache ?? DEFAULT_READ_CACHE) : 0
+    // Bounded in bytes too: values and lists can be large (a relation's
+    // list, a block of children).
+    if (this.readCache > 0) setReadCacheBudget(level, readCacheBytes)
     // Lets the root refer to the tuple encoding by name ('tuple').
     level.keyEncoding(tupleEncoding)
   }

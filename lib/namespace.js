@@ -1,7 +1,7 @@
 import { decode } from './tuple.js'
 import { bytesToBinaryString } from './bytes.js'
 import { tupleBounds } from './bounds.js'
-import { ReadCache } from './read-cache.js'
+import { ReadCache, CacheBudget } from './read-cache.js'
 import { levelkitError, codes } from './errors.js'
 
 // Keys read one getSync() each by readMany(); past it, one getMany().
@@ -12,6 +12,26 @@ const CACHE_LIMIT = 10000
 
 /** @type {WeakMap<object, Map<string, Namespace>>} the namespaces of each root database, by prefix */
 const namespacesOfRoot = new WeakMap()
+
+/** @type {WeakMap<object, CacheBudget>} the byte budget the read caches of each root database share */
+const budgetOfRoot = new WeakMap()
+
+/**
+ * Give the read caches of the namespaces declared on `root` from now on a
+ * shared budget of `bytes`.
+ * @param {object} root @param {number} bytes
+ */
+export function setReadCacheBudget (root, bytes) {
+  budgetOfRoot.set(root, new CacheBudget(bytes))
+}
+
+/**
+ * The byte budget of `root`'s read caches, if it has one: what they hold.
+ * @param {object} root
+ */
+export function readCacheBudget (root) {
+  return budgetOfRoot.get(root)
+}
 
 /**
  * The namespace declared on `root` whose sublevel has `prefix`, if any.
@@ -54,20 +74,22 @@ export class Namespace {
     this.name = name
     /** @type {Map<string, any> | null} value (undefined: absent) by bytesToBinaryString(key) */
     this.cache = options?.cache ? new Map() : null
+    const budget = budgetOfRoot.get(root) ?? null
     /**
      * Written values (undefined: absent) by bytesToBinaryString(key), filled
      * by synchronous reads only, so a read that started before a batch can
      * never put back what that batch replaced.
      * @type {ReadCache | null}
      */
-    this.readCache = options?.readCache ? new ReadCache(options.readCache) : null
+    this.readCache = options?.readCache ? new ReadCache(options.readCache, budget) : null
     /**
-     * Raw keys under a prefix (bytesToBinaryString of the prefix), as read
-     * by an iterator. An iterator is not synchronous: a list is kept only if
-     * no write to this namespace was written while it was read (listVersion).
+     * What the keys under a prefix (bytesToBinaryString of the prefix) list,
+     * as read by an iterator. An iterator is not synchronous: a list is kept
+     * only if no write to this namespace was written while it was read
+     * (listVersion).
      * @type {ReadCache | null}
      */
-    this.listCache = options?.listCache ? new ReadCache(options.listCache) : null
+    this.listCache = options?.listCache ? new ReadCache(options.listCache, budget) : null
     this.listVersion = 0
     /** Whether the write path must tell this namespace about written ops. */
     this.cachesWrites = this.readCache !== null || this.listCache !== null
@@ -81,9 +103,9 @@ export class Namespace {
   }
 
   clearReadCaches () {
-    if (this.readCache !== null) this.readCache = new ReadCache(this.readCache.limit)
+    this.readCache?.clear()
     if (this.listCache !== null) {
-      this.listCache = new ReadCache(this.listCache.limit)
+      this.listCache.clear()
       this.listVersion++
     }
   }
@@ -122,7 +144,7 @@ export class Namespace {
           head = /** @type {unknown[]} */ (decode(op.key))[0]
         } catch {
           // A malformed key (a repair deleting it): drop every list.
-          this.listCache = new ReadCache(this.listCache.limit)
+          this.listCache.clear()
           return
         }
         this.listCache.delete(listName(head))
@@ -131,21 +153,26 @@ export class Namespace {
   }
 
   /**
-   * The raw keys under the tuple prefix [head], from the list cache or read
-   * (and remembered when no write landed meanwhile).
+   * What the raw keys under the tuple prefix [head] list, as `fromKeys`
+   * makes it: from the list cache, or read (and remembered when no write
+   * landed meanwhile). The list cache keeps what `fromKeys` returns, which
+   * is smaller than the keys (the ids they end with), and returns it as it
+   * is: callers must not change it.
+   * @template T
    * @param {unknown} head
-   * @returns {Promise<Uint8Array[]>}
+   * @param {(keys: Uint8Array[]) => T} fromKeys
+   * @returns {Promise<T>}
    */
-  async keysUnder (head) {
+  async listUnder (head, fromKeys) {
     const listCache = /** @type {ReadCache} */ (this.listCache)
     const bounds = tupleBounds([head], {})
     const name = bytesToBinaryString(/** @type {Uint8Array} */ (bounds.gte))
     const hit = listCache.lookup(name)
     if (hit !== undefined) return hit[0]
     const version = this.listVersion
-    const keys = await this.sublevel.keys(bounds).all()
-    if (this.listVersion === version) listCache.set(name, keys)
-    return keys
+    const list = fromKeys(await this.sublevel.keys(bounds).all())
+    if (this.listVersion === version) listCache.set(name, list)
+    return list
   }
 
   /**

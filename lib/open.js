@@ -16,10 +16,13 @@ import { Database } from './database.js'
  */
 export async function openIn (environment, options = {}) {
   if (options === null || typeof options !== 'object') throw invalid('open() takes an options object')
-  const { backend: named, location, db, syncReads, readCache, ...levelOptions } = options
+  const { backend: named, location, db, syncReads, readCache, readCacheBytes, ...levelOptions } = options
   if (syncReads !== undefined && typeof syncReads !== 'boolean') throw invalid('The syncReads option must be a boolean')
   if (readCache !== undefined && !(Number.isSafeInteger(readCache) && readCache >= 0)) {
     throw invalid('The readCache option must be a non-negative integer (values kept per namespace; 0 turns the cache off)')
+  }
+  if (readCacheBytes !== undefined && !(Number.isSafeInteger(readCacheBytes) && readCacheBytes >= 0)) {
+    throw invalid('The readCacheBytes option must be a non-negative integer (bytes the read caches hold together; 0 turns them off)')
   }
 
   if (db !== undefined) {
@@ -27,7 +30,7 @@ export async function openIn (environment, options = {}) {
     assertAbstractLevel3(db)
     if (db.status === 'opening') await db.open()
     if (db.status !== 'open') await db.open()
-    return new Database(db, { syncReads, readCache, ownsLevel: false })
+    return new Database(db, { syncReads, readCache, readCacheBytes, ownsLevel: false })
   }
 
   const backend = named === undefined ? environment.defaultBackend({ location }) : named
@@ -48,7 +51,7 @@ export async function openIn (environment, options = {}) {
     }
     throw err
   }
-  return new Database(level, { syncReads, readCache })
+  return new Database(level, { syncReads, readCache, readCacheBytes })
 }
 
 /** @param {string} backend @param {unknown} location */

@@ -1,7 +1,6 @@
 import { concatBytes, compareBytes, bytesToBinaryString, binaryStringToBytes } from './bytes.js'
 import { invalid } from './errors.js'
 import { assertNotClosed } from './namespace.js'
-import { within } from './bounds.js'
 import { describe } from './common.js'
 
 /**
@@ -18,12 +17,15 @@ import { describe } from './common.js'
  * @property {Loader} load turns raw entries into [key, item] pairs
  * @property {() => Promise<boolean>} [prepare] runs before reading; false means the range is empty
  * @property {() => Promise<any[]>} [list] every item of the whole range in key order, as a new
- *   array, read without an iterator (a cache): all() uses it when the query is not resumed
- * @property {() => Promise<Uint8Array[]>} [keys] the raw keys of the whole range in key order, read
- *   without an iterator (a stored list): every read uses it instead of an iterator
+ *   array, read without an iterator (a cache): all() uses it when the query is not resumed and
+ *   has no limit (a limited read reads only what it returns)
+ * @property {(bounds: ByteBounds) => Promise<ListedKeys>} [keys] the raw keys within `bounds` in key
+ *   order, read without an iterator (a stored list): every read uses it instead of an iterator
  * @property {(bounds: ByteBounds, reverse: boolean) => AsyncGenerator<Array<[Uint8Array, any]>>} [scan]
  *   the entries within `bounds` in key order (or reverse), read its own way (children kept in
  *   blocks): every read uses it instead of an iterator over `namespace`
+ * @typedef {{ readonly length: number, at (i: number): Uint8Array | undefined }} ListedKeys
+ *   keys by position (an array, or a view that makes only the keys asked for)
  */
 
 const FIRST_CHUNK = 64
@@ -75,11 +77,11 @@ export class Query {
   /** @returns {Promise<any[]>} */
   async all () {
     const source = this.#source
-    if (source.list !== undefined && this.#bounds === source.bounds) {
+    if (source.list !== undefined && this.#bounds === source.bounds && this.#limit === Infinity) {
       assertNotClosed(source.root)
       const items = await source.list()
       if (this.#reverse) items.reverse()
-      return this.#limit < items.length ? items.slice(0, this.#limit) : items
+      return items
     }
     if (source.keys !== undefined) return (await this.#listed(this.#limit)).map(entry => entry[1])
     const items = []
@@ -117,7 +119,7 @@ export class Query {
   async count () {
     assertNotClosed(this.#source.root)
     if (this.#source.prepare && !(await this.#source.prepare())) return 0
-    if (this.#source.keys !== undefined) return (await this.#inRange(this.#limit)).length
+    if (this.#source.keys !== undefined) return Math.min((await this.#source.keys(this.#bounds)).length, this.#limit)
     if (this.#source.scan !== undefined) {
       let n = 0
       for await (const entries of this.#source.scan(this.#bounds, false)) {
@@ -212,10 +214,13 @@ export class Query {
     const { root, prepare } = this.#source
     assertNotClosed(root)
     if (prepare && !(await prepare())) return []
-    const bounds = this.#bounds
-    const keys = (await /** @type {() => Promise<Uint8Array[]>} */ (this.#source.keys)()).filter(key => within(key, bounds))
-    if (this.#reverse) keys.reverse()
-    return keys.length > limit ? keys.slice(0, limit) : keys
+    const keys = await /** @type {NonNullable<QuerySource['keys']>} */ (this.#source.keys)(this.#bounds)
+    const n = Math.min(keys.length, limit)
+    const last = keys.length - 1
+    /** @type {Uint8Array[]} */
+    const taken = new Array(n)
+    for (let i = 0; i < n; i++) taken[i] = /** @type {Uint8Array} */ (keys.at(this.#reverse ? last - i : i))
+    return taken
   }
 }
 

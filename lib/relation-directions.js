@@ -1,7 +1,7 @@
-import { encode, decode, ARRAY_START, ARRAY_END } from './tuple.js'
-import { compareBytes } from './bytes.js'
+import { encode, encodeItems, decode, ARRAY_START, ARRAY_END } from './tuple.js'
+import { compareBytes, concatBytes } from './bytes.js'
 import { Namespace } from './namespace.js'
-import { tupleBounds } from './bounds.js'
+import { tupleBounds, within } from './bounds.js'
 import { after } from './model-handle.js'
 import { isDefined } from './common.js'
 
@@ -118,6 +118,23 @@ export class ListDirection {
   }
 
   /**
+   * The keys [head, other] an edge direction would hold for the list of
+   * `head`, within `bounds`, in key order. A list of sequence ids is not
+   * decoded: its items have a fixed size, so the bounds are found by binary
+   * search and only the keys asked for are made.
+   * @param {(namespace: Namespace, key: Uint8Array) => any} read @param {unknown} head
+   * @param {import('./bounds.js').ByteBounds} bounds
+   * @returns {import('./query.js').ListedKeys | Promise<import('./query.js').ListedKeys>}
+   */
+  keysWithin (read, head, bounds) {
+    return after(read(this.namespace, encode(head)), (/** @type {Uint8Array | undefined} */ value) => {
+      if (value === undefined) return []
+      if (this.sequenceIds) return new SequenceListKeys(value, head, bounds)
+      return decodeList(value).map(other => encode([head, other])).filter(key => within(key, bounds))
+    })
+  }
+
+  /**
    * Add `other` to the list of `head`, in order (a value where the read is
    * synchronous, else a promise).
    * @param {WriteScope} scope @param {unknown} head @param {unknown} other
@@ -176,6 +193,55 @@ export class ListDirection {
   /** @param {WriteScope} scope @param {unknown} head @param {unknown[]} others */
   removeAll (scope, head, others) {
     if (others.length > 0) scope.del(this.namespace, encode(head))
+  }
+}
+
+/**
+ * The keys [head, id] of the ids of a stored list of sequence ids that lie
+ * within some bounds, by position, made when asked for.
+ */
+class SequenceListKeys {
+  /**
+   * @param {Uint8Array} list @param {unknown} head
+   * @param {import('./bounds.js').ByteBounds} bounds
+   */
+  constructor (list, head, bounds) {
+    this.list = list
+    // Every key starts with the array's start and the head's encoding.
+    this.base = concatBytes([ARRAY_START], encodeItems([head]))
+    const count = (list.length - 2) / NUMBER_BYTES
+    this.start = bounds.gte ? this.#firstAtOrAbove(bounds.gte, 0, count) : 0
+    const end = bounds.lt ? this.#firstAtOrAbove(bounds.lt, this.start, count) : count
+    this.length = end - this.start
+  }
+
+  /** @param {number} i @returns {Uint8Array | undefined} */
+  at (i) {
+    return i >= 0 && i < this.length ? this.#keyAt(this.start + i) : undefined
+  }
+
+  /** @param {number} position */
+  #keyAt (position) {
+    const base = this.base
+    const key = new Uint8Array(base.length + NUMBER_BYTES + 1)
+    key.set(base, 0)
+    const from = 1 + position * NUMBER_BYTES
+    key.set(this.list.subarray(from, from + NUMBER_BYTES), base.length)
+    key[key.length - 1] = ARRAY_END
+    return key
+  }
+
+  /**
+   * The first position from `low` (up to `high`) whose key is at or above `bound`.
+   * @param {Uint8Array} bound @param {number} low @param {number} high
+   */
+  #firstAtOrAbove (bound, low, high) {
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if (compareBytes(this.#keyAt(middle), bound) < 0) low = middle + 1
+      else high = middle
+    }
+    return low
   }
 }
 

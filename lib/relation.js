@@ -210,14 +210,15 @@ export class RelationModel {
     if (direction.kind === 'lists') {
       const lists = direction
       const syncReads = this.writer.syncReads
-      const read = () => lists.list((listNamespace, key) => listNamespace.read(key, syncReads), id)
+      const read = (/** @type {import('./namespace.js').Namespace} */ listNamespace, /** @type {Uint8Array} */ key) => listNamespace.read(key, syncReads)
       // The whole list as it is; else its ids as the keys an edge direction
       // would hold, so ranges and cursors mean the same on both layouts.
-      if (whole) list = () => promised(read)
-      keys = () => promised(() => after(read(), (/** @type {unknown[]} */ others) => others.map(other => encode([id, other]))))
+      if (whole) list = () => promised(() => lists.list(read, id))
+      keys = bounds => promised(() => lists.keysWithin(read, id, bounds))
     } else if (namespace.listCache !== null && whole) {
       const edges = /** @type {EdgeDirection} */ (direction)
-      list = () => edges.namespace.keysUnder(id).then(otherIds)
+      // A copy: the cache keeps the list, and all() may reverse what it gets.
+      list = () => edges.namespace.listUnder(id, otherIds).then(others => others.slice())
     }
     return new Query({
       list,

@@ -1,3 +1,4 @@
+import { countReads } from './reads.js'
 // Limits that some backend cannot take as an iterator limit: classic-level
 // keeps 32 bits of it (2 ** 32 reads nothing, 2 ** 32 + 2 reads 2), and
 // page() asks for one more than its limit.
@@ -89,6 +90,86 @@ export default function (test, common) {
         }
       }
     }
+    await db.close()
+  })
+  test(`${common.backend}: a small limit on a relation reads a small number of entries`, async t => {
+    const db = await common.open()
+    const users = db.collection('users')
+    const chats = db.collection('chats')
+    const members = db.relation('members', { from: chats, to: users })
+    const chat = await chats.insert({})
+    const ids = []
+    for (let i = 0; i < 300; i++) ids.push(await users.insert({}))
+    await members.addMany(chat, ids)
+    const reads = countReads(db.level)
+    const first = await reads.measure(() => members.to(chat, { limit: 10 }).all())
+    t.same(first.result, ids.slice(0, 10), 'the first 10')
+    t.ok(first.counts.entries <= 10, `read ${first.counts.entries} entries for a limit of 10`)
+    const last = await reads.measure(() => members.to(chat, { limit: 10, reverse: true }).all())
+    t.same(last.result, ids.slice(-10).reverse(), 'the last 10')
+    t.ok(last.counts.entries <= 10, `read ${last.counts.entries} entries for a limit of 10, reverse`)
+    const again = await reads.measure(() => members.to(chat, { limit: 10 }).all())
+    t.ok(again.counts.entries <= 10, `a limited read kept no whole list it would have to read: ${again.counts.entries} entries the second time`)
+    const whole = await reads.measure(() => members.to(chat).all())
+    t.same(whole.result, ids, 'a whole read still lists every id')
+    t.same((await members.from(ids[7], { limit: 1 }).all()), [chat])
+    await db.close()
+  })
+
+  test(`${common.backend}: ranges, limits, reverse, pages and counts over relation lists agree with edges`, async t => {
+    const db = await common.open()
+    const people = db.collection('people')
+    const tags = db.collection('tags', { id: (/** @type {any} */ tag) => tag.name })
+    const edges = db.relation('edges', { from: people, to: people })
+    const lists = db.relation('lists', { from: people, to: people, lists: ['from', 'to'] })
+    const tagEdges = db.relation('tagEdges', { from: people, to: tags })
+    const tagLists = db.relation('tagLists', { from: people, to: tags, lists: ['to'] })
+    const ids = []
+    for (let i = 0; i < 120; i++) ids.push(await people.insert({}))
+    const names = []
+    for (let i = 0; i < 60; i++) names.push((await tags.insert({ name: `t${String(i * 7 % 60).padStart(2, '0')}${'x'.repeat(i % 3)}` })))
+    let seed = 4242
+    const random = (/** @type {number} */ n) => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n }
+    const linked = ids.filter(() => random(3) > 0)
+    const tagged = names.filter(() => random(3) > 0)
+    await edges.addMany(ids[0], linked)
+    await lists.addMany(ids[0], linked)
+    await tagEdges.addMany(ids[0], tagged)
+    await tagLists.addMany(ids[0], tagged)
+    /** @type {Array<[string, any, any, any[]]>} */
+    const pairs = [['sequence ids', edges, lists, ids], ['string ids', tagEdges, tagLists, names]]
+    let compared = 0
+    const differences = []
+    for (const [kind, byEdges, byLists, pool] of pairs) {
+      for (let i = 0; i < 150; i++) {
+        /** @type {any} */
+        const options = {}
+        const pick = () => random(5) === 0 ? (kind === 'sequence ids' ? 1000 : 'zz') : pool[random(pool.length)]
+        if (random(2)) options[random(2) ? 'gt' : 'gte'] = pick()
+        if (random(2)) options[random(2) ? 'lt' : 'lte'] = pick()
+        if (random(8) === 0) options.eq = pick()
+        if (random(2)) options.limit = random(10)
+        if (random(2)) options.reverse = true
+        const want = await byEdges.to(ids[0], options).all()
+        const got = await byLists.to(ids[0], options).all()
+        const wantCount = await byEdges.to(ids[0], options).count()
+        const gotCount = await byLists.to(ids[0], options).count()
+        const pages = []
+        let cursor = null
+        do {
+          const page = await byLists.to(ids[0], { ...options, limit: 1 + random(4), cursor }).page()
+          pages.push(...page.items)
+          cursor = page.cursor
+        } while (cursor !== null)
+        const wantAll = await byEdges.to(ids[0], { ...options, limit: undefined }).all()
+        compared++
+        if (JSON.stringify([got, gotCount, pages]) !== JSON.stringify([want, wantCount, wantAll])) {
+          differences.push(`${kind} ${JSON.stringify(options)}: ${JSON.stringify([got, gotCount, pages])} != ${JSON.stringify([want, wantCount, wantAll])}`)
+        }
+      }
+    }
+    t.same(differences.slice(0, 3), [], `${compared} random queries answer the same on both layouts`)
+    t.same(await lists.from(linked[0], { limit: 1 }).all(), [ids[0]], 'from() over a list')
     await db.close()
   })
 }
