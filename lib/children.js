@@ -18,6 +18,9 @@ const PURGE_RETRIES = 5
 
 const MAX_BLOCK_SIZE = 1024
 
+// Children a watcher reads at a time.
+const WATCH_PAGE = 64
+
 /** @typedef {import('./write-scope.js').WriteScope} WriteScope */
 
 /**
@@ -382,38 +385,37 @@ export class Children extends ModelHandle {
     const { after, signal } = options
     if (after !== undefined && !(Number.isSafeInteger(after) && after >= 0)) throw invalid('The after option must be a non-negative integer')
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('The signal option must be an AbortSignal')
-    const prefix = /** @type {Uint8Array} */ (tupleBounds([parentId], {}).gte)
     let last = after === undefined ? await /** @type {Promise<number>} */ (start) : after
-    let dirty = true
-    /** @type {(() => void) | null} */
-    let wake = null
-    const stop = model.writer.onWritten((/** @type {import('./write-scope.js').Op[]} */ ops) => {
-      for (const op of ops) {
-        if ((op.namespace === model.items && startsWith(op.key, prefix)) || op.namespace === model.parent.records) {
-          dirty = true
-          if (wake) wake()
-          return
-        }
-      }
-    })
-    const onAbort = () => { if (wake) wake() }
-    signal?.addEventListener('abort', onAbort)
-    const stopOnClose = model.writer.onClose(onAbort)
+    const { wakeup, stop } = watchParent(model, parentId, signal)
+    // Lives as long as this generator: if the generator is dropped while
+    // suspended at a yield, it is collected, and the registry removes the
+    // listeners that would otherwise stay registered, waking nothing,
+    // forever. The finally below must refer to it: V8 keeps a suspended
+    // generator's variables only while code still to run uses them.
+    const lifeline = {}
+    abandoned.register(lifeline, stop, lifeline)
     const ended = () => !!signal?.aborted || model.writer.closed
     try {
       while (!ended()) {
-        if (!dirty) await new Promise(resolve => { wake = /** @type {() => void} */ (resolve) })
-        wake = null
+        if (!wakeup.dirty) await wakeup.wait()
         if (ended()) return
-        dirty = false
+        wakeup.dirty = false
         // Whatever woke us, read everything after the last child delivered:
         // that is what makes the stream gap-free and duplicate-free.
         try {
           if (await readThrough(this, model.parent.records, model.parent.keyOf(parentId)) === undefined) return
-          for await (const [seq, value] of model.range(parentId, { gt: last }, undefined).entries()) {
-            yield [seq, value]
-            last = seq
-            if (ended()) return
+          // A page at a time, read whole before any is yielded: no iterator
+          // stays open while the consumer holds the generator at a yield.
+          for (let page = WATCH_PAGE; page === WATCH_PAGE;) {
+            /** @type {Array<[number, any]>} */
+            const children = []
+            for await (const entry of model.range(parentId, { gt: last, limit: WATCH_PAGE }, undefined).entries()) children.push(entry)
+            page = children.length
+            for (const child of children) {
+              yield child
+              last = child[0]
+              if (ended()) return
+            }
           }
         } catch (err) {
           // The database closed under a read: the watch ends, like on abort.
@@ -422,9 +424,8 @@ export class Children extends ModelHandle {
         }
       }
     } finally {
+      abandoned.unregister(lifeline)
       stop()
-      stopOnClose()
-      signal?.removeEventListener('abort', onAbort)
     }
   }
 
@@ -434,6 +435,77 @@ export class Children extends ModelHandle {
     while (model.purging) await model.purging
     if (model.purgeError) throw model.purgeError
   }
+}
+
+/** Removes the listeners of a watcher whose generator was dropped at a yield. */
+const abandoned = new FinalizationRegistry((/** @type {() => void} */ stop) => stop())
+
+/**
+ * Whether a watcher must look again: set by writes that concern its parent,
+ * cleared by the watcher as it reads. It refers to the watcher's generator
+ * only while its consumer waits for a child (through the function that
+ * resumes it), never while the generator is suspended at a yield.
+ */
+class Wakeup {
+  dirty = true
+  /** @type {(() => void) | null} */
+  #resume = null
+
+  notify () {
+    this.dirty = true
+    const resume = this.#resume
+    this.#resume = null
+    if (resume) resume()
+  }
+
+  /** @returns {Promise<void>} resolves at the next notify() */
+  wait () {
+    return new Promise(resolve => { this.#resume = resolve })
+  }
+}
+
+/**
+ * Register what a watcher of `parentId`'s children listens to: the batches
+ * written that touch the parent's record, its children or its purge marker
+ * (no other parent's), the database's close and the abort signal. Made
+ * outside the generator, so that no listener refers to it. `stop()` removes
+ * them all; ending (close or abort) stops at once, even while the generator
+ * is suspended at a yield and no one calls next().
+ * @param {ChildrenModel} model @param {unknown} parentId @param {AbortSignal | undefined} signal
+ */
+function watchParent (model, parentId, signal) {
+  const wakeup = new Wakeup()
+  const parentKey = model.parent.keyOf(parentId)
+  const prefix = /** @type {Uint8Array} */ (tupleBounds([parentId], {}).gte)
+  const { items, purge } = model
+  const records = model.parent.records
+  const concerns = (/** @type {import('./write-scope.js').Op} */ op) =>
+    op.namespace === items
+      ? startsWith(op.key, prefix)
+      : (op.namespace === records || op.namespace === purge) && sameBytes(op.key, parentKey)
+  const stopWritten = model.writer.onWritten(ops => {
+    if (ops.some(concerns)) wakeup.notify()
+  })
+  let stopped = false
+  const stop = () => {
+    if (stopped) return
+    stopped = true
+    stopWritten()
+    stopClose()
+    signal?.removeEventListener('abort', end)
+  }
+  const end = () => {
+    stop()
+    wakeup.notify()
+  }
+  signal?.addEventListener('abort', end)
+  const stopClose = model.writer.onClose(end)
+  return { wakeup, stop }
+}
+
+/** @param {Uint8Array} a @param {Uint8Array} b */
+function sameBytes (a, b) {
+  return a.length === b.length && startsWith(a, b)
 }
 
 /** @param {Uint8Array} bytes @param {Uint8Array} prefix */

@@ -339,6 +339,14 @@ export class Writer {
     return () => { this.#closeListeners.delete(listener) }
   }
 
+  /**
+   * How many write and close listeners are registered (watchers hold one of
+   * each while they run): for tests and diagnostics.
+   */
+  get listenerCounts () {
+    return { written: this.#listeners.size, close: this.#closeListeners.size }
+  }
+
   /** @param {import('./write-scope.js').Op[]} ops */
   #notify (ops) {
     for (const listener of this.#listeners) {

@@ -8,6 +8,7 @@ import write from './write.js'
 import check from './check.js'
 import lifecycle from './lifecycle.js'
 import sublevel from './sublevel.js'
+import watch from './watch.js'
 import queries from './queries.js'
 
 /**
@@ -19,7 +20,7 @@ import queries from './queries.js'
  * @param {{ backend: string, open: () => Promise<import('../../index.js').Database> }} common
  */
 export function conformance (test, common) {
-  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries]) {
+  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries, watch]) {
     suite(test, common)
   }
 }

@@ -8,9 +8,9 @@ const ITERATOR_READS = ['_next', '_nextv', '_all']
 const POINT_READS = ['_get', '_getSync']
 
 /**
- * @typedef {{ iterators: number, entries: number, gets: number }} ReadCounts
- *   iterators opened, entries (or keys, or values) they yielded, point reads
- *   (one per key of a getMany)
+ * @typedef {{ iterators: number, open: number, entries: number, gets: number }} ReadCounts
+ *   iterators opened, those not closed yet, entries (or keys, or values) they
+ *   yielded, point reads (one per key of a getMany)
  */
 
 /**
@@ -19,7 +19,7 @@ const POINT_READS = ['_get', '_getSync']
  */
 export function countReads (level) {
   /** @type {ReadCounts} */
-  const counts = { iterators: 0, entries: 0, gets: 0 }
+  const counts = { iterators: 0, open: 0, entries: 0, gets: 0 }
   /**
    * Wrap `target[name]` to count what it returns. An implementation may build
    * one read method on another (abstract-level's default _all calls _nextv,
@@ -77,6 +77,12 @@ export function countReads (level) {
         creating--
       }
       counts.iterators++
+      counts.open++
+      const close = iterator._close
+      iterator._close = function (/** @type {any[]} */ ...args) {
+        counts.open--
+        return close.apply(this, args)
+      }
       for (const read of ITERATOR_READS) {
         wrap(iterator, read, result => {
           if (Array.isArray(result)) counts.entries += result.length
@@ -104,6 +110,7 @@ export function countReads (level) {
         result,
         counts: {
           iterators: counts.iterators - before.iterators,
+          open: counts.open - before.open,
           entries: counts.entries - before.entries,
           gets: counts.gets - before.gets
         }
