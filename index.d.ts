@@ -74,7 +74,11 @@ export interface OpenOptions {
    * sixteenth of it is read but not kept.
    */
   readCacheBytes?: number
-  /** Other options pass through to the backend (classic-level: cacheSize, writeBufferSize, compression, ...). */
+  /**
+   * Other options pass through to the backend levelkit opens (classic-level:
+   * cacheSize, writeBufferSize, compression, ...). With `db` there is none:
+   * they are refused (LEVELKIT_INVALID).
+   */
   [backendOption: string]: unknown
 }
 

@@ -4,6 +4,7 @@ import { compareIds } from './relation-directions.js'
 import { invalid } from './errors.js'
 import { assertNotClosed, clearReadCaches } from './namespace.js'
 import { parseBlock } from './child-layouts.js'
+import { optionsOf } from './options.js'
 
 /**
  * @typedef {import('./namespace.js').Namespace} Namespace
@@ -23,12 +24,11 @@ import { parseBlock } from './child-layouts.js'
  * between what it reads and what it fixes, and its fixes are one atomic batch.
  *
  * @param {import('./database.js').Database} db
- * @param {{ repair?: boolean }} options
+ * @param {unknown} options { repair }
  * @returns {Promise<{ ok: boolean, problems: Problem[], repaired: number }>}
  */
 export async function checkDatabase (db, options) {
-  if (options === null || typeof options !== 'object') throw invalid('check() takes an options object')
-  const repair = options.repair === undefined ? false : options.repair
+  const { repair = false } = optionsOf(options, 'db.check()')
   if (typeof repair !== 'boolean') throw invalid('The repair option must be a boolean')
   const root = db.level
   assertNotClosed(root)

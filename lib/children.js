@@ -7,6 +7,7 @@ import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
 import { describe, noop } from './common.js'
+import { optionsOf } from './options.js'
 import { KeyPerChild, ChildBlocks } from './child-layouts.js'
 
 const ON_DELETE = ['cascade', 'restrict', 'purge']
@@ -45,10 +46,7 @@ export class ChildrenModel {
    */
   constructor (db, name, options, modelOf) {
     assertName(name, 'Children')
-    if (options === null || typeof options !== 'object') throw invalid(`Children "${name}" needs a { parent } collection`)
-    const { parent, onDelete = 'cascade', blockSize, ...rest } = options
-    const unknown = Object.keys(rest)
-    if (unknown.length > 0) throw invalid(`Children "${name}" has unknown option(s): ${unknown.join(', ')}`)
+    const { parent, onDelete = 'cascade', blockSize } = optionsOf(options, 'db.children()', `Children "${name}"`)
     if (!ON_DELETE.includes(onDelete)) throw invalid(`The onDelete option of children "${name}" must be 'cascade', 'restrict' or 'purge'`)
     if (blockSize !== undefined && !(Number.isInteger(blockSize) && blockSize >= 2 && blockSize <= MAX_BLOCK_SIZE)) {
       throw invalid(`The blockSize option of children "${name}" must be an integer from 2 to ${MAX_BLOCK_SIZE}, got ${describe(blockSize)}`)
@@ -221,11 +219,10 @@ export class ChildrenModel {
   /**
    * The range of a parent's children in sequence order.
    * @param {unknown} parentId
-   * @param {any} options
+   * @param {any} options checked by the caller
    * @param {(() => Promise<boolean>) | undefined} scoped
    */
   range (parentId, options, scoped) {
-    if (options === null || typeof options !== 'object') throw invalid('range() takes an options object')
     this.parent.keyOf(parentId)
     return new Query({
       root: this.root,
@@ -338,8 +335,8 @@ export class Children extends ModelHandle {
    * @param {unknown} parentId
    * @param {any} [options] gt/gte/lt/lte over seq, limit, reverse, cursor
    */
-  range (parentId, options = {}) {
-    return modelOf(this).range(parentId, options, scopedPrepare(this))
+  range (parentId, options) {
+    return modelOf(this).range(parentId, optionsOf(options, 'children.range()'), scopedPrepare(this))
   }
 
   /** The last sequence number handed out for `parentId` (0 if none). @param {unknown} parentId */
@@ -381,8 +378,7 @@ export class Children extends ModelHandle {
    */
   async * #watch (parentId, options, start) {
     const model = modelOf(this)
-    if (options === null || typeof options !== 'object') throw invalid('watch() takes an options object')
-    const { after, signal } = options
+    const { after, signal } = optionsOf(options, 'children.watch()')
     if (after !== undefined && !(Number.isSafeInteger(after) && after >= 0)) throw invalid('The after option must be a non-negative integer')
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('The signal option must be an AbortSignal')
     let last = after === undefined ? await /** @type {Promise<number>} */ (start) : after

@@ -9,6 +9,7 @@ import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
 import { describe, isDefined } from './common.js'
+import { optionsOf } from './options.js'
 
 const SEQUENCE_KEY = encode('last')
 
@@ -34,11 +35,7 @@ export class CollectionModel {
    */
   constructor (db, name, options) {
     assertName(name, 'Collection')
-    if (options === undefined) options = {}
-    if (options === null || typeof options !== 'object') throw invalid(`Options of collection "${name}" must be an object`)
-    const { id = 'sequence', indexes = {}, validate, ...rest } = options
-    const unknown = Object.keys(rest)
-    if (unknown.length > 0) throw invalid(`Collection "${name}" has unknown option(s): ${unknown.join(', ')}`)
+    const { id = 'sequence', indexes = {}, validate } = optionsOf(options, 'db.collection()', `Collection "${name}"`)
     if (id !== 'sequence' && typeof id !== 'function') {
       throw invalid(`The id option of collection "${name}" must be 'sequence' or a function record => id`)
     }
@@ -387,10 +384,10 @@ export class Collection extends ModelHandle {
 
   /**
    * Records in id order, or in the order of an index.
-   * @param {{ index?: string, gt?: unknown, gte?: unknown, lt?: unknown, lte?: unknown, eq?: unknown, prefix?: unknown[], limit?: number, reverse?: boolean, cursor?: string | null }} [options]
+   * @param {{ index?: string, gt?: unknown, gte?: unknown, lt?: unknown, lte?: unknown, eq?: unknown, prefix?: unknown[], limit?: number, reverse?: boolean, cursor?: string | null }} [given]
    */
-  query (options = {}) {
-    if (options === null || typeof options !== 'object') throw invalid('query() takes an options object')
+  query (given) {
+    const options = optionsOf(given, 'collection.query()')
     const model = modelOf(this)
     if (options.index === undefined) {
       return new Query({
@@ -449,9 +446,12 @@ export class Collection extends ModelHandle {
     }, options)
   }
 
-  /** Number of records (or index entries in range, with `index`). */
-  async count (options = {}) {
-    return this.query(options).count()
+  /**
+   * Number of records (or index entries in range, with `index`).
+   * @param {Parameters<Collection['query']>[0]} [options]
+   */
+  async count (options) {
+    return this.query(optionsOf(options, 'collection.count()')).count()
   }
 }
 

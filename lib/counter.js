@@ -6,6 +6,7 @@ import { assertName, layout } from './names.js'
 import { Namespace } from './namespace.js'
 import { ModelHandle, modelOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
 import { describe } from './common.js'
+import { optionsOf } from './options.js'
 
 /** @typedef {import('./write-scope.js').WriteScope} WriteScope */
 
@@ -66,10 +67,10 @@ export class Counter extends ModelHandle {
   /**
    * The counters in key order (keys never added to, or back at 0, are absent);
    * iterate `entries()` for [key, value].
-   * @param {any} [options] gt/gte/lt/lte/eq/prefix over keys, limit, reverse, cursor
+   * @param {any} [given] gt/gte/lt/lte/eq/prefix over keys, limit, reverse, cursor
    */
-  query (options = {}) {
-    if (options === null || typeof options !== 'object') throw invalid('query() takes an options object')
+  query (given) {
+    const options = optionsOf(given, 'counter.query()')
     const model = modelOf(this)
     return new Query({
       root: model.namespace.sublevel.db,

@@ -11,6 +11,7 @@ import { tupleEncoding } from './tuple.js'
 import { assertName } from './names.js'
 import { crossTabFor } from './cross-tab.js'
 import { setReadCacheBudget } from './namespace.js'
+import { optionsObject } from './options.js'
 
 // Values kept per cached namespace by default.
 const DEFAULT_READ_CACHE = 10000
@@ -62,7 +63,8 @@ export class Database {
   sublevel (name, options = {}) {
     this.#assertNew(name)
     assertName(name, 'Sublevel')
-    if (options === null || typeof options !== 'object') throw invalid('sublevel() options must be an object')
+    // Every option is abstract-level's: passed through.
+    optionsObject(options, 'db.sublevel()')
     const resolve = (/** @type {any} */ encoding) => encoding === 'tuple' ? tupleEncoding : encoding
     const sublevel = this.level.sublevel(name, { ...options, keyEncoding: resolve(options.keyEncoding), valueEncoding: resolve(options.valueEncoding) })
     this.#models.set(name, { kind: 'sublevel', model: sublevel, handle: sublevel })
@@ -159,9 +161,9 @@ export class Database {
    * fix them in one batch.
    * @param {{ repair?: boolean }} [options]
    */
-  async check (options = {}) {
+  async check (options) {
     this.#assertOpen()
-    if (options && options.repair) {
+    if (options?.repair) {
       const refused = refuseInsideScope(this.writer)
       if (refused) throw refused
     }

@@ -1,5 +1,6 @@
 import { invalid, levelkitError, codes } from './errors.js'
 import { Database } from './database.js'
+import { optionsOf, optionsObject } from './options.js'
 
 /**
  * @typedef {(location: string | undefined, options: object) => Promise<any>} BackendFactory
@@ -14,9 +15,8 @@ import { Database } from './database.js'
  * @param {any} [options]
  * @returns {Promise<Database>}
  */
-export async function openIn (environment, options = {}) {
-  if (options === null || typeof options !== 'object') throw invalid('open() takes an options object')
-  const { backend: named, location, db, syncReads, readCache, readCacheBytes, ...levelOptions } = options
+export async function openIn (environment, options) {
+  const { backend: named, location, db, syncReads, readCache, readCacheBytes, ...levelOptions } = optionsObject(options, 'open()')
   if (syncReads !== undefined && typeof syncReads !== 'boolean') throw invalid('The syncReads option must be a boolean')
   if (readCache !== undefined && !(Number.isSafeInteger(readCache) && readCache >= 0)) {
     throw invalid('The readCache option must be a non-negative integer (values kept per namespace; 0 turns the cache off)')
@@ -27,6 +27,8 @@ export async function openIn (environment, options = {}) {
 
   if (db !== undefined) {
     if (named !== undefined || location !== undefined) throw invalid('Pass either { db } or { backend, location }, not both')
+    // Other options go to the backend levelkit opens: with { db } there is none.
+    optionsOf(options, 'open()', 'open() with { db }')
     assertAbstractLevel3(db)
     if (db.status === 'opening') await db.open()
     if (db.status !== 'open') await db.open()

@@ -5,12 +5,11 @@ import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
 import { describe, isDefined } from './common.js'
+import { optionsOf, RANGE } from './options.js'
 import { EdgeDirection, ListDirection } from './relation-directions.js'
 
 const ON_DELETE = ['cascade', 'restrict']
 const LIST_SIDES = ['from', 'to']
-// Options that narrow a relation query's range (see tupleBounds).
-const RANGE_OPTIONS = ['gt', 'gte', 'lt', 'lte', 'eq', 'prefix']
 
 /**
  * @typedef {import('./write-scope.js').WriteScope} WriteScope
@@ -36,10 +35,7 @@ export class RelationModel {
    */
   constructor (db, name, options, modelOf) {
     assertName(name, 'Relation')
-    if (options === null || typeof options !== 'object') throw invalid(`Relation "${name}" needs { from, to } collections`)
-    const { from, to, onDelete = 'cascade', lists = [], ...rest } = options
-    const unknown = Object.keys(rest)
-    if (unknown.length > 0) throw invalid(`Relation "${name}" has unknown option(s): ${unknown.join(', ')}`)
+    const { from, to, onDelete = 'cascade', lists = [] } = optionsOf(options, 'db.relation()', `Relation "${name}"`)
     this.name = name
     this.writer = db.writer
     this.root = db.level
@@ -194,19 +190,17 @@ export class RelationModel {
 
   /**
    * @param {Direction} direction @param {CollectionModel} keyed @param {unknown} id
-   * @param {any} options
+   * @param {any} options checked by the caller
    * @param {(() => Promise<boolean>) | undefined} prepare
    */
   query (direction, keyed, id, options, prepare) {
-    if (options === undefined) options = {}
-    if (options === null || typeof options !== 'object') throw invalid('Relation queries take an options object')
     keyed.keyOf(id)
     const namespace = direction.namespace
     /** @type {import('./query.js').QuerySource['keys']} */
     let keys
     /** @type {import('./query.js').QuerySource['list']} */
     let list
-    const whole = prepare === undefined && !RANGE_OPTIONS.some(name => options[name] !== undefined)
+    const whole = prepare === undefined && !RANGE.some(name => options[name] !== undefined)
     if (direction.kind === 'lists') {
       const lists = direction
       const syncReads = this.writer.syncReads
@@ -285,7 +279,7 @@ export class Relation extends ModelHandle {
    */
   to (fromId, options) {
     const model = modelOf(this)
-    return model.query(model.forward, model.from, fromId, options, scopedPrepare(this))
+    return model.query(model.forward, model.from, fromId, optionsOf(options, 'relation.to()'), scopedPrepare(this))
   }
 
   /**
@@ -294,6 +288,6 @@ export class Relation extends ModelHandle {
    */
   from (toId, options) {
     const model = modelOf(this)
-    return model.query(model.reverse, model.to, toId, options, scopedPrepare(this))
+    return model.query(model.reverse, model.to, toId, optionsOf(options, 'relation.from()'), scopedPrepare(this))
   }
 }

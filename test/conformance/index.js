@@ -9,7 +9,7 @@ import check from './check.js'
 import lifecycle from './lifecycle.js'
 import sublevel from './sublevel.js'
 import watch from './watch.js'
-import queries from './queries.js'
+import queries, { options } from './queries.js'
 
 /**
  * The model conformance suite. It imports nothing environment-specific: the
@@ -20,7 +20,7 @@ import queries from './queries.js'
  * @param {{ backend: string, open: () => Promise<import('../../index.js').Database> }} common
  */
 export function conformance (test, common) {
-  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries, watch]) {
+  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries, options, watch]) {
     suite(test, common)
   }
 }

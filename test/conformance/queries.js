@@ -173,3 +173,70 @@ export default function (test, common) {
     await db.close()
   })
 }
+
+/**
+ * The error `fn` throws or rejects with, or null.
+ * @param {() => any} fn
+ */
+async function failure (fn) {
+  try {
+    await fn()
+    return null
+  } catch (err) {
+    return /** @type {any} */ (err)
+  }
+}
+
+/** @param {any} test @param {any} common */
+export function options (test, common) {
+  test(`${common.backend}: every call that takes options refuses unknown ones and non-objects`, async t => {
+    const db = await common.open()
+    const users = db.collection('users', { indexes: { name: { key: (/** @type {any} */ u) => u.name } } })
+    const chats = db.collection('chats')
+    const members = db.relation('members', { from: chats, to: users })
+    const messages = db.children('messages', { parent: chats })
+    const hits = db.counter('hits')
+    const chat = await chats.insert({})
+    const user = await users.insert({ name: 'a' })
+    await members.add(chat, user)
+    await messages.append(chat, 'm')
+    await hits.add('x')
+    /** @type {Array<[string, (options: any) => any]>} */
+    const calls = [
+      ['collection.query()', options => users.query(options).all()],
+      ['collection.count()', options => users.count(options)],
+      ['relation.to()', options => members.to(chat, options).all()],
+      ['relation.from()', options => members.from(user, options).all()],
+      ['children.range()', options => messages.range(chat, options).all()],
+      // Accepting an option, it waits for a child: give up after a moment.
+      ['children.watch()', options => Promise.race([messages.watch(chat, options).next(), new Promise(resolve => setTimeout(resolve, 100))])],
+      ['counter.query()', options => hits.query(options).all()],
+      ['db.check()', options => db.check(options)]
+    ]
+    for (const [name, call] of calls) {
+      const err = await failure(() => call({ lmit: 5, reverse: undefined }))
+      t.is(err?.code, 'LEVELKIT_INVALID', `${name} refuses an unknown option`)
+      t.match(String(err?.message), /"lmit"/, `${name} names it: ${err?.message}`)
+      for (const bad of [null, [], 'limit', 5, true]) {
+        const refused = await failure(() => call(bad))
+        t.is(refused?.code, 'LEVELKIT_INVALID', `${name} refuses ${JSON.stringify(bad)} as options`)
+      }
+    }
+    const unknownIndexOption = await failure(() => users.query({ index: 'name', eq: 'a', limt: 1 }).all())
+    t.match(String(unknownIndexOption?.message), /"limt"/, 'with other options that are fine')
+    let threw = false
+    try {
+      users.query({ lmit: 5 })
+    } catch {
+      threw = true
+    }
+    t.ok(threw, 'query() throws at once, as for its other bad options')
+    t.same(await users.query({ limit: 1, reverse: false, cursor: null, index: undefined }).all(), [{ id: user, name: 'a' }], 'known options work')
+    for (const declare of [() => db.collection('c1', []), () => db.collection('c2', 'x'), () => db.relation('r1', []), () => db.children('k1', [])]) {
+      t.is((await failure(declare))?.code, 'LEVELKIT_INVALID', 'declarations refuse arrays and strings as options')
+    }
+    t.is((await failure(() => db.sublevel('s1', [])))?.code, 'LEVELKIT_INVALID', 'db.sublevel() refuses an array')
+    t.ok(db.sublevel('s2', { keyEncoding: 'tuple', separator: '!' }), 'and passes its options through to abstract-level')
+    await db.close()
+  })
+}

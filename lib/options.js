@@ -1,0 +1,65 @@
+import { invalid } from './errors.js'
+import { describe } from './common.js'
+
+// Bounds over the keys a query ranges over (lib/bounds.js), and how much of
+// the range it reads, in which order, from where.
+export const RANGE = ['gt', 'gte', 'lt', 'lte', 'eq', 'prefix']
+const READ = ['limit', 'reverse', 'cursor']
+
+/**
+ * The options each call of the public API takes, by the name its errors
+ * give it: one table, for the code that checks them and the docs that list
+ * them. An option not in its call's row is refused with LEVELKIT_INVALID
+ * (a misspelt `lmit` would otherwise read everything), except where noted.
+ */
+export const OPTIONS = Object.freeze({
+  'collection.query()': Object.freeze(['index', ...RANGE, ...READ]),
+  'collection.count()': Object.freeze(['index', ...RANGE, ...READ]),
+  'relation.to()': Object.freeze([...RANGE, ...READ]),
+  'relation.from()': Object.freeze([...RANGE, ...READ]),
+  'children.range()': Object.freeze([...RANGE, ...READ]),
+  'children.watch()': Object.freeze(['after', 'signal']),
+  'counter.query()': Object.freeze([...RANGE, ...READ]),
+  'db.check()': Object.freeze(['repair']),
+  // open() passes any other option to the backend it opens (classic-level's
+  // cacheSize, ...); with `db`, there is no backend to pass them to.
+  'open()': Object.freeze(['backend', 'location', 'db', 'syncReads', 'readCache', 'readCacheBytes']),
+  'db.collection()': Object.freeze(['id', 'indexes', 'validate']),
+  'db.relation()': Object.freeze(['from', 'to', 'onDelete', 'lists']),
+  'db.children()': Object.freeze(['parent', 'onDelete', 'blockSize'])
+})
+
+/** @typedef {keyof typeof OPTIONS} Call */
+
+/**
+ * The options object passed to `call`, or {} for none; throws
+ * LEVELKIT_INVALID for anything but a plain object (null, an array, a
+ * string...) or an option the call does not take, naming it.
+ * @param {unknown} options
+ * @param {Call} call
+ * @param {string} [what] names the call in messages, e.g. a model's declaration
+ * @returns {any}
+ */
+export function optionsOf (options, call, what = call) {
+  const object = optionsObject(options, what)
+  const allowed = OPTIONS[call]
+  const unknown = Object.keys(object).filter(name => !allowed.includes(name))
+  if (unknown.length > 0) {
+    throw invalid(`${what} has unknown option(s): ${unknown.map(describe).join(', ')} (it takes ${allowed.join(', ')})`, { options: unknown })
+  }
+  return object
+}
+
+/**
+ * An options object whose every option is the caller's to judge (passed
+ * through): a plain object, or {} for none.
+ * @param {unknown} options @param {string} what
+ * @returns {any}
+ */
+export function optionsObject (options, what) {
+  if (options === undefined) return {}
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw invalid(`${what} takes an options object, got ${describe(options)}`)
+  }
+  return options
+}
