@@ -91,7 +91,13 @@ export class Namespace {
      */
     this.listCache = options?.listCache ? new ReadCache(options.listCache, budget) : null
     this.listVersion = 0
-    /** Whether the write path must tell this namespace about written ops. */
+    /**
+     * Keys (bytesToBinaryString) in the batch being written, and how many of
+     * its ops each has.
+     * @type {Map<string, number>}
+     */
+    this.inFlight = new Map()
+    /** Whether the write path must tell this namespace about the ops it writes. */
     this.cachesWrites = this.readCache !== null || this.listCache !== null
     this.valueEncoding = valueEncoding
     /** @type {any} keys are Uint8Array, values string or Uint8Array per valueEncoding */
@@ -130,26 +136,70 @@ export class Namespace {
   }
 
   /**
-   * Bring a cached value up to date with a write that is now on disk. Only
+   * A batch holding `op` is about to be written. From the moment the backend
+   * applies it until the write path hears back, reads of the disk see the new
+   * value: so until written() or unwritten(), reads of the key neither use
+   * nor fill the cache, and the list under its head is dropped now.
+   * @param {import('./write-scope.js').Op} op
+   */
+  writing (op) {
+    if (this.readCache !== null) {
+      const name = bytesToBinaryString(op.key)
+      this.inFlight.set(name, (this.inFlight.get(name) ?? 0) + 1)
+    }
+    if (this.listCache !== null) this.#dropList(op)
+  }
+
+  /**
+   * `op` is on disk and the write path knows it: a cached value is brought
+   * up to date, once the last op of its key in the batch is done. Only
    * values already cached are touched: a bulk load does not flush the cache.
    * @param {import('./write-scope.js').Op} op
    */
   written (op) {
-    if (this.readCache !== null) this.readCache.update(bytesToBinaryString(op.key), op.type === 'put' ? op.value : undefined)
-    if (this.listCache !== null) {
-      this.listVersion++
-      if (this.listCache.size > 0) {
-        let head
-        try {
-          head = /** @type {unknown[]} */ (decode(op.key))[0]
-        } catch {
-          // A malformed key (a repair deleting it): drop every list.
-          this.listCache.clear()
-          return
-        }
-        this.listCache.delete(listName(head))
-      }
+    if (this.readCache !== null) {
+      const name = bytesToBinaryString(op.key)
+      if (this.#landed(name) === 0) this.readCache.update(name, op.type === 'put' ? op.value : undefined)
     }
+    if (this.listCache !== null) this.#dropList(op)
+  }
+
+  /**
+   * The batch holding `op` failed: nothing of it is on disk, and the cached
+   * value, if any, is still what is stored.
+   * @param {import('./write-scope.js').Op} op
+   */
+  unwritten (op) {
+    if (this.readCache !== null) this.#landed(bytesToBinaryString(op.key))
+    if (this.listCache !== null) this.listVersion++
+  }
+
+  /** @param {string} name @returns {number} the ops of the key still in flight */
+  #landed (name) {
+    const ops = (this.inFlight.get(name) ?? 1) - 1
+    if (ops === 0) this.inFlight.delete(name)
+    else this.inFlight.set(name, ops)
+    return ops
+  }
+
+  /**
+   * Drop the list `op` changes, and keep any list read meanwhile out of the
+   * cache (it may have been read before or after the batch landed).
+   * @param {import('./write-scope.js').Op} op
+   */
+  #dropList (op) {
+    const listCache = /** @type {ReadCache} */ (this.listCache)
+    this.listVersion++
+    if (listCache.size === 0) return
+    let head
+    try {
+      head = /** @type {unknown[]} */ (decode(op.key))[0]
+    } catch {
+      // A malformed key (a repair deleting it): drop every list.
+      listCache.clear()
+      return
+    }
+    listCache.delete(listName(head))
   }
 
   /**
@@ -190,6 +240,9 @@ export class Namespace {
       const readCache = this.readCache
       if (readCache === null || options !== undefined) return sublevel.getSync(key, options)
       const name = bytesToBinaryString(key)
+      // A key whose batch is being written reads what the disk has now, old
+      // or new: the cache may be behind it, and must not keep it.
+      if (this.inFlight.size > 0 && this.inFlight.has(name)) return sublevel.getSync(key)
       const hit = readCache.lookup(name)
       if (hit !== undefined) return hit[0]
       const value = sublevel.getSync(key)

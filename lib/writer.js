@@ -270,6 +270,7 @@ export class Writer {
         const group = this.#group
         this.#group = null
         try {
+          for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.writing(op)
           // An array batch, not a chained one: with a `sublevel` on every op,
           // abstract-level's chained batch costs more per op (bench/RESULTS.md,
           // model-overhead, "What changed, and why").
@@ -280,6 +281,7 @@ export class Writer {
           this.#notify(group.ops)
           if (this.#crossTab) this.#crossTab.post(group.ops.map(op => ({ prefix: op.namespace.prefix, type: op.type, key: op.key })))
         } catch (err) {
+          for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.unwritten(op)
           this.#fail(group, err)
         }
       }

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { open } from '../index.js'
+import { countReads } from './conformance/reads.js'
 import { readCacheBudget } from '../lib/namespace.js'
 import { ReadCache, CacheBudget } from '../lib/read-cache.js'
 
@@ -61,6 +62,39 @@ test('a byte budget bounds what the caches sharing it hold, and keeps no huge en
   t.end()
 })
 
+/**
+ * Hold every batch of `level` after the backend has applied it, before it
+ * resolves, until `release()`: the moment a batch is on disk but the write
+ * path has not heard back yet.
+ * @param {any} level
+ */
+function holdBatches (level) {
+  const batch = level._batch
+  /** @type {null | { applied: () => void, released: Promise<void> }} */
+  let held = null
+  level._batch = async function (/** @type {any[]} */ ...args) {
+    const hold = held
+    held = null
+    await batch.apply(this, args)
+    if (hold) {
+      hold.applied()
+      await hold.released
+    }
+  }
+  return {
+    /** Hold the next batch: resolves once it is applied, with the function that lets it return. */
+    next () {
+      /** @type {() => void} */
+      let release = () => {}
+      /** @type {Promise<void>} */
+      const released = new Promise(resolve => { release = () => resolve() })
+      return new Promise(resolve => {
+        held = { applied: () => resolve(release), released }
+      })
+    }
+  }
+}
+
 for (const backend of ['memory', 'leveldb']) {
   test(`${backend}: records, relation lists and child blocks stay within the database's budget`, async t => {
     const db = await openOn(backend, { readCacheBytes: 256 * 1024 })
@@ -99,6 +133,33 @@ for (const backend of ['memory', 'leveldb']) {
     t.is(budget.used, recount(budget), 'and the budget counts exactly what they hold')
     t.is((await docs.get(ids[2])).text, 'changed', 'a cached record follows its writes')
     t.ok((await db.check()).ok)
+    await db.close()
+  })
+
+  test(`${backend}: a batch on disk whose write has not returned yet is never hidden by a cached value`, async t => {
+    const db = await openOn(backend)
+    const gate = holdBatches(db.level)
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, blockSize: 4 })
+    const c = await chats.insert({ v: 1 })
+    await messages.append(c, 'm1')
+    t.same([await chats.get(c), await messages.getMany(c, [1])], [{ id: c, v: 1 }, ['m1']], 'read once: cached')
+    const applied = gate.next()
+    const writing = db.write(async w => {
+      await chats.in(w).update(c, { v: 2 })
+      await messages.in(w).append(c, 'm2')
+    })
+    const release = await applied
+    const last = await messages.lastSeq(c)
+    t.is(last, 2, 'the batch is on disk: the sequence, never cached, says 2')
+    t.same(await messages.getMany(c, [last]), ['m2'], 'and the child it names is there too, not the cached block without it')
+    t.same(await chats.get(c), { id: c, v: 2 }, 'the record as it is on disk, not as cached')
+    release()
+    await writing
+    const reads = countReads(db.level)
+    const again = await reads.measure(async () => [await chats.get(c), await messages.getMany(c, [1, 2])])
+    t.same(again.result, [{ id: c, v: 2 }, ['m1', 'm2']], 'once the write returns, the new values')
+    t.is(again.counts.gets, 0, 'cached again: the values that were cached follow the write')
     await db.close()
   })
 
