@@ -1,4 +1,4 @@
-import { openIn, loadBackend, requireLocation } from './lib/open.js'
+import { openIn, loadBackend, requireLocation, requirePath } from './lib/open.js'
 import { levelkitError, codes } from './lib/errors.js'
 
 /** @type {import('./lib/open.js').Environment} */
@@ -7,7 +7,7 @@ const node = {
   backends: {
     async leveldb (location, options) {
       const { ClassicLevel } = await loadBackend('leveldb', 'classic-level', () => import('classic-level'))
-      return new ClassicLevel(requireLocation('leveldb', location), options)
+      return new ClassicLevel(requirePath('leveldb', location), options)
     },
     async memory (location, options) {
       const { MemoryLevel } = await loadBackend('memory', 'memory-level', () => import('memory-level'))

@@ -1,6 +1,7 @@
 import { encode, encodeItems, ARRAY_START, HIGH } from './tuple.js'
 import { concatBytes, compareBytes } from './bytes.js'
 import { invalid } from './errors.js'
+import { readInput } from './common.js'
 
 /**
  * Range options ({ gt, gte, lt, lte, eq, prefix }) turned into byte bounds
@@ -74,8 +75,8 @@ export function tupleBounds (head, options) {
 
 /** @param {RangeOptions} options */
 function prefixOf (options) {
-  if (!Array.isArray(options.prefix)) throw invalid('The prefix option must be an array of leading tuple elements')
-  return options.prefix
+  if (!readInput('The prefix option', () => Array.isArray(options.prefix))) throw invalid('The prefix option must be an array of leading tuple elements')
+  return /** @type {unknown[]} */ (options.prefix)
 }
 
 /** @param {object} options @param {string} key */

@@ -5,6 +5,7 @@ import { tupleBounds, within } from './bounds.js'
 import { layout } from './names.js'
 import { decodeError } from './errors.js'
 import { describe } from './common.js'
+import { decodeKey } from './stored.js'
 
 /**
  * How a set of ordered children is stored. Both layouts answer the same
@@ -110,7 +111,7 @@ export class KeyPerChild {
     return {
       namespace: this.namespace,
       values: true,
-      load: entries => entries.map(([key, value]) => [seqOf(key), parseChild(this.namespace, value, parentId, key), key])
+      load: entries => entries.map(([key, value]) => [seqOf(key, this.namespace), parseChild(this.namespace, value, parentId, key), key])
     }
   }
 }
@@ -147,7 +148,7 @@ export class ChildBlocks {
     try {
       return parseBlock(stored)
     } catch (err) {
-      throw unreadable(this.namespace, `block from ${firstOf(key)} of parent ${describe(parentId)}`, err, { parentId, first: firstOf(key) })
+      throw unreadable(this.namespace, `block from ${firstOf(key, this.namespace)} of parent ${describe(parentId)}`, err, { parentId, first: firstOf(key, this.namespace) })
     }
   }
 
@@ -267,9 +268,9 @@ export class ChildBlocks {
   }
 }
 
-/** @param {Uint8Array} key an encoded [parentId, seq] */
-function seqOf (key) {
-  return /** @type {number} */ (/** @type {unknown[]} */ (decode(key))[1])
+/** @param {Uint8Array} key an encoded [parentId, seq] @param {Namespace} namespace where it is stored */
+function seqOf (key, namespace) {
+  return /** @type {number} */ (/** @type {unknown[]} */ (decodeKey(key, namespace))[1])
 }
 
 /** The first seq a block can hold, from its key [parentId, first]. */
@@ -303,7 +304,7 @@ function parseChild (namespace, text, parentId, key) {
   try {
     return JSON.parse(text)
   } catch (err) {
-    throw unreadable(namespace, `child ${seqOf(key)} of parent ${describe(parentId)}`, err, { parentId, seq: seqOf(key) })
+    throw unreadable(namespace, `child ${seqOf(key, namespace)} of parent ${describe(parentId)}`, err, { parentId, seq: seqOf(key, namespace) })
   }
 }
 

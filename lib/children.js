@@ -1,12 +1,13 @@
-import { encode, decode } from './tuple.js'
+import { encode } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { encodeJson } from './json-value.js'
+import { parseInteger, decodeKey } from './stored.js'
 import { assertName, layout } from './names.js'
 import { Namespace } from './namespace.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
-import { describe, noop } from './common.js'
+import { describe, noop, readInput, elementsOf } from './common.js'
 import { optionsOf } from './options.js'
 import { KeyPerChild, ChildBlocks } from './child-layouts.js'
 
@@ -114,7 +115,7 @@ export class ChildrenModel {
           await this.writer.drain()
           const [marker] = await purge.sublevel.keys({ limit: 1 }).all()
           if (marker === undefined) return true
-          const parentId = decode(marker)
+          const parentId = decodeKey(marker, purge)
           // At most PURGE_CHUNK children per batch, in either layout.
           const chunk = Math.max(1, Math.floor(PURGE_CHUNK / this.storage.blockSize))
           const keys = await this.items.sublevel.keys({ ...tupleBounds([parentId], {}), limit: chunk }).all()
@@ -155,8 +156,9 @@ export class ChildrenModel {
 
   /** @param {WriteScope} scope @param {unknown} parentId */
   async lastSeq (scope, parentId) {
-    const stored = await scope.get(this.sequence, encode(parentId))
-    return stored === undefined ? 0 : Number(stored)
+    const key = encode(parentId)
+    const stored = await scope.get(this.sequence, key)
+    return stored === undefined ? 0 : parseInteger(stored, this.sequence, key)
   }
 
   /** @param {WriteScope} scope @param {unknown} parentId @param {string} json */
@@ -223,6 +225,7 @@ export class ChildrenModel {
    * @param {(() => Promise<boolean>) | undefined} scoped
    */
   range (parentId, options, scoped) {
+    parentId = this.parent.idArg(parentId)
     this.parent.keyOf(parentId)
     return new Query({
       root: this.root,
@@ -261,31 +264,37 @@ export class Children extends ModelHandle {
    */
   append (parentId, value) {
     return promised(() => {
+      const parent = modelOf(this).parent.idArg(parentId)
       const json = encodeJson(value, `Value for "${this.name}"`)
-      return writeThrough(this, scope => modelOf(this).append(scope, parentId, json))
+      return writeThrough(this, scope => modelOf(this).append(scope, parent, json))
     })
   }
 
   /** Replace an existing child. @param {unknown} parentId @param {number} seq @param {unknown} value */
   put (parentId, seq, value) {
     return promised(() => {
+      const parent = modelOf(this).parent.idArg(parentId)
       const json = encodeJson(value, `Value for "${this.name}"`)
-      return writeThrough(this, scope => modelOf(this).put(scope, parentId, seq, json))
+      return writeThrough(this, scope => modelOf(this).put(scope, parent, seq, json))
     })
   }
 
   /** @param {unknown} parentId @param {number} seq @returns {Promise<boolean>} true if it existed */
   del (parentId, seq) {
-    return writeThrough(this, scope => modelOf(this).del(scope, parentId, seq))
+    return promised(() => {
+      const parent = modelOf(this).parent.idArg(parentId)
+      return writeThrough(this, scope => modelOf(this).del(scope, parent, seq))
+    })
   }
 
   /** @param {unknown} parentId @param {number} seq @returns {Promise<any>} the value, or undefined */
   async get (parentId, seq) {
     const model = modelOf(this)
-    const n = model.assertChild(parentId, seq)
-    const key = model.storage.keyOf(parentId, n)
-    const value = model.storage.find(model.storage.parse(await readThrough(this, model.items, key), parentId, key), n)
-    if (value === undefined || await model.isPurging(parentId, scopeOf(this))) return undefined
+    const parent = model.parent.idArg(parentId)
+    const n = model.assertChild(parent, seq)
+    const key = model.storage.keyOf(parent, n)
+    const value = model.storage.find(model.storage.parse(await readThrough(this, model.items, key), parent, key), n)
+    if (value === undefined || await model.isPurging(parent, scopeOf(this))) return undefined
     return value
   }
 
@@ -297,21 +306,22 @@ export class Children extends ModelHandle {
    * @returns {Promise<Array<any>>}
    */
   async getMany (parentId, seqs) {
-    if (!Array.isArray(seqs)) throw invalid('getMany() takes an array of sequence numbers')
     const model = modelOf(this)
     const storage = model.storage
-    const parentKey = model.parent.keyOf(parentId)
+    const parent = model.parent.idArg(parentId)
+    const parentKey = model.parent.keyOf(parent)
+    const wanted = elementsOf(seqs, `The sequence numbers passed to getMany() of "${model.name}"`).map(seq => model.assertSeq(seq))
     // Each stored value is read once: with blocks, one read serves many seqs.
     /** @type {Uint8Array[]} */
     const keys = []
     /** @type {Map<number, number>} index in `keys` by the stored value's first seq */
     const indexOf = new Map()
-    const slots = new Array(seqs.length)
-    for (let i = 0; i < seqs.length; i++) {
-      const first = storage.first(model.assertSeq(seqs[i]))
+    const slots = new Array(wanted.length)
+    for (let i = 0; i < wanted.length; i++) {
+      const first = storage.first(wanted[i])
       let slot = indexOf.get(first)
       if (slot === undefined) {
-        slot = keys.push(storage.keyOf(parentId, first)) - 1
+        slot = keys.push(storage.keyOf(parent, first)) - 1
         indexOf.set(first, slot)
       }
       slots[i] = slot
@@ -324,10 +334,9 @@ export class Children extends ModelHandle {
     // Checked after the values: children go only with their parent (cascade,
     // or a purge marker written before any is deleted), so a parent still
     // there, unmarked, means no read straddled the batch that removed them.
-    const parent = await readThrough(this, model.parent.records, parentKey)
-    if (parent === undefined || await model.isPurging(parentId, scope)) return seqs.map(() => undefined)
-    const parsed = values.map((value, slot) => storage.parse(value, parentId, keys[slot]))
-    return seqs.map((seq, i) => storage.find(parsed[slots[i]], seq))
+    if (await readThrough(this, model.parent.records, parentKey) === undefined || await model.isPurging(parent, scope)) return wanted.map(() => undefined)
+    const parsed = values.map((value, slot) => storage.parse(value, parent, keys[slot]))
+    return wanted.map((seq, i) => storage.find(parsed[slots[i]], seq))
   }
 
   /**
@@ -346,9 +355,10 @@ export class Children extends ModelHandle {
       const key = model.parent.keyOf(parentId)
       return after(readThrough(this, model.sequence, key), value => {
         if (value === undefined) return 0
+        const seq = parseInteger(value, model.sequence, key)
         // What isPurging() reads, without a promise when the read is synchronous.
-        if (model.purge === null) return Number(value)
-        return after(readThrough(this, model.purge, key), marker => marker === undefined ? Number(value) : 0)
+        if (model.purge === null) return seq
+        return after(readThrough(this, model.purge, key), marker => marker === undefined ? seq : 0)
       })
     })
   }
@@ -362,25 +372,30 @@ export class Children extends ModelHandle {
    * @param {{ after?: number, signal?: AbortSignal }} [options] `after` defaults to the current last sequence number
    * @returns {AsyncGenerator<[number, any]>}
    */
-  watch (parentId, options = {}) {
-    // The default starting point is taken now, when watch() is called, not
-    // at the first next(): a child appended in between is delivered.
-    const start = options !== null && typeof options === 'object' && options.after === undefined
-      ? this.lastSeq(parentId)
-      : undefined
+  watch (parentId, options) {
+    // The arguments are read now, and so is the default starting point: a
+    // child appended before the first next() is delivered. What is wrong
+    // with them is thrown by the first next().
+    /** @type {{ parent: unknown, after?: number, signal?: AbortSignal } | Error} */
+    let args
+    try {
+      args = { parent: modelOf(this).parent.idArg(parentId), ...watchOptions(optionsOf(options, 'children.watch()')) }
+    } catch (err) {
+      args = /** @type {Error} */ (err)
+    }
+    const start = !(args instanceof Error) && args.after === undefined ? this.lastSeq(args.parent) : undefined
     start?.catch(noop)
-    return this.#watch(parentId, options, start)
+    return this.#watch(args, start)
   }
 
   /**
-   * @param {unknown} parentId @param {any} options @param {Promise<number> | undefined} start
+   * @param {{ parent: unknown, after?: number, signal?: AbortSignal } | Error} args @param {Promise<number> | undefined} start
    * @returns {AsyncGenerator<[number, any]>}
    */
-  async * #watch (parentId, options, start) {
+  async * #watch (args, start) {
     const model = modelOf(this)
-    const { after, signal } = optionsOf(options, 'children.watch()')
-    if (after !== undefined && !(Number.isSafeInteger(after) && after >= 0)) throw invalid('The after option must be a non-negative integer')
-    if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('The signal option must be an AbortSignal')
+    if (args instanceof Error) throw args
+    const { parent: parentId, after, signal } = args
     let last = after === undefined ? await /** @type {Promise<number>} */ (start) : after
     const { wakeup, stop } = watchParent(model, parentId, signal)
     // Lives as long as this generator: if the generator is dropped while
@@ -502,6 +517,17 @@ function watchParent (model, parentId, signal) {
 /** @param {Uint8Array} a @param {Uint8Array} b */
 function sameBytes (a, b) {
   return a.length === b.length && startsWith(a, b)
+}
+
+/**
+ * The options of watch(), checked.
+ * @param {Record<string, any>} options
+ * @returns {{ after?: number, signal?: AbortSignal }}
+ */
+function watchOptions ({ after, signal }) {
+  if (after !== undefined && !(Number.isSafeInteger(after) && after >= 0)) throw invalid(`The after option must be a non-negative integer, got ${describe(after)}`)
+  if (signal !== undefined && !readInput('The signal option', () => signal instanceof AbortSignal)) throw invalid(`The signal option must be an AbortSignal, got ${describe(signal)}`)
+  return { after: after === undefined ? undefined : after + 0, signal }
 }
 
 /** @param {Uint8Array} bytes @param {Uint8Array} prefix */

@@ -1,14 +1,15 @@
-import { encode, decode } from './tuple.js'
+import { encode, snapshot } from './tuple.js'
 import { compareBytes } from './bytes.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { encodeJson } from './json-value.js'
+import { parseRecord, parseInteger, decodeKey } from './stored.js'
 import { assertName, layout } from './names.js'
 import { Namespace, assertNotClosed } from './namespace.js'
 import { SecondaryIndex, writeIndexEntries, holdsEntry, uniqueEntryKey } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
-import { describe, isDefined } from './common.js'
+import { describe, isDefined, errorMessage, isLevelkitError, readInput, entriesOf, elementsOf, deepFreeze } from './common.js'
 import { optionsOf } from './options.js'
 
 const SEQUENCE_KEY = encode('last')
@@ -43,6 +44,7 @@ export class CollectionModel {
       throw invalid(`The validate option of collection "${name}" must be a function`)
     }
     if (indexes === null || typeof indexes !== 'object') throw invalid(`The indexes option of collection "${name}" must be an object`)
+    const specs = entriesOf(indexes, `The indexes option of collection "${name}"`)
 
     this.db = db
     this.name = name
@@ -57,7 +59,7 @@ export class CollectionModel {
     if (this.sequence) this.writer.registerCache(this.sequence)
     /** @type {Map<string, SecondaryIndex>} */
     this.indexes = new Map()
-    for (const [indexName, spec] of Object.entries(indexes)) {
+    for (const [indexName, spec] of specs) {
       this.indexes.set(indexName, new SecondaryIndex(this.root, name, indexName, spec, db.readCache))
     }
     // User code that sees records gets them frozen, so what it indexes or
@@ -82,6 +84,17 @@ export class CollectionModel {
   }
 
   /**
+   * An id passed by the user, read once: checked, and if it is not a
+   * primitive, replaced by a frozen copy (see snapshot() in tuple.js). Every
+   * public method takes its ids through here, synchronously, so what an
+   * operation checks is what it writes.
+   * @param {unknown} id
+   */
+  idArg (id) {
+    return snapshot(id, this)
+  }
+
+  /**
    * The last id the sequence handed out. The first time a process asks, it
    * also reads the highest stored id and takes the larger of the two, so a
    * sequence that lags its records (check() calls that sequence-behind) can
@@ -92,7 +105,7 @@ export class CollectionModel {
    */
   async lastId (scope) {
     const stored = await scope.get(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
-    const last = stored === undefined ? 0 : Number(stored)
+    const last = stored === undefined ? 0 : parseInteger(stored, /** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
     // The floor stays in memory: whether or not this write goes through, no
     // id at or below the highest stored one is ever handed out.
     if (this.idFloor === null) this.idFloor = await this.highestStoredId()
@@ -108,7 +121,9 @@ export class CollectionModel {
     // Ids of a sequence collection are positive integers; anything else
     // (only there if written behind levelkit's back) is check()'s business.
     const highest = await this.records.sublevel.keys({ reverse: true, lte: encode(Number.MAX_SAFE_INTEGER), limit: 1 }).all()
-    return highest.length === 0 ? 0 : Number(decode(highest[0]))
+    const id = highest.length === 0 ? 0 : decodeKey(highest[0], this.records)
+    // Keys below the positive numbers (null, booleans, negative numbers) are no ids.
+    return typeof id === 'number' && id > 0 ? Math.floor(id) : 0
   }
 
   /** @param {WriteScope} scope @param {string} json */
@@ -150,7 +165,7 @@ export class CollectionModel {
     if (previous === undefined) {
       for (const dependent of this.dependents) if (dependent.beforeCreate) await dependent.beforeCreate(scope, id)
     }
-    const old = previous === undefined ? undefined : JSON.parse(previous)
+    const old = previous === undefined ? undefined : parseRecord(previous, this.records, idBytes)
     // Keep the sequence ahead of every id, so insert() never hands this one out.
     const raise = this.sequential && /** @type {number} */ (id) > await this.lastId(scope)
     await writeIndexEntries(scope, this, id, idBytes, old, record, stored)
@@ -170,14 +185,21 @@ export class CollectionModel {
     if (previous === undefined) {
       throw levelkitError(codes.NOT_FOUND, `Collection "${this.name}" has no record with id ${describe(id)}`, { collection: this.name, id })
     }
-    const old = JSON.parse(previous)
+    const old = parseRecord(previous, this.records, idBytes)
+    /** @type {any} */
     let next
     if (typeof change === 'function') {
-      next = change(JSON.parse(previous))
-      if (next !== null && typeof next === 'object' && typeof next.then === 'function') {
+      try {
+        // A copy of its own: the function may change it.
+        next = change(JSON.parse(previous))
+      } catch (err) {
+        if (isLevelkitError(err)) throw err
+        throw invalid(`The update function for "${this.name}" threw: ${errorMessage(err)}`, { cause: err })
+      }
+      if (readInput(`The record returned by the update function for "${this.name}"`, () => next instanceof Promise)) {
         throw invalid('An update function must return the new record synchronously, not a promise')
       }
-      next = parseRecord(next, `The record returned by the update function for "${this.name}"`)
+      next = JSON.parse(recordJson(next, `The record returned by the update function for "${this.name}"`))
     } else {
       next = { ...old, ...JSON.parse(change.json) }
       for (const key of change.removed) delete next[key]
@@ -198,7 +220,7 @@ export class CollectionModel {
     const previous = await scope.get(this.records, idBytes)
     if (previous === undefined) return false
     for (const dependent of this.dependents) await dependent.beforeDelete(scope, id)
-    await writeIndexEntries(scope, this, id, idBytes, JSON.parse(previous), undefined)
+    await writeIndexEntries(scope, this, id, idBytes, parseRecord(previous, this.records, idBytes), undefined)
     scope.del(this.records, idBytes)
     return true
   }
@@ -214,11 +236,13 @@ export class CollectionModel {
     try {
       id = /** @type {Function} */ (this.idFunction)(record)
     } catch (err) {
-      throw invalid(`The id function of collection "${this.name}" threw: ${/** @type {Error} */ (err).message}`, { cause: err })
+      if (isLevelkitError(err)) throw err
+      throw invalid(`The id function of collection "${this.name}" threw: ${errorMessage(err)}`, { cause: err })
     }
     if (id === undefined) throw invalid(`The id function of collection "${this.name}" returned undefined`)
-    this.keyOf(id)
-    return id
+    // idArg() checks an id that is not a primitive (it encodes it to copy it).
+    if (id === null || typeof id !== 'object') this.keyOf(id)
+    return this.idArg(id)
   }
 
   /**
@@ -255,14 +279,14 @@ export class CollectionModel {
     try {
       this.validate(record)
     } catch (err) {
-      throw invalid(`Invalid record for "${this.name}": ${/** @type {Error} */ (err).message}`, { cause: err, collection: this.name })
+      throw invalid(`Invalid record for "${this.name}": ${errorMessage(err)}`, { cause: err, collection: this.name })
     }
   }
 
   /** @param {string} indexName */
   index (indexName) {
     const index = this.indexes.get(indexName)
-    if (!index) throw invalid(`Collection "${this.name}" has no index "${indexName}"`)
+    if (!index) throw invalid(`Collection "${this.name}" has no index ${describe(indexName)}`)
     return index
   }
 }
@@ -283,8 +307,9 @@ export class Collection extends ModelHandle {
   /** @param {unknown} id @param {object} record @returns {Promise<boolean>} true if created */
   put (id, record) {
     return promised(() => {
+      const key = modelOf(this).idArg(id)
       const json = recordJson(record, `Record for "${this.name}"`)
-      return writeThrough(this, scope => modelOf(this).put(scope, id, json))
+      return writeThrough(this, scope => modelOf(this).put(scope, key, json))
     })
   }
 
@@ -296,21 +321,27 @@ export class Collection extends ModelHandle {
    */
   update (id, change) {
     return promised(() => {
+      const key = modelOf(this).idArg(id)
+      /** @type {string[]} */
+      const removed = []
       const arg = typeof change === 'function'
         ? /** @type {(record: any) => any} */ (change)
-        : { json: recordJson(change, `Patch for "${this.name}"`), removed: Object.keys(change).filter(key => /** @type {any} */ (change)[key] === undefined) }
-      return writeThrough(this, scope => modelOf(this).update(scope, id, arg))
+        : { json: recordJson(change, `Patch for "${this.name}"`, removed), removed }
+      return writeThrough(this, scope => modelOf(this).update(scope, key, arg))
     })
   }
 
   /** @param {unknown} id @returns {Promise<boolean>} true if a record was deleted */
   del (id) {
-    return writeThrough(this, scope => modelOf(this).del(scope, id))
+    return promised(() => {
+      const key = modelOf(this).idArg(id)
+      return writeThrough(this, scope => modelOf(this).del(scope, key))
+    })
   }
 
   /** @param {unknown} id @returns {Promise<any>} the record, or undefined */
   get (id) {
-    return this.#readOne(id, parseStored)
+    return this.#readOne(id, recordOf)
   }
 
   /** @param {unknown} id @returns {Promise<boolean>} */
@@ -321,29 +352,28 @@ export class Collection extends ModelHandle {
   /**
    * What `use` makes of the stored value of record `id` (undefined if none).
    * @template T
-   * @param {unknown} id @param {(value: string | undefined) => T} use
+   * @param {unknown} id @param {(value: string | undefined, namespace: Namespace, key: Uint8Array) => T} use
    * @returns {Promise<T>}
    */
   #readOne (id, use) {
     return promised(() => {
       const model = modelOf(this)
       const key = model.keyOf(id)
-      if (scopeOf(this) === null) return model.records.readMany([key], model.writer.syncReads).then((/** @type {Array<string | undefined>} */ values) => use(values[0]))
-      return after(readThrough(this, model.records, key), use)
+      if (scopeOf(this) === null) return model.records.readMany([key], model.writer.syncReads).then((/** @type {Array<string | undefined>} */ values) => use(values[0], model.records, key))
+      return after(readThrough(this, model.records, key), value => use(value, model.records, key))
     })
   }
 
   /** @param {unknown[]} ids @returns {Promise<any[]>} records in the same order; undefined where missing */
   async getMany (ids) {
-    if (!Array.isArray(ids)) throw invalid('getMany() takes an array of ids')
     const model = modelOf(this)
-    const keys = ids.map(id => model.keyOf(id))
+    const keys = elementsOf(ids, 'The ids passed to getMany()').map(id => model.keyOf(id))
     const scope = scopeOf(this)
     /** @type {Array<string | undefined>} */
     const values = scope
       ? await Promise.all(keys.map(key => scope.get(model.records, key)))
       : await model.records.readMany(keys, model.writer.syncReads)
-    return values.map(value => value === undefined ? undefined : JSON.parse(value))
+    return values.map((value, i) => recordOf(value, model.records, keys[i]))
   }
 
   /**
@@ -362,7 +392,7 @@ export class Collection extends ModelHandle {
       if (scope) return getByInScope(scope, model, index, key)
       assertNotClosed(model.root)
       // A covering entry is the record: one read, nothing to pair up.
-      if (index.covering) return after(index.namespace.read(key, model.writer.syncReads), parseStored)
+      if (index.covering) return after(index.namespace.read(key, model.writer.syncReads), value => recordOf(value, index.namespace, key))
       if (model.writer.syncReads && index.namespace.sublevel.status === 'open' && model.records.sublevel.status === 'open') {
         // Two synchronous reads need no snapshot to be paired up right: a batch
         // that lands between them (LevelDB writes on its own thread) can only
@@ -374,8 +404,8 @@ export class Collection extends ModelHandle {
         if (owner === undefined) return undefined
         const stored = model.records.read(owner, true)
         if (stored !== undefined) {
-          const record = JSON.parse(stored)
-          if (holdsEntry(index, record, decode(owner), owner, key)) return record
+          const record = parseRecord(stored, model.records, owner)
+          if (holdsEntry(index, record, decodeKey(owner, index.namespace), owner, key)) return record
         }
       }
       return getBySnapshot(model, index, key)
@@ -398,7 +428,7 @@ export class Collection extends ModelHandle {
         values: true,
         consistent: false,
         prepare: scopedPrepare(this),
-        load: entries => entries.map(([key, value]) => [decode(key), JSON.parse(value), key])
+        load: entries => entries.map(([key, value]) => [decodeKey(key, model.records), parseRecord(value, model.records, key), key])
       }, options)
     }
     const index = model.index(options.index)
@@ -413,7 +443,7 @@ export class Collection extends ModelHandle {
         consistent: false,
         prepare: scopedPrepare(this),
         load: entries => entries.map(([key, value]) => {
-          const record = JSON.parse(value)
+          const record = parseRecord(value, index.namespace, key)
           return [model.idOf(record), record, key]
         })
       }, options)
@@ -427,15 +457,15 @@ export class Collection extends ModelHandle {
       consistent: true,
       prepare: scopedPrepare(this),
       load: async (entries, snapshot) => {
-        const keys = entries.map(([key, value]) => index.unique ? value : encode(/** @type {any[]} */ (decode(key))[1]))
+        const keys = entries.map(([key, value]) => index.unique ? value : encode(/** @type {any[]} */ (decodeKey(key, index.namespace))[1]))
         const stored = await model.records.readMany(keys, model.writer.syncReads, snapshot)
         /** @type {Array<[unknown, any, Uint8Array]>} */
         const items = []
         for (let i = 0; i < keys.length; i++) {
           const value = stored[i]
           if (value === undefined) continue
-          const id = decode(keys[i])
-          const record = JSON.parse(value)
+          const id = decodeKey(keys[i], index.namespace)
+          const record = parseRecord(value, model.records, keys[i])
           // Without a snapshot (browser-level) the record may have changed
           // since its index entry was read: keep it only if it still has it.
           if (!snapshot && !holdsEntry(index, record, id, keys[i], entries[i][0])) continue
@@ -455,9 +485,12 @@ export class Collection extends ModelHandle {
   }
 }
 
-/** @param {string | undefined} value */
-function parseStored (value) {
-  return value === undefined ? undefined : JSON.parse(value)
+/**
+ * The record a stored value holds (undefined: none).
+ * @param {string | undefined} value @param {Namespace} namespace @param {Uint8Array} key
+ */
+function recordOf (value, namespace, key) {
+  return value === undefined ? undefined : parseRecord(value, namespace, key)
 }
 
 /**
@@ -467,9 +500,8 @@ function parseStored (value) {
  */
 async function getByInScope (scope, model, index, key) {
   const owner = await scope.get(index.namespace, key)
-  if (owner === undefined || index.covering) return parseStored(owner)
-  const stored = await scope.get(model.records, owner)
-  return stored === undefined ? undefined : JSON.parse(stored)
+  if (owner === undefined || index.covering) return recordOf(owner, index.namespace, key)
+  return recordOf(await scope.get(model.records, owner), model.records, owner)
 }
 
 /**
@@ -484,7 +516,7 @@ async function getBySnapshot (model, index, key) {
     const owner = await index.namespace.read(key, model.writer.syncReads, { snapshot, keyEncoding: 'view', valueEncoding: 'view' })
     if (owner === undefined) return undefined
     const [stored] = await model.records.readMany([owner], model.writer.syncReads, snapshot)
-    return stored === undefined ? undefined : JSON.parse(stored)
+    return recordOf(stored, model.records, owner)
   } finally {
     await snapshot.close()
   }
@@ -522,8 +554,8 @@ async function ownerHolding (model, index, key) {
   if (owner === undefined) return undefined
   const [stored] = await model.records.readMany([owner], model.writer.syncReads)
   if (stored === undefined) return MOVED_ON
-  const record = JSON.parse(stored)
-  return holdsEntry(index, record, decode(owner), owner, key) ? record : MOVED_ON
+  const record = parseRecord(stored, model.records, owner)
+  return holdsEntry(index, record, decodeKey(owner, index.namespace), owner, key) ? record : MOVED_ON
 }
 
 /**
@@ -535,30 +567,13 @@ function withIdJson (json, id) {
   return json.length === 2 ? `{"id":${id}}` : `{"id":${id},${json.slice(1)}`
 }
 
-/** @param {unknown} record @param {string} what */
-function recordJson (record, what) {
-  if (record === null || typeof record !== 'object' || Array.isArray(record)) {
+/**
+ * The JSON of a record (or patch), read once.
+ * @param {unknown} record @param {string} what @param {string[]} [removed] see encodeJson()
+ */
+function recordJson (record, what, removed) {
+  if (record === null || typeof record !== 'object' || readInput(what, () => Array.isArray(record))) {
     throw invalid(`${what} must be a plain object, got ${describe(record)}`)
   }
-  return encodeJson(record, what)
-}
-
-/** @param {unknown} record @param {string} what */
-function parseRecord (record, what) {
-  return JSON.parse(recordJson(record, what))
-}
-
-/**
- * Freeze a parsed JSON value all the way down, so user callbacks cannot make
- * what is indexed differ from what is stored.
- * @template T
- * @param {T} value
- * @returns {T}
- */
-function deepFreeze (value) {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const key of Object.keys(value)) deepFreeze(/** @type {any} */ (value)[key])
-  }
-  return value
+  return encodeJson(record, what, removed)
 }

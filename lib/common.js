@@ -1,8 +1,13 @@
 // Small helpers every module uses.
 
+import { invalid, codes } from './errors.js'
+
 const MAX_TEXT = 60
 const MAX_ITEMS = 5
 const MAX_DEPTH = 2
+const MAX_MESSAGE = 200
+
+const CODES = new Set(Object.values(codes))
 
 /**
  * A short, safe description of any value for an error message: never
@@ -45,6 +50,95 @@ function describeAt (value, depth) {
   }
   const tag = Object.prototype.toString.call(value).slice(8, -1)
   return tag === 'Object' ? 'an object' : `a ${tag}`
+}
+
+/**
+ * The message of anything thrown, for an error message of our own: an
+ * Error's message (shortened), else a description of what was thrown.
+ * Never throws.
+ * @param {unknown} err
+ * @returns {string}
+ */
+export function errorMessage (err) {
+  try {
+    if (err instanceof Error && typeof err.message === 'string') {
+      return err.message.length > MAX_MESSAGE ? `${err.message.slice(0, MAX_MESSAGE)}...` : err.message
+    }
+  } catch {}
+  return describe(err)
+}
+
+/**
+ * Whether `err` is one of levelkit's own errors, which pass through the
+ * door unchanged. Never throws (`err` may be anything a caller threw).
+ * @param {unknown} err
+ */
+export function isLevelkitError (err) {
+  try {
+    return err instanceof Error && CODES.has(/** @type {any} */ (err).code)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * What `read` returns. `read` reads the caller's input: whatever that throws
+ * (a getter, a Proxy trap, a revoked Proxy, a toString) becomes
+ * LEVELKIT_INVALID naming `what`, with the thrown value as its cause;
+ * levelkit's own errors pass through.
+ * @template T
+ * @param {string} what the input, as the subject of a sentence ("The options of query()")
+ * @param {() => T} read
+ * @returns {T}
+ */
+export function readInput (what, read) {
+  try {
+    return read()
+  } catch (err) {
+    if (isLevelkitError(err)) throw err
+    throw invalid(`${what} could not be read: ${errorMessage(err)}`, { cause: err })
+  }
+}
+
+/**
+ * The own enumerable [name, value] pairs of an object, each read once.
+ * @param {unknown} object @param {string} what as the subject of a sentence
+ * @returns {Array<[string, unknown]>}
+ */
+export function entriesOf (object, what) {
+  if (object === null || typeof object !== 'object') throw invalid(`${what} must be an object, got ${describe(object)}`)
+  return readInput(what, () => Object.entries(object))
+}
+
+/**
+ * The elements of an array, each read once, as a plain array of our own: the
+ * caller's array (a Proxy, a subclass, an element getter) is not read again.
+ * @param {unknown} array @param {string} what as the subject of a sentence ("The ids passed to getMany()")
+ * @returns {unknown[]}
+ */
+export function elementsOf (array, what) {
+  return readInput(what, () => {
+    if (!Array.isArray(array)) throw invalid(`${what} must be an array, got ${describe(array)}`)
+    const n = array.length
+    const copy = []
+    for (let i = 0; i < n; i++) copy.push(array[i])
+    return copy
+  })
+}
+
+/**
+ * Freeze a parsed JSON value all the way down, so user callbacks cannot make
+ * what is indexed differ from what is stored.
+ * @template T
+ * @param {T} value
+ * @returns {T}
+ */
+export function deepFreeze (value) {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const key of Object.keys(value)) deepFreeze(/** @type {any} */ (value)[key])
+  }
+  return value
 }
 
 /** @param {unknown} value */

@@ -1,4 +1,5 @@
-import { encode, decode } from './tuple.js'
+import { encode, snapshot } from './tuple.js'
+import { parseInteger, decodeKey } from './stored.js'
 import { Query } from './query.js'
 import { valueBounds } from './bounds.js'
 import { invalid } from './errors.js'
@@ -37,7 +38,7 @@ export class CounterModel {
   async add (scope, key, delta) {
     const bytes = this.keyOf(key)
     const stored = await scope.get(this.namespace, bytes)
-    const value = (stored === undefined ? 0 : Number(stored)) + delta
+    const value = (stored === undefined ? 0 : parseInteger(stored, this.namespace, bytes)) + delta
     if (!Number.isSafeInteger(value)) throw invalid(`Counter "${this.name}" ${describe(key)} would leave the safe integer range`)
     if (value === 0) scope.del(this.namespace, bytes)
     else scope.put(this.namespace, bytes, String(value))
@@ -52,15 +53,20 @@ export class Counter extends ModelHandle {
    * @param {unknown} key @param {number} [delta]
    */
   add (key, delta = 1) {
-    if (!Number.isSafeInteger(delta)) return Promise.reject(invalid(`Counter "${this.name}": delta must be a safe integer, got ${describe(delta)}`))
-    return writeThrough(this, scope => modelOf(this).add(scope, key, delta))
+    return promised(() => {
+      if (!Number.isSafeInteger(delta)) throw invalid(`Counter "${this.name}": delta must be a safe integer, got ${describe(delta)}`)
+      // Read now: the add itself may run later, after other writes.
+      const counted = snapshot(key, modelOf(this))
+      return writeThrough(this, scope => modelOf(this).add(scope, counted, delta))
+    })
   }
 
   /** @param {unknown} key @returns {Promise<number>} the value (0 if never added to) */
   get (key) {
     return promised(() => {
       const model = modelOf(this)
-      return after(readThrough(this, model.namespace, model.keyOf(key)), counterValue)
+      const bytes = model.keyOf(key)
+      return after(readThrough(this, model.namespace, bytes), (/** @type {string | undefined} */ value) => value === undefined ? 0 : parseInteger(value, model.namespace, bytes))
     })
   }
 
@@ -80,12 +86,7 @@ export class Counter extends ModelHandle {
       values: true,
       consistent: false,
       prepare: scopedPrepare(this),
-      load: entries => entries.map(([key, value]) => [decode(key), Number(value), key])
+      load: entries => entries.map(([key, value]) => [decodeKey(key, model.namespace), parseInteger(value, model.namespace, key), key])
     }, options)
   }
-}
-
-/** @param {string | undefined} value */
-function counterValue (value) {
-  return value === undefined ? 0 : Number(value)
 }

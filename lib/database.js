@@ -1,4 +1,5 @@
 import { invalid, levelkitError, codes } from './errors.js'
+import { errorMessage, isLevelkitError } from './common.js'
 import { Writer } from './writer.js'
 import { CollectionModel, Collection } from './collection.js'
 import { RelationModel, Relation } from './relation.js'
@@ -11,7 +12,7 @@ import { tupleEncoding } from './tuple.js'
 import { assertName } from './names.js'
 import { crossTabFor } from './cross-tab.js'
 import { setReadCacheBudget } from './namespace.js'
-import { optionsObject } from './options.js'
+import { optionsOf, optionsObject } from './options.js'
 
 // Values kept per cached namespace by default.
 const DEFAULT_READ_CACHE = 10000
@@ -64,9 +65,16 @@ export class Database {
     this.#assertNew(name)
     assertName(name, 'Sublevel')
     // Every option is abstract-level's: passed through.
-    optionsObject(options, 'db.sublevel()')
+    const given = optionsObject(options, 'db.sublevel()')
     const resolve = (/** @type {any} */ encoding) => encoding === 'tuple' ? tupleEncoding : encoding
-    const sublevel = this.level.sublevel(name, { ...options, keyEncoding: resolve(options.keyEncoding), valueEncoding: resolve(options.valueEncoding) })
+    let sublevel
+    try {
+      sublevel = this.level.sublevel(name, { ...given, keyEncoding: resolve(given.keyEncoding), valueEncoding: resolve(given.valueEncoding) })
+    } catch (err) {
+      // One abstract-level refuses (an unknown encoding).
+      if (isLevelkitError(err)) throw err
+      throw invalid(`Sublevel "${name}" cannot be made with these options: ${errorMessage(err)}`, { cause: err })
+    }
     this.#models.set(name, { kind: 'sublevel', model: sublevel, handle: sublevel })
     return sublevel
   }
@@ -162,12 +170,13 @@ export class Database {
    * @param {{ repair?: boolean }} [options]
    */
   async check (options) {
+    const given = optionsOf(options, 'db.check()')
     this.#assertOpen()
-    if (options?.repair) {
+    if (given.repair) {
       const refused = refuseInsideScope(this.writer)
       if (refused) throw refused
     }
-    return checkDatabase(this, options)
+    return checkDatabase(this, given)
   }
 
   /** The declared models, by kind. For the consistency checker and tools. */

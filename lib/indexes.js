@@ -3,7 +3,8 @@ import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { assertName, layout } from './names.js'
 import { Namespace } from './namespace.js'
-import { describe } from './common.js'
+import { describe, errorMessage, isLevelkitError, readInput, elementsOf } from './common.js'
+import { parseRecord } from './stored.js'
 
 const NO_VALUE = new Uint8Array(0)
 
@@ -37,8 +38,10 @@ export class SecondaryIndex {
     if (options === null || typeof options !== 'object') {
       throw invalid(`Index "${name}" of "${collection}" needs an options object with a key function`)
     }
-    const { key, unique = false, multi = false, covering = false, ...rest } = /** @type {any} */ (options)
-    const unknown = Object.keys(rest)
+    const { key, unique = false, multi = false, covering = false, unknown } = readInput(`The options of index "${name}" of "${collection}"`, () => {
+      const { key, unique, multi, covering, ...rest } = /** @type {any} */ (options)
+      return { key, unique, multi, covering, unknown: Object.keys(rest) }
+    })
     if (unknown.length > 0) throw invalid(`Index "${name}" of "${collection}" has unknown option(s): ${unknown.join(', ')}`)
     if (typeof key !== 'function') throw invalid(`Index "${name}" of "${collection}" needs a key function, record => value`)
     if (typeof unique !== 'boolean' || typeof multi !== 'boolean' || typeof covering !== 'boolean') {
@@ -70,18 +73,20 @@ export class SecondaryIndex {
     try {
       computed = this.key(record)
     } catch (err) {
-      throw invalid(`The key function of index "${this.name}" of "${this.collection}" threw: ${/** @type {Error} */ (err).message}`, { cause: err })
+      if (isLevelkitError(err)) throw err
+      throw invalid(`The key function of index "${this.name}" of "${this.collection}" threw: ${errorMessage(err)}`, { cause: err })
     }
     if (computed === undefined) return NO_ENTRIES
-    if (this.multi && !Array.isArray(computed)) {
-      throw invalid(`The key function of multi index "${this.name}" of "${this.collection}" must return an array (or undefined)`)
-    }
     if (!this.multi) return [this.entry(computed, id, idBytes, json)]
+    if (computed === null || typeof computed !== 'object' || !readInput(this.#returned(), () => Array.isArray(computed))) {
+      throw invalid(`The key function of multi index "${this.name}" of "${this.collection}" must return an array (or undefined), got ${describe(computed)}`)
+    }
     /** @type {IndexEntry[]} */
     const entries = []
     const seen = new Set()
-    for (const value of computed) {
-      const entry = this.entry(value, id, idBytes)
+    const values = elementsOf(computed, this.#returned())
+    for (let i = 0; i < values.length; i++) {
+      const entry = this.entry(values[i], id, idBytes, undefined, i)
       const name = bytesToBinaryString(entry.key)
       if (seen.has(name)) continue
       seen.add(name)
@@ -93,16 +98,40 @@ export class SecondaryIndex {
   /**
    * @param {unknown} value @param {unknown} id @param {Uint8Array} idBytes
    * @param {string} [json] the record as stored (covering)
+   * @param {number} [element] the position of `value` in what a multi index's key function returned
    * @returns {IndexEntry}
    */
-  entry (value, id, idBytes, json) {
+  entry (value, id, idBytes, json, element) {
     let key
     try {
       key = this.unique ? encode([value]) : encode([value, id])
     } catch (err) {
-      throw invalid(`Index "${this.name}" of "${this.collection}" computed a value that is not a valid key: ${/** @type {Error} */ (err).message}`, { cause: err })
+      throw this.#notAKey(/** @type {any} */ (err), value, id, element)
     }
     return { key, value: this.covering ? /** @type {string} */ (json) : this.unique ? idBytes : NO_VALUE, indexValue: value }
+  }
+
+  #returned () {
+    return `What the key function of index "${this.name}" of "${this.collection}" returned`
+  }
+
+  /**
+   * The error for a value the key function returned that is not a key: which
+   * index, which record, where in the value, and how to leave a record out.
+   * @param {any} err what encode() threw @param {unknown} value @param {unknown} id @param {number} [element]
+   */
+  #notAKey (err, value, id, element) {
+    // encode() names the path within [value, ...]: drop the leading 0.
+    const inner = Array.isArray(err.path) && err.path.length > 0 ? err.path.slice(1) : []
+    const path = element === undefined ? inner : [element, ...inner]
+    const where = path.length > 0 ? `, at [${path.join('][')}]` : ''
+    const what = element === undefined ? describe(value) : `${describe(value)} as element [${element}] of a multi index key`
+    const hint = err.reason === 'unsupported value: undefined'
+      ? ': a field the key function reads is missing? To leave a record out of the index, return undefined from the key function (a sparse index)'
+      : ''
+    return invalid(`Index "${this.name}" of "${this.collection}": the key function returned ${what} for record ${describe(id)}, which is not a valid key${where} (${err.reason || errorMessage(err)})${hint}`, {
+      cause: err, collection: this.collection, index: this.name, id, path
+    })
   }
 }
 
@@ -185,7 +214,7 @@ export async function writeIndexEntries (scope, collection, id, idBytes, old, re
  */
 function ownerKey (collection, index, value) {
   if (!index.covering) return /** @type {Uint8Array} */ (value)
-  return encode(collection.idOf(JSON.parse(/** @type {string} */ (value))))
+  return encode(collection.idOf(parseRecord(/** @type {string} */ (value), index.namespace)))
 }
 
 /**
@@ -211,6 +240,6 @@ export function uniqueEntryKey (index, value) {
   try {
     return encode([value])
   } catch (err) {
-    throw invalid(`Not a valid value for index "${index.name}": ${/** @type {Error} */ (err).message}`, { cause: err })
+    throw invalid(`Not a valid value for index "${index.name}": ${errorMessage(err)}`, { cause: err })
   }
 }

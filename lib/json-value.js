@@ -1,121 +1,197 @@
 import { invalid } from './errors.js'
+import { errorMessage } from './common.js'
 
 /**
- * Serialize a record to JSON, refusing anything JSON would silently change:
- * NaN and ±Infinity (become null), undefined array items (become null),
- * functions, symbols, bigints, Dates, Maps, class instances and cycles.
- * `undefined` object properties are allowed: they read back as absent, which
- * is what `undefined` already means.
+ * Serialize a value to JSON, refusing anything JSON would silently change:
+ * NaN and ±Infinity (become null), -0 (becomes 0), undefined array items and
+ * holes (become null), a toJSON method anywhere, own or inherited (JSON would
+ * store what it returns), symbol-keyed and non-enumerable properties, and
+ * properties of an array other than its elements (JSON drops them),
+ * functions, symbols, bigints, Dates, Maps, class instances (Array
+ * subclasses too) and cycles. `undefined` object properties are allowed:
+ * they read back as absent, which is what `undefined` already means.
+ *
+ * The value is serialized here, in the same pass that checks it, reading
+ * each property exactly once: a getter or a Proxy cannot make what is
+ * stored differ from what was checked, and nothing the caller does later
+ * changes it. Whatever reading it throws becomes LEVELKIT_INVALID.
  *
  * @param {unknown} value
  * @param {string} what names the value in error messages
- * @returns {string}
+ * @param {string[]} [removed] for a patch: gets the top-level properties
+ *   that read as undefined
+ * @returns {string} the JSON text, as JSON.stringify would write it
  */
-export function encodeJson (value, what) {
+export function encodeJson (value, what, removed) {
   try {
-    assertPlainJson(value, 0)
+    return serialize(value, 0, removed)
   } catch (err) {
-    if (!(err instanceof Rejection)) throw err
-    if (err === TOO_DEEP) {
-      const cycle = findCycle(value, [], new Set())
-      if (cycle) throw invalid(`${what} has a circular reference at ${pathString(cycle)}`, { path: cycle })
-      throw invalid(`${what} is nested more than ${MAX_DEPTH} levels deep`)
-    }
-    const path = err.path.reverse()
-    throw invalid(`${what} has ${err.reason} at ${pathString(path)}`, { path })
+    throw refusal(err, what)
   }
-  return JSON.stringify(value)
 }
 
-// Past this depth we look for a cycle (which is what it usually is); the
-// fast path keeps no set of ancestors.
+// Past this depth we look for a cycle (which is what it usually is).
 const MAX_DEPTH = 256
+
+const hasOwn = Object.prototype.hasOwnProperty
+const PLAIN = 'only plain objects, arrays, strings, finite numbers, booleans and null are stored'
+
+// Characters JSON escapes (and lone surrogates): strings without them are
+// written as they are, the rest by JSON.stringify.
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/ // eslint-disable-line no-control-regex
 
 /**
  * A rejection on its way up: each level adds its key to `path` (innermost
  * first), so the happy path allocates nothing.
  */
 class Rejection {
-  /** @param {string} reason */
-  constructor (reason) {
+  /** @param {string} reason @param {unknown} [cause] what reading the value threw */
+  constructor (reason, cause) {
     this.reason = reason
+    this.cause = cause
     /** @type {(string | number)[]} */
     this.path = []
+    /** @type {object[] | null} for nesting too deep: the containers on the way up, innermost first */
+    this.containers = null
   }
 }
 
 /**
- * @param {unknown} value
- * @param {number} depth
+ * @param {unknown} value @param {number} depth @param {string[] | undefined} removed
+ * @returns {string}
  */
-function assertPlainJson (value, depth) {
+function serialize (value, depth, removed) {
   switch (typeof value) {
     case 'string':
-    case 'boolean':
-      return
+      return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`
     case 'number':
-      if (Number.isFinite(value)) return
-      throw new Rejection(`a non-finite number (${value})`)
-    case 'object': {
-      if (value === null) return
-      if (depth > MAX_DEPTH) throw TOO_DEEP
-      if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) {
-          const item = value[i]
-          if (item === undefined) throw withKey(new Rejection(i in value ? 'an undefined array item' : 'a hole in an array'), i)
-          try {
-            assertPlainJson(item, depth + 1)
-          } catch (err) {
-            throw withKey(err, i)
-          }
-        }
-        return
+      if (value === 0) {
+        if (1 / value < 0) throw new Rejection('-0 (JSON stores it as 0)')
+        return '0'
       }
-      const proto = Object.getPrototypeOf(value)
-      if (proto !== Object.prototype && proto !== null) {
-        const name = proto && proto.constructor ? proto.constructor.name : 'object'
-        throw new Rejection(`a ${name}; only plain objects, arrays, strings, finite numbers, booleans and null are stored`)
+      if (!Number.isFinite(value)) throw new Rejection(`a non-finite number (${value})`)
+      // Small integers hit V8's number-string cache; JSON.stringify writes
+      // other numbers (timestamps, fractions) about twice as fast.
+      return (value | 0) === value ? '' + value : JSON.stringify(value)
+    case 'boolean':
+      return value ? 'true' : 'false'
+    case 'object':
+      if (value === null) return 'null'
+      if (depth > MAX_DEPTH) {
+        const rejection = new Rejection('nesting too deep')
+        rejection.containers = []
+        throw rejection
       }
-      for (const key in value) {
-        if (!Object.prototype.hasOwnProperty.call(value, key)) continue
-        const item = /** @type {Record<string, unknown>} */ (value)[key]
-        if (item === undefined) continue
-        try {
-          assertPlainJson(item, depth + 1)
-        } catch (err) {
-          throw withKey(err, key)
-        }
-      }
-      return
-    }
+      return Array.isArray(value) ? serializeArray(value, depth) : serializeObject(value, depth, removed)
     default:
       throw new Rejection(`a ${typeof value}, which JSON cannot store`)
   }
 }
 
-const TOO_DEEP = new Rejection('nesting too deep')
+/** @param {unknown[]} array @param {number} depth */
+function serializeArray (array, depth) {
+  const proto = Object.getPrototypeOf(array)
+  if (proto !== Array.prototype) throw new Rejection(`${nameOf(proto)}, an Array subclass (${PLAIN})`)
+  if ('toJSON' in array) throw new Rejection('a toJSON method (JSON would store what it returns)')
+  const n = array.length
+  let json = '['
+  for (let i = 0; i < n; i++) {
+    try {
+      const item = array[i]
+      if (item === undefined) throw new Rejection(i in array ? 'an undefined array item' : 'a hole in an array')
+      json += (i === 0 ? '' : ',') + serialize(item, depth + 1, undefined)
+    } catch (err) {
+      throw withKey(err, i, array)
+    }
+  }
+  // JSON keeps the elements only.
+  if (Object.keys(array).length !== n || Object.getOwnPropertySymbols(array).length !== 0) {
+    throw new Rejection(`a property that is not an element of the array, ${extraName(array, n)} (JSON drops it)`)
+  }
+  return json + ']'
+}
 
-/** @param {unknown} err @param {string | number} key */
-function withKey (err, key) {
-  if (err instanceof Rejection && err !== TOO_DEEP) err.path.push(key)
-  return err
+/** @param {object} object @param {number} depth @param {string[] | undefined} removed */
+function serializeObject (object, depth, removed) {
+  const proto = Object.getPrototypeOf(object)
+  if (proto !== Object.prototype && proto !== null) {
+    throw new Rejection(`${nameOf(proto)} (${PLAIN})`)
+  }
+  if ('toJSON' in object) throw new Rejection('a toJSON method (JSON would store what it returns)')
+  let json = '{'
+  let own = 0
+  for (const key in object) {
+    if (!hasOwn.call(object, key)) continue
+    own++
+    try {
+      const item = /** @type {Record<string, unknown>} */ (object)[key]
+      if (item === undefined) {
+        if (removed !== undefined) removed.push(key)
+        continue
+      }
+      json += (json.length === 1 ? '' : ',') + (NEEDS_ESCAPE.test(key) ? JSON.stringify(key) : `"${key}"`) + ':' + serialize(item, depth + 1, undefined)
+    } catch (err) {
+      throw withKey(err, key, object)
+    }
+  }
+  // JSON keeps own enumerable string-keyed properties only.
+  if (Object.getOwnPropertyNames(object).length !== own) throw new Rejection(`a non-enumerable property, ${hiddenName(object)} (JSON drops it)`)
+  if (Object.getOwnPropertySymbols(object).length !== 0) throw new Rejection('a symbol-keyed property (JSON drops it)')
+  return json + '}'
+}
+
+/** @param {object | null} proto */
+function nameOf (proto) {
+  const name = proto && typeof proto.constructor === 'function' ? proto.constructor.name : ''
+  return name ? `a ${name}` : 'an object with another prototype'
+}
+
+/** The name of a property of an array that is not one of its elements. @param {unknown[]} array @param {number} n */
+function extraName (array, n) {
+  for (const key of Object.keys(array)) if (!(String(Number(key)) === key && Number(key) < n)) return JSON.stringify(key)
+  return 'a symbol-keyed one'
+}
+
+/** The name of a non-enumerable own property. @param {object} object */
+function hiddenName (object) {
+  for (const key of Object.getOwnPropertyNames(object)) if (!Object.prototype.propertyIsEnumerable.call(object, key)) return JSON.stringify(key)
+  return 'one'
 }
 
 /**
- * The path to the first value that contains itself, or null.
- * @param {unknown} value @param {(string | number)[]} path @param {Set<object>} ancestors
- * @returns {(string | number)[] | null}
+ * Add the key of the level the rejection passes (a Rejection for whatever
+ * else was thrown: a getter, a Proxy trap).
+ * @param {unknown} err @param {string | number} key @param {object} container
  */
-function findCycle (value, path, ancestors) {
-  if (value === null || typeof value !== 'object') return null
-  if (ancestors.has(value)) return path
-  ancestors.add(value)
-  for (const key of Object.keys(value)) {
-    const found = findCycle(/** @type {any} */ (value)[key], [...path, Array.isArray(value) ? Number(key) : key], ancestors)
-    if (found) return found
+function withKey (err, key, container) {
+  const rejection = err instanceof Rejection ? err : new Rejection(`a value that threw when read (${errorMessage(err)})`, err)
+  rejection.path.push(key)
+  if (rejection.containers !== null) rejection.containers.push(container)
+  return rejection
+}
+
+/**
+ * The LEVELKIT_INVALID error for what serialize() threw.
+ * @param {unknown} err @param {string} what
+ */
+function refusal (err, what) {
+  const rejection = err instanceof Rejection ? err : new Rejection(`a value that threw when read (${errorMessage(err)})`, err)
+  const path = rejection.path.reverse()
+  if (rejection.containers !== null) {
+    // Nested too deep: a cycle if a container on the way down is one of
+    // its own ancestors (they were read on the way down; none is read again).
+    const containers = rejection.containers.reverse()
+    const seen = new Set()
+    for (let i = 0; i < containers.length; i++) {
+      if (seen.has(containers[i])) {
+        const cycle = path.slice(0, i)
+        return invalid(`${what} has a circular reference at ${pathString(cycle)}`, { path: cycle })
+      }
+      seen.add(containers[i])
+    }
+    return invalid(`${what} is nested more than ${MAX_DEPTH} levels deep`)
   }
-  ancestors.delete(value)
-  return null
+  return invalid(`${what} has ${rejection.reason} at ${pathString(path)}`, { path, cause: rejection.cause })
 }
 
 /** @param {(string|number)[]} path */

@@ -1,5 +1,6 @@
 import { WriteScope } from './write-scope.js'
 import { invalid } from './errors.js'
+import { readInput } from './common.js'
 import { currentScope } from '#context'
 
 /**
@@ -30,11 +31,13 @@ function runWrite (writer, scope, fn) {
  * @returns {WriteScope}
  */
 function assertScope (writer, w) {
-  if (!(w instanceof WriteScope) || w.writer !== writer) {
+  // A Proxy's getPrototypeOf trap runs for instanceof: it may throw.
+  if (!readInput('The argument of in(w)', () => w instanceof WriteScope) || /** @type {WriteScope} */ (w).writer !== writer) {
     throw invalid('in(w) takes the write scope that db.write() passes to its callback, for the same database')
   }
-  w.assertOpen()
-  return w
+  const scope = /** @type {WriteScope} */ (w)
+  scope.assertOpen()
+  return scope
 }
 
 const kModel = Symbol('model')

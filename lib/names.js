@@ -1,4 +1,5 @@
 import { invalid } from './errors.js'
+import { describe } from './common.js'
 
 // Sublevel names may only use bytes 0x23..0x7E. Model names are narrower still:
 // '.' is reserved so that a model's own namespaces ('users.idx.email',
@@ -12,7 +13,7 @@ const MODEL_NAME = /^[A-Za-z0-9_][A-Za-z0-9_:-]{0,63}$/
  */
 export function assertName (name, kind) {
   if (typeof name !== 'string' || !MODEL_NAME.test(name)) {
-    throw invalid(`${kind} name must be 1-64 characters of A-Z a-z 0-9 _ : - (not starting with : or -), got ${JSON.stringify(name)}`, { name })
+    throw invalid(`${kind} name must be 1-64 characters of A-Z a-z 0-9 _ : - (not starting with : or -), got ${describe(name)}`, { name })
   }
   return name
 }

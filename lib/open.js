@@ -1,6 +1,7 @@
 import { invalid, levelkitError, codes } from './errors.js'
 import { Database } from './database.js'
 import { optionsOf, optionsObject } from './options.js'
+import { describe, errorMessage, isLevelkitError, readInput } from './common.js'
 
 /**
  * @typedef {(location: string | undefined, options: object) => Promise<any>} BackendFactory
@@ -16,7 +17,9 @@ import { optionsOf, optionsObject } from './options.js'
  * @returns {Promise<Database>}
  */
 export async function openIn (environment, options) {
-  const { backend: named, location, db, syncReads, readCache, readCacheBytes, ...levelOptions } = optionsObject(options, 'open()')
+  // Read once (a copy); the backend's own options are passed on from it.
+  const given = optionsObject(options, 'open()')
+  const { backend: named, location, db, syncReads, readCache, readCacheBytes, ...levelOptions } = given
   if (syncReads !== undefined && typeof syncReads !== 'boolean') throw invalid('The syncReads option must be a boolean')
   if (readCache !== undefined && !(Number.isSafeInteger(readCache) && readCache >= 0)) {
     throw invalid('The readCache option must be a non-negative integer (values kept per namespace; 0 turns the cache off)')
@@ -28,22 +31,33 @@ export async function openIn (environment, options) {
   if (db !== undefined) {
     if (named !== undefined || location !== undefined) throw invalid('Pass either { db } or { backend, location }, not both')
     // Other options go to the backend levelkit opens: with { db } there is none.
-    optionsOf(options, 'open()', 'open() with { db }')
+    optionsOf(given, 'open()', 'open() with { db }')
     assertAbstractLevel3(db)
-    if (db.status === 'opening') await db.open()
-    if (db.status !== 'open') await db.open()
+    try {
+      if (db.status === 'opening') await db.open()
+      if (db.status !== 'open') await db.open()
+    } catch (err) {
+      if (isLevelkitError(err)) throw err
+      throw invalid(`The database passed as the db option could not be opened: ${errorMessage(err)}`, { cause: err })
+    }
     return new Database(db, { syncReads, readCache, readCacheBytes, ownsLevel: false })
   }
 
   const backend = named === undefined ? environment.defaultBackend({ location }) : named
-  const factory = Object.prototype.hasOwnProperty.call(environment.backends, backend) ? environment.backends[backend] : undefined
+  const factory = typeof backend === 'string' && Object.prototype.hasOwnProperty.call(environment.backends, backend) ? environment.backends[backend] : undefined
   if (!factory) {
-    throw invalid(`Unknown backend ${JSON.stringify(backend)}: use one of ${Object.keys(environment.backends).map(b => `'${b}'`).join(', ')}, or pass { db }`)
+    throw invalid(`Unknown backend ${describe(backend)}: use one of ${Object.keys(environment.backends).map(b => `'${b}'`).join(', ')}, or pass { db }`)
   }
   if (location !== undefined && (typeof location !== 'string' || location === '')) {
-    throw invalid('The location option must be a non-empty string')
+    throw invalid(`The location option must be a non-empty string, got ${describe(location)}`)
   }
-  const level = await factory(location, levelOptions)
+  let level
+  try {
+    level = await factory(location, levelOptions)
+  } catch (err) {
+    if (isLevelkitError(err)) throw err
+    throw invalid(`The ${backend} backend refused its options: ${errorMessage(err)}`, { cause: err, backend })
+  }
   try {
     await level.open()
   } catch (err) {
@@ -51,7 +65,7 @@ export async function openIn (environment, options) {
     if (cause && cause.code === 'LEVEL_LOCKED') {
       throw levelkitError(codes.LOCKED, `The database at ${location} is in use by another process (or another open database in this one)`, { cause: err, location })
     }
-    throw err
+    throw levelkitError(codes.BACKEND_UNAVAILABLE, `The ${backend} backend could not open the database${location === undefined ? '' : ` at ${describe(location)}`}: ${errorMessage(cause || err)}`, { cause: err, backend, location })
   }
   return new Database(level, { syncReads, readCache, readCacheBytes })
 }
@@ -60,6 +74,20 @@ export async function openIn (environment, options) {
 export function requireLocation (backend, location) {
   if (typeof location !== 'string') throw invalid(`The ${backend} backend needs a location`)
   return location
+}
+
+/**
+ * A location that is a directory path: no NUL character, and well-formed
+ * UTF-16 (a lone surrogate would silently become U+FFFD in the path, so two
+ * locations would name one directory).
+ * @param {string} backend @param {unknown} location
+ */
+export function requirePath (backend, location) {
+  const path = requireLocation(backend, location)
+  if (path.includes('\u0000') || !path.isWellFormed()) {
+    throw invalid(`The ${backend} location must be a path without NUL characters or lone surrogates, got ${describe(path)}`)
+  }
+  return path
 }
 
 /**
@@ -76,9 +104,9 @@ export async function loadBackend (backend, packageName, load) {
 
 /** @param {any} db */
 function assertAbstractLevel3 (db) {
-  const ok = db !== null && typeof db === 'object' &&
+  const ok = db !== null && typeof db === 'object' && readInput('The db option', () =>
     typeof db.sublevel === 'function' && typeof db.batch === 'function' &&
     db.supports !== null && typeof db.supports === 'object' &&
-    db.hooks !== undefined && typeof db.snapshot === 'function'
+    db.hooks !== undefined && typeof db.snapshot === 'function')
   if (!ok) throw invalid('The db option must be an abstract-level 3 database (level 10, classic-level 3, memory-level 3, browser-level 3, ...)')
 }

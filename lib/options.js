@@ -1,5 +1,5 @@
 import { invalid } from './errors.js'
-import { describe } from './common.js'
+import { describe, readInput } from './common.js'
 
 // Bounds over the keys a query ranges over (lib/bounds.js), and how much of
 // the range it reads, in which order, from where.
@@ -32,9 +32,10 @@ export const OPTIONS = Object.freeze({
 /** @typedef {keyof typeof OPTIONS} Call */
 
 /**
- * The options object passed to `call`, or {} for none; throws
- * LEVELKIT_INVALID for anything but a plain object (null, an array, a
- * string...) or an option the call does not take, naming it.
+ * The options object passed to `call`, read once (see optionsObject()), or
+ * {} for none; throws LEVELKIT_INVALID for anything but a plain object
+ * (null, an array, a string...) or an option the call does not take, naming
+ * it.
  * @param {unknown} options
  * @param {Call} call
  * @param {string} [what] names the call in messages, e.g. a model's declaration
@@ -52,14 +53,18 @@ export function optionsOf (options, call, what = call) {
 
 /**
  * An options object whose every option is the caller's to judge (passed
- * through): a plain object, or {} for none.
+ * through): a plain object, or {} for none. What is returned is a copy of
+ * its own enumerable properties, each read once, when the call is made:
+ * nothing reads the caller's object again, so an option cannot change
+ * between being checked and being used, and a getter or a Proxy trap that
+ * throws is LEVELKIT_INVALID.
  * @param {unknown} options @param {string} what
  * @returns {any}
  */
 export function optionsObject (options, what) {
   if (options === undefined) return {}
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+  if (options === null || typeof options !== 'object' || readInput(`The options of ${what}`, () => Array.isArray(options))) {
     throw invalid(`${what} takes an options object, got ${describe(options)}`)
   }
-  return options
+  return readInput(`The options of ${what}`, () => ({ ...options }))
 }

@@ -1,5 +1,6 @@
-import { encode, encodeItems, decode, ARRAY_START, ARRAY_END } from './tuple.js'
+import { encode, encodeItems, ARRAY_START, ARRAY_END } from './tuple.js'
 import { compareBytes, concatBytes } from './bytes.js'
+import { decodeKey, decodeList, checkNumberList } from './stored.js'
 import { Namespace } from './namespace.js'
 import { tupleBounds, within } from './bounds.js'
 import { after } from './model-handle.js'
@@ -67,7 +68,7 @@ export class EdgeDirection {
    */
   async others (scope, head) {
     const entries = await scope.entries(this.namespace, tupleBounds([head], {}), { values: false })
-    return entries.map(([key]) => /** @type {unknown[]} */ (decode(key))[1])
+    return entries.map(([key]) => /** @type {unknown[]} */ (decodeKey(key, this.namespace))[1])
   }
 
   /** @param {WriteScope} scope @param {unknown} head @param {unknown[]} others */
@@ -101,10 +102,11 @@ export class ListDirection {
    * @returns {boolean | Promise<boolean>}
    */
   has (read, head, other) {
-    return after(read(this.namespace, encode(head)), (/** @type {Uint8Array | undefined} */ value) => {
+    const key = encode(head)
+    return after(read(this.namespace, key), (/** @type {Uint8Array | undefined} */ value) => {
       if (value === undefined) return false
-      if (this.sequenceIds) return numberPosition(value, encode(other)) >= 0
-      return indexOf(decodeList(value), other) >= 0
+      if (this.sequenceIds) return numberPosition(checkNumberList(value, NUMBER_BYTES, this.namespace, key), encode(other)) >= 0
+      return indexOf(decodeList(value, this.namespace, key), other) >= 0
     })
   }
 
@@ -114,7 +116,8 @@ export class ListDirection {
    * @returns {unknown[] | Promise<unknown[]>}
    */
   list (read, head) {
-    return after(read(this.namespace, encode(head)), decodeList)
+    const key = encode(head)
+    return after(read(this.namespace, key), (/** @type {Uint8Array | undefined} */ value) => this.#ids(value, key))
   }
 
   /**
@@ -127,10 +130,11 @@ export class ListDirection {
    * @returns {import('./query.js').ListedKeys | Promise<import('./query.js').ListedKeys>}
    */
   keysWithin (read, head, bounds) {
-    return after(read(this.namespace, encode(head)), (/** @type {Uint8Array | undefined} */ value) => {
+    const key = encode(head)
+    return after(read(this.namespace, key), (/** @type {Uint8Array | undefined} */ value) => {
       if (value === undefined) return []
-      if (this.sequenceIds) return new SequenceListKeys(value, head, bounds)
-      return decodeList(value).map(other => encode([head, other])).filter(key => within(key, bounds))
+      if (this.sequenceIds) return new SequenceListKeys(checkNumberList(value, NUMBER_BYTES, this.namespace, key), head, bounds)
+      return this.#ids(value, key).map(other => encode([head, other])).filter(item => within(item, bounds))
     })
   }
 
@@ -145,12 +149,12 @@ export class ListDirection {
     return after(scope.get(this.namespace, key), (/** @type {Uint8Array | undefined} */ value) => {
       if (this.sequenceIds) {
         const item = encode(other)
-        const at = value === undefined ? -1 : numberPosition(value, item)
+        const at = value === undefined ? -1 : numberPosition(checkNumberList(value, NUMBER_BYTES, this.namespace, key), item)
         if (at >= 0) return false
         scope.put(this.namespace, key, value === undefined ? listOf(item) : spliceBytes(value, 1 + (-at - 1) * NUMBER_BYTES, 0, item))
         return true
       }
-      const ids = decodeList(value)
+      const ids = this.#ids(value, key)
       const at = insertionPoint(ids, other)
       if (at < ids.length && compareIds(ids[at], other) === 0) return false
       ids.splice(at, 0, other)
@@ -169,13 +173,13 @@ export class ListDirection {
     return after(scope.get(this.namespace, key), (/** @type {Uint8Array | undefined} */ value) => {
       if (value === undefined) return false
       if (this.sequenceIds) {
-        const at = numberPosition(value, encode(other))
+        const at = numberPosition(checkNumberList(value, NUMBER_BYTES, this.namespace, key), encode(other))
         if (at < 0) return false
         if (value.length === 2 + NUMBER_BYTES) scope.del(this.namespace, key)
         else scope.put(this.namespace, key, spliceBytes(value, 1 + at * NUMBER_BYTES, NUMBER_BYTES))
         return true
       }
-      const ids = decodeList(value)
+      const ids = this.#ids(value, key)
       const at = indexOf(ids, other)
       if (at === -1) return false
       ids.splice(at, 1)
@@ -187,7 +191,17 @@ export class ListDirection {
 
   /** @param {WriteScope} scope @param {unknown} head @returns {Promise<unknown[]>} */
   async others (scope, head) {
-    return decodeList(await scope.get(this.namespace, encode(head)))
+    const key = encode(head)
+    return this.#ids(await scope.get(this.namespace, key), key)
+  }
+
+  /**
+   * The ids in a stored list (none when there is no list).
+   * @param {Uint8Array | undefined} value @param {Uint8Array} key
+   * @returns {unknown[]}
+   */
+  #ids (value, key) {
+    return value === undefined ? [] : decodeList(value, this.namespace, key)
   }
 
   /** @param {WriteScope} scope @param {unknown} head @param {unknown[]} others */
@@ -285,11 +299,6 @@ function spliceBytes (bytes, at, remove, insert) {
   if (insert) out.set(insert, at)
   out.set(bytes.subarray(at + remove), at + added)
   return out
-}
-
-/** @param {Uint8Array | undefined} value a stored list @returns {unknown[]} */
-function decodeList (value) {
-  return value === undefined ? [] : /** @type {unknown[]} */ (decode(value))
 }
 
 /**

@@ -1,11 +1,12 @@
-import { encode, decode } from './tuple.js'
+import { encode } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
+import { decodeKey } from './stored.js'
 import { assertName, layout } from './names.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
-import { describe, isDefined } from './common.js'
-import { optionsOf, RANGE } from './options.js'
+import { describe, isDefined, elementsOf } from './common.js'
+import { optionsOf, optionsObject, RANGE } from './options.js'
 import { EdgeDirection, ListDirection } from './relation-directions.js'
 
 const ON_DELETE = ['cascade', 'restrict']
@@ -35,18 +36,19 @@ export class RelationModel {
    */
   constructor (db, name, options, modelOf) {
     assertName(name, 'Relation')
-    const { from, to, onDelete = 'cascade', lists = [] } = optionsOf(options, 'db.relation()', `Relation "${name}"`)
+    const { from, to, onDelete = 'cascade', lists: listsOption = [] } = optionsOf(options, 'db.relation()', `Relation "${name}"`)
     this.name = name
     this.writer = db.writer
     this.root = db.level
     this.from = modelOf(from)
     this.to = modelOf(to)
-    const policy = typeof onDelete === 'string' ? { from: onDelete, to: onDelete } : onDelete
-    if (policy === null || typeof policy !== 'object' || !ON_DELETE.includes(policy.from) || !ON_DELETE.includes(policy.to)) {
+    const policy = typeof onDelete === 'string' ? { from: onDelete, to: onDelete } : optionsObject(onDelete, `The onDelete option of relation "${name}"`)
+    if (!ON_DELETE.includes(policy.from) || !ON_DELETE.includes(policy.to)) {
       throw invalid(`The onDelete option of relation "${name}" must be 'cascade', 'restrict' or { from, to } of those`)
     }
     this.onDelete = { from: policy.from, to: policy.to }
-    if (!Array.isArray(lists) || lists.some(side => !LIST_SIDES.includes(side)) || new Set(lists).size !== lists.length) {
+    const lists = elementsOf(listsOption, `The lists option of relation "${name}"`)
+    if (lists.some(side => !LIST_SIDES.includes(/** @type {string} */ (side))) || new Set(lists).size !== lists.length) {
       throw invalid(`The lists option of relation "${name}" must be an array of 'from' and/or 'to'`)
     }
     const cache = db.readCache
@@ -82,11 +84,10 @@ export class RelationModel {
   /**
    * Add edges from `fromId` to each of `toIds`, in order, as one operation:
    * all of them or, if one endpoint is missing, none.
-   * @param {WriteScope} scope @param {unknown} fromId @param {unknown} toIds
+   * @param {WriteScope} scope @param {unknown} fromId @param {unknown[]} toIds read at the door (see Relation.addMany())
    * @returns {number | Promise<number>} how many edges are new
    */
   addMany (scope, fromId, toIds) {
-    if (!Array.isArray(toIds)) throw invalid(`Relation "${this.name}": addMany() takes an array of "${this.to.name}" ids`)
     for (const toId of toIds) this.checkIds(fromId, toId)
     let added = 0
     /** @param {number} i @returns {number | Promise<number>} */
@@ -194,6 +195,7 @@ export class RelationModel {
    * @param {(() => Promise<boolean>) | undefined} prepare
    */
   query (direction, keyed, id, options, prepare) {
+    id = keyed.idArg(id)
     keyed.keyOf(id)
     const namespace = direction.namespace
     /** @type {import('./query.js').QuerySource['keys']} */
@@ -212,7 +214,7 @@ export class RelationModel {
     } else if (namespace.listCache !== null && whole) {
       const edges = /** @type {EdgeDirection} */ (direction)
       // A copy: the cache keeps the list, and all() may reverse what it gets.
-      list = () => edges.namespace.listUnder(id, otherIds).then(others => others.slice())
+      list = () => edges.namespace.listUnder(id, keys => keys.map(key => /** @type {unknown[]} */ (decodeKey(key, namespace))[1])).then(others => others.slice())
     }
     return new Query({
       list,
@@ -225,16 +227,11 @@ export class RelationModel {
       consistent: false,
       prepare,
       load: entries => entries.map(([key]) => {
-        const other = /** @type {unknown[]} */ (decode(key))[1]
+        const other = /** @type {unknown[]} */ (decodeKey(key, namespace))[1]
         return [other, other, key]
       })
     }, options)
   }
-}
-
-/** @param {Uint8Array[]} keys raw [head, other] keys @returns {unknown[]} the others */
-function otherIds (keys) {
-  return keys.map(key => /** @type {unknown[]} */ (decode(key))[1])
 }
 
 /** @param {unknown} id */
@@ -246,7 +243,12 @@ function isSequenceId (id) {
 export class Relation extends ModelHandle {
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} true if the edge is new */
   add (fromId, toId) {
-    return writeThrough(this, scope => modelOf(this).add(scope, fromId, toId))
+    return promised(() => {
+      const model = modelOf(this)
+      const from = model.from.idArg(fromId)
+      const to = model.to.idArg(toId)
+      return writeThrough(this, scope => model.add(scope, from, to))
+    })
   }
 
   /**
@@ -254,22 +256,34 @@ export class Relation extends ModelHandle {
    * @returns {Promise<number>} how many of the edges are new; none is added if an endpoint is missing
    */
   addMany (fromId, toIds) {
-    return writeThrough(this, scope => modelOf(this).addMany(scope, fromId, toIds))
+    return promised(() => {
+      const model = modelOf(this)
+      const from = model.from.idArg(fromId)
+      const to = elementsOf(toIds, `The "${model.to.name}" ids passed to addMany() of relation "${model.name}"`).map(id => model.to.idArg(id))
+      return writeThrough(this, scope => model.addMany(scope, from, to))
+    })
   }
 
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} true if the edge existed */
   remove (fromId, toId) {
-    return writeThrough(this, scope => modelOf(this).remove(scope, fromId, toId))
+    return promised(() => {
+      const model = modelOf(this)
+      const from = model.from.idArg(fromId)
+      const to = model.to.idArg(toId)
+      return writeThrough(this, scope => model.remove(scope, from, to))
+    })
   }
 
   /** @param {unknown} fromId @param {unknown} toId @returns {Promise<boolean>} */
   has (fromId, toId) {
     return promised(() => {
       const model = modelOf(this)
-      model.checkIds(fromId, toId)
+      const from = model.from.idArg(fromId)
+      const to = model.to.idArg(toId)
+      model.checkIds(from, to)
       const read = (/** @type {import('./namespace.js').Namespace} */ namespace, /** @type {Uint8Array} */ key) => readThrough(this, namespace, key)
-      if (model.forward.kind === 'lists' && model.reverse.kind === 'edges') return model.reverse.has(read, toId, fromId)
-      return model.forward.has(read, fromId, toId)
+      if (model.forward.kind === 'lists' && model.reverse.kind === 'edges') return model.reverse.has(read, to, from)
+      return model.forward.has(read, from, to)
     })
   }
 

@@ -1,5 +1,5 @@
 import { invalid } from './errors.js'
-import { describe } from './common.js'
+import { describe, errorMessage, isLevelkitError } from './common.js'
 
 /**
  * Ordered tuple key codec.
@@ -95,12 +95,13 @@ const hasWellFormed = typeof String.prototype.isWellFormed === 'function'
 const LONE_SURROGATE = /\p{Surrogate}/u
 
 // Encoder state: one growable scratch buffer shared by all calls. encode()
-// is synchronous and the only user code it can run is array index getters or
-// Proxy traps, so it is not re-entered while the scratch is in use (an
-// accessor that itself calls encode() would corrupt the outer key).
+// is synchronous; the only user code it can run is array index getters and
+// Proxy traps, and one of those that encodes a key itself gets a scratch of
+// its own (see aside()), so the outer key is not corrupted.
 let buf = new Uint8Array(INITIAL_SCRATCH)
 let view = new DataView(buf.buffer)
 let pos = 0
+let busy = false
 
 // Decoder state, also module-level to avoid passing a cursor around.
 /** @type {Uint8Array} */
@@ -116,12 +117,18 @@ const f64View = new DataView(f64.buffer)
  * into a LEVELKIT_INVALID error at the public entry point.
  */
 class Rejection {
-  /** @param {string} reason */
-  constructor (reason) {
+  /** @param {string} reason @param {unknown} [cause] what reading the value threw */
+  constructor (reason, cause) {
     this.reason = reason
+    this.cause = cause
     /** @type {number[]} */
     this.path = []
   }
+}
+
+/** A Rejection for what reading a value threw. @param {unknown} err */
+function unreadable (err) {
+  return err instanceof Rejection ? err : new Rejection(`a value that threw when read (${errorMessage(err)})`, err)
 }
 
 /**
@@ -132,13 +139,63 @@ class Rejection {
  * @throws {Error} code LEVELKIT_INVALID for unsupported values
  */
 export function encode (value) {
+  if (busy) return aside(() => encode(value))
+  busy = true
   pos = 0
   try {
     writeValue(value, false, 0)
   } catch (err) {
     throw translate(err, 'encode')
+  } finally {
+    busy = false
   }
   return finish()
+}
+
+/**
+ * Run an encode that user code started while another one is writing into
+ * the scratch (a getter of the outer value that encodes a key), on a scratch
+ * of its own.
+ * @param {() => Uint8Array} encodeIt
+ */
+function aside (encodeIt) {
+  const outer = { buf, view, pos }
+  buf = new Uint8Array(INITIAL_SCRATCH)
+  view = new DataView(buf.buffer)
+  busy = false
+  try {
+    return encodeIt()
+  } finally {
+    buf = outer.buf
+    view = outer.view
+    pos = outer.pos
+    busy = true
+  }
+}
+
+/**
+ * A key value a caller passed, read once: a value that is not a primitive
+ * (an array, bytes) is replaced by a frozen copy decoded from its encoding,
+ * so every later encoding of it gives the same bytes, whatever the caller's
+ * value does (an element getter, a Proxy, a change after the call).
+ * Primitives cannot change: they are returned as they are (and checked
+ * where they are encoded).
+ * @param {unknown} value
+ * @param {{ keyOf: (value: unknown) => Uint8Array }} model encodes it, with the model's error message
+ * @returns {unknown}
+ */
+export function snapshot (value, model) {
+  if (value === null || typeof value !== 'object') return value
+  return freezeArrays(decode(model.keyOf(value)))
+}
+
+/** @param {unknown} value */
+function freezeArrays (value) {
+  if (Array.isArray(value)) {
+    for (const item of value) freezeArrays(item)
+    Object.freeze(value)
+  }
+  return value
 }
 
 /**
@@ -158,11 +215,15 @@ export function encodeItems (values) {
   if (!Array.isArray(values)) {
     throw invalid(`encodeItems() expects an array, got ${describe(values)}`)
   }
+  if (busy) return aside(() => encodeItems(values))
+  busy = true
   pos = 0
   try {
     writeItems(values, 1)
   } catch (err) {
     throw translate(err, 'encodeItems')
+  } finally {
+    busy = false
   }
   return finish()
 }
@@ -203,6 +264,26 @@ export function decode (bytes) {
   input = buf // don't keep the caller's bytes alive
   if (at !== end) throw malformed('unexpected bytes after the value', at)
   return value
+}
+
+/**
+ * decode() for bytes a caller passed (the exported decodeTuple): whatever
+ * reading them throws (a Proxy of a Uint8Array, say) is LEVELKIT_INVALID.
+ * @param {Uint8Array} bytes
+ * @returns {any}
+ */
+export function decodeTuple (bytes) {
+  let copy
+  try {
+    if (!isBytes(bytes)) throw invalid(`decodeTuple() expects a Uint8Array, got ${describe(bytes)}`)
+    // A copy of our own: decoding it runs no code of the caller's (a Proxy
+    // trap that decodes too would move the shared cursor).
+    copy = new Uint8Array(bytes)
+  } catch (err) {
+    if (isLevelkitError(err)) throw err
+    throw invalid(`decodeTuple() could not read its argument: ${errorMessage(err)}`, { cause: err })
+  }
+  return decode(copy)
 }
 
 /**
@@ -300,8 +381,9 @@ function writeItems (values, depth) {
       writeValue(item, true, depth)
     }
   } catch (err) {
-    if (err instanceof Rejection) err.path.unshift(i)
-    throw err
+    const rejection = unreadable(err)
+    rejection.path.unshift(i)
+    throw rejection
   }
 }
 
@@ -612,13 +694,21 @@ function isBytes (value) {
 }
 
 /**
+ * The error for a value encode() refused, or that threw while it was read
+ * (a getter, a Proxy trap): LEVELKIT_INVALID either way, with `path` (the
+ * array indexes to the bad element) and `reason`.
  * @param {unknown} err
  * @param {string} fn
  */
 function translate (err, fn) {
-  if (!(err instanceof Rejection)) return err
-  const where = err.path.length ? ` at index [${err.path.join('][')}]` : ''
-  return invalid(`${fn}() cannot encode${where}: ${err.reason}`, { path: err.path })
+  // A failed encode may have grown the scratch for a huge value.
+  if (buf.length > MAX_KEPT_SCRATCH) {
+    buf = new Uint8Array(INITIAL_SCRATCH)
+    view = new DataView(buf.buffer)
+  }
+  const rejection = unreadable(err)
+  const where = rejection.path.length ? ` at index [${rejection.path.join('][')}]` : ''
+  return invalid(`${fn}() cannot encode${where}: ${rejection.reason}`, { cause: rejection.cause, path: rejection.path, reason: rejection.reason })
 }
 
 /** @param {string} what @param {number} offset */

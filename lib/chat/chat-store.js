@@ -3,6 +3,8 @@ import { dummyHash, parseHash, schemeOf } from './password-format.js'
 import { invalid, levelkitError, codes } from '../errors.js'
 import { promised } from '../model-handle.js'
 import { layout } from '../names.js'
+import { describe, readInput, elementsOf } from '../common.js'
+import { optionsObject as copyOf } from '../options.js'
 
 const DEFAULTS = Object.freeze({
   maxMembers: 30,
@@ -59,10 +61,12 @@ export class ChatStore {
    * @param {Partial<typeof DEFAULTS>} [options]
    */
   constructor (db, options = {}) {
+    if (!isDatabase(db)) throw invalid(`new ChatStore(db) takes a levelkit database, as open() resolves with, got ${describe(db)}`)
     if (options === null || typeof options !== 'object') throw invalid('ChatStore options must be an object')
-    const unknown = Object.keys(options).filter(key => !(key in DEFAULTS))
+    const given = copyOf(options, 'new ChatStore()')
+    const unknown = Object.keys(given).filter(key => !(key in DEFAULTS))
     if (unknown.length > 0) throw invalid(`Unknown ChatStore option(s): ${unknown.join(', ')}`)
-    const settings = { ...DEFAULTS, ...options, passwordCost: passwordCostOption(options.passwordCost) }
+    const settings = { ...DEFAULTS, ...given, passwordCost: passwordCostOption(given.passwordCost) }
     for (const key of ['maxMembers', 'maxMessageLength', 'maxUsernameLength', 'maxChatNameLength']) {
       const value = /** @type {any} */ (settings)[key]
       if (!Number.isSafeInteger(value) || value < 2) throw invalid(`The ${key} option must be an integer of at least 2`)
@@ -348,6 +352,7 @@ export class ChatStore {
    */
   async getUserFromSession (sessionId, now = Date.now()) {
     if (typeof sessionId !== 'string') throw invalid('sessionId must be a string')
+    if (typeof now !== 'number' || !Number.isFinite(now)) throw invalid(`now must be a finite number, got ${describe(now)}`)
     const session = await this.sessions.get(sessionId)
     return session && session.expiry > now ? session.userId : null
   }
@@ -389,9 +394,7 @@ export class ChatStore {
     const { name, adminId, userIds = [], password } = optionsObject(chat, 'createChat()')
     const chatName = this.#chatName(name)
     assertId(adminId, 'adminId')
-    if (!Array.isArray(userIds)) throw invalid('userIds must be an array of user ids')
-    for (const id of userIds) assertId(id, 'user id')
-    const members = Array.from(new Set([adminId, ...userIds])).sort(byNumber)
+    const members = Array.from(new Set([adminId, ...idList(userIds, 'userIds')])).sort(byNumber)
     if (members.length > this.options.maxMembers) throw limit(`A chat holds at most ${this.options.maxMembers} members`)
     let passwordHash = null
     if (password !== undefined) {
@@ -524,16 +527,15 @@ export class ChatStore {
    * @returns {Promise<number>} the message id: 1, 2, 3, ... per chat, without gaps
    */
   async addChatMessage (message) {
-    const { chatId, senderId, text, timestamp = Date.now(), recipients } = optionsObject(message, 'addChatMessage()')
+    const { chatId, senderId, text, timestamp = Date.now(), recipients: recipientList } = optionsObject(message, 'addChatMessage()')
     assertId(chatId, 'chatId')
     assertId(senderId, 'senderId')
     if (typeof text !== 'string' || text.length === 0) throw invalid('text must be a non-empty string')
     if (characters(text) > this.options.maxMessageLength) throw invalid(`A message is at most ${this.options.maxMessageLength} characters`)
     if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) throw invalid('timestamp must be a finite number')
-    if (recipients !== undefined) {
-      if (!Array.isArray(recipients) || recipients.length === 0) throw invalid('recipients must be a non-empty array of user ids')
-      for (const id of recipients) assertId(id, 'recipient id')
-    }
+    // Read now: the write below runs later, and must use what was checked.
+    const recipients = recipientList === undefined ? undefined : idList(recipientList, 'recipients')
+    if (recipients !== undefined && recipients.length === 0) throw invalid('recipients must be a non-empty array of user ids')
     return this.db.write(async (w) => {
       const chats = this.chats.in(w)
       const chat = await chats.get(chatId)
@@ -702,14 +704,15 @@ export class ChatStore {
 function passwordCostOption (option) {
   if (option === undefined) return { ...DEFAULTS.passwordCost }
   if (option === null || typeof option !== 'object') throw invalid('The passwordCost option must be an object')
-  const unknown = Object.keys(option).filter(key => !(key in DEFAULTS.passwordCost))
+  const given = copyOf(option, 'The passwordCost option')
+  const unknown = Object.keys(given).filter(key => !(key in DEFAULTS.passwordCost))
   if (unknown.length > 0) throw invalid(`Unknown passwordCost field(s): ${unknown.join(', ')}`)
-  const cost = { ...DEFAULTS.passwordCost, ...option }
+  const cost = { ...DEFAULTS.passwordCost, ...given }
   if (!Number.isSafeInteger(cost.scryptN) || cost.scryptN < 2 || (cost.scryptN & (cost.scryptN - 1)) !== 0) {
-    throw invalid(`passwordCost.scryptN must be a power of 2, got ${cost.scryptN}`)
+    throw invalid(`passwordCost.scryptN must be a power of 2, got ${describe(cost.scryptN)}`)
   }
   if (!Number.isSafeInteger(cost.pbkdf2Iterations) || cost.pbkdf2Iterations < 1) {
-    throw invalid(`passwordCost.pbkdf2Iterations must be a positive integer, got ${cost.pbkdf2Iterations}`)
+    throw invalid(`passwordCost.pbkdf2Iterations must be a positive integer, got ${describe(cost.pbkdf2Iterations)}`)
   }
   return cost
 }
@@ -780,8 +783,29 @@ function publicChat (chat) {
 
 /** @param {unknown} id @param {string} what @returns {number} */
 function assertId (id, what) {
-  if (!Number.isSafeInteger(id) || /** @type {number} */ (id) < 1) throw invalid(`${what} must be a positive integer, got ${String(id)}`)
+  if (!Number.isSafeInteger(id) || /** @type {number} */ (id) < 1) throw invalid(`${what} must be a positive integer, got ${describe(id)}`)
   return /** @type {number} */ (id)
+}
+
+/**
+ * Whether `db` looks like a levelkit Database (one from another copy of
+ * levelkit is one too).
+ * @param {unknown} db
+ */
+function isDatabase (db) {
+  return db !== null && typeof db === 'object' && readInput('The db argument of new ChatStore()', () => {
+    const value = /** @type {any} */ (db)
+    return typeof value.collection === 'function' && typeof value.relation === 'function' && typeof value.write === 'function' && typeof value.check === 'function'
+  })
+}
+
+/**
+ * An array of user ids, read once and checked.
+ * @param {unknown} ids @param {string} what
+ * @returns {number[]}
+ */
+function idList (ids, what) {
+  return elementsOf(ids, what).map(id => assertId(id, `${what} item`))
 }
 
 /** @param {unknown} password */
@@ -808,14 +832,15 @@ function randomId () {
 }
 
 /**
- * Options or a record argument: an object, or undefined for none.
+ * Options or a record argument: an object, or undefined for none, read once
+ * (a copy: see optionsObject() in lib/options.js).
  * @param {unknown} value @param {string} what
  * @returns {any}
  */
 function optionsObject (value, what) {
   if (value === undefined) return {}
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(`${what} takes an object`)
-  return value
+  if (value === null || typeof value !== 'object' || readInput(`The argument of ${what}`, () => Array.isArray(value))) throw invalid(`${what} takes an object`)
+  return copyOf(value, what)
 }
 
 /**
