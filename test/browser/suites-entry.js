@@ -1,11 +1,13 @@
-// The model conformance suite and the chat suite, unchanged, on IndexedDB in
-// a browser page: test/browser-suites-test.js bundles this file, opens it in
-// Chromium and calls window.levelkitTests.run().
+// The model conformance suite, the chat suite and the hostile-input cases
+// (test/hostile/), unchanged, on IndexedDB in a browser page:
+// test/browser-suites-test.js bundles this file, opens it in Chromium and
+// calls window.levelkitTests.run().
 
 import { test, run } from './harness.js'
 import { open } from '../../browser.js'
 import { conformance } from '../conformance/index.js'
 import { chatSuite } from '../chat/suite.js'
+import { hostileCases } from '../hostile/index.js'
 
 // A fresh IndexedDB database for every open(): the suites expect empty ones.
 const run_ = Math.random().toString(36).slice(2)
@@ -17,6 +19,7 @@ const common = {
 
 conformance(/** @type {any} */ (test), common)
 chatSuite(/** @type {any} */ (test), common)
+hostileCases(/** @type {any} */ (test), common)
 
 test('browser: open() picks IndexedDB and explains what it cannot do', async (/** @type {any} */ t) => {
   const db = await open()
