@@ -4,7 +4,7 @@ import type { AbstractLevel } from 'abstract-level'
  * Stable error codes carried by every levelkit error as `err.code`.
  */
 export declare const codes: Readonly<{
-  /** Bad input: wrong types, unsupported key values, invalid names, non-serializable values, failed validation. */
+  /** Bad input: wrong types, unsupported key values, invalid names, values JSON cannot store faithfully, failed validation, input that throws when read (a getter, a Proxy trap: it is the `cause`). */
   INVALID: 'LEVELKIT_INVALID'
   /** A unique index already holds the value. The error has `collection`, `index` and `value`. */
   UNIQUE: 'LEVELKIT_UNIQUE'
@@ -22,7 +22,7 @@ export declare const codes: Readonly<{
   NOT_OPEN: 'LEVELKIT_NOT_OPEN'
   /** The LevelDB location is held by another process (or another open database). */
   LOCKED: 'LEVELKIT_LOCKED'
-  /** The backend cannot run in this environment; the message names what is missing. */
+  /** The backend cannot run in this environment (the message names what is missing), or cannot open the database at the location (its error is the `cause`). */
   BACKEND_UNAVAILABLE: 'LEVELKIT_BACKEND_UNAVAILABLE'
   /** The operation was decided on top of an earlier write that failed: not written, or its refusal not given. */
   ABORTED: 'LEVELKIT_ABORTED'
