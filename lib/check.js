@@ -5,6 +5,7 @@ import { invalid } from './errors.js'
 import { assertNotClosed, clearReadCaches } from './namespace.js'
 import { parseBlock } from './child-layouts.js'
 import { optionsOf } from './options.js'
+import { describe } from './common.js'
 
 /**
  * @typedef {import('./namespace.js').Namespace} Namespace
@@ -125,6 +126,7 @@ async function scan (db, snapshot) {
   for (const { kind, model } of models) {
     if (kind === 'relation') await checkRelation(model, snapshot, existing, problem)
     if (kind === 'children') await checkChildren(model, snapshot, existing, problem)
+    if (kind === 'counter') await checkCounter(model, snapshot, problem)
   }
   return found
 }
@@ -224,8 +226,10 @@ async function checkCollection (model, snapshot, problem) {
     const sequence = /** @type {Namespace} */ (model.sequence)
     const key = encode('last')
     const stored = await sequence.read(key, false, snapshot ? { snapshot } : undefined)
-    const last = stored === undefined ? 0 : Number(stored)
-    if (maxId > last) {
+    const last = stored === undefined ? 0 : storedInteger(stored)
+    if (last === null) {
+      problem('invalid-sequence', sequence, key, `The sequence of "${model.name}" holds ${describe(stored)}, not an integer`, { type: 'put', namespace: sequence, key, value: String(maxId) })
+    } else if (maxId > last) {
       problem('sequence-behind', sequence, key, `The sequence of "${model.name}" is at ${last} but id ${maxId} exists`, { type: 'put', namespace: sequence, key, value: String(maxId) })
     }
   }
@@ -463,6 +467,11 @@ async function checkChildren (model, snapshot, existing, problem) {
   const purging = new Set()
   if (model.purge !== null) {
     for (const [key] of await readAll(model.purge, snapshot, false)) {
+      if (tryDecode(key) === INVALID) {
+        // The background purge could not tell whose children to delete.
+        problem('invalid-key', model.purge, key, `"${model.name}" keeps a purge marker under a key that is not a valid tuple`, { type: 'del', namespace: model.purge, key })
+        continue
+      }
       const parentKeyId = model.parent.records.keyId(key)
       if (parents.has(parentKeyId)) {
         problem('purge-of-live-parent', model.purge, key, `"${model.name}" of ${label(decode(key))} are marked for purging, but "${model.parent.name}" has that record`, { type: 'del', namespace: model.purge, key })
@@ -488,13 +497,19 @@ async function checkChildren (model, snapshot, existing, problem) {
       problem('orphan-sequence', model.sequence, key, `"${model.name}" keeps a sequence for ${label(parentId)}, which "${model.parent.name}" does not have`, { type: 'del', namespace: model.sequence, key })
       continue
     }
-    stored.set(parentKeyId, Number(value))
+    const last = storedInteger(value)
+    if (last === null) {
+      let max = 0
+      for (const seq of found.parents.get(parentKeyId)?.children.keys() ?? []) if (seq > max) max = seq
+      problem('invalid-sequence', model.sequence, key, `The "${model.name}" sequence of ${label(parentId)} holds ${describe(value)}, not an integer`, { type: 'put', namespace: model.sequence, key, value: String(max) })
+    }
+    stored.set(parentKeyId, last)
   }
   for (const [parentKeyId, { parentId, children }] of found.parents) {
     let max = 0
     for (const seq of children.keys()) if (seq > max) max = seq
     const last = stored.get(parentKeyId) || 0
-    if (max > last) {
+    if (max > last && stored.get(parentKeyId) !== null) {
       const key = encode(parentId)
       problem('sequence-behind', model.sequence, key, `The "${model.name}" sequence of ${label(parentId)} is at ${last} but item ${max} exists`, { type: 'put', namespace: model.sequence, key, value: String(max) })
     }
@@ -555,10 +570,13 @@ async function findChildren (model, snapshot, parents, purging, problem) {
   }
 
   const keyNamespace = model.keyPerChild.namespace
-  for (const [key, value] of await readAll(keyNamespace, snapshot, blocksInUse)) {
+  for (const [key, value] of await readAll(keyNamespace, snapshot)) {
     const owner = parentOf(keyNamespace, key, '')
     if (!owner) continue
     const [parentId, seq, parentKeyId] = owner
+    if (!blocksInUse && !isJson(value)) {
+      problem('invalid-child', keyNamespace, key, `"${model.name}" ${label(seq)} of ${label(parentId)} is not valid JSON`, null)
+    }
     // A child to move into a block is copied into it as text: one that is
     // not JSON would make the whole block unreadable, so it stays where it is.
     if (blocksInUse && !isJson(value)) {
@@ -679,6 +697,31 @@ function checkKeysPerChild (model, found, problem) {
     const needs = needsOf(seqs.map(seq => homes.get(keyNamespace.keyId(encode([parentId, seq])))))
     problem('child-in-old-layout', namespace, key, `"${model.name}" keeps a block from ${label(first)} of ${label(parentId)}, but keeps one key per child: the block is deleted once its children are moved`, { type: 'del', namespace, key, needs })
   }
+}
+
+/**
+ * Every counter must be kept under a tuple key, as an integer (a counter
+ * back at 0 is deleted, so 0 is never stored).
+ * @param {import('./counter.js').CounterModel} model @param {any} snapshot @param {Function} problem
+ */
+async function checkCounter (model, snapshot, problem) {
+  const namespace = model.namespace
+  for (const [key, value] of await readAll(namespace, snapshot)) {
+    if (tryDecode(key) === INVALID) {
+      problem('invalid-key', namespace, key, `Counter "${model.name}" has a key that is not a valid tuple`, { type: 'del', namespace, key })
+    } else if (storedInteger(value) === null) {
+      problem('invalid-counter', namespace, key, `Counter "${model.name}" holds ${describe(value)}, not an integer`, null)
+    }
+  }
+}
+
+/**
+ * A stored integer as levelkit writes it (String(n), a safe integer), or null.
+ * @param {string} text
+ */
+function storedInteger (text) {
+  const n = Number(text)
+  return Number.isSafeInteger(n) && String(n) === text ? n : null
 }
 
 /** @param {string} text */

@@ -129,6 +129,40 @@ export default function (test, common) {
     await db.close()
   })
 
+  test(`${common.backend}: check() finds sequences, children, counters and purge markers that do not parse`, async t => {
+    const db = await common.open()
+    const users = usersSchema(db)
+    const chats = db.collection('chats')
+    const notes = db.children('notes', { parent: chats })
+    const posts = db.children('posts', { parent: chats, onDelete: 'purge' })
+    const hits = db.counter('hits')
+    const c1 = await chats.insert({})
+    await users.insert({ username: 'ann' })
+    await notes.append(c1, 'a')
+    await notes.append(c1, 'b')
+    await hits.add('x', 2)
+    const sub = (/** @type {string} */ name) => db.level.sublevel(name, { keyEncoding: 'view', valueEncoding: 'utf8' })
+    // Damage behind levelkit's back.
+    await sub('users.seq').put(encode('last'), 'one')
+    await sub('notes.seq').put(encode(c1), '2.5')
+    await sub('notes').put(encode([c1, 2]), '{"not json')
+    await sub('posts.purge').put(new Uint8Array([0xff, 0x01]), '')
+    await sub('hits').put(encode('y'), 'NaN')
+    await sub('hits').put(new Uint8Array([0xff]), '3')
+
+    const report = await db.check()
+    t.same(report.problems.map(p => `${p.type}:${p.namespace}`).sort(), [
+      'invalid-child:notes', 'invalid-counter:hits', 'invalid-key:hits', 'invalid-key:posts.purge',
+      'invalid-sequence:notes.seq', 'invalid-sequence:users.seq'
+    ], 'each is reported once')
+    const repair = await db.check({ repair: true })
+    t.same(repair.problems.filter(p => !p.repaired).map(p => p.type).sort(), ['invalid-child', 'invalid-counter'], 'what has no right answer is left for you')
+    t.is(await users.insert({ username: 'bob' }), 2, 'the collection sequence was raised to the highest id')
+    t.is(await notes.append(c1, 'c'), 3, 'the children sequence was raised to the highest seq')
+    t.same((await db.check()).problems.map(p => p.type).sort(), ['invalid-child', 'invalid-counter'])
+    await db.close()
+  })
+
   test(`${common.backend}: check() validates its options`, async t => {
     const db = await common.open()
     try {
