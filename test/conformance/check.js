@@ -134,7 +134,7 @@ export default function (test, common) {
     const users = usersSchema(db)
     const chats = db.collection('chats')
     const notes = db.children('notes', { parent: chats })
-    const posts = db.children('posts', { parent: chats, onDelete: 'purge' })
+    db.children('posts', { parent: chats, onDelete: 'purge' })
     const hits = db.counter('hits')
     const c1 = await chats.insert({})
     await users.insert({ username: 'ann' })
