@@ -198,13 +198,37 @@ test('bench/child-blocks.js with tiny sizes', async t => {
   }
 })
 
+test('bench/compare-trees.js with tiny sizes, this tree against itself', async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-trees-'))
+  const repo = fileURLToPath(new URL('../..', import.meta.url))
+  try {
+    const { code, stdout, stderr } = await run('compare-trees.js', [
+      '--before', repo, '--users', '30', '--chats', '3', '--messages', '40', '--ops', 'getUser,addChatMessageC', '--n', '10', '--slices', '2', '--out', out
+    ])
+    t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
+    t.match(stdout, /after\/before is the median of the ratio/, 'prints what the ratio is')
+    const dir = outputOf(t, out, 'compare-trees')
+    const { header, rows } = csv(join(dir, 'results.csv'))
+    t.same(header, ['operation', 'slice', 'before_ops_per_s', 'after_ops_per_s'], 'CSV header')
+    t.same(rows.map(row => row.slice(0, 2)), [['getUser', '0'], ['getUser', '1'], ['addChatMessageC', '0'], ['addChatMessageC', '1']], 'a row per operation and slice')
+    t.ok(rows.every(row => Number(row[2]) > 0 && Number(row[3]) > 0), 'a rate on both sides in every row')
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+    t.same(Object.keys(summary.results), ['getUser', 'addChatMessageC'], 'a result per operation')
+    t.ok(summary.results.getUser.ratio > 0, 'a ratio')
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
+
 test('the seeds\' benchmarks refuse bad options', async t => {
   for (const [script, args, message] of [
     ['record-layout.js', ['--backend', 'nope'], /Unknown backend "nope"/],
     ['one-vs-many.js', ['--many-write', 'nope'], /--many-write is parallel or sequential/],
     ['tuple-codec.js', ['--dataset', 'nope'], /Unknown dataset "nope"/],
     ['relation-lists.js', ['--backend', 'nope'], /Unknown backend "nope"/],
-    ['child-blocks.js', ['--block-sizes', '1'], /A block size is 2 to 1024, got 1/]
+    ['child-blocks.js', ['--block-sizes', '1'], /A block size is 2 to 1024, got 1/],
+    ['compare-trees.js', [], /--before is required/],
+    ['compare-trees.js', ['--before', tmpdir()], /is not a levelkit checkout/]
   ]) {
     const { code, stderr } = await run(/** @type {string} */ (script), /** @type {string[]} */ (args))
     t.is(code, 2, `${script}: exit 2`)
