@@ -11,6 +11,9 @@ export function runInScope (scope, fn) {
   return fn()
 }
 
+/** Whether currentScope() can tell: not here. */
+export const tracksScopes = false
+
 /** @returns {any} */
 export function currentScope () {
   return undefined

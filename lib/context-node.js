@@ -15,6 +15,9 @@ export function runInScope (scope, fn) {
   return storage.run(scope, fn)
 }
 
+/** Whether currentScope() can tell. */
+export const tracksScopes = true
+
 /** @returns {any} the write scope of the current async context, if any */
 export function currentScope () {
   return storage.getStore()

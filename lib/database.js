@@ -6,7 +6,7 @@ import { RelationModel, Relation } from './relation.js'
 import { ChildrenModel, Children } from './children.js'
 import { CounterModel, Counter } from './counter.js'
 import { checkDatabase } from './check.js'
-import { runInScope } from '#context'
+import { runInScope, tracksScopes } from '#context'
 import { refuseInsideScope } from './model-handle.js'
 import { tupleEncoding } from './tuple.js'
 import { assertName } from './names.js'
@@ -175,6 +175,12 @@ export class Database {
     if (given.repair) {
       const refused = refuseInsideScope(this.writer)
       if (refused) throw refused
+      // Where the caller cannot be told apart (browsers), a repair started
+      // while a db.write() callback runs may be that callback's: it would
+      // wait for the callback that waits for it. Refuse rather than risk it.
+      if (!tracksScopes && this.writer.inWriteCallback) {
+        throw invalid('check({ repair: true }) cannot start while a db.write() callback runs (here it cannot tell whether it was called from that callback, where it would wait forever): call it after the write settles')
+      }
     }
     return checkDatabase(this, given)
   }

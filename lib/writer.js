@@ -84,6 +84,12 @@ export class Writer {
     return this.#epoch
   }
 
+  /** True while a db.write() callback holds the write path. */
+  get inWriteCallback () {
+    const holder = this.#holder
+    return holder !== null && holder.hostsReads && holder.open
+  }
+
   /** True while some decided op is not yet written. */
   get pending () {
     return this.#unindexed.length > 0 || this.#overlay.size > 0

@@ -101,6 +101,25 @@ export default function (test, common) {
     await db.close()
   })
 
+  test(`${common.backend}: check({ repair: true }) inside a db.write() callback is refused, never waits for it`, async t => {
+    const db = await common.open()
+    const users = usersSchema(db)
+    await users.insert({ username: 'ann' })
+    const outcome = await settlesWithin(db.write(async w => {
+      await users.in(w).insert({ username: 'bob' })
+      try {
+        await db.check({ repair: true })
+        return 'answered'
+      } catch (err) {
+        return err.code
+      }
+    }), 5000)
+    t.is(outcome, 'LEVELKIT_INVALID', 'refused at once')
+    t.same((await users.query().all()).map(u => u.username), ['ann', 'bob'], 'and the callback\'s writes are written')
+    t.same((await db.check({ repair: true })).problems, [], 'a repair after the write runs')
+    await db.close()
+  })
+
   test(`${common.backend}: a repair leaves the index entries of a record it cannot read`, async t => {
     const db = await common.open()
     const users = usersSchema(db)
