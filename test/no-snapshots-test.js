@@ -55,16 +55,9 @@ for (const backend of backends) {
     const { users, close } = await schema(level)
     const ann = await users.insert({ username: 'ann' })
     const bob = await users.insert({ username: 'bob' })
-    let fired = false
-    level.afterGet = async (/** @type {string} */ namespace) => {
-      if (namespace !== 'users.idx.username' || fired) return
-      fired = true
-      // After getBy() read the entry (ann's), before it reads the record.
-      await users.update(ann, { username: 'ann.old' })
-      await users.update(bob, { username: 'ann' })
-    }
+    const moved = moveBetweenReads(level, users, ann, bob)
     t.same(await users.getBy('username', 'ann'), { id: bob, username: 'ann' }, 'the record that holds the value now')
-    t.ok(fired, 'the write landed between the two reads')
+    t.ok(moved.fired, 'the write landed between the two reads')
     await close()
   })
 
@@ -203,17 +196,27 @@ test('LevelDB with syncReads: false: getBy() reads the entry and the record from
   t.is(db.level.supports.explicitSnapshots, true, 'and LevelDB has snapshots')
   const ann = await users.insert({ username: 'ann' })
   const bob = await users.insert({ username: 'bob' })
-  let fired = false
-  level.afterGet = async (/** @type {string} */ namespace) => {
-    if (namespace !== 'users.idx.username' || fired) return
-    fired = true
-    await users.update(ann, { username: 'ann.old' })
-    await users.update(bob, { username: 'ann' })
-  }
+  const moved = moveBetweenReads(level, users, ann, bob)
   t.same(await users.getBy('username', 'ann'), { id: ann, username: 'ann' }, 'the pair as it was when the snapshot was taken')
-  t.ok(fired, 'the write landed between the two reads')
+  t.ok(moved.fired, 'the write landed between the two reads')
   t.same(await users.getBy('username', 'ann'), { id: bob, username: 'ann' }, 'and the new owner once it is written')
   await close()
 })
 
 test.onFinish(() => rmSync(root, { recursive: true, force: true }))
+
+/**
+ * After getBy() reads ann's username entry, and before it reads the record:
+ * ann is renamed and bob takes her name. `fired` says whether it happened.
+ * @param {any} level @param {any} users @param {number} ann @param {number} bob
+ */
+function moveBetweenReads (level, users, ann, bob) {
+  const moved = { fired: false }
+  level.afterGet = async (/** @type {string} */ namespace) => {
+    if (namespace !== 'users.idx.username' || moved.fired) return
+    moved.fired = true
+    await users.update(ann, { username: 'ann.old' })
+    await users.update(bob, { username: 'ann' })
+  }
+  return moved
+}

@@ -6,6 +6,7 @@ import test from 'tape'
 import { MemoryLevel } from 'memory-level'
 import { open } from '../index.js'
 import { OPTIONS } from '../lib/options.js'
+import { oneOfEachModel } from './conformance/queries.js'
 
 /** @param {() => any} fn @returns {Promise<any>} the error, or null */
 async function failure (fn) {
@@ -19,11 +20,7 @@ async function failure (fn) {
 
 test('every option in the table is taken by its call, and only those', async t => {
   const db = await open({ backend: 'memory' })
-  const users = db.collection('users', { indexes: { name: { key: (/** @type {any} */ u) => u.name } } })
-  const chats = db.collection('chats')
-  const members = db.relation('members', { from: chats, to: users })
-  const messages = db.children('messages', { parent: chats })
-  const hits = db.counter('hits')
+  const { users, chats, members, messages, hits } = oneOfEachModel(db)
   const chat = await chats.insert({})
   const ended = new AbortController()
   ended.abort()

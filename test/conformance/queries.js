@@ -191,11 +191,7 @@ async function failure (fn) {
 export function options (test, common) {
   test(`${common.backend}: every call that takes options refuses unknown ones and non-objects`, async t => {
     const db = await common.open()
-    const users = db.collection('users', { indexes: { name: { key: (/** @type {any} */ u) => u.name } } })
-    const chats = db.collection('chats')
-    const members = db.relation('members', { from: chats, to: users })
-    const messages = db.children('messages', { parent: chats })
-    const hits = db.counter('hits')
+    const { users, chats, members, messages, hits } = oneOfEachModel(db)
     const chat = await chats.insert({})
     const user = await users.insert({ name: 'a' })
     await members.add(chat, user)
@@ -239,4 +235,21 @@ export function options (test, common) {
     t.ok(db.sublevel('s2', { keyEncoding: 'tuple', separator: '!' }), 'and passes its options through to abstract-level')
     await db.close()
   })
+}
+
+/**
+ * A model of each kind, small: users with a `name` index, chats, a relation
+ * and children between them, a counter.
+ * @param {any} db
+ */
+export function oneOfEachModel (db) {
+  const users = db.collection('users', { indexes: { name: { key: (/** @type {any} */ u) => u.name } } })
+  const chats = db.collection('chats')
+  return {
+    users,
+    chats,
+    members: db.relation('members', { from: chats, to: users }),
+    messages: db.children('messages', { parent: chats }),
+    hits: db.counter('hits')
+  }
 }
