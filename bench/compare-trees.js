@@ -5,9 +5,9 @@
 // separate chat-workload runs on a shared 2-core VM cannot (their noise is
 // larger than most changes).
 //
-//   git worktree add /tmp/before <rev>
-//   ln -s "$PWD/node_modules" /tmp/before/node_modules
-//   node bench/compare-trees.js --before /tmp/before
+//   git worktree add ../levelkit-before <rev>
+//   ln -s "$PWD/node_modules" ../levelkit-before/node_modules
+//   node bench/compare-trees.js --before ../levelkit-before
 //
 // --after defaults to this repository. Each tree's index.js and chat.js are
 // imported by path, so a tree needs no install of its own (the packages its

@@ -70,7 +70,7 @@ export function runModule ({ exercise, file, seed, timeout = defaultTimeout }) {
 // What Node prints for an uncaught syntax error (the child leaves one
 // uncaught for this): where, the line, carets under the token, the error,
 // its stack, Node's version.
-//   file:///home/ann/hello.js:3
+//   file:///path/to/hello.js:3
 //     return x +* 2
 //               ^
 //
