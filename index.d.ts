@@ -111,6 +111,27 @@ export interface CollectionOptions<T> {
   indexes?: Record<string, IndexOptions<T>>
   /** Throw to refuse a record; the error becomes LEVELKIT_INVALID with your error as `cause`. */
   validate?: (record: T) => void
+  /**
+   * Keep a version per record (default false): every insert, put, update
+   * and del takes the next value of a per-collection counter, so versions
+   * only grow and are never reused, even for a record deleted and created
+   * again. Read it with `version(id)`; make a write conditional with
+   * `ifVersion`. Costs one op per write, and one per batch for the counter.
+   */
+  versioned?: boolean
+}
+
+/** Options of a collection's put(), update() and del(). */
+export interface WriteOptions {
+  /**
+   * Write only if the record is at this version (as `version(id)` gives it;
+   * 0 for a record not written since the collection became versioned):
+   * checked in the same critical section as the write. Another version, or
+   * no record, rejects with LEVELKIT_CONFLICT (the error has `collection`,
+   * `id`, `expected` and `actual`, undefined for no record) and writes
+   * nothing. Only on a versioned collection; a non-negative integer.
+   */
+  ifVersion?: number
 }
 
 export interface KeyedCollectionOptions<T, K extends TupleValue> extends Omit<CollectionOptions<T>, 'id'> {
@@ -181,11 +202,18 @@ export declare class Collection<T extends object = Record<string, any>, K extend
   /** Resolves with the new id. */
   insert (record: T): Promise<K>
   /** Create or replace; resolves true if created. */
-  put (id: K, record: T): Promise<boolean>
+  put (id: K, record: T, options?: WriteOptions): Promise<boolean>
   /** Shallow-merge a patch (undefined removes a property) or apply a synchronous function; resolves with the new record. */
-  update (id: K, change: Partial<T> | ((record: R) => T)): Promise<R>
+  update (id: K, change: Partial<T> | ((record: R) => T), options?: WriteOptions): Promise<R>
   /** Resolves true if a record was deleted. */
-  del (id: K): Promise<boolean>
+  del (id: K, options?: WriteOptions): Promise<boolean>
+  /**
+   * The record's version in a versioned collection (LEVELKIT_INVALID on
+   * one that is not): 0 for a record not written since the collection
+   * became versioned, undefined if there is no record. Through `in(w)`, it
+   * sees the scope's own writes.
+   */
+  version (id: K): Promise<number | undefined>
   get (id: K): Promise<R | undefined>
   has (id: K): Promise<boolean>
   getMany (ids: K[]): Promise<Array<R | undefined>>
@@ -298,7 +326,7 @@ export declare class Counter {
 
 export interface Problem {
   type: 'dangling-index-entry' | 'missing-index-entry' | 'unique-violation' | 'invalid-record' |
-  'dangling-edge' | 'one-sided-edge' | 'edge-list-mismatch' | 'edge-in-old-layout' | 'child-in-old-layout' | 'child-block-mismatch' | 'invalid-block' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key' | 'invalid-sequence' | 'invalid-child' | 'invalid-counter'
+  'dangling-edge' | 'one-sided-edge' | 'edge-list-mismatch' | 'edge-in-old-layout' | 'child-in-old-layout' | 'child-block-mismatch' | 'invalid-block' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key' | 'invalid-sequence' | 'invalid-child' | 'invalid-counter' | 'orphan-version' | 'invalid-version'
   /** The sublevel the problem is in. */
   namespace: string
   /** The decoded key of the offending entry. */

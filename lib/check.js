@@ -6,6 +6,7 @@ import { assertNotClosed, clearReadCaches } from './namespace.js'
 import { parseBlock } from './child-layouts.js'
 import { optionsOf } from './options.js'
 import { describe } from './common.js'
+import { COUNTER_KEY } from './versions.js'
 
 /**
  * @typedef {import('./namespace.js').Namespace} Namespace
@@ -233,7 +234,57 @@ async function checkCollection (model, snapshot, problem) {
       problem('sequence-behind', sequence, key, `The sequence of "${model.name}" is at ${last} but id ${maxId} exists`, { type: 'put', namespace: sequence, key, value: String(maxId) })
     }
   }
+  if (model.versions !== null) await checkVersions(model, model.versions, snapshot, ids, problem)
   return ids
+}
+
+/**
+ * A versioned collection's version entries: each for a record that exists,
+ * holding a version levelkit writes (a positive integer) no greater than
+ * the counter, which must be an integer. An entry deleted by a repair
+ * leaves its record at version 0.
+ * @param {import('./collection.js').CollectionModel} model
+ * @param {import('./versions.js').RecordVersions} versions
+ * @param {any} snapshot
+ * @param {Set<string>} ids the records, by key id
+ * @param {Function} problem
+ */
+async function checkVersions (model, versions, snapshot, ids, problem) {
+  const namespace = versions.namespace
+  /** @type {Array<[Uint8Array, unknown, number]>} */
+  const valid = []
+  let highest = 0
+  for (const [key, value] of await readAll(namespace, snapshot)) {
+    const id = tryDecode(key)
+    if (id === INVALID) {
+      problem('invalid-key', namespace, key, `"${model.name}" keeps a version under a key that is not a valid tuple`, { type: 'del', namespace, key })
+      continue
+    }
+    if (!ids.has(model.records.keyId(key))) {
+      problem('orphan-version', namespace, key, `"${model.name}" keeps a version for ${label(id)}, which it does not have`, { type: 'del', namespace, key })
+      continue
+    }
+    const version = storedInteger(value)
+    if (version === null || version < 1) {
+      problem('invalid-version', namespace, key, `The version of ${label(id)} in "${model.name}" is ${describe(value)}, not a positive integer: a repair deletes it (version 0)`, { type: 'del', namespace, key })
+      continue
+    }
+    valid.push([key, id, version])
+    if (version > highest) highest = version
+  }
+  const counter = versions.counter
+  const stored = await counter.read(COUNTER_KEY, false, snapshot ? { snapshot } : undefined)
+  const last = stored === undefined ? 0 : storedInteger(stored)
+  /** @type {Fix} */
+  const raise = { type: 'put', namespace: counter, key: COUNTER_KEY, value: String(highest) }
+  if (last === null) {
+    problem('invalid-sequence', counter, COUNTER_KEY, `The version counter of "${model.name}" holds ${describe(stored)}, not an integer`, raise)
+    return
+  }
+  // The counter is raised past every such version, once, whichever is reported.
+  for (const [key, id, version] of valid) {
+    if (version > last) problem('invalid-version', namespace, key, `The version of ${label(id)} in "${model.name}" is ${version}, past the version counter (${last}): a repair raises the counter`, raise)
+  }
 }
 
 /**

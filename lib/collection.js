@@ -11,6 +11,7 @@ import { valueBounds, tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
 import { describe, isDefined, errorMessage, isLevelkitError, readInput, entriesOf, elementsOf, deepFreeze } from './common.js'
 import { optionsOf } from './options.js'
+import { RecordVersions, ifVersionOf } from './versions.js'
 
 const SEQUENCE_KEY = encode('last')
 
@@ -36,13 +37,14 @@ export class CollectionModel {
    */
   constructor (db, name, options) {
     assertName(name, 'Collection')
-    const { id = 'sequence', indexes = {}, validate } = optionsOf(options, 'db.collection()', `Collection "${name}"`)
+    const { id = 'sequence', indexes = {}, validate, versioned = false } = optionsOf(options, 'db.collection()', `Collection "${name}"`)
     if (id !== 'sequence' && typeof id !== 'function') {
       throw invalid(`The id option of collection "${name}" must be 'sequence' or a function record => id`)
     }
     if (validate !== undefined && typeof validate !== 'function') {
       throw invalid(`The validate option of collection "${name}" must be a function`)
     }
+    if (typeof versioned !== 'boolean') throw invalid(`The versioned option of collection "${name}" must be a boolean`)
     if (indexes === null || typeof indexes !== 'object') throw invalid(`The indexes option of collection "${name}" must be an object`)
     const specs = entriesOf(indexes, `The indexes option of collection "${name}"`)
 
@@ -55,8 +57,11 @@ export class CollectionModel {
     this.idFunction = this.sequential ? null : id
     this.validate = validate || null
     this.records = new Namespace(this.root, layout.records(name), 'utf8', { readCache: db.readCache })
-    this.sequence = this.sequential ? new Namespace(this.root, layout.sequence(name), 'utf8', { cache: true }) : null
+    // A versioned collection keeps its version counter there too (see lib/versions.js).
+    this.sequence = this.sequential || versioned ? new Namespace(this.root, layout.sequence(name), 'utf8', { cache: true }) : null
     if (this.sequence) this.writer.registerCache(this.sequence)
+    /** @type {RecordVersions | null} */
+    this.versions = this.sequence !== null && versioned ? new RecordVersions(this.root, name, this.sequence, db.readCache) : null
     /** @type {Map<string, SecondaryIndex>} */
     this.indexes = new Map()
     for (const [indexName, spec] of specs) {
@@ -151,17 +156,23 @@ export class CollectionModel {
     await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
     scope.put(this.records, idBytes, stored)
     if (this.sequential) scope.put(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, String(id))
+    if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
     return id
   }
 
-  /** @param {WriteScope} scope @param {unknown} id @param {string} json @returns {Promise<boolean>} true if created */
-  async put (scope, id, json) {
+  /**
+   * @param {WriteScope} scope @param {unknown} id @param {string} json
+   * @param {number} [ifVersion] write only if the record is at this version
+   * @returns {Promise<boolean>} true if created
+   */
+  async put (scope, id, json, ifVersion) {
     const idBytes = this.keyOf(id)
     const parsed = JSON.parse(json)
     const stored = this.sequential && parsed.id === undefined ? withIdJson(json, /** @type {number} */ (id)) : json
     const record = this.seal(this.withId(parsed, id, idBytes))
     this.validateRecord(record)
     const previous = await scope.get(this.records, idBytes)
+    if (ifVersion !== undefined) await this.expectVersion(scope, id, idBytes, previous, ifVersion)
     if (previous === undefined) {
       for (const dependent of this.dependents) if (dependent.beforeCreate) await dependent.beforeCreate(scope, id)
     }
@@ -171,6 +182,7 @@ export class CollectionModel {
     await writeIndexEntries(scope, this, id, idBytes, old, record, stored)
     scope.put(this.records, idBytes, stored)
     if (raise) scope.put(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, String(id))
+    if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
     return old === undefined
   }
 
@@ -178,10 +190,12 @@ export class CollectionModel {
    * @param {WriteScope} scope
    * @param {unknown} id
    * @param {{ json: string, removed: string[] } | ((record: any) => any)} change a patch, or a function old => new
+   * @param {number} [ifVersion] write only if the record is at this version
    */
-  async update (scope, id, change) {
+  async update (scope, id, change, ifVersion) {
     const idBytes = this.keyOf(id)
     const previous = await scope.get(this.records, idBytes)
+    if (ifVersion !== undefined) await this.expectVersion(scope, id, idBytes, previous, ifVersion)
     if (previous === undefined) {
       throw levelkitError(codes.NOT_FOUND, `Collection "${this.name}" has no record with id ${describe(id)}`, { collection: this.name, id })
     }
@@ -210,19 +224,37 @@ export class CollectionModel {
     const json = JSON.stringify(record)
     await writeIndexEntries(scope, this, id, idBytes, old, record, json)
     scope.put(this.records, idBytes, json)
+    if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
     // The caller's own copy: an unfrozen record nothing else holds is one.
     return this.showsRecords ? JSON.parse(json) : record
   }
 
-  /** @param {WriteScope} scope @param {unknown} id @returns {Promise<boolean>} true if it existed */
-  async del (scope, id) {
+  /**
+   * @param {WriteScope} scope @param {unknown} id
+   * @param {number} [ifVersion] delete only if the record is at this version
+   * @returns {Promise<boolean>} true if it existed
+   */
+  async del (scope, id, ifVersion) {
     const idBytes = this.keyOf(id)
     const previous = await scope.get(this.records, idBytes)
+    if (ifVersion !== undefined) await this.expectVersion(scope, id, idBytes, previous, ifVersion)
     if (previous === undefined) return false
     for (const dependent of this.dependents) await dependent.beforeDelete(scope, id)
     await writeIndexEntries(scope, this, id, idBytes, parseRecord(previous, this.records, idBytes), undefined)
     scope.del(this.records, idBytes)
+    if (this.versions !== null) await this.versions.stamp(scope, idBytes, true)
     return true
+  }
+
+  /**
+   * Refuse a write made with `ifVersion` (LEVELKIT_CONFLICT) unless the
+   * record is at that version. Only a versioned collection takes one (see
+   * ifVersionOf()).
+   * @param {WriteScope} scope @param {unknown} id @param {Uint8Array} idBytes
+   * @param {string | undefined} previous the stored record @param {number} ifVersion
+   */
+  expectVersion (scope, id, idBytes, previous, ifVersion) {
+    return /** @type {RecordVersions} */ (this.versions).expect(scope, id, idBytes, previous !== undefined, ifVersion)
   }
 
   /** The id of a stored record. @param {any} record */
@@ -304,12 +336,17 @@ export class Collection extends ModelHandle {
     })
   }
 
-  /** @param {unknown} id @param {object} record @returns {Promise<boolean>} true if created */
-  put (id, record) {
+  /**
+   * @param {unknown} id @param {object} record
+   * @param {{ ifVersion?: number }} [options]
+   * @returns {Promise<boolean>} true if created
+   */
+  put (id, record, options) {
     return promised(() => {
       const key = modelOf(this).idArg(id)
       const json = recordJson(record, `Record for "${this.name}"`)
-      return writeThrough(this, scope => modelOf(this).put(scope, key, json))
+      const ifVersion = options === undefined ? undefined : ifVersionOf(modelOf(this), options, 'collection.put()')
+      return writeThrough(this, scope => modelOf(this).put(scope, key, json, ifVersion))
     })
   }
 
@@ -318,8 +355,9 @@ export class Collection extends ModelHandle {
    * removed), or replace it with what `fn(old)` returns.
    * @param {unknown} id
    * @param {object | ((record: any) => object)} change
+   * @param {{ ifVersion?: number }} [options]
    */
-  update (id, change) {
+  update (id, change, options) {
     return promised(() => {
       const key = modelOf(this).idArg(id)
       /** @type {string[]} */
@@ -327,15 +365,38 @@ export class Collection extends ModelHandle {
       const arg = typeof change === 'function'
         ? /** @type {(record: any) => any} */ (change)
         : { json: recordJson(change, `Patch for "${this.name}"`, removed), removed }
-      return writeThrough(this, scope => modelOf(this).update(scope, key, arg))
+      const ifVersion = options === undefined ? undefined : ifVersionOf(modelOf(this), options, 'collection.update()')
+      return writeThrough(this, scope => modelOf(this).update(scope, key, arg, ifVersion))
     })
   }
 
-  /** @param {unknown} id @returns {Promise<boolean>} true if a record was deleted */
-  del (id) {
+  /**
+   * @param {unknown} id
+   * @param {{ ifVersion?: number }} [options]
+   * @returns {Promise<boolean>} true if a record was deleted
+   */
+  del (id, options) {
     return promised(() => {
       const key = modelOf(this).idArg(id)
-      return writeThrough(this, scope => modelOf(this).del(scope, key))
+      const ifVersion = options === undefined ? undefined : ifVersionOf(modelOf(this), options, 'collection.del()')
+      return writeThrough(this, scope => modelOf(this).del(scope, key, ifVersion))
+    })
+  }
+
+  /**
+   * The version of record `id` in a versioned collection: 0 for a record
+   * not written since the collection became versioned, undefined for none.
+   * @param {unknown} id
+   * @returns {Promise<number | undefined>}
+   */
+  version (id) {
+    return promised(() => {
+      const model = modelOf(this)
+      const versions = model.versions
+      if (versions === null) throw invalid(`Collection "${model.name}" is not versioned: declare it with versioned: true`)
+      const key = model.keyOf(id)
+      const scope = scopeOf(this)
+      return scope === null ? readVersion(model, versions, key) : versionInScope(scope, model, versions, key)
     })
   }
 
@@ -491,6 +552,51 @@ export class Collection extends ModelHandle {
  */
 function recordOf (value, namespace, key) {
   return value === undefined ? undefined : parseRecord(value, namespace, key)
+}
+
+/**
+ * version() inside a write scope: what the scope sees, its own writes included.
+ * @param {WriteScope} scope @param {CollectionModel} model
+ * @param {RecordVersions} versions @param {Uint8Array} key
+ */
+async function versionInScope (scope, model, versions, key) {
+  if (await scope.get(model.records, key) === undefined) return undefined
+  return versions.parse(await scope.get(versions.namespace, key), key)
+}
+
+/**
+ * version() of what is written: the record, then its entry. An entry is
+ * written and deleted with its record, in one batch, so an entry read after
+ * the record is the version of a record that exists. Without one, the
+ * record was written before the collection was versioned (version 0), or
+ * was deleted in between: only then are both read again, with no write
+ * landing between the two reads.
+ * @param {CollectionModel} model @param {RecordVersions} versions @param {Uint8Array} key
+ */
+async function readVersion (model, versions, key) {
+  const sync = model.writer.syncReads
+  if (await model.records.read(key, sync) === undefined) return undefined
+  const stored = await versions.namespace.read(key, sync)
+  if (stored !== undefined) return versions.parse(stored, key)
+  if (!model.root.supports.explicitSnapshots) return model.writer.read(() => readBoth(model, versions, key))
+  const snapshot = model.root.snapshot()
+  try {
+    return await readBoth(model, versions, key, snapshot)
+  } finally {
+    await snapshot.close()
+  }
+}
+
+/**
+ * The record's version from reads no write lands between: from `snapshot`,
+ * or inside Writer.read().
+ * @param {CollectionModel} model @param {RecordVersions} versions @param {Uint8Array} key @param {any} [snapshot]
+ */
+async function readBoth (model, versions, key, snapshot) {
+  const [record] = await model.records.readMany([key], model.writer.syncReads, snapshot)
+  if (record === undefined) return undefined
+  const [stored] = await versions.namespace.readMany([key], model.writer.syncReads, snapshot)
+  return versions.parse(stored, key)
 }
 
 /**

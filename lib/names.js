@@ -25,6 +25,7 @@ export function assertName (name, kind) {
 export const layout = Object.freeze({
   records: (/** @type {string} */ name) => name,
   sequence: (/** @type {string} */ name) => `${name}.seq`,
+  versions: (/** @type {string} */ name) => `${name}.versions`,
   blocks: (/** @type {string} */ name) => `${name}.blocks`,
   index: (/** @type {string} */ name, /** @type {string} */ index) => `${name}.idx.${index}`,
   forward: (/** @type {string} */ name) => `${name}.fwd`,

@@ -15,6 +15,9 @@ const READ = ['limit', 'reverse', 'cursor']
 export const OPTIONS = Object.freeze({
   'collection.query()': Object.freeze(['index', ...RANGE, ...READ]),
   'collection.count()': Object.freeze(['index', ...RANGE, ...READ]),
+  'collection.put()': Object.freeze(['ifVersion']),
+  'collection.update()': Object.freeze(['ifVersion']),
+  'collection.del()': Object.freeze(['ifVersion']),
   'relation.to()': Object.freeze([...RANGE, ...READ]),
   'relation.from()': Object.freeze([...RANGE, ...READ]),
   'children.range()': Object.freeze([...RANGE, ...READ]),
@@ -24,7 +27,7 @@ export const OPTIONS = Object.freeze({
   // open() passes any other option to the backend it opens (classic-level's
   // cacheSize, ...); with `db`, there is no backend to pass them to.
   'open()': Object.freeze(['backend', 'location', 'db', 'syncReads', 'readCache', 'readCacheBytes']),
-  'db.collection()': Object.freeze(['id', 'indexes', 'validate']),
+  'db.collection()': Object.freeze(['id', 'indexes', 'validate', 'versioned']),
   'db.relation()': Object.freeze(['from', 'to', 'onDelete', 'lists']),
   'db.children()': Object.freeze(['parent', 'onDelete', 'blockSize'])
 })

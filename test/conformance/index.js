@@ -9,6 +9,7 @@ import check from './check.js'
 import lifecycle from './lifecycle.js'
 import sublevel from './sublevel.js'
 import watch from './watch.js'
+import versions from './versions.js'
 import queries, { options } from './queries.js'
 
 /**
@@ -20,7 +21,7 @@ import queries, { options } from './queries.js'
  * @param {{ backend: string, open: () => Promise<import('../../index.js').Database> }} common
  */
 export function conformance (test, common) {
-  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries, options, watch]) {
+  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries, options, watch, versions]) {
     suite(test, common)
   }
 }

@@ -201,6 +201,9 @@ export function options (test, common) {
     const calls = [
       ['collection.query()', options => users.query(options).all()],
       ['collection.count()', options => users.count(options)],
+      ['collection.put()', options => users.put(user, { name: 'b' }, options)],
+      ['collection.update()', options => users.update(user, { name: 'b' }, options)],
+      ['collection.del()', options => users.del(user, options)],
       ['relation.to()', options => members.to(chat, options).all()],
       ['relation.from()', options => members.from(user, options).all()],
       ['children.range()', options => messages.range(chat, options).all()],

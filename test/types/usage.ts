@@ -29,6 +29,15 @@ export async function usage (): Promise<void> {
   const name: string | undefined = user?.username
   await users.update(id, { age: 4 })
   await users.update(id, old => ({ ...old, age: (old.age ?? 0) + 1 }))
+  const docs = db.collection<{ key: string, n: number }, string>('docs', { id: d => d.key, versioned: true })
+  const version: number | undefined = await docs.version('a')
+  if (version !== undefined) await docs.update('a', { n: 1 }, { ifVersion: version })
+  await docs.put('a', { key: 'a', n: 2 }, { ifVersion: 3 })
+  await docs.del('a', { ifVersion: 4 })
+  // @ts-expect-error a version is a number
+  await docs.del('a', { ifVersion: '4' })
+  // @ts-expect-error versioned is a boolean
+  db.collection('flags', { versioned: 'yes' })
   const page: Page<User> = await users.query({ index: 'byAge', gte: [1], limit: 2 }).page()
   await users.query({ cursor: page.cursor }).all()
   for await (const [key, u] of users.query().entries()) console.log(key, u.username)
