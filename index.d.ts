@@ -30,6 +30,16 @@ export declare const codes: Readonly<{
   DECODE_ERROR: 'LEVELKIT_DECODE_ERROR'
   /** The database holds data of models with a store's names but is not that store's (no marker, or another kind's): refused, nothing written. The error has `found` (namespaces holding data) and `marker`. */
   FOREIGN_DATA: 'LEVELKIT_FOREIGN_DATA'
+  /** A transaction read something that a commit changed after it began, more often than `maxRetries` allowed; or a write made with `ifVersion` found the record at another version (the error has collection, id, expected and actual). Nothing written. */
+  CONFLICT: 'LEVELKIT_CONFLICT'
+  /** A transaction (or a write outside one) waited longer than `lockTimeout` for a lock another transaction holds. */
+  LOCK_TIMEOUT: 'LEVELKIT_LOCK_TIMEOUT'
+  /** Waiting for a lock would have closed a cycle of waits: the youngest transaction in it is failed, and retried like a conflict. */
+  DEADLOCK: 'LEVELKIT_DEADLOCK'
+  /** A transaction ran longer than its `timeout`: nothing written, its locks released. */
+  TX_EXPIRED: 'LEVELKIT_TX_EXPIRED'
+  /** A transaction wrote more keys or bytes than `maxOps` or `maxBytes`. */
+  TX_TOO_LARGE: 'LEVELKIT_TX_TOO_LARGE'
 }>
 
 /** A value the tuple key encoding can store: ordered like bytewise. */
@@ -75,6 +85,13 @@ export interface OpenOptions {
    */
   readCacheBytes?: number
   /**
+   * 'relaxed' (default): a write resolves once the backend has its batch.
+   * 'sync': once the batch is flushed to disk (LevelDB `sync`); one flush
+   * serves every write of a group commit. Per write: `db.write(fn, { sync })`
+   * and `db.transaction(fn, { sync })`.
+   */
+  durability?: 'relaxed' | 'sync'
+  /**
    * Other options pass through to the backend levelkit opens (classic-level:
    * cacheSize, writeBufferSize, compression, ...). With `db` there is none:
    * they are refused (LEVELKIT_INVALID).
@@ -88,6 +105,40 @@ export declare function open (options?: OpenOptions): Promise<Database>
 /** An opaque write scope, handed to the db.write() callback. Bind models to it with `model.in(w)`. */
 export interface WriteScope {
   readonly open: boolean
+}
+
+/** One attempt of a db.transaction() callback: a write scope whose reads are checked. Bind models to it with `model.in(tx)`. */
+export type Transaction = WriteScope
+
+/**
+ * How a read in a transaction locks what it reads, until the transaction ends:
+ * 'shared' (a read lock: others may lock it shared too, no one may write it),
+ * 'soft' (exclusive among lockers and writers; other transactions may still read it),
+ * 'hard' (exclusive; other transactions' reads of it wait too).
+ */
+export type LockMode = 'shared' | 'soft' | 'hard'
+
+/** Options of a read inside a transaction. */
+export interface LockOptions {
+  /** Lock what is read (in a transaction only: LEVELKIT_INVALID elsewhere). */
+  lock?: LockMode
+}
+
+export interface TransactionOptions {
+  /** How many times the callback runs again after a conflict or a deadlock (default 10); then LEVELKIT_CONFLICT (or LEVELKIT_DEADLOCK). */
+  maxRetries?: number
+  /** Milliseconds an attempt may run before it expires with LEVELKIT_TX_EXPIRED, releasing its locks (default 5000). */
+  timeout?: number
+  /** Milliseconds a lock wait may last before LEVELKIT_LOCK_TIMEOUT (default 1000). */
+  lockTimeout?: number
+  /** Cancels the transaction (LEVELKIT_ABORTED, the signal's reason as `cause`), releasing its locks, unless it is already committing. */
+  signal?: AbortSignal
+  /** Flush the commit to disk before resolving (see OpenOptions.durability). */
+  sync?: boolean
+  /** Keys an attempt may write (default 100000); past it, LEVELKIT_TX_TOO_LARGE. */
+  maxOps?: number
+  /** Bytes (keys and values) an attempt may write (default 10 MiB); past it, LEVELKIT_TX_TOO_LARGE. */
+  maxBytes?: number
 }
 
 export interface IndexOptions<T> {
@@ -197,7 +248,7 @@ export declare class Query<T, K = TupleValue> implements AsyncIterable<T> {
  */
 export declare class Collection<T extends object = Record<string, any>, K extends TupleValue = number, R extends object = Stored<T, K>> {
   readonly name: string
-  /** This collection inside a db.write() scope. */
+  /** This collection inside a db.write() scope or a transaction. */
   in (w: WriteScope): this
   /** Resolves with the new id. */
   insert (record: T): Promise<K>
@@ -214,13 +265,14 @@ export declare class Collection<T extends object = Record<string, any>, K extend
    * sees the scope's own writes.
    */
   version (id: K): Promise<number | undefined>
-  get (id: K): Promise<R | undefined>
+  /** The record, or undefined; in a transaction, optionally locked. */
+  get (id: K, options?: LockOptions): Promise<R | undefined>
   has (id: K): Promise<boolean>
   getMany (ids: K[]): Promise<Array<R | undefined>>
   /** The record holding `value` in a unique index. */
-  getBy (index: string, value: TupleValue): Promise<R | undefined>
-  /** Records in id order, or in the order of an index's values; keys are ids. */
-  query (options?: QueryOptions<K>): Query<R, K>
+  getBy (index: string, value: TupleValue, options?: LockOptions): Promise<R | undefined>
+  /** Records in id order, or in the order of an index's values; keys are ids. In a transaction, `lock` locks the range (phantoms wait) and the records read. */
+  query (options?: QueryOptions<K> & LockOptions): Query<R, K>
   count (options?: QueryOptions<K>): Promise<number>
 }
 
@@ -369,7 +421,15 @@ export declare class Database {
    */
   sublevel (name: string, options?: { keyEncoding?: any, valueEncoding?: any, [option: string]: unknown }): AbstractLevel<any, any, any>
   /** Run several model operations (as `model.in(w).op()`) as one atomic batch. */
-  write<R> (fn: (w: WriteScope) => Promise<R> | R): Promise<R>
+  write<R> (fn: (w: WriteScope) => Promise<R> | R, options?: { sync?: boolean }): Promise<R>
+  /**
+   * Run `fn` as a serializable transaction: reads through `model.in(tx)` see
+   * the database as of when the attempt began plus its own writes; the
+   * writes are committed as one batch only if nothing read changed
+   * meanwhile, else `fn` runs again (`attempt` 2, 3, ...). `fn` may run more
+   * than once: keep side effects out of it.
+   */
+  transaction<R> (fn: (tx: Transaction, attempt: number) => Promise<R> | R, options?: TransactionOptions): Promise<R>
   check (options?: { repair?: boolean }): Promise<CheckReport>
   close (): Promise<void>
 }

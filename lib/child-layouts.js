@@ -230,22 +230,26 @@ export class ChildBlocks {
     return {
       namespace: this.namespace,
       values: true,
-      scan: (bounds, reverse) => this.#scan(parentId, bounds, reverse),
+      scan: (bounds, reverse, tx) => this.#scan(parentId, bounds, reverse, tx),
       load: entries => entries.map(([key, pair]) => [pair[0], pair[1], key])
     }
   }
 
   /**
    * @param {unknown} parentId @param {ByteBounds} bounds @param {boolean} reverse
+   * @param {import('./transaction.js').Transaction} [tx] read the blocks in this transaction
    * @returns {AsyncGenerator<Array<[Uint8Array, [number, any]]>>}
    */
-  async * #scan (parentId, bounds, reverse) {
+  async * #scan (parentId, bounds, reverse, tx) {
     const base = /** @type {Uint8Array} */ (tupleBounds([parentId], {}).gte)
     const lo = Math.max(1, lowestSeq(base, bounds.gte))
     const hi = highestSeq(base, bounds.lt)
     if (lo > hi || lo === Infinity) return
     const blockRange = { gte: this.first(lo), lte: hi === Infinity ? undefined : this.first(hi) }
-    const it = this.namespace.sublevel.iterator({ ...tupleBounds([parentId], blockRange), reverse })
+    const blockBounds = tupleBounds([parentId], blockRange)
+    const it = tx === undefined
+      ? this.namespace.sublevel.iterator({ ...blockBounds, reverse })
+      : transactionBlocks(tx, this.namespace, blockBounds, reverse)
     try {
       // A first small read: a page of recent children is in the last blocks.
       for (let blocks = await it.nextv(4); blocks.length > 0; blocks = await it.nextv(32)) {
@@ -265,6 +269,28 @@ export class ChildBlocks {
     } finally {
       await it.close()
     }
+  }
+}
+
+/**
+ * The blocks within `bounds` as transaction `tx` sees them, read in one go
+ * and handed out like an iterator's nextv().
+ * @param {import('./transaction.js').Transaction} tx @param {Namespace} namespace
+ * @param {ByteBounds} bounds @param {boolean} reverse
+ */
+function transactionBlocks (tx, namespace, bounds, reverse) {
+  /** @type {Promise<Array<[Uint8Array, any]>> | null} */
+  let all = null
+  let next = 0
+  return {
+    /** @param {number} n */
+    async nextv (n) {
+      const blocks = await (all ??= tx.entries(namespace, bounds, { reverse }))
+      const chunk = blocks.slice(next, next + n)
+      next += chunk.length
+      return chunk
+    },
+    async close () {}
   }
 }
 

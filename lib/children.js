@@ -6,7 +6,7 @@ import { assertName, layout } from './names.js'
 import { Namespace } from './namespace.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
+import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised, transactionIn } from './model-handle.js'
 import { describe, noop, readInput, elementsOf } from './common.js'
 import { optionsOf } from './options.js'
 import { KeyPerChild, ChildBlocks } from './child-layouts.js'
@@ -223,8 +223,9 @@ export class ChildrenModel {
    * @param {unknown} parentId
    * @param {any} options checked by the caller
    * @param {(() => Promise<boolean>) | undefined} scoped
+   * @param {import('./transaction.js').Transaction} [transaction] the transaction the range reads in
    */
-  range (parentId, options, scoped) {
+  range (parentId, options, scoped, transaction) {
     parentId = this.parent.idArg(parentId)
     this.parent.keyOf(parentId)
     return new Query({
@@ -235,7 +236,8 @@ export class ChildrenModel {
       // blockSize changes.
       tag: this.name,
       consistent: false,
-      prepare: async () => (!scoped || await scoped()) && !(await this.isPurging(parentId))
+      transaction,
+      prepare: async () => (!scoped || await scoped()) && !(await this.isPurging(parentId, transaction))
     }, options)
   }
 
@@ -345,7 +347,7 @@ export class Children extends ModelHandle {
    * @param {any} [options] gt/gte/lt/lte over seq, limit, reverse, cursor
    */
   range (parentId, options) {
-    return modelOf(this).range(parentId, optionsOf(options, 'children.range()'), scopedPrepare(this))
+    return modelOf(this).range(parentId, optionsOf(options, 'children.range()'), scopedPrepare(this), transactionIn(this))
   }
 
   /** The last sequence number handed out for `parentId` (0 if none). @param {unknown} parentId */

@@ -8,7 +8,8 @@ import { Namespace, assertNotClosed } from './namespace.js'
 import { SecondaryIndex, writeIndexEntries, holdsEntry, uniqueEntryKey } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
-import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
+import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised, transactionOf, transactionIn } from './model-handle.js'
+import { lockModeOf } from './transaction.js'
 import { describe, isDefined, errorMessage, isLevelkitError, readInput, entriesOf, elementsOf, deepFreeze } from './common.js'
 import { optionsOf } from './options.js'
 import { RecordVersions, ifVersionOf } from './versions.js'
@@ -400,9 +401,21 @@ export class Collection extends ModelHandle {
     })
   }
 
-  /** @param {unknown} id @returns {Promise<any>} the record, or undefined */
-  get (id) {
-    return this.#readOne(id, recordOf)
+  /**
+   * @param {unknown} id
+   * @param {{ lock?: import('./transaction.js').LockMode }} [options] `lock`: in a transaction, lock the record first
+   * @returns {Promise<any>} the record, or undefined
+   */
+  get (id, options) {
+    if (options === undefined) return this.#readOne(id, recordOf)
+    return promised(() => {
+      const lock = lockModeOf(optionsOf(options, 'collection.get()').lock)
+      if (lock === undefined) return this.#readOne(id, recordOf)
+      const tx = transactionOf(this)
+      const model = modelOf(this)
+      const key = model.keyOf(id)
+      return after(tx.lockKey(model.records, key, lock), () => after(tx.get(model.records, key), value => recordOf(value, model.records, key)))
+    })
   }
 
   /** @param {unknown} id @returns {Promise<boolean>} */
@@ -441,14 +454,17 @@ export class Collection extends ModelHandle {
    * The record whose unique index `indexName` has `value`, or undefined.
    * @param {string} indexName
    * @param {unknown} value
+   * @param {{ lock?: import('./transaction.js').LockMode }} [options] `lock`: in a transaction, lock the index entry and the record first
    * @returns {Promise<any>}
    */
-  getBy (indexName, value) {
+  getBy (indexName, value, options) {
     return promised(() => {
       const model = modelOf(this)
       const index = model.index(indexName)
       if (!index.unique) throw invalid(`getBy() needs a unique index; "${indexName}" of "${model.name}" is not unique: use query({ index, eq })`)
       const key = uniqueEntryKey(index, value)
+      const lock = options === undefined ? undefined : lockModeOf(optionsOf(options, 'collection.getBy()').lock)
+      if (lock !== undefined) return getByLocked(transactionOf(this), model, index, key, lock)
       const scope = scopeOf(this)
       if (scope) return getByInScope(scope, model, index, key)
       assertNotClosed(model.root)
@@ -480,6 +496,8 @@ export class Collection extends ModelHandle {
   query (given) {
     const options = optionsOf(given, 'collection.query()')
     const model = modelOf(this)
+    const lock = lockModeOf(options.lock)
+    const transaction = lock === undefined ? transactionIn(this) : transactionOf(this)
     if (options.index === undefined) {
       return new Query({
         root: model.root,
@@ -489,6 +507,8 @@ export class Collection extends ModelHandle {
         values: true,
         consistent: false,
         prepare: scopedPrepare(this),
+        transaction,
+        lock,
         load: entries => entries.map(([key, value]) => [decodeKey(key, model.records), parseRecord(value, model.records, key), key])
       }, options)
     }
@@ -503,6 +523,8 @@ export class Collection extends ModelHandle {
         values: true,
         consistent: false,
         prepare: scopedPrepare(this),
+        transaction,
+        lock,
         load: entries => entries.map(([key, value]) => {
           const record = parseRecord(value, index.namespace, key)
           return [model.idOf(record), record, key]
@@ -517,9 +539,13 @@ export class Collection extends ModelHandle {
       values: index.unique,
       consistent: true,
       prepare: scopedPrepare(this),
-      load: async (entries, snapshot) => {
+      transaction,
+      lock,
+      load: async (entries, snapshot, tx) => {
         const keys = entries.map(([key, value]) => index.unique ? value : encode(/** @type {any[]} */ (decodeKey(key, index.namespace))[1]))
-        const stored = await model.records.readMany(keys, model.writer.syncReads, snapshot)
+        const stored = tx === undefined
+          ? await model.records.readMany(keys, model.writer.syncReads, snapshot)
+          : await Promise.all(keys.map(key => after(lock === undefined ? null : tx.lockKey(model.records, key, lock), () => tx.get(model.records, key))))
         /** @type {Array<[unknown, any, Uint8Array]>} */
         const items = []
         for (let i = 0; i < keys.length; i++) {
@@ -608,6 +634,20 @@ async function getByInScope (scope, model, index, key) {
   const owner = await scope.get(index.namespace, key)
   if (owner === undefined || index.covering) return recordOf(owner, index.namespace, key)
   return recordOf(await scope.get(model.records, owner), model.records, owner)
+}
+
+/**
+ * getBy() with a lock, in a transaction: the entry locked, then the record
+ * it names.
+ * @param {import('./transaction.js').Transaction} tx @param {CollectionModel} model
+ * @param {SecondaryIndex} index @param {Uint8Array} key @param {import('./transaction.js').LockMode} lock
+ */
+async function getByLocked (tx, model, index, key, lock) {
+  await tx.lockKey(index.namespace, key, lock)
+  const owner = await tx.get(index.namespace, key)
+  if (owner === undefined || index.covering) return recordOf(owner, index.namespace, key)
+  await tx.lockKey(model.records, owner, lock)
+  return recordOf(await tx.get(model.records, owner), model.records, owner)
 }
 
 /**

@@ -1,5 +1,5 @@
 import { invalid, levelkitError, codes } from './errors.js'
-import { errorMessage, isLevelkitError } from './common.js'
+import { errorMessage, isLevelkitError, describe } from './common.js'
 import { Writer } from './writer.js'
 import { CollectionModel, Collection } from './collection.js'
 import { RelationModel, Relation } from './relation.js'
@@ -13,6 +13,7 @@ import { assertName } from './names.js'
 import { crossTabFor } from './cross-tab.js'
 import { setReadCacheBudget } from './namespace.js'
 import { optionsOf, optionsObject } from './options.js'
+import { Transaction, DEFAULT_LOCK_TIMEOUT } from './transaction.js'
 
 // Values kept per cached namespace by default.
 const DEFAULT_READ_CACHE = 10000
@@ -34,13 +35,14 @@ export class Database {
 
   /**
    * @param {any} level an open abstract-level 3 database
-   * @param {{ syncReads?: boolean, readCache?: number, readCacheBytes?: number, ownsLevel?: boolean }} [options]
+   * @param {{ syncReads?: boolean, readCache?: number, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean }} [options]
    */
   constructor (level, options = {}) {
     this.level = level
     this.#ownsLevel = options.ownsLevel !== false
     const syncReads = options.syncReads !== false && !!level.supports.getSync
     this.writer = new Writer(level, syncReads, crossTabFor(level))
+    this.writer.durable = options.durability === 'sync'
     // Values read with getSync() are kept per namespace (the write path keeps
     // them exact); without getSync (IndexedDB, where other tabs write too)
     // nothing is cached.
@@ -142,10 +144,13 @@ export class Database {
    *
    * @template T
    * @param {(w: import('./write-scope.js').WriteScope) => Promise<T> | T} fn
+   * @param {{ sync?: boolean }} [options]
    * @returns {Promise<T>}
    */
-  async write (fn) {
+  async write (fn, options) {
     if (typeof fn !== 'function') throw invalid('write() takes a function (w) => { ... }')
+    const { sync } = optionsOf(options, 'db.write()')
+    if (sync !== undefined && typeof sync !== 'boolean') throw invalid('The sync option of db.write() must be a boolean')
     this.#assertOpen()
     const refused = refuseInsideScope(this.writer)
     if (refused) throw refused
@@ -161,7 +166,45 @@ export class Database {
       while ((idle = scope.idle()) !== null) await idle
       scope.close()
       return result
-    }))
+    }), sync === true)
+  }
+
+  /**
+   * Run `fn(tx, attempt)` as a serializable transaction: its reads (through
+   * `model.in(tx)`) see the database as of when the attempt began, plus its
+   * own writes; its writes are committed as one batch only if nothing it
+   * read changed meanwhile, else `fn` runs again (attempt 2, 3, ...), up to
+   * `maxRetries` more times. `fn` may therefore run more than once: keep
+   * side effects out of it.
+   *
+   * @template T
+   * @param {(tx: Transaction, attempt: number) => Promise<T> | T} fn
+   * @param {TransactionOptions} [options]
+   * @returns {Promise<T>}
+   */
+  async transaction (fn, options) {
+    if (typeof fn !== 'function') throw invalid('transaction() takes a function (tx, attempt) => { ... }')
+    const settings = transactionSettings(optionsOf(options, 'db.transaction()'))
+    this.#assertOpen()
+    const refused = refuseInsideScope(this.writer)
+    if (refused) throw refused
+    for (let attempt = 1; ; attempt++) {
+      if (settings.signal?.aborted) throw abortedError(settings.signal)
+      const tx = new Transaction(this.writer, settings)
+      try {
+        return await attemptOnce(tx, fn, attempt, settings)
+      } catch (err) {
+        const code = /** @type {any} */ (err)?.code
+        if (code !== codes.CONFLICT && code !== codes.DEADLOCK) throw err
+        if (attempt > settings.maxRetries) {
+          throw levelkitError(code, `Transaction gave up after ${attempt} attempts (maxRetries: ${settings.maxRetries}): ${errorMessage(err)}`, { cause: err, attempts: attempt })
+        }
+      } finally {
+        tx.finish()
+      }
+      this.#assertOpen()
+      await backoff(attempt)
+    }
   }
 
   /**
@@ -224,4 +267,102 @@ export class Database {
     if (!model) throw invalid(`${what} must reference collections declared on the same database`)
     return model
   }
+}
+
+/**
+ * @typedef {{ maxRetries?: number, timeout?: number, lockTimeout?: number, signal?: AbortSignal, sync?: boolean, maxOps?: number, maxBytes?: number }} TransactionOptions
+ * @typedef {{ maxRetries: number, timeout: number, lockTimeout: number, signal: AbortSignal | undefined, sync: boolean, maxOps: number, maxBytes: number }} TransactionSettings
+ */
+
+// Defaults of db.transaction(): FoundationDB's limits (5 s, 10 MB) and
+// RocksDB's lock wait (1000 ms).
+const TRANSACTION_DEFAULTS = Object.freeze({ maxRetries: 10, timeout: 5000, lockTimeout: DEFAULT_LOCK_TIMEOUT, maxOps: 100000, maxBytes: 10 * 1024 * 1024 })
+
+/** @param {any} given @returns {TransactionSettings} */
+function transactionSettings (given) {
+  /** @type {any} */
+  const settings = { ...TRANSACTION_DEFAULTS, signal: undefined, sync: false }
+  for (const name of /** @type {Array<keyof typeof TRANSACTION_DEFAULTS>} */ (Object.keys(TRANSACTION_DEFAULTS))) {
+    const value = given[name]
+    if (value === undefined) continue
+    const least = name === 'maxRetries' ? 0 : 1
+    if (!Number.isSafeInteger(value) || value < least) {
+      throw invalid(`The ${name} option of db.transaction() must be an integer of at least ${least}, got ${describe(value)}`)
+    }
+    settings[name] = value
+  }
+  if (given.sync !== undefined) {
+    if (typeof given.sync !== 'boolean') throw invalid('The sync option of db.transaction() must be a boolean')
+    settings.sync = given.sync
+  }
+  if (given.signal !== undefined) {
+    if (!(given.signal instanceof AbortSignal)) throw invalid('The signal option of db.transaction() must be an AbortSignal')
+    settings.signal = given.signal
+  }
+  return settings
+}
+
+/**
+ * One attempt: the callback, then the commit, unless the attempt expires or
+ * is aborted first. Once its ops are handed to the write path, neither can
+ * stop it: a commit is never reported as failed.
+ * @template T
+ * @param {Transaction} tx
+ * @param {(tx: Transaction, attempt: number) => Promise<T> | T} fn
+ * @param {number} attempt
+ * @param {TransactionSettings} settings
+ * @returns {Promise<T>}
+ */
+function attemptOnce (tx, fn, attempt, settings) {
+  const { signal, timeout } = settings
+  return new Promise((resolve, reject) => {
+    let settled = false
+    /** @param {unknown} err */
+    const stop = err => {
+      if (settled || tx.committing) return
+      settled = true
+      cleanup()
+      tx.finish(err)
+      reject(err)
+    }
+    const timer = setTimeout(() => stop(levelkitError(codes.TX_EXPIRED, `Transaction expired after ${timeout} ms (option timeout); its locks are released`, { timeout })), timeout)
+    const onAbort = () => stop(abortedError(/** @type {AbortSignal} */ (signal)))
+    signal?.addEventListener('abort', onAbort, { once: true })
+    const cleanup = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+    }
+    Promise.resolve()
+      .then(() => fn(tx, attempt))
+      .then(async result => {
+        await tx.commit(settings.sync)
+        return result
+      })
+      .then(result => {
+        if (settled) return
+        settled = true
+        cleanup()
+        resolve(result)
+      }, err => {
+        if (settled) return
+        settled = true
+        cleanup()
+        reject(err)
+      })
+  })
+}
+
+/** @param {AbortSignal} signal */
+function abortedError (signal) {
+  return levelkitError(codes.ABORTED, 'Transaction aborted by its signal', { cause: signal.reason })
+}
+
+/**
+ * Wait a random time that grows with the attempts before trying again, so
+ * transactions that conflicted do not meet again at once.
+ * @param {number} attempt
+ */
+function backoff (attempt) {
+  const ms = Math.random() * Math.min(2 ** (attempt - 1), 64)
+  return new Promise(resolve => setTimeout(resolve, ms))
 }

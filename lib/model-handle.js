@@ -1,5 +1,6 @@
 import { WriteScope } from './write-scope.js'
-import { invalid } from './errors.js'
+import { Transaction, nextAge, pointBounds, DEFAULT_LOCK_TIMEOUT } from './transaction.js'
+import { invalid, codes } from './errors.js'
 import { readInput } from './common.js'
 import { currentScope } from '#context'
 
@@ -19,11 +20,58 @@ function runWrite (writer, scope, fn) {
   if (scope === null) {
     const refused = refuseInsideScope(writer)
     if (refused) return Promise.reject(refused)
-    return writer.run(fn)
+    return writer.locks.active ? writeRespectingLocks(writer, fn) : writer.run(fn)
   }
   // atomic() refuses (with a rejected promise) once the scope has ended.
   return scope.atomic(fn)
 }
+
+/**
+ * A model operation outside any scope while transactions hold locks: if it
+ * decides to write a key another transaction has locked, it decides
+ * nothing, waits for a write lock on that key (outside the critical
+ * section, where the lock holder's commit must get in), and runs again. Its
+ * write locks are released once it is written.
+ * @template T
+ * @param {import('./writer.js').Writer} writer
+ * @param {(scope: WriteScope) => Promise<T> | T} fn
+ * @returns {Promise<T>}
+ */
+async function writeRespectingLocks (writer, fn) {
+  const locks = writer.locks
+  const owner = { age: nextAge() }
+  const options = { timeout: DEFAULT_LOCK_TIMEOUT }
+  try {
+    for (let deadlocks = 0; ;) {
+      /** @type {import('./write-scope.js').Op | undefined} */
+      let blocked
+      try {
+        return await writer.run(async scope => {
+          const result = await fn(scope)
+          blocked = locks.active ? scope.ops.find(op => locks.isBlocked(owner, op.namespace.prefix, pointBounds(op.key), 'write')) : undefined
+          if (blocked !== undefined) throw LOCKED
+          return result
+        })
+      } catch (err) {
+        if (err !== LOCKED) throw err
+      }
+      const op = /** @type {import('./write-scope.js').Op} */ (blocked)
+      try {
+        await locks.acquire(owner, op.namespace.prefix, pointBounds(op.key), 'write', options)
+      } catch (err) {
+        // The youngest in a deadlock: let the others through, then again.
+        if (/** @type {any} */ (err)?.code !== codes.DEADLOCK || ++deadlocks > MAX_DEADLOCKS) throw err
+        locks.release(owner)
+      }
+    }
+  } finally {
+    locks.release(owner)
+  }
+}
+
+// Thrown inside the critical section to take back what it decided.
+const LOCKED = Symbol('locked')
+const MAX_DEADLOCKS = 10
 
 /**
  * @param {import('./writer.js').Writer} writer
@@ -33,7 +81,7 @@ function runWrite (writer, scope, fn) {
 function assertScope (writer, w) {
   // A Proxy's getPrototypeOf trap runs for instanceof: it may throw.
   if (!readInput('The argument of in(w)', () => w instanceof WriteScope) || /** @type {WriteScope} */ (w).writer !== writer) {
-    throw invalid('in(w) takes the write scope that db.write() passes to its callback, for the same database')
+    throw invalid('in(w) takes the write scope that db.write() or db.transaction() passes to its callback, for the same database')
   }
   const scope = /** @type {WriteScope} */ (w)
   scope.assertOpen()
@@ -143,6 +191,31 @@ export function promised (fn) {
  */
 export function after (x, f) {
   return x instanceof Promise ? x.then(f) : f(x)
+}
+
+/**
+ * The transaction a handle is bound to, for a read with a `lock` option:
+ * locks exist only inside transactions.
+ * @param {ModelHandle} handle
+ * @returns {import('./transaction.js').Transaction}
+ */
+export function transactionOf (handle) {
+  const scope = scopeOf(handle)
+  if (scope === null || !(scope instanceof Transaction)) {
+    throw invalid('The lock option needs a transaction: call it as model.in(tx).get(id, { lock }) inside db.transaction()')
+  }
+  return scope
+}
+
+/**
+ * The transaction a handle is bound to, if it is bound to one: queries made
+ * through it read in that transaction.
+ * @param {ModelHandle} handle
+ * @returns {import('./transaction.js').Transaction | undefined}
+ */
+export function transactionIn (handle) {
+  const scope = scopeOf(handle)
+  return scope instanceof Transaction ? scope : undefined
 }
 
 /**

@@ -19,10 +19,13 @@ import { describe, errorMessage, isLevelkitError, readInput } from './common.js'
 export async function openIn (environment, options) {
   // Read once (a copy); the backend's own options are passed on from it.
   const given = optionsObject(options, 'open()')
-  const { backend: named, location, db, syncReads, readCache, readCacheBytes, ...levelOptions } = given
+  const { backend: named, location, db, syncReads, readCache, readCacheBytes, durability, ...levelOptions } = given
   if (syncReads !== undefined && typeof syncReads !== 'boolean') throw invalid('The syncReads option must be a boolean')
   if (readCache !== undefined && !(Number.isSafeInteger(readCache) && readCache >= 0)) {
     throw invalid('The readCache option must be a non-negative integer (values kept per namespace; 0 turns the cache off)')
+  }
+  if (durability !== undefined && durability !== 'sync' && durability !== 'relaxed') {
+    throw invalid("The durability option must be 'relaxed' (the default: a write resolves once the backend has it) or 'sync' (once it is flushed to disk)")
   }
   if (readCacheBytes !== undefined && !(Number.isSafeInteger(readCacheBytes) && readCacheBytes >= 0)) {
     throw invalid('The readCacheBytes option must be a non-negative integer (bytes the read caches hold together; 0 turns them off)')
@@ -40,7 +43,7 @@ export async function openIn (environment, options) {
       if (isLevelkitError(err)) throw err
       throw invalid(`The database passed as the db option could not be opened: ${errorMessage(err)}`, { cause: err })
     }
-    return new Database(db, { syncReads, readCache, readCacheBytes, ownsLevel: false })
+    return new Database(db, { syncReads, readCache, readCacheBytes, durability, ownsLevel: false })
   }
 
   const backend = named === undefined ? environment.defaultBackend({ location }) : named
@@ -67,7 +70,7 @@ export async function openIn (environment, options) {
     }
     throw levelkitError(codes.BACKEND_UNAVAILABLE, `The ${backend} backend could not open the database${location === undefined ? '' : ` at ${describe(location)}`}: ${errorMessage(cause || err)}`, { cause: err, backend, location })
   }
-  return new Database(level, { syncReads, readCache, readCacheBytes })
+  return new Database(level, { syncReads, readCache, readCacheBytes, durability })
 }
 
 /** @param {string} backend @param {unknown} location */

@@ -13,7 +13,7 @@ const READ = ['limit', 'reverse', 'cursor']
  * (a misspelt `lmit` would otherwise read everything), except where noted.
  */
 export const OPTIONS = Object.freeze({
-  'collection.query()': Object.freeze(['index', ...RANGE, ...READ]),
+  'collection.query()': Object.freeze(['index', ...RANGE, ...READ, 'lock']),
   'collection.count()': Object.freeze(['index', ...RANGE, ...READ]),
   'collection.put()': Object.freeze(['ifVersion']),
   'collection.update()': Object.freeze(['ifVersion']),
@@ -24,9 +24,13 @@ export const OPTIONS = Object.freeze({
   'children.watch()': Object.freeze(['after', 'signal']),
   'counter.query()': Object.freeze([...RANGE, ...READ]),
   'db.check()': Object.freeze(['repair']),
+  'db.write()': Object.freeze(['sync']),
+  'db.transaction()': Object.freeze(['maxRetries', 'timeout', 'lockTimeout', 'signal', 'sync', 'maxOps', 'maxBytes']),
+  'collection.get()': Object.freeze(['lock']),
+  'collection.getBy()': Object.freeze(['lock']),
   // open() passes any other option to the backend it opens (classic-level's
   // cacheSize, ...); with `db`, there is no backend to pass them to.
-  'open()': Object.freeze(['backend', 'location', 'db', 'syncReads', 'readCache', 'readCacheBytes']),
+  'open()': Object.freeze(['backend', 'location', 'db', 'syncReads', 'readCache', 'readCacheBytes', 'durability']),
   'db.collection()': Object.freeze(['id', 'indexes', 'validate', 'versioned']),
   'db.relation()': Object.freeze(['from', 'to', 'onDelete', 'lists']),
   'db.children()': Object.freeze(['parent', 'onDelete', 'blockSize'])

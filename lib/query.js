@@ -5,8 +5,10 @@ import { describe } from './common.js'
 
 /**
  * @typedef {import('./bounds.js').ByteBounds} ByteBounds
- * @typedef {(entries: Array<[Uint8Array, any]>, snapshot: any) => Promise<Array<[any, any, Uint8Array]>> | Array<[any, any, Uint8Array]>} Loader
- *   returns [key, item, raw key] per entry it keeps (it may drop entries)
+ * @typedef {import('./transaction.js').Transaction} Transaction
+ * @typedef {(entries: Array<[Uint8Array, any]>, snapshot: any, tx?: Transaction) => Promise<Array<[any, any, Uint8Array]>> | Array<[any, any, Uint8Array]>} Loader
+ *   returns [key, item, raw key] per entry it keeps (it may drop entries); reads what it needs
+ *   through `tx` when there is one
  * @typedef {object} QuerySource
  * @property {any} root the root database, for snapshots
  * @property {import('./namespace.js').Namespace} namespace the namespace that is scanned
@@ -16,12 +18,15 @@ import { describe } from './common.js'
  * @property {boolean} consistent whether `load` reads other namespaces, so needs a snapshot
  * @property {Loader} load turns raw entries into [key, item] pairs
  * @property {() => Promise<boolean>} [prepare] runs before reading; false means the range is empty
+ * @property {Transaction} [transaction] the transaction the query reads in: its own writes, as of
+ *   when it began, and the range read is checked when it commits
+ * @property {import('./transaction.js').LockMode} [lock] in a transaction, lock the range in this mode first
  * @property {() => Promise<any[]>} [list] every item of the whole range in key order, as a new
  *   array, read without an iterator (a cache): all() uses it when the query is not resumed and
  *   has no limit (a limited read reads only what it returns)
  * @property {(bounds: ByteBounds) => Promise<ListedKeys>} [keys] the raw keys within `bounds` in key
  *   order, read without an iterator (a stored list): every read uses it instead of an iterator
- * @property {(bounds: ByteBounds, reverse: boolean) => AsyncGenerator<Array<[Uint8Array, any]>>} [scan]
+ * @property {(bounds: ByteBounds, reverse: boolean, tx?: Transaction) => AsyncGenerator<Array<[Uint8Array, any]>>} [scan]
  *   the entries within `bounds` in key order (or reverse), read its own way (children kept in
  *   blocks): every read uses it instead of an iterator over `namespace`
  * @typedef {{ readonly length: number, at (i: number): Uint8Array | undefined }} ListedKeys
@@ -34,7 +39,7 @@ const CHUNK = 512
 // The largest iterator limit every backend takes as it is: classic-level
 // keeps only 32 bits of it (a limit of 2 ** 32 reads nothing). A larger
 // limit is enforced here instead, over an iterator without one.
-const BACKEND_LIMIT = 2 ** 31 - 1
+export const BACKEND_LIMIT = 2 ** 31 - 1
 
 /**
  * A lazy, re-runnable range read. Nothing is read until it is iterated,
@@ -122,12 +127,14 @@ export class Query {
     if (this.#source.keys !== undefined) return Math.min((await this.#source.keys(this.#bounds)).length, this.#limit)
     if (this.#source.scan !== undefined) {
       let n = 0
-      for await (const entries of this.#source.scan(this.#bounds, false)) {
+      for await (const entries of this.#source.scan(this.#bounds, false, this.#source.transaction)) {
         n += entries.length
         if (n >= this.#limit) return this.#limit
       }
       return n
     }
+    const tx = this.#source.transaction
+    if (tx !== undefined) return (await this.#inTransaction(tx, false, this.#limit)).length
     const it = this.#source.namespace.sublevel.keys({ ...this.#bounds, limit: backendLimit(this.#limit) })
     let n = 0
     try {
@@ -157,16 +164,24 @@ export class Query {
     }
     assertNotClosed(root)
     if (prepare && !(await prepare())) return
+    const tx = this.#source.transaction
     if (this.#source.scan !== undefined) {
       let remaining = limit
       if (remaining <= 0) return
-      for await (const entries of this.#source.scan(this.#bounds, this.#reverse)) {
-        let loaded = await load(entries, undefined)
+      for await (const entries of this.#source.scan(this.#bounds, this.#reverse, tx)) {
+        let loaded = await load(entries, undefined, tx)
         if (loaded.length > remaining) loaded = loaded.slice(0, remaining)
         remaining -= loaded.length
         if (loaded.length > 0) yield loaded
         if (remaining === 0) return
       }
+      return
+    }
+    if (tx !== undefined) {
+      if (limit <= 0) return
+      let loaded = await load(await this.#inTransaction(tx, values, limit), undefined, tx)
+      if (loaded.length > limit) loaded = loaded.slice(0, limit)
+      if (loaded.length > 0) yield loaded
       return
     }
     const snapshot = consistent && root.supports.explicitSnapshots ? root.snapshot() : undefined
@@ -200,9 +215,23 @@ export class Query {
    */
   async #listed (limit) {
     const keys = await this.#inRange(limit)
-    let loaded = await this.#source.load(keys.map(key => [key, undefined]), undefined)
+    let loaded = await this.#source.load(keys.map(key => [key, undefined]), undefined, this.#source.transaction)
     if (loaded.length > limit) loaded = loaded.slice(0, limit)
     return loaded
+  }
+
+  /**
+   * The entries within the bounds as transaction `tx` sees them, in the
+   * query's order, at most `limit`; locked first if the query asks to.
+   * @param {Transaction} tx @param {boolean} values @param {number} limit
+   */
+  async #inTransaction (tx, values, limit) {
+    const { namespace, lock } = this.#source
+    if (lock !== undefined) {
+      const wait = tx.lock(namespace, this.#bounds, lock)
+      if (wait !== null) await wait
+    }
+    return tx.entries(namespace, this.#bounds, { values, reverse: this.#reverse, limit })
   }
 
   /**

@@ -4,7 +4,7 @@ import { decodeKey } from './stored.js'
 import { assertName, layout } from './names.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelHandle, modelOf, writeThrough, readThrough, scopedPrepare, after, promised } from './model-handle.js'
+import { ModelHandle, modelOf, writeThrough, readThrough, scopedPrepare, after, promised, transactionIn } from './model-handle.js'
 import { describe, isDefined, elementsOf } from './common.js'
 import { optionsOf, optionsObject, RANGE } from './options.js'
 import { EdgeDirection, ListDirection } from './relation-directions.js'
@@ -193,8 +193,9 @@ export class RelationModel {
    * @param {Direction} direction @param {CollectionModel} keyed @param {unknown} id
    * @param {any} options checked by the caller
    * @param {(() => Promise<boolean>) | undefined} prepare
+   * @param {import('./transaction.js').Transaction} [transaction] the transaction the query reads in
    */
-  query (direction, keyed, id, options, prepare) {
+  query (direction, keyed, id, options, prepare, transaction) {
     id = keyed.idArg(id)
     keyed.keyOf(id)
     const namespace = direction.namespace
@@ -206,7 +207,9 @@ export class RelationModel {
     if (direction.kind === 'lists') {
       const lists = direction
       const syncReads = this.writer.syncReads
-      const read = (/** @type {import('./namespace.js').Namespace} */ listNamespace, /** @type {Uint8Array} */ key) => listNamespace.read(key, syncReads)
+      const read = transaction === undefined
+        ? (/** @type {import('./namespace.js').Namespace} */ listNamespace, /** @type {Uint8Array} */ key) => listNamespace.read(key, syncReads)
+        : (/** @type {import('./namespace.js').Namespace} */ listNamespace, /** @type {Uint8Array} */ key) => transaction.get(listNamespace, key)
       // The whole list as it is; else its ids as the keys an edge direction
       // would hold, so ranges and cursors mean the same on both layouts.
       if (whole) list = () => promised(() => lists.list(read, id))
@@ -226,6 +229,7 @@ export class RelationModel {
       values: false,
       consistent: false,
       prepare,
+      transaction,
       load: entries => entries.map(([key]) => {
         const other = /** @type {unknown[]} */ (decodeKey(key, namespace))[1]
         return [other, other, key]
@@ -293,7 +297,7 @@ export class Relation extends ModelHandle {
    */
   to (fromId, options) {
     const model = modelOf(this)
-    return model.query(model.forward, model.from, fromId, optionsOf(options, 'relation.to()'), scopedPrepare(this))
+    return model.query(model.forward, model.from, fromId, optionsOf(options, 'relation.to()'), scopedPrepare(this), transactionIn(this))
   }
 
   /**
@@ -302,6 +306,6 @@ export class Relation extends ModelHandle {
    */
   from (toId, options) {
     const model = modelOf(this)
-    return model.query(model.reverse, model.to, toId, optionsOf(options, 'relation.from()'), scopedPrepare(this))
+    return model.query(model.reverse, model.to, toId, optionsOf(options, 'relation.from()'), scopedPrepare(this), transactionIn(this))
   }
 }

@@ -113,7 +113,7 @@ export class WriteScope {
   }
 
   /** Bring `local` up to date with `ops`. */
-  #index () {
+  index () {
     for (let i = this.indexed; i < this.ops.length; i++) {
       const op = this.ops[i]
       if (op.id === undefined) op.id = op.namespace.keyId(op.key)
@@ -167,7 +167,7 @@ export class WriteScope {
     // Nothing decided and unwritten: skip building the lookup key.
     if (this.ops.length > 0 || this.writer.pending) {
       const id = namespace.keyId(key)
-      if (this.indexed < this.ops.length) this.#index()
+      if (this.indexed < this.ops.length) this.index()
       const op = this.local.get(id) || this.writer.lookup(id)
       if (op !== undefined) return op.type === 'put' ? op.value : undefined
     }
@@ -184,16 +184,16 @@ export class WriteScope {
 
   /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {any} value */
   put (namespace, key, value) {
-    this.#push({ type: 'put', id: undefined, key, value, sublevel: namespace.sublevel, namespace })
+    this.push({ type: 'put', id: undefined, key, value, sublevel: namespace.sublevel, namespace })
   }
 
   /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key */
   del (namespace, key) {
-    this.#push({ type: 'del', id: undefined, key, value: undefined, sublevel: namespace.sublevel, namespace })
+    this.push({ type: 'del', id: undefined, key, value: undefined, sublevel: namespace.sublevel, namespace })
   }
 
   /** @param {Op} op */
-  #push (op) {
+  push (op) {
     this.assertOpen()
     this.ops.push(op)
   }
@@ -217,7 +217,7 @@ export class WriteScope {
     const merged = new Map()
     for (const [key, value] of stored) merged.set(namespace.keyId(key), [key, value])
     let changed = false
-    this.#index()
+    this.index()
     for (const [id, op] of this.local) {
       if (op.namespace !== namespace || !within(op.key, bounds)) continue
       changed = true

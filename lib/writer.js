@@ -2,6 +2,8 @@ import { levelkitError, codes } from './errors.js'
 import { WriteScope } from './write-scope.js'
 import { namespaceByPrefix } from './namespace.js'
 import { noop } from './common.js'
+import { within } from './bounds.js'
+import { LockManager } from './lock-manager.js'
 
 // How long one tab may keep the cross-tab lock while it has more to write,
 // before it lets a waiting tab in.
@@ -47,6 +49,27 @@ export class Writer {
   closed = false
   /** @type {unknown} the error of the last failed batch */
   lastError = undefined
+  /** Whether every batch is flushed to disk before its writes resolve (open({ durability: 'sync' })). */
+  durable = false
+  /** The locks transactions take (lib/transaction.js). */
+  locks = new LockManager()
+
+  /**
+   * How many critical sections have decided ops: the serial order of
+   * commits. A transaction reads as of the count when it began.
+   */
+  #decisions = 0
+  /** @type {Map<object, number>} the transactions running, with the count they began at */
+  #transactions = new Map()
+  /**
+   * While transactions run: the count at which each key was last decided,
+   * by op id, and the decided ops in order, for ranges. Nothing is kept
+   * while none runs, so writes outside transactions pay nothing.
+   * @type {Map<string, number>}
+   */
+  #changedAt = new Map()
+  /** @type {Array<{ at: number, op: import('./write-scope.js').Op }>} */
+  #changes = []
 
   /**
    * Ops decided but not yet written, by id. Built lazily from #unindexed:
@@ -84,6 +107,81 @@ export class Writer {
     return this.#epoch
   }
 
+  /** How many critical sections have decided ops so far. */
+  get decisions () {
+    return this.#decisions
+  }
+
+  /**
+   * Start keeping the changes a transaction that reads as of now must check.
+   * @param {object} transaction
+   * @returns {number} the count of decisions it reads as of
+   */
+  begin (transaction) {
+    const at = this.#decisions
+    this.#transactions.set(transaction, at)
+    return at
+  }
+
+  /**
+   * A transaction reads as of now from here on (see Transaction#extend()).
+   * @param {object} transaction
+   * @returns {number} the count of decisions it now reads as of
+   */
+  extend (transaction) {
+    const at = this.#decisions
+    this.#transactions.set(transaction, at)
+    return at
+  }
+
+  /**
+   * A transaction ended: forget the changes no running transaction needs.
+   * @param {object} transaction
+   */
+  end (transaction) {
+    if (!this.#transactions.delete(transaction)) return
+    if (this.#transactions.size === 0) {
+      this.#changedAt.clear()
+      this.#changes.length = 0
+      return
+    }
+    let oldest = Infinity
+    for (const at of this.#transactions.values()) if (at < oldest) oldest = at
+    const changes = this.#changes
+    let k = 0
+    while (k < changes.length && changes[k].at <= oldest) {
+      const { at, op } = changes[k++]
+      if (this.#changedAt.get(/** @type {string} */ (op.id)) === at) this.#changedAt.delete(/** @type {string} */ (op.id))
+    }
+    if (k > 0) changes.splice(0, k)
+  }
+
+  /**
+   * Whether the key `id` was decided after decision `at`. Only for a
+   * running transaction that began at or before `at`.
+   * @param {string} id @param {number} at
+   */
+  changedSince (id, at) {
+    const changed = this.#changedAt.get(id)
+    return changed !== undefined && changed > at
+  }
+
+  /**
+   * Whether some key of `namespace` within `bounds` was decided after
+   * decision `at` (same condition as changedSince()).
+   * @param {import('./namespace.js').Namespace} namespace
+   * @param {import('./write-scope.js').Bounds} bounds
+   * @param {number} at
+   */
+  rangeChangedSince (namespace, bounds, at) {
+    const changes = this.#changes
+    for (let i = changes.length - 1; i >= 0 && changes[i].at > at; i--) {
+      const { op } = changes[i]
+      if (op.namespace === namespace && within(op.key, bounds)) return true
+    }
+    return false
+  }
+
   /** True while a db.write() callback holds the write path. */
   get inWriteCallback () {
     const holder = this.#holder
@@ -115,11 +213,14 @@ export class Writer {
    * Run `fn` as one critical section and resolve with its result once its ops
    * are written. If `fn` throws, nothing it decided is written.
    *
+   * With `sync`, the batch holding its ops is flushed to disk before it
+   * resolves (with the rest of its group).
    * @template T
    * @param {(scope: WriteScope) => Promise<T> | T} fn
+   * @param {boolean} [sync]
    * @returns {Promise<T>}
    */
-  async run (fn) {
+  async run (fn, sync = false) {
     if (this.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
     if (this.#locked) await this.#wait()
     else this.#locked = true
@@ -137,7 +238,7 @@ export class Writer {
       // Reads let in beside the scope (read()) see none of its batch land.
       const guests = scope.closeToGuests()
       if (guests !== null) await guests
-      written = this.#commit(scope)
+      written = this.#commit(scope, sync)
     } catch (err) {
       failed = true
       failure = err
@@ -252,15 +353,24 @@ export class Writer {
     }
   }
 
-  /** @param {WriteScope} scope @returns {Promise<void> | null} */
-  #commit (scope) {
+  /** @param {WriteScope} scope @param {boolean} sync @returns {Promise<void> | null} */
+  #commit (scope, sync) {
     if (scope.epoch !== this.#epoch) {
       // An earlier batch failed after this critical section read its ops from
       // the overlay: what it decided rests on writes that never happened.
       throw levelkitError(codes.ABORTED, 'Write aborted because an earlier write failed', { cause: this.lastError })
     }
     if (scope.ops.length === 0) return null
+    const at = ++this.#decisions
+    if (this.#transactions.size > 0) {
+      for (const op of scope.ops) {
+        if (op.id === undefined) op.id = op.namespace.keyId(op.key)
+        this.#changedAt.set(op.id, at)
+        this.#changes.push({ at, op })
+      }
+    }
     const group = this.#group || (this.#group = this.#newest = new Group())
+    if (sync) group.sync = true
     for (const op of scope.ops) {
       group.ops.push(op)
       this.#unindexed.push(op)
@@ -280,7 +390,9 @@ export class Writer {
           // An array batch, not a chained one: with a `sublevel` on every op,
           // abstract-level's chained batch costs more per op (bench/RESULTS.md,
           // model-overhead, "What changed, and why").
-          await this.#root.batch(batchOps(group.ops))
+          // One flush serves every write of the group: durable writes under
+          // concurrency cost little more than relaxed ones.
+          await this.#root.batch(batchOps(group.ops), /** @type {any} */ (group.sync || this.durable ? { sync: true } : undefined))
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.written(op)
           this.#forget(group)
           group.resolve()
@@ -427,6 +539,8 @@ class Group {
   constructor () {
     /** @type {import('./write-scope.js').Op[]} */
     this.ops = []
+    /** whether some write of the group asked for its batch to be flushed to disk */
+    this.sync = false
     /** @type {(value?: any) => void} */
     this.resolve = noop
     /** @type {(reason?: any) => void} */

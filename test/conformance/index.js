@@ -10,6 +10,7 @@ import lifecycle from './lifecycle.js'
 import sublevel from './sublevel.js'
 import watch from './watch.js'
 import versions from './versions.js'
+import transactions from './transactions.js'
 import queries, { options } from './queries.js'
 
 /**
@@ -21,7 +22,7 @@ import queries, { options } from './queries.js'
  * @param {{ backend: string, open: () => Promise<import('../../index.js').Database> }} common
  */
 export function conformance (test, common) {
-  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries, options, watch, versions]) {
+  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries, options, watch, versions, transactions]) {
     suite(test, common)
   }
 }

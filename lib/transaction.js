@@ -1,0 +1,334 @@
+import { WriteScope } from './write-scope.js'
+import { levelkitError, codes, invalid } from './errors.js'
+import { concatBytes, compareBytes } from './bytes.js'
+import { within } from './bounds.js'
+import { BACKEND_LIMIT } from './query.js'
+
+/**
+ * @typedef {import('./write-scope.js').Bounds} Bounds
+ * @typedef {'shared' | 'soft' | 'hard'} LockMode
+ * @typedef {{ lockTimeout: number, maxOps: number, maxBytes: number }} TransactionLimits
+ */
+
+// How many times one read may move the attempt's snapshot forward before
+// it gives up (a key written again and again while it is read).
+const EXTENSIONS = 3
+
+export const LOCK_MODES = Object.freeze(['shared', 'soft', 'hard'])
+
+// Transactions (and lock owners) in the order they began: the larger, the
+// younger (the deadlock victim).
+let began = 0
+
+/** The age of a lock owner that begins now. */
+export function nextAge () {
+  return ++began
+}
+
+/** How long a lock wait lasts by default (RocksDB's default too). */
+export const DEFAULT_LOCK_TIMEOUT = 1000
+
+/**
+ * One attempt of a db.transaction() callback: a write scope whose reads are
+ * checked, and whose ops are committed through the write path only if
+ * nothing it read changed since it began.
+ *
+ * Reads see the database as of the decision count the attempt began at
+ * (`at`), plus its own writes. No backend snapshot is needed for that: each
+ * read is checked against the keys decided since (Writer.changedSince()),
+ * and a read whose key changed fails the attempt at once with
+ * LEVELKIT_CONFLICT, so the callback never acts on a mix of old and new
+ * values (as in TL2-style software transactional memory). The commit checks
+ * every read again, in the critical section that writes its batch: that is
+ * what makes committed transactions serializable in commit order.
+ *
+ * Locks (lib/lock-manager.js) are for hot keys, where such retries would
+ * repeat: a locked read makes other transactions wait instead of fail.
+ */
+export class Transaction extends WriteScope {
+  /** @type {Set<string>} ids of the keys read from the database */
+  #read = new Set()
+  /** @type {Array<{ namespace: import('./namespace.js').Namespace, bounds: Bounds }>} ranges read */
+  #ranges = []
+  #bytes = 0
+  /** @type {unknown} why the attempt ended early (expired, aborted), if it did */
+  #ended = null
+  /** Set once its ops are handed to the write path: from then on, nothing stops the commit. */
+  committing = false
+
+  /**
+   * @param {import('./writer.js').Writer} writer
+   * @param {TransactionLimits} limits
+   */
+  constructor (writer, limits) {
+    super(writer)
+    this.limits = limits
+    this.lockOptions = { timeout: limits.lockTimeout }
+    this.age = nextAge()
+    this.at = writer.begin(this)
+  }
+
+  /**
+   * End the attempt: no more reads or writes, locks released. `reason`, if
+   * given, is what its pending lock waits and later calls reject with.
+   * @param {unknown} [reason]
+   */
+  finish (reason) {
+    if (reason !== undefined && this.#ended === null) this.#ended = reason
+    this.close()
+    this.writer.locks.release(this, reason)
+    this.writer.end(this)
+  }
+
+  assertOpen () {
+    if (!this.open) throw this.#ended ?? invalid('This transaction has ended: use it only inside its db.transaction() callback, before that callback returns')
+  }
+
+  /**
+   * @param {import('./namespace.js').Namespace} namespace
+   * @param {Uint8Array} key
+   * @returns {any} the value, or a promise of it
+   */
+  get (namespace, key) {
+    this.assertOpen()
+    const id = namespace.keyId(key)
+    if (this.ops.length > 0) {
+      this.index()
+      const own = this.local.get(id)
+      if (own !== undefined) return own.type === 'put' ? own.value : undefined
+    }
+    const locks = this.writer.locks
+    if (locks.active) {
+      const wait = locks.acquire(this, namespace.prefix, pointBounds(key), 'read', this.lockOptions)
+      if (wait !== null) return wait.then(() => this.get(namespace, key))
+    }
+    return this.#readKey(namespace, key, id, 0)
+  }
+
+  /**
+   * Read a key as of `at`: if it changed since, move `at` forward (when
+   * nothing read before changed) and read it again.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {string} id @param {number} tries
+   * @returns {any}
+   */
+  #readKey (namespace, key, id, tries) {
+    const value = this.#current(namespace, key, id)
+    if (value instanceof Promise) return value.then(v => this.#settle(namespace, key, id, v, tries))
+    return this.#settle(namespace, key, id, value, tries)
+  }
+
+  /**
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {string} id
+   * @param {any} value @param {number} tries
+   * @returns {any}
+   */
+  #settle (namespace, key, id, value, tries) {
+    this.assertOpen()
+    if (!this.writer.changedSince(id, this.at)) {
+      this.#read.add(id)
+      return value
+    }
+    if (tries >= EXTENSIONS) throw conflict('a key it read kept changing while it read it')
+    this.#extend()
+    return this.#readKey(namespace, key, id, tries + 1)
+  }
+
+  /**
+   * Read as of now instead of as of `at`, if everything read so far is
+   * unchanged since `at` (then it holds now too): a read of a key that
+   * changed after the attempt began, but before it read the key (a locked
+   * read that waited for the previous holder's commit, most of all), need
+   * not fail the attempt. Throws LEVELKIT_CONFLICT if something read changed.
+   */
+  #extend () {
+    this.#validate()
+    this.at = this.writer.extend(this)
+  }
+
+  /**
+   * The latest decided value of a key: the write path's unwritten ops, else
+   * the sequence cache, else what is stored.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {string} id
+   */
+  #current (namespace, key, id) {
+    const writer = this.writer
+    if (writer.pending) {
+      const op = writer.lookup(id)
+      if (op !== undefined) return op.type === 'put' ? op.value : undefined
+    }
+    return namespace.read(key, writer.syncReads)
+  }
+
+  /**
+   * The current entries of `namespace` within `bounds`, the attempt's own
+   * writes included, as of when it began: in key order (or reverse), at
+   * most `limit`. What the commit checks is the part of the range the read
+   * covered: up to the last entry it returned, when the limit cut it short.
+   * @param {import('./namespace.js').Namespace} namespace
+   * @param {Bounds} bounds
+   * @param {{ values?: boolean, reverse?: boolean, limit?: number, tries?: number }} [options]
+   * @returns {Promise<Array<[Uint8Array, any]>>}
+   */
+  async entries (namespace, bounds, options = {}) {
+    this.assertOpen()
+    const locks = this.writer.locks
+    if (locks.active) {
+      const wait = locks.acquire(this, namespace.prefix, bounds, 'read', this.lockOptions)
+      if (wait !== null) await wait
+    }
+    // Ranges are read from the backend: what was decided before is written first.
+    await this.writer.drain()
+    this.assertOpen()
+    const values = options.values !== false
+    const reverse = options.reverse === true
+    const limit = options.limit ?? Infinity
+    this.index()
+    /** @type {import('./write-scope.js').Op[]} */
+    const own = []
+    let deletes = 0
+    for (const op of this.local.values()) {
+      if (op.namespace !== namespace || !within(op.key, bounds)) continue
+      own.push(op)
+      if (op.type === 'del') deletes++
+    }
+    // Each own delete may hide one stored entry: read that many more.
+    const wanted = limit + deletes
+    const readLimit = wanted > BACKEND_LIMIT ? -1 : wanted
+    /** @type {Array<[Uint8Array, any]>} */
+    const stored = await namespace.sublevel.iterator({ ...bounds, values, reverse, limit: readLimit }).all()
+    let covered = bounds
+    if (readLimit !== -1 && stored.length === readLimit && stored.length > 0) {
+      const last = stored[stored.length - 1][0]
+      covered = reverse ? { ...bounds, gt: undefined, gte: last } : { ...bounds, lte: undefined, lt: concatBytes(last, [0]) }
+    }
+    this.assertOpen()
+    if (this.writer.rangeChangedSince(namespace, covered, this.at)) {
+      if ((options.tries ?? 0) >= EXTENSIONS) throw conflict('a range it read kept changing while it read it')
+      this.#extend()
+      return this.entries(namespace, bounds, { ...options, tries: (options.tries ?? 0) + 1 })
+    }
+    this.#ranges.push({ namespace, bounds: covered })
+    if (own.length === 0) return stored
+    /** @type {Map<string, [Uint8Array, any]>} */
+    const merged = new Map()
+    for (const entry of stored) merged.set(namespace.keyId(entry[0]), entry)
+    for (const op of own) {
+      if (op.type === 'put') merged.set(/** @type {string} */ (op.id), [op.key, values ? op.value : undefined])
+      else merged.delete(/** @type {string} */ (op.id))
+    }
+    const result = Array.from(merged.values()).sort((a, b) => reverse ? compareBytes(b[0], a[0]) : compareBytes(a[0], b[0]))
+    return result.length > limit ? result.slice(0, limit) : result
+  }
+
+  /**
+   * Lock `bounds` of `namespace` in `mode` for the rest of the attempt.
+   * @param {import('./namespace.js').Namespace} namespace
+   * @param {Bounds} bounds
+   * @param {LockMode | 'write'} mode
+   * @returns {Promise<void> | null} null when granted at once
+   */
+  lock (namespace, bounds, mode) {
+    this.assertOpen()
+    return this.writer.locks.acquire(this, namespace.prefix, bounds, mode, this.lockOptions)
+  }
+
+  /**
+   * Lock one key (see lock()).
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {LockMode | 'write'} mode
+   */
+  lockKey (namespace, key, mode) {
+    return this.lock(namespace, pointBounds(key), mode)
+  }
+
+  /** @param {import('./write-scope.js').Op} op */
+  push (op) {
+    super.push(op)
+    const { maxOps, maxBytes } = this.limits
+    this.#bytes += op.key.length + (op.value === undefined ? 0 : op.value.length)
+    if (this.ops.length > maxOps || this.#bytes > maxBytes) {
+      throw levelkitError(codes.TX_TOO_LARGE, `A transaction writes at most ${maxOps} keys and ${maxBytes} bytes (options maxOps and maxBytes); this one wrote ${this.ops.length} keys, ${this.#bytes} bytes`, { ops: this.ops.length, bytes: this.#bytes })
+    }
+  }
+
+  /**
+   * Write the attempt's ops as one batch, if nothing it read changed.
+   * @param {boolean} sync
+   * @returns {Promise<void>}
+   */
+  async commit (sync) {
+    // Idle, so no operation is adding ops while they are committed.
+    let idle
+    while ((idle = this.idle()) !== null) await idle
+    const writer = this.writer
+    if (this.ops.length === 0) {
+      // Every read was checked when it was made: they all hold as of `at`.
+      this.assertOpen()
+      this.close()
+      return
+    }
+    for (;;) {
+      if (writer.locks.active) await this.#lockWrites()
+      const done = await writer.run(scope => {
+        this.assertOpen()
+        // A lock taken since the writes were locked (or before any lock
+        // existed) on a key written here: wait for it outside, then again.
+        if (writer.locks.active && this.#blockedWrite()) return false
+        this.#validate()
+        this.committing = true
+        this.close()
+        for (const op of this.ops) scope.ops.push(op)
+        return true
+      }, sync)
+      if (done) return
+    }
+  }
+
+  /** Take a write lock on every key written: waits for the locks other transactions hold on them. */
+  async #lockWrites () {
+    for (const op of this.ops) {
+      const wait = this.lockKey(op.namespace, op.key, 'write')
+      if (wait !== null) await wait
+    }
+  }
+
+  #blockedWrite () {
+    const locks = this.writer.locks
+    return this.ops.some(op => locks.isBlocked(this, op.namespace.prefix, pointBounds(op.key), 'write'))
+  }
+
+  /** Throws LEVELKIT_CONFLICT if a key or range read was decided since `at`. */
+  #validate () {
+    const writer = this.writer
+    if (writer.epoch !== this.epoch) {
+      throw conflict('a write it may have read failed', { cause: writer.lastError })
+    }
+    for (const id of this.#read) {
+      if (writer.changedSince(id, this.at)) throw conflict('a key it read was changed by a commit after it began')
+    }
+    for (const { namespace, bounds } of this.#ranges) {
+      if (writer.rangeChangedSince(namespace, bounds, this.at)) throw conflict('a range it read was changed by a commit after it began')
+    }
+  }
+}
+
+/** The bounds of exactly `key`. @param {Uint8Array} key @returns {Bounds} */
+export function pointBounds (key) {
+  return { gte: key, lt: concatBytes(key, [0]) }
+}
+
+/** @param {string} why @param {{ cause?: unknown }} [details] */
+function conflict (why, details) {
+  return levelkitError(codes.CONFLICT, `Transaction conflict: ${why}`, details)
+}
+
+/**
+ * @param {unknown} mode
+ * @returns {LockMode | undefined}
+ */
+export function lockModeOf (mode) {
+  if (mode === undefined) return undefined
+  if (typeof mode !== 'string' || !LOCK_MODES.includes(mode)) {
+    throw invalid(`The lock option must be one of ${LOCK_MODES.map(m => `'${m}'`).join(', ')}`)
+  }
+  return /** @type {LockMode} */ (mode)
+}

@@ -1,0 +1,424 @@
+import { rejects, usersSchema, settlesWithin } from './index.js'
+
+/** A promise and the functions that settle it. */
+function deferred () {
+  /** @type {(value?: any) => void} */
+  let settle = () => {}
+  /** @type {Promise<any>} */
+  const promise = new Promise(resolve => { settle = resolve })
+  return { promise, resolve: settle }
+}
+
+/** @param {number} ms */
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+/** @param {any} test @param {any} common */
+export default function (test, common) {
+  async function bank (n = 10, balance = 100) {
+    const db = await common.open()
+    const accounts = db.collection('accounts', { indexes: { status: { key: a => a.status } } })
+    for (let i = 0; i < n; i++) await accounts.insert({ balance, status: 'open' })
+    return { db, accounts }
+  }
+
+  test(`${common.backend}: transaction() commits its writes as one batch and returns the callback's value`, async t => {
+    const db = await common.open()
+    const users = usersSchema(db)
+    const chats = db.collection('chats')
+    const members = db.relation('members', { from: chats, to: users })
+    const messages = db.children('messages', { parent: chats, blockSize: 4 })
+    const counts = db.counter('counts')
+    const batches = []
+    db.level.on('write', ops => batches.push(ops.length))
+    const result = await db.transaction(async (tx, attempt) => {
+      const u = await users.in(tx).insert({ username: 'ann', age: 30 })
+      const c = await chats.in(tx).insert({ name: 'general' })
+      await members.in(tx).add(c, u)
+      for (let i = 0; i < 6; i++) await messages.in(tx).append(c, { text: `m${i}` })
+      await counts.in(tx).add('messages', 6)
+      t.same(await users.in(tx).get(u), { id: u, username: 'ann', age: 30 }, 'get sees its own insert')
+      t.same((await users.in(tx).getBy('username', 'ann')).id, u, 'getBy sees it')
+      t.same((await users.in(tx).query({ index: 'byAge', gte: [30] }).all()).map(r => r.username), ['ann'], 'an index query sees it')
+      t.same((await users.in(tx).query().all()).length, 1, 'a query by id sees it')
+      t.is(await users.in(tx).count(), 1, 'count sees it')
+      t.same(await members.in(tx).to(c).all(), [u], 'relation.to sees its edge')
+      t.same((await messages.in(tx).range(c, { reverse: true, limit: 2 }).all()).map(m => m.text), ['m5', 'm4'], 'children.range sees its appends')
+      t.is(await counts.in(tx).get('messages'), 6, 'counter.get sees its add')
+      t.is(await users.get(u), undefined, 'outside, nothing is visible before the commit')
+      return { u, c, attempt }
+    })
+    t.is(result.attempt, 1, 'the first attempt is 1')
+    t.same(batches, [batches[0]], 'one batch')
+    t.is((await users.get(result.u)).username, 'ann')
+    t.same((await messages.range(result.c).all()).length, 6)
+    t.same(await db.check(), { ok: true, problems: [], repaired: 0 })
+    await db.close()
+  })
+
+  test(`${common.backend}: a transaction that throws writes nothing`, async t => {
+    const { db, accounts } = await bank(2)
+    const err = new Error('changed my mind')
+    try {
+      await db.transaction(async tx => {
+        await accounts.in(tx).update(1, { balance: 0 })
+        throw err
+      })
+      t.fail('should reject')
+    } catch (e) {
+      t.is(e, err, 'rejects with the callback\'s error, not retried')
+    }
+    t.is((await accounts.get(1)).balance, 100)
+    await db.close()
+  })
+
+  test(`${common.backend}: a read that changed before the commit makes the transaction run again`, async t => {
+    const { db, accounts } = await bank(2)
+    const attempts = []
+    const read = deferred()
+    const written = deferred()
+    const done = db.transaction(async (tx, attempt) => {
+      attempts.push(attempt)
+      const a = await accounts.in(tx).get(1)
+      if (attempt === 1) {
+        read.resolve()
+        await written.promise
+      }
+      await accounts.in(tx).update(2, { balance: a.balance })
+      return a.balance
+    })
+    await read.promise
+    await accounts.update(1, { balance: 7 })
+    written.resolve()
+    t.is(await done, 7, 'the second attempt read the new value')
+    t.same(attempts, [1, 2])
+    t.is((await accounts.get(2)).balance, 7)
+    await db.close()
+  })
+
+  test(`${common.backend}: reading a key that changed again is a conflict, reading one that changed before it was read is not`, async t => {
+    const { db, accounts } = await bank(3)
+    const attempts = []
+    await db.transaction(async (tx, attempt) => {
+      attempts.push(attempt)
+      await accounts.in(tx).get(1)
+      // Changed after the attempt began, before it was read: read as of now.
+      if (attempt === 1) await accounts.update(2, { balance: 50 })
+      t.is((await accounts.in(tx).get(2)).balance, 50, 'sees the value committed before it read the key')
+      if (attempt === 1) await accounts.update(1, { balance: 60 })
+      // Read again after it changed: the attempt cannot go on.
+      return accounts.in(tx).get(1)
+    })
+    t.same(attempts, [1, 2], 'only the changed re-read made it run again')
+    await db.close()
+  })
+
+  test(`${common.backend}: a transaction gives up after maxRetries with LEVELKIT_CONFLICT`, async t => {
+    const { db, accounts } = await bank(2)
+    let runs = 0
+    const err = await rejects(t, db.transaction(async tx => {
+      runs++
+      const a = await accounts.in(tx).get(1)
+      await accounts.update(1, { balance: a.balance + 1 })
+      await accounts.in(tx).update(2, { balance: a.balance })
+    }, { maxRetries: 2 }), 'LEVELKIT_CONFLICT')
+    t.is(runs, 3, 'ran once and retried twice')
+    t.is(err.attempts, 3, 'the error says how many attempts')
+    t.is((await accounts.get(2)).balance, 100, 'nothing of it was written')
+    await db.close()
+  })
+
+  test(`${common.backend}: write skew is prevented (two doctors on call)`, async t => {
+    const db = await common.open()
+    const doctors = db.collection('doctors', { indexes: { onCall: { key: d => d.onCall ? [true] : undefined } } })
+    for (const round of [0, 1, 2]) {
+      const a = await doctors.insert({ onCall: true })
+      const b = await doctors.insert({ onCall: true })
+      const both = deferred()
+      let reads = 0
+      const goOff = (/** @type {number} */ me) => db.transaction(async (tx, attempt) => {
+        const onCall = await doctors.in(tx).query({ index: 'onCall', eq: [true] }).all()
+        if (attempt === 1 && ++reads === 2) both.resolve()
+        if (attempt === 1) await both.promise
+        if (onCall.filter(d => d.id === a || d.id === b).length < 2) return false
+        await doctors.in(tx).update(me, { onCall: false })
+        return true
+      })
+      const results = await Promise.all([goOff(a), goOff(b)])
+      const still = [await doctors.get(a), await doctors.get(b)].filter(d => d.onCall).length
+      t.is(still, 1, `round ${round}: one doctor is still on call`)
+      t.same(results.slice().sort(), [false, true], 'one went off call, the other saw it and stayed')
+    }
+    await db.close()
+  })
+
+  test(`${common.backend}: a phantom insert into a range read is a conflict`, async t => {
+    const { db, accounts } = await bank(0)
+    // At most 3 open accounts, opened by concurrent transactions.
+    const open = () => db.transaction(async tx => {
+      const n = await accounts.in(tx).count({ index: 'status', eq: 'open' })
+      if (n >= 3) return false
+      await sleep(1)
+      await accounts.in(tx).insert({ balance: 0, status: 'open' })
+      return true
+    }, { maxRetries: 50 })
+    const results = await Promise.all(Array.from({ length: 8 }, open))
+    t.is(results.filter(Boolean).length, 3, 'three opened')
+    t.is(await accounts.count({ index: 'status', eq: 'open' }), 3, 'and no more')
+    await db.close()
+  })
+
+  test(`${common.backend}: bank transfers keep the total (optimistic, soft and hard locks)`, async t => {
+    const n = 20
+    const { db, accounts } = await bank(n)
+    for (const lock of [undefined, 'soft', 'hard']) {
+      const transfers = Array.from({ length: 100 }, (_, i) => {
+        const from = 1 + (i * 7) % n
+        const to = 1 + (i * 13 + 1) % n
+        if (from === to) return Promise.resolve(false)
+        // Locks in id order: no deadlock to retry.
+        const [first, second] = from < to ? [from, to] : [to, from]
+        return db.transaction(async tx => {
+          const one = await accounts.in(tx).get(first, lock && { lock })
+          const two = await accounts.in(tx).get(second, lock && { lock })
+          const [a, b] = first === from ? [one, two] : [two, one]
+          const amount = 1 + (i % 40)
+          if (a.balance < amount) return false
+          await accounts.in(tx).update(from, { balance: a.balance - amount })
+          await accounts.in(tx).update(to, { balance: b.balance + amount })
+          return true
+        }, { maxRetries: 100 })
+      })
+      const done = await Promise.all(transfers)
+      const all = await accounts.query().all()
+      t.is(all.reduce((sum, a) => sum + a.balance, 0), n * 100, `${lock || 'optimistic'}: the total is unchanged`)
+      t.ok(all.every(a => a.balance >= 0), 'no balance is negative')
+      t.ok(done.filter(Boolean).length > 50, 'most transfers went through')
+    }
+    t.same((await db.check()).problems, [])
+    await db.close()
+  })
+
+  test(`${common.backend}: a soft lock makes a second locker wait, not retry; plain transaction reads pass`, async t => {
+    const { db, accounts } = await bank(2)
+    const locked = deferred()
+    const release = deferred()
+    const attempts = []
+    const first = db.transaction(async tx => {
+      const a = await accounts.in(tx).get(1, { lock: 'soft' })
+      locked.resolve()
+      await release.promise
+      await accounts.in(tx).update(1, { balance: a.balance + 1 })
+    })
+    await locked.promise
+    const plain = db.transaction(async tx => (await accounts.in(tx).get(1)).balance)
+    t.is(await settlesWithin(plain, 500), 100, 'a plain read in another transaction does not wait for a soft lock')
+    const second = db.transaction(async (tx, attempt) => {
+      attempts.push(attempt)
+      const a = await accounts.in(tx).get(1, { lock: 'soft' })
+      await accounts.in(tx).update(1, { balance: a.balance + 1 })
+      return a.balance
+    })
+    t.is(await settlesWithin(second, 50), 'hung', 'the second locker waits')
+    release.resolve()
+    await first
+    t.is(await second, 101, 'then reads what the first committed')
+    t.same(attempts, [1], 'without running again')
+    t.is((await accounts.get(1)).balance, 102)
+    await db.close()
+  })
+
+  test(`${common.backend}: a hard lock makes plain transaction reads wait; reads outside transactions never wait`, async t => {
+    const { db, accounts } = await bank(2)
+    const locked = deferred()
+    const release = deferred()
+    const first = db.transaction(async tx => {
+      await accounts.in(tx).get(1, { lock: 'hard' })
+      locked.resolve()
+      await release.promise
+      await accounts.in(tx).update(1, { balance: 5 })
+    })
+    await locked.promise
+    t.is((await settlesWithin(accounts.get(1), 500)).balance, 100, 'a read outside transactions answers at once')
+    const plain = db.transaction(async tx => (await accounts.in(tx).get(1)).balance)
+    t.is(await settlesWithin(plain, 50), 'hung', 'a plain read in a transaction waits')
+    release.resolve()
+    await first
+    t.is(await plain, 5, 'and then reads the committed value')
+    await db.close()
+  })
+
+  test(`${common.backend}: a model operation outside transactions waits for a lock on what it writes`, async t => {
+    const { db, accounts } = await bank(2)
+    const locked = deferred()
+    const release = deferred()
+    const holder = db.transaction(async tx => {
+      const a = await accounts.in(tx).get(1, { lock: 'soft' })
+      locked.resolve()
+      await release.promise
+      await accounts.in(tx).update(1, { balance: a.balance + 10 })
+    })
+    await locked.promise
+    const plain = accounts.update(1, change => ({ ...change, balance: change.balance * 2 }))
+    t.is(await settlesWithin(plain, 50), 'hung', 'an update of the locked record waits')
+    t.not(await settlesWithin(accounts.update(2, { balance: 1 }), 500), 'hung', 'an update of another record does not')
+    release.resolve()
+    await holder
+    await plain
+    t.is((await accounts.get(1)).balance, 220, 'the update ran after the holder committed, on its value')
+    await db.close()
+  })
+
+  test(`${common.backend}: shared locks do not exclude each other; a writer waits for them`, async t => {
+    const { db, accounts } = await bank(2)
+    const held = deferred()
+    const release = deferred()
+    let holders = 0
+    const readers = [0, 1].map(() => db.transaction(async tx => {
+      await accounts.in(tx).get(1, { lock: 'shared' })
+      if (++holders === 2) held.resolve()
+      await release.promise
+    }))
+    t.not(await settlesWithin(held.promise, 500), 'hung', 'two shared locks at once')
+    const writer = db.transaction(async tx => {
+      await accounts.in(tx).update(1, { balance: 1 })
+    })
+    t.is(await settlesWithin(writer, 50), 'hung', 'a transaction writing the key waits for the shared locks')
+    release.resolve()
+    await Promise.all(readers)
+    await writer
+    t.is((await accounts.get(1)).balance, 1)
+    await db.close()
+  })
+
+  test(`${common.backend}: a locked range makes a phantom insert wait`, async t => {
+    const { db, accounts } = await bank(2)
+    const locked = deferred()
+    const release = deferred()
+    const reader = db.transaction(async tx => {
+      const open = await accounts.in(tx).query({ index: 'status', eq: 'open', lock: 'shared' }).all()
+      locked.resolve()
+      await release.promise
+      return open.length
+    })
+    await locked.promise
+    const inserter = db.transaction(async tx => accounts.in(tx).insert({ balance: 0, status: 'open' }))
+    t.is(await settlesWithin(inserter, 50), 'hung', 'the insert into the locked range waits')
+    const outside = db.transaction(async tx => accounts.in(tx).insert({ balance: 0, status: 'closed' }))
+    t.not(await settlesWithin(outside, 500), 'hung', 'an insert outside the range does not')
+    release.resolve()
+    t.is(await reader, 2)
+    await inserter
+    t.is(await accounts.count({ index: 'status', eq: 'open' }), 3)
+    await db.close()
+  })
+
+  test(`${common.backend}: a deadlock fails the youngest with LEVELKIT_DEADLOCK, which runs again`, async t => {
+    const { db, accounts } = await bank(2)
+    const both = deferred()
+    let locked = 0
+    const attempts = { 1: [], 2: [] }
+    const run = (/** @type {1 | 2} */ me) => db.transaction(async (tx, attempt) => {
+      attempts[me].push(attempt)
+      await accounts.in(tx).get(me, { lock: 'soft' })
+      if (++locked === 2) both.resolve()
+      await both.promise
+      await accounts.in(tx).get(3 - me, { lock: 'soft' })
+      await accounts.in(tx).update(me, { balance: 0 })
+    })
+    await Promise.all([run(1), run(2)])
+    t.same(attempts[1], [1], 'the older transaction ran once')
+    t.same(attempts[2], [1, 2], 'the younger was the victim and ran again')
+    t.is(db.writer.locks.stats().deadlocks, 1)
+    await db.close()
+  })
+
+  test(`${common.backend}: a lock wait times out with LEVELKIT_LOCK_TIMEOUT`, async t => {
+    const { db, accounts } = await bank(1)
+    const locked = deferred()
+    const release = deferred()
+    const holder = db.transaction(async tx => {
+      await accounts.in(tx).get(1, { lock: 'hard' })
+      locked.resolve()
+      await release.promise
+    })
+    await locked.promise
+    await rejects(t, db.transaction(async tx => accounts.in(tx).get(1, { lock: 'soft' }), { lockTimeout: 30 }), 'LEVELKIT_LOCK_TIMEOUT')
+    release.resolve()
+    await holder
+    await db.close()
+  })
+
+  test(`${common.backend}: an expired or aborted transaction writes nothing and releases its locks`, async t => {
+    const { db, accounts } = await bank(1)
+    await rejects(t, db.transaction(async tx => {
+      await accounts.in(tx).get(1, { lock: 'hard' })
+      await accounts.in(tx).update(1, { balance: 0 })
+      await sleep(200)
+    }, { timeout: 30 }), 'LEVELKIT_TX_EXPIRED')
+    t.is((await settlesWithin(db.transaction(async tx => accounts.in(tx).get(1, { lock: 'hard' })), 500)).balance, 100, 'its lock is free and nothing was written')
+
+    const controller = new AbortController()
+    const locked = deferred()
+    const aborted = db.transaction(async tx => {
+      await accounts.in(tx).get(1, { lock: 'soft' })
+      await accounts.in(tx).update(1, { balance: 0 })
+      locked.resolve()
+      await sleep(200)
+    }, { signal: controller.signal })
+    await locked.promise
+    controller.abort(new Error('user left'))
+    const err = await rejects(t, aborted, 'LEVELKIT_ABORTED')
+    t.is(err.cause?.message, 'user left', 'the cause is the signal\'s reason')
+    t.is((await settlesWithin(db.transaction(async tx => accounts.in(tx).get(1, { lock: 'soft' })), 500)).balance, 100, 'its lock is free and nothing was written')
+    let ran = false
+    await rejects(t, db.transaction(async () => { ran = true }, { signal: controller.signal }), 'LEVELKIT_ABORTED', 'an aborted signal refuses at once')
+    t.is(ran, false, 'without running the callback')
+    await db.close()
+  })
+
+  test(`${common.backend}: a transaction past maxOps or maxBytes rejects with LEVELKIT_TX_TOO_LARGE`, async t => {
+    const { db, accounts } = await bank(0)
+    await rejects(t, db.transaction(async tx => {
+      for (let i = 0; i < 4; i++) await accounts.in(tx).insert({ balance: i, status: 'x' })
+    }, { maxOps: 6 }), 'LEVELKIT_TX_TOO_LARGE', 'too many keys')
+    await rejects(t, db.transaction(async tx => {
+      await accounts.in(tx).insert({ balance: 0, status: 'x'.repeat(2000) })
+    }, { maxBytes: 1000 }), 'LEVELKIT_TX_TOO_LARGE', 'too many bytes')
+    t.is(await accounts.count(), 0, 'nothing written')
+    await db.close()
+  })
+
+  test(`${common.backend}: transaction and lock options are checked`, async t => {
+    const { db, accounts } = await bank(1)
+    const ok = async () => {}
+    await rejects(t, db.transaction('no'), 'LEVELKIT_INVALID', 'a function is needed')
+    for (const options of [{ maxRetries: -1 }, { timeout: 0 }, { lockTimeout: 1.5 }, { sync: 'yes' }, { signal: {} }, { maxOps: '10' }, { retries: 3 }, null]) {
+      await rejects(t, db.transaction(ok, /** @type {any} */ (options)), 'LEVELKIT_INVALID', `refuses ${JSON.stringify(options)}`)
+    }
+    await rejects(t, accounts.get(1, { lock: 'soft' }), 'LEVELKIT_INVALID', 'a lock outside a transaction')
+    t.throws(() => accounts.query({ lock: 'soft' }), /needs a transaction/, 'a locked query outside a transaction')
+    await rejects(t, db.write(async w => accounts.in(w).get(1, { lock: 'soft' })), 'LEVELKIT_INVALID', 'a lock in a db.write() scope')
+    await rejects(t, db.transaction(async tx => accounts.in(tx).get(1, { lock: 'exclusive' })), 'LEVELKIT_INVALID', 'an unknown lock mode')
+    await rejects(t, db.transaction(async tx => accounts.in(tx).get(1, { lok: 'soft' })), 'LEVELKIT_INVALID', 'an unknown read option')
+    await rejects(t, db.write(async () => db.transaction(ok)), 'LEVELKIT_INVALID', 'a transaction inside a db.write() callback')
+    let kept
+    await db.transaction(async tx => { kept = tx })
+    t.throws(() => accounts.in(kept), /transaction has ended/, 'a transaction used after it ended')
+    await db.close()
+  })
+
+  test(`${common.backend}: durable writes ask the backend to flush`, async t => {
+    const { db, accounts } = await bank(2)
+    /** @type {boolean[]} */
+    const synced = []
+    const batch = db.level.batch.bind(db.level)
+    db.level.batch = (/** @type {any} */ ops, /** @type {any} */ opts) => { synced.push(opts?.sync === true); return batch(ops, opts) }
+    await accounts.update(1, { balance: 1 })
+    await db.write(async w => accounts.in(w).update(1, { balance: 2 }), { sync: true })
+    await db.transaction(async tx => accounts.in(tx).update(1, { balance: 3 }), { sync: true })
+    await db.transaction(async tx => accounts.in(tx).update(1, { balance: 4 }))
+    t.same(synced, [false, true, true, false], 'relaxed unless asked')
+    await rejects(t, db.write(async () => {}, { sync: 1 }), 'LEVELKIT_INVALID')
+    await db.close()
+  })
+}
