@@ -55,6 +55,15 @@ export class Transaction extends WriteScope {
   #ended = null
   /** Set once its ops are handed to the write path: from then on, nothing stops the commit. */
   committing = false
+  /**
+   * Where other tabs write the same database (IndexedDB), what each read
+   * returned, for the commit to compare with what is stored then: the
+   * decisions this tab counts do not include theirs.
+   * @type {Map<string, { namespace: import('./namespace.js').Namespace, key: Uint8Array, value: any }> | null}
+   */
+  #seen = null
+  /** @type {Array<{ namespace: import('./namespace.js').Namespace, options: any, entries: Array<[Uint8Array, any]> }>} ranges read, with what they held */
+  #seenRanges = []
 
   /**
    * @param {import('./writer.js').Writer} writer
@@ -64,6 +73,7 @@ export class Transaction extends WriteScope {
     super(writer)
     this.limits = limits
     this.lockOptions = { timeout: limits.lockTimeout }
+    if (writer.acrossTabs) this.#seen = new Map()
     this.age = nextAge()
     this.at = writer.begin(this)
   }
@@ -126,6 +136,7 @@ export class Transaction extends WriteScope {
     this.assertOpen()
     if (!this.writer.changedSince(id, this.at)) {
       this.#read.add(id)
+      if (this.#seen !== null && !this.#seen.has(id)) this.#seen.set(id, { namespace, key, value })
       return value
     }
     if (tries >= EXTENSIONS) throw conflict('a key it read kept changing while it read it')
@@ -194,8 +205,9 @@ export class Transaction extends WriteScope {
     // Each own delete may hide one stored entry: read that many more.
     const wanted = limit + deletes
     const readLimit = wanted > BACKEND_LIMIT ? -1 : wanted
+    const iteratorOptions = { ...bounds, values, reverse, limit: readLimit }
     /** @type {Array<[Uint8Array, any]>} */
-    const stored = await namespace.sublevel.iterator({ ...bounds, values, reverse, limit: readLimit }).all()
+    const stored = await namespace.sublevel.iterator(iteratorOptions).all()
     let covered = bounds
     if (readLimit !== -1 && stored.length === readLimit && stored.length > 0) {
       const last = stored[stored.length - 1][0]
@@ -208,6 +220,7 @@ export class Transaction extends WriteScope {
       return this.entries(namespace, bounds, { ...options, tries: (options.tries ?? 0) + 1 })
     }
     this.#ranges.push({ namespace, bounds: covered })
+    if (this.#seen !== null) this.#seenRanges.push({ namespace, options: iteratorOptions, entries: stored })
     if (own.length === 0) return stored
     /** @type {Map<string, [Uint8Array, any]>} */
     const merged = new Map()
@@ -260,7 +273,8 @@ export class Transaction extends WriteScope {
     let idle
     while ((idle = this.idle()) !== null) await idle
     const writer = this.writer
-    if (this.ops.length === 0) {
+    const acrossTabs = this.#seen !== null && (this.#seen.size > 0 || this.#seenRanges.length > 0)
+    if (this.ops.length === 0 && !acrossTabs) {
       // Every read was checked when it was made: they all hold as of `at`.
       this.assertOpen()
       this.close()
@@ -268,18 +282,42 @@ export class Transaction extends WriteScope {
     }
     for (;;) {
       if (writer.locks.active) await this.#lockWrites()
-      const done = await writer.run(scope => {
+      const done = await writer.run(async scope => {
         this.assertOpen()
         // A lock taken since the writes were locked (or before any lock
         // existed) on a key written here: wait for it outside, then again.
         if (writer.locks.active && this.#blockedWrite()) return false
         this.#validate()
+        // The cross-tab lock is held here: no other tab writes meanwhile.
+        if (acrossTabs) await this.#validateAcrossTabs()
+        this.assertOpen()
         this.committing = true
         this.close()
         for (const op of this.ops) scope.ops.push(op)
         return true
       }, sync)
       if (done) return
+    }
+  }
+
+  /**
+   * Throws LEVELKIT_CONFLICT if a key or range read holds something else
+   * now: another tab committed over it.
+   */
+  async #validateAcrossTabs () {
+    const writer = this.writer
+    for (const [id, { namespace, key, value }] of /** @type {Map<string, any>} */ (this.#seen)) {
+      const op = writer.pending ? writer.lookup(id) : undefined
+      const current = op !== undefined ? (op.type === 'put' ? op.value : undefined) : await namespace.read(key, writer.syncReads)
+      if (!sameValue(current, value)) throw conflict('another tab changed a key it read')
+    }
+    if (this.#seenRanges.length === 0) return
+    await writer.drain()
+    for (const { namespace, options, entries } of this.#seenRanges) {
+      const now = await namespace.sublevel.iterator(options).all()
+      if (now.length !== entries.length || now.some((/** @type {[Uint8Array, any]} */ [key, value], /** @type {number} */ i) => compareBytes(key, entries[i][0]) !== 0 || !sameValue(value, entries[i][1]))) {
+        throw conflict('another tab changed a range it read')
+      }
     }
   }
 
@@ -309,6 +347,15 @@ export class Transaction extends WriteScope {
       if (writer.rangeChangedSince(namespace, bounds, this.at)) throw conflict('a range it read was changed by a commit after it began')
     }
   }
+}
+
+/**
+ * Whether two stored values (strings, bytes, or undefined for none) are the same.
+ * @param {any} a @param {any} b
+ */
+function sameValue (a, b) {
+  if (a instanceof Uint8Array && b instanceof Uint8Array) return a.length === b.length && compareBytes(a, b) === 0
+  return a === b
 }
 
 /** The bounds of exactly `key`. @param {Uint8Array} key @returns {Bounds} */

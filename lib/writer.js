@@ -182,6 +182,11 @@ export class Writer {
     return false
   }
 
+  /** Whether other tabs write the same database (IndexedDB with Web Locks). */
+  get acrossTabs () {
+    return this.#crossTab !== null
+  }
+
   /** True while a db.write() callback holds the write path. */
   get inWriteCallback () {
     const holder = this.#holder

@@ -240,3 +240,61 @@ test('reads stay consistent without snapshots while another tab writes: index qu
     t.same(observed.problems, [], 'check() finds nothing while the other tab writes')
   })
 })
+
+/**
+ * Two tabs run transactions that read a record and write it back changed
+ * (counting transfers between two accounts): a commit in one tab must make
+ * a transaction of the other that read what it changed run again.
+ * @param {any} page @param {string} location @param {number} tab
+ */
+function transfers (page, location, tab) {
+  return page.evaluate(async ({ location, tab }) => {
+    const { open } = /** @type {any} */ (window).levelkit
+    const db = await open({ location })
+    const accounts = db.collection('accounts')
+    let attempts = 0
+    const done = await Promise.all(Array.from({ length: 30 }, (_, i) => db.transaction(async (/** @type {any} */ tx) => {
+      attempts++
+      const [from, to] = (i + tab) % 2 === 0 ? [1, 2] : [2, 1]
+      const a = await accounts.in(tx).get(from)
+      const b = await accounts.in(tx).get(to)
+      if (a === undefined || b === undefined) return false
+      // Let the other tab commit in between.
+      await new Promise(resolve => setTimeout(resolve, 1))
+      await accounts.in(tx).update(from, { balance: a.balance - 3, moves: a.moves + 1 })
+      await accounts.in(tx).update(to, { balance: b.balance + 3, moves: b.moves + 1 })
+      return true
+    }, { maxRetries: 1000 })))
+    await db.close()
+    return { committed: done.filter(Boolean).length, attempts }
+  }, { location, tab })
+}
+
+test('transactions in two tabs: a commit in one makes a transaction of the other that read what it changed run again', { timeout: 120000 }, async t => {
+  await withTabs(2, async pages => {
+    const location = 'cross-tab-transactions'
+    // The first tab creates the accounts before the second starts.
+    await pages[0].evaluate(async (location) => {
+      const { open } = /** @type {any} */ (window).levelkit
+      const db = await open({ location })
+      const accounts = db.collection('accounts')
+      await accounts.put(1, { balance: 1000, moves: 0 })
+      await accounts.put(2, { balance: 1000, moves: 0 })
+      await db.close()
+    }, location)
+    const results = await Promise.all(pages.map((page, tab) => transfers(page, location, tab)))
+    const committed = results.reduce((sum, r) => sum + r.committed, 0)
+    const stored = await pages[1].evaluate(async (location) => {
+      const { open } = /** @type {any} */ (window).levelkit
+      const db = await open({ location })
+      const accounts = db.collection('accounts')
+      const all = await accounts.query().all()
+      await db.close()
+      return all
+    }, location)
+    t.is(committed, 60, 'every transaction committed')
+    t.is(stored[0].balance + stored[1].balance, 2000, 'the total is unchanged')
+    t.is(stored[0].moves + stored[1].moves, 120, 'no transfer was lost: each counted on both accounts')
+    t.ok(results.some(r => r.attempts > 30), `the tabs did conflict (attempts per tab: ${results.map(r => r.attempts).join(', ')})`)
+  })
+})

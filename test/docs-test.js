@@ -94,7 +94,7 @@ test('the link checker finds a broken link, a missing anchor and a way out of th
   t.is(brokenLink('README.md', 'docs/api.md#no-such-heading'), 'docs/api.md has no heading #no-such-heading')
   t.is(brokenLink('README.md', 'docs/nothing.md'), 'docs/nothing.md does not exist')
   t.is(brokenLink('docs/api.md', '../../elsewhere.md'), 'points outside the repository')
-  t.is(brokenLink('docs/api.md', '#dbwritefn'), null)
+  t.is(brokenLink('docs/api.md', '#dbwritefn-options'), null)
   t.is(brokenLink('docs/api.md', 'https://example.com/#anything'), null)
   t.end()
 })

@@ -260,7 +260,7 @@ export default function (test, common) {
     await locked.promise
     const plain = accounts.update(1, change => ({ ...change, balance: change.balance * 2 }))
     t.is(await settlesWithin(plain, 50), 'hung', 'an update of the locked record waits')
-    t.not(await settlesWithin(accounts.update(2, { balance: 1 }), 500), 'hung', 'an update of another record does not')
+    t.isNot(await settlesWithin(accounts.update(2, { balance: 1 }), 500), 'hung', 'an update of another record does not')
     release.resolve()
     await holder
     await plain
@@ -278,7 +278,7 @@ export default function (test, common) {
       if (++holders === 2) held.resolve()
       await release.promise
     }))
-    t.not(await settlesWithin(held.promise, 500), 'hung', 'two shared locks at once')
+    t.isNot(await settlesWithin(held.promise, 500), 'hung', 'two shared locks at once')
     const writer = db.transaction(async tx => {
       await accounts.in(tx).update(1, { balance: 1 })
     })
@@ -304,7 +304,7 @@ export default function (test, common) {
     const inserter = db.transaction(async tx => accounts.in(tx).insert({ balance: 0, status: 'open' }))
     t.is(await settlesWithin(inserter, 50), 'hung', 'the insert into the locked range waits')
     const outside = db.transaction(async tx => accounts.in(tx).insert({ balance: 0, status: 'closed' }))
-    t.not(await settlesWithin(outside, 500), 'hung', 'an insert outside the range does not')
+    t.isNot(await settlesWithin(outside, 500), 'hung', 'an insert outside the range does not')
     release.resolve()
     t.is(await reader, 2)
     await inserter
@@ -400,7 +400,8 @@ export default function (test, common) {
     await rejects(t, db.write(async w => accounts.in(w).get(1, { lock: 'soft' })), 'LEVELKIT_INVALID', 'a lock in a db.write() scope')
     await rejects(t, db.transaction(async tx => accounts.in(tx).get(1, { lock: 'exclusive' })), 'LEVELKIT_INVALID', 'an unknown lock mode')
     await rejects(t, db.transaction(async tx => accounts.in(tx).get(1, { lok: 'soft' })), 'LEVELKIT_INVALID', 'an unknown read option')
-    await rejects(t, db.write(async () => db.transaction(ok)), 'LEVELKIT_INVALID', 'a transaction inside a db.write() callback')
+    // Browsers cannot tell which callback a call comes from (no AsyncLocalStorage).
+    if (common.backend !== 'indexeddb') await rejects(t, db.write(async () => db.transaction(ok)), 'LEVELKIT_INVALID', 'a transaction inside a db.write() callback')
     let kept
     await db.transaction(async tx => { kept = tx })
     t.throws(() => accounts.in(kept), /transaction has ended/, 'a transaction used after it ended')
