@@ -11,6 +11,7 @@ import { refuseInsideScope } from './model-handle.js'
 import { tupleEncoding } from './tuple.js'
 import { assertName } from './names.js'
 import { crossTabFor } from './cross-tab.js'
+import { strictWrites } from './durability.js'
 import { setReadCacheBudget } from './namespace.js'
 import { optionsOf, optionsObject } from './options.js'
 import { Transaction, DEFAULT_LOCK_TIMEOUT } from './transaction.js'
@@ -43,6 +44,7 @@ export class Database {
     const syncReads = options.syncReads !== false && !!level.supports.getSync
     this.writer = new Writer(level, syncReads, crossTabFor(level))
     this.writer.durable = options.durability === 'sync'
+    this.writer.strict = strictWrites(level)
     // Values read with getSync() are kept per namespace (the write path keeps
     // them exact); without getSync (IndexedDB, where other tabs write too)
     // nothing is cached.

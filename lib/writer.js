@@ -51,6 +51,8 @@ export class Writer {
   lastError = undefined
   /** Whether every batch is flushed to disk before its writes resolve (open({ durability: 'sync' })). */
   durable = false
+  /** @type {(<T>(write: () => T) => T) | null} how a durable batch is made, where `sync` is not enough (lib/durability.js) */
+  strict = null
   /** The locks transactions take (lib/transaction.js). */
   locks = new LockManager()
 
@@ -397,7 +399,14 @@ export class Writer {
           // model-overhead, "What changed, and why").
           // One flush serves every write of the group: durable writes under
           // concurrency cost little more than relaxed ones.
-          await this.#root.batch(batchOps(group.ops), /** @type {any} */ (group.sync || this.durable ? { sync: true } : undefined))
+          if (group.sync || this.durable) {
+            const ops = batchOps(group.ops)
+            /** @type {any} classic-level's option; others ignore it */
+            const options = { sync: true }
+            await (this.strict === null ? this.#root.batch(ops, options) : this.strict(() => this.#root.batch(ops, options)))
+          } else {
+            await this.#root.batch(batchOps(group.ops))
+          }
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.written(op)
           this.#forget(group)
           group.resolve()

@@ -414,11 +414,23 @@ export default function (test, common) {
     const synced = []
     const batch = db.level.batch.bind(db.level)
     db.level.batch = (/** @type {any} */ ops, /** @type {any} */ opts) => { synced.push(opts?.sync === true); return batch(ops, opts) }
+    /** @type {Array<string | undefined>} */
+    const durability = []
+    if (common.backend === 'indexeddb') {
+      // IndexedDB's own durability hint, on each readwrite transaction.
+      const idb = db.level.db
+      const transaction = idb.transaction
+      idb.transaction = function (/** @type {any} */ stores, /** @type {any} */ mode, /** @type {any} */ opts) {
+        if (mode === 'readwrite') durability.push(opts?.durability)
+        return transaction.call(this, stores, mode, opts)
+      }
+    }
     await accounts.update(1, { balance: 1 })
     await db.write(async w => accounts.in(w).update(1, { balance: 2 }), { sync: true })
     await db.transaction(async tx => accounts.in(tx).update(1, { balance: 3 }), { sync: true })
     await db.transaction(async tx => accounts.in(tx).update(1, { balance: 4 }))
     t.same(synced, [false, true, true, false], 'relaxed unless asked')
+    if (common.backend === 'indexeddb') t.same(durability, [undefined, 'strict', 'strict', undefined], 'IndexedDB transactions are strict when asked')
     await rejects(t, db.write(async () => {}, { sync: 1 }), 'LEVELKIT_INVALID')
     await db.close()
   })
