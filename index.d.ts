@@ -86,8 +86,8 @@ export interface OpenOptions {
   readCacheBytes?: number
   /**
    * 'relaxed' (default): a write resolves once the backend has its batch.
-   * 'sync': once the batch is flushed to disk (LevelDB `sync`); one flush
-   * serves every write of a group commit. Per write: `db.write(fn, { sync })`
+   * 'sync': once the batch is flushed to disk (LevelDB `sync`; on IndexedDB
+   * the durability hint 'strict'); one flush serves every write of a group commit. Per write: `db.write(fn, { sync })`
    * and `db.transaction(fn, { sync })`.
    */
   durability?: 'relaxed' | 'sync'
