@@ -295,7 +295,12 @@ export class Transaction extends WriteScope {
         this.close()
         for (const op of this.ops) scope.ops.push(op)
         return true
-      }, sync)
+      }, sync, () => {
+        // What it wrote is where the next critical section and every
+        // transaction read it (the write path's overlay), and batches are
+        // written in order: its locks need not wait for the disk.
+        writer.locks.release(this)
+      })
       if (done) return
     }
   }

@@ -222,12 +222,16 @@ export class Writer {
    *
    * With `sync`, the batch holding its ops is flushed to disk before it
    * resolves (with the rest of its group).
+   * `decided`, if given, is called once its ops are decided (in the
+   * overlay, where the next critical section reads them), before they are
+   * written.
    * @template T
    * @param {(scope: WriteScope) => Promise<T> | T} fn
    * @param {boolean} [sync]
+   * @param {(() => void) | null} [decided]
    * @returns {Promise<T>}
    */
-  async run (fn, sync = false) {
+  async run (fn, sync = false, decided = null) {
     if (this.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
     if (this.#locked) await this.#wait()
     else this.#locked = true
@@ -246,6 +250,7 @@ export class Writer {
       const guests = scope.closeToGuests()
       if (guests !== null) await guests
       written = this.#commit(scope, sync)
+      if (written !== null && decided !== null) decided()
     } catch (err) {
       failed = true
       failure = err

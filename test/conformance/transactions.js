@@ -186,7 +186,7 @@ export default function (test, common) {
           await accounts.in(tx).update(from, { balance: a.balance - amount })
           await accounts.in(tx).update(to, { balance: b.balance + amount })
           return true
-        }, { maxRetries: 100 })
+        }, { maxRetries: 100, lockTimeout: 10000 })
       })
       const done = await Promise.all(transfers)
       const all = await accounts.query().all()
