@@ -75,6 +75,8 @@ export class CollectionModel {
     this.dependents = []
     /** @type {number | null} the highest stored id when this process first used the sequence */
     this.idFloor = null
+    /** The highest id a transaction has taken (it may not have committed yet): no insert hands it out again. */
+    this.reservedId = 0
   }
 
   /** Encode and check an id passed by the user. @param {unknown} id */
@@ -110,12 +112,32 @@ export class CollectionModel {
    * @returns {Promise<number>}
    */
   async lastId (scope) {
-    const stored = await scope.get(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
+    const stored = await scope.peek(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
     const last = stored === undefined ? 0 : parseInteger(stored, /** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
     // The floor stays in memory: whether or not this write goes through, no
     // id at or below the highest stored one is ever handed out.
     if (this.idFloor === null) this.idFloor = await this.highestStoredId()
-    return Math.max(last, this.idFloor)
+    return Math.max(last, this.idFloor, this.reservedId)
+  }
+
+  /**
+   * The id a new record gets. A transaction takes it without reading the
+   * sequence into the attempt (see Transaction#defersCounters): it reserves
+   * it in memory, so no other insert hands it out, and reads the record's
+   * key, so a put() of that id committed meanwhile is a conflict. An
+   * attempt that does not commit leaves its id unused.
+   * @param {WriteScope} scope
+   * @returns {Promise<number>}
+   */
+  async nextId (scope) {
+    let id = (await this.lastId(scope)) + 1
+    if (scope.defersCounters) {
+      // Another transaction may have reserved one while this one read.
+      id = Math.max(id, this.reservedId + 1)
+      this.reservedId = id
+      await scope.get(this.records, encode(id))
+    }
+    return id
   }
 
   /**
@@ -141,7 +163,7 @@ export class CollectionModel {
       if (record.id !== undefined) {
         throw invalid(`Records of collection "${this.name}" get their id from its sequence: insert them without an id, or use put(id, record)`)
       }
-      id = (await this.lastId(scope)) + 1
+      id = await this.nextId(scope)
       record.id = id
       stored = withIdJson(json, id)
     } else {
@@ -156,7 +178,7 @@ export class CollectionModel {
     this.validateRecord(record)
     await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
     scope.put(this.records, idBytes, stored)
-    if (this.sequential) scope.put(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, String(id))
+    if (this.sequential) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
     return id
   }
@@ -182,7 +204,7 @@ export class CollectionModel {
     const raise = this.sequential && /** @type {number} */ (id) > await this.lastId(scope)
     await writeIndexEntries(scope, this, id, idBytes, old, record, stored)
     scope.put(this.records, idBytes, stored)
-    if (raise) scope.put(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, String(id))
+    if (raise) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
     return old === undefined
   }

@@ -3,6 +3,7 @@ import { levelkitError, codes, invalid } from './errors.js'
 import { concatBytes, compareBytes } from './bytes.js'
 import { within } from './bounds.js'
 import { BACKEND_LIMIT } from './query.js'
+import { parseInteger } from './stored.js'
 
 /**
  * @typedef {import('./write-scope.js').Bounds} Bounds
@@ -253,6 +254,41 @@ export class Transaction extends WriteScope {
     return this.lock(namespace, pointBounds(key), mode)
   }
 
+  /**
+   * Counters are not read into the attempt: transactions running side by
+   * side that insert into one collection would all conflict on its id
+   * sequence. Ids and versions are reserved in memory instead, and the
+   * counter is raised when the attempt commits.
+   */
+  get defersCounters () {
+    return true
+  }
+
+  /**
+   * The latest value of a counter key, the attempt's own first, without
+   * making the attempt depend on it.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @returns {any}
+   */
+  peek (namespace, key) {
+    this.assertOpen()
+    const id = namespace.keyId(key)
+    if (this.ops.length > 0) {
+      this.index()
+      const own = this.local.get(id)
+      if (own !== undefined) return own.type === 'put' ? own.value : undefined
+    }
+    return this.#current(namespace, key, id)
+  }
+
+  /**
+   * Raise a counter key to at least `n` when the attempt commits.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {number} n
+   */
+  raise (namespace, key, n) {
+    this.push({ type: 'put', id: undefined, key, value: String(n), sublevel: namespace.sublevel, namespace, raise: true })
+  }
+
   /** @param {import('./write-scope.js').Op} op */
   push (op) {
     super.push(op)
@@ -290,6 +326,10 @@ export class Transaction extends WriteScope {
         this.#validate()
         // The cross-tab lock is held here: no other tab writes meanwhile.
         if (acrossTabs) await this.#validateAcrossTabs()
+        this.assertOpen()
+        for (const op of this.ops) {
+          if (op.raise === true) op.value = await raised(scope, op)
+        }
         this.assertOpen()
         this.committing = true
         this.close()
@@ -352,6 +392,19 @@ export class Transaction extends WriteScope {
       if (writer.rangeChangedSince(namespace, bounds, this.at)) throw conflict('a range it read was changed by a commit after it began')
     }
   }
+}
+
+/**
+ * The value a counter op of a transaction writes: the larger of what it
+ * took and what the counter holds now (another transaction, or a write
+ * outside transactions, may have raised it further).
+ * @param {WriteScope} scope the commit's critical section
+ * @param {import('./write-scope.js').Op} op
+ */
+async function raised (scope, op) {
+  const stored = await scope.get(op.namespace, op.key)
+  const current = stored === undefined ? 0 : parseInteger(stored, op.namespace, op.key)
+  return String(Math.max(current, Number(op.value)))
 }
 
 /**

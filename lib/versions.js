@@ -36,6 +36,8 @@ export class RecordVersions {
     this.collection = collection
     this.counter = counter
     this.namespace = new Namespace(root, layout.versions(collection), 'utf8', { readCache })
+    /** The highest version a transaction has taken (it may not have committed yet). */
+    this.reserved = 0
   }
 
   /**
@@ -45,11 +47,14 @@ export class RecordVersions {
    * @param {WriteScope} scope @param {Uint8Array} idBytes @param {boolean} deleted
    */
   async stamp (scope, idBytes, deleted) {
-    const stored = await scope.get(this.counter, COUNTER_KEY)
-    const version = String((stored === undefined ? 0 : parseInteger(stored, this.counter, COUNTER_KEY)) + 1)
-    scope.put(this.counter, COUNTER_KEY, version)
+    const stored = await scope.peek(this.counter, COUNTER_KEY)
+    const last = stored === undefined ? 0 : parseInteger(stored, this.counter, COUNTER_KEY)
+    // A transaction reserves its version in memory (see CollectionModel#nextId()).
+    const version = Math.max(last, this.reserved) + 1
+    if (scope.defersCounters) this.reserved = version
+    scope.raise(this.counter, COUNTER_KEY, version)
     if (deleted) scope.del(this.namespace, idBytes)
-    else scope.put(this.namespace, idBytes, version)
+    else scope.put(this.namespace, idBytes, String(version))
   }
 
   /**

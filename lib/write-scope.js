@@ -3,8 +3,9 @@ import { invalid } from './errors.js'
 import { within } from './bounds.js'
 
 /**
- * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace }} Op
- *   `id` names the key across namespaces; it is computed only when a lookup needs it
+ * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean }} Op
+ *   `id` names the key across namespaces; it is computed only when a lookup needs it; `raise`: a
+ *   counter a transaction raises to at least `value` when it commits
  * @typedef {{ gt?: Uint8Array, gte?: Uint8Array, lt?: Uint8Array, lte?: Uint8Array }} Bounds
  */
 
@@ -180,6 +181,33 @@ export class WriteScope {
     if (value instanceof Promise) return value.then(v => { namespace.remember(key, v); return v })
     namespace.remember(key, value)
     return value
+  }
+
+  /**
+   * Whether counters (a collection's id sequence, its version counter) are
+   * raised at commit rather than read and written (see Transaction): then
+   * the ids and versions it takes are reserved in memory.
+   */
+  get defersCounters () {
+    return false
+  }
+
+  /**
+   * The current value of a counter key, read without making the scope
+   * depend on it (in a critical section, a plain read).
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @returns {any}
+   */
+  peek (namespace, key) {
+    return this.get(namespace, key)
+  }
+
+  /**
+   * Set a counter key to `n`, which the caller made at least its current value.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {number} n
+   */
+  raise (namespace, key, n) {
+    this.put(namespace, key, String(n))
   }
 
   /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {any} value */

@@ -112,6 +112,70 @@ export default function (test, common) {
     await db.close()
   })
 
+  test(`${common.backend}: transactions inserting side by side do not conflict on the id sequence`, async t => {
+    const { db, accounts } = await bank(2)
+    let attempts = 0
+    const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => db.transaction(async tx => {
+      attempts++
+      const id = await accounts.in(tx).insert({ balance: i, status: 'new' })
+      await sleep(1)
+      return id
+    })))
+    t.is(attempts, 20, 'no attempt ran twice')
+    t.is(new Set(ids).size, 20, 'twenty ids')
+    t.ok(ids.every(id => id > 2), 'none of them taken before')
+    t.is(await accounts.insert({ balance: 0, status: 'new' }), Math.max(...ids) + 1, 'the sequence is past all of them')
+    t.same((await db.check()).problems, [])
+    await db.close()
+  })
+
+  test(`${common.backend}: a put() of the id a transaction took for an insert makes it run again with another`, async t => {
+    const { db, accounts } = await bank(2)
+    const took = deferred()
+    const go = deferred()
+    const ids = []
+    const inserting = db.transaction(async (tx, attempt) => {
+      const id = await accounts.in(tx).insert({ balance: 1, status: 'tx' })
+      ids.push(id)
+      if (attempt === 1) {
+        took.resolve(id)
+        await go.promise
+      }
+      return id
+    })
+    const id = await took.promise
+    t.is(await accounts.put(id, { balance: 2, status: 'put' }), true, 'the put creates the record')
+    go.resolve()
+    const final = await inserting
+    t.is(ids.length, 2, 'the transaction ran again')
+    t.isNot(final, id, 'with another id')
+    t.is((await accounts.get(id)).status, 'put', 'the put is kept')
+    t.is((await accounts.get(final)).status, 'tx')
+    t.same((await db.check()).problems, [])
+    await db.close()
+  })
+
+  test(`${common.backend}: transactions writing a versioned collection side by side do not conflict on its version counter`, async t => {
+    const db = await common.open()
+    const items = db.collection('items', { versioned: true })
+    for (let i = 0; i < 10; i++) await items.insert({ n: 0 })
+    let attempts = 0
+    await Promise.all(Array.from({ length: 10 }, (_, i) => db.transaction(async tx => {
+      attempts++
+      const item = await items.in(tx).get(i + 1)
+      await sleep(1)
+      await items.in(tx).update(i + 1, { n: item.n + 1 })
+    })))
+    t.is(attempts, 10, 'no attempt ran twice')
+    const versions = await Promise.all(Array.from({ length: 10 }, (_, i) => items.version(i + 1)))
+    t.is(new Set(versions).size, 10, 'every record got a version of its own')
+    t.ok(versions.every(v => v > 10), 'each newer than the inserts\' versions')
+    await items.update(1, { n: 5 })
+    t.ok(await items.version(1) > Math.max(...versions), 'a later write takes a newer version still')
+    t.same((await db.check()).problems, [])
+    await db.close()
+  })
+
   test(`${common.backend}: a transaction gives up after maxRetries with LEVELKIT_CONFLICT`, async t => {
     const { db, accounts } = await bank(2)
     let runs = 0
