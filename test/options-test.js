@@ -22,12 +22,15 @@ test('every option in the table is taken by its call, and only those', async t =
   const db = await open({ backend: 'memory' })
   const { users, chats, members, messages, hits } = oneOfEachModel(db)
   const chat = await chats.insert({})
+  const handles = db.collection('handles', { indexes: { handle: { unique: true, key: (/** @type {any} */ h) => h.handle } } })
   const ended = new AbortController()
   ended.abort()
   let declared = 0
   /** @type {Record<keyof typeof OPTIONS, (options: any) => any>} */
   const calls = {
     'collection.query()': options => users.query(options).all(),
+    'collection.get()': options => users.get(1, options),
+    'collection.getBy()': options => handles.getBy('handle', 'a', options),
     'collection.count()': options => users.count(options),
     'collection.put()': options => users.put(1, { name: 'a' }, options),
     'collection.update()': options => users.update(1, { name: 'b' }, options),
@@ -38,6 +41,8 @@ test('every option in the table is taken by its call, and only those', async t =
     'children.watch()': options => messages.watch(chat, { ...options, signal: options.signal ?? ended.signal }).next(),
     'counter.query()': options => hits.query(options).all(),
     'db.check()': options => db.check(options),
+    'db.write()': options => db.write(async () => {}, options),
+    'db.transaction()': options => db.transaction(async () => {}, options),
     'open()': async options => (await open({ db: new MemoryLevel(), ...options })).close(),
     'db.collection()': options => db.collection(`c${declared++}`, options),
     'db.relation()': options => db.relation(`r${declared++}`, { from: chats, to: users, ...options }),

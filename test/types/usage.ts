@@ -1,6 +1,6 @@
 // Compiled by `tsc` in `npm test`: the declarations must describe real usage.
 import { open, codes, tupleEncoding, encodeTuple, decodeTuple } from '../../index.js'
-import type { Collection, CheckReport, IdOf, Page, WriteScope } from '../../index.js'
+import type { Collection, CheckReport, IdOf, Page, WriteScope, Transaction, LockMode } from '../../index.js'
 
 interface User { username: string, age?: number, tags?: string[] }
 
@@ -48,11 +48,26 @@ export async function usage (): Promise<void> {
     await members.in(w).add(1, id)
     await messages.in(w).append(1, { text: 'x' })
   })
+  await db.write(async w => { await users.in(w).update(id, { age: 5 }) }, { sync: true })
+  const moved: boolean = await db.transaction(async (tx: Transaction, attempt: number) => {
+    const a = await users.in(tx).get(id, { lock: 'soft' })
+    const b = await users.in(tx).getBy('username', 'bob', { lock: 'hard' })
+    const adults = await users.in(tx).query({ index: 'byAge', gte: [18], lock: 'shared' }).all()
+    if (a === undefined || b === undefined || attempt > 3) return false
+    await users.in(tx).update(b.id, { age: (a.age ?? 0) + adults.length })
+    return true
+  }, { maxRetries: 5, timeout: 1000, lockTimeout: 100, signal: AbortSignal.timeout(2000), sync: true, maxOps: 100, maxBytes: 1 << 20 })
+  const mode: LockMode = 'shared'
+  // @ts-expect-error lock modes are 'shared', 'soft' and 'hard'
+  await db.transaction(async tx => users.in(tx).get(id, { lock: 'exclusive' }))
+  // @ts-expect-error maxRetries is a number
+  await db.transaction(async () => 1, { maxRetries: 'ten' })
+  await open({ backend: 'memory', durability: 'sync' })
   const report: CheckReport = await db.check({ repair: true })
   const code: string = codes.UNIQUE
   const key: Uint8Array = encodeTuple([1, 'a', [true, null]])
   const back = decodeTuple(key)
-  console.log(name, texts, report.ok, code, back, tupleEncoding.name)
+  console.log(name, texts, report.ok, code, back, tupleEncoding.name, moved, mode)
   await db.close()
 }
 
