@@ -6,7 +6,7 @@ import { assertName, layout } from './names.js'
 import { Namespace } from './namespace.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised, transactionIn } from './model-handle.js'
+import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, allOf, promised, transactionIn } from './model-handle.js'
 import { describe, noop, readInput, elementsOf } from './common.js'
 import { optionsOf } from './options.js'
 import { KeyPerChild, ChildBlocks } from './child-layouts.js'
@@ -331,7 +331,7 @@ export class Children extends ModelHandle {
     const scope = scopeOf(this)
     /** @type {Array<string | undefined>} */
     const values = scope
-      ? await Promise.all(keys.map(key => scope.get(model.items, key)))
+      ? await allOf(keys, key => scope.get(model.items, key))
       : await model.items.readMany(keys, model.writer.syncReads)
     // Checked after the values: children go only with their parent (cascade,
     // or a purge marker written before any is deleted), so a parent still

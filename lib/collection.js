@@ -8,7 +8,7 @@ import { Namespace, assertNotClosed } from './namespace.js'
 import { SecondaryIndex, writeIndexEntries, holdsEntry, uniqueEntryKey } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
-import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised, transactionOf, transactionIn } from './model-handle.js'
+import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, allOf, promised, transactionOf, transactionIn } from './model-handle.js'
 import { lockModeOf } from './transaction.js'
 import { describe, isDefined, errorMessage, isLevelkitError, readInput, entriesOf, elementsOf, deepFreeze } from './common.js'
 import { optionsOf } from './options.js'
@@ -467,7 +467,7 @@ export class Collection extends ModelHandle {
     const scope = scopeOf(this)
     /** @type {Array<string | undefined>} */
     const values = scope
-      ? await Promise.all(keys.map(key => scope.get(model.records, key)))
+      ? await allOf(keys, key => scope.get(model.records, key))
       : await model.records.readMany(keys, model.writer.syncReads)
     return values.map((value, i) => recordOf(value, model.records, keys[i]))
   }
@@ -567,7 +567,7 @@ export class Collection extends ModelHandle {
         const keys = entries.map(([key, value]) => index.unique ? value : encode(/** @type {any[]} */ (decodeKey(key, index.namespace))[1]))
         const stored = tx === undefined
           ? await model.records.readMany(keys, model.writer.syncReads, snapshot)
-          : await Promise.all(keys.map(key => after(lock === undefined ? null : tx.lockKey(model.records, key, lock), () => tx.get(model.records, key))))
+          : await allOf(keys, key => after(lock === undefined ? null : tx.lockKey(model.records, key, lock), () => tx.get(model.records, key)))
         /** @type {Array<[unknown, any, Uint8Array]>} */
         const items = []
         for (let i = 0; i < keys.length; i++) {

@@ -183,6 +183,22 @@ export function promised (fn) {
 }
 
 /**
+ * Promise.all() of `f(item)` for each item, where `f` may return a value or a
+ * promise, or throw. A synchronous throw (a transaction's read that finds a
+ * conflict) rejects the result like any other failure, instead of escaping
+ * the map and leaving the promises it already made without a handler: a lock
+ * wait among them rejects once the attempt releases its locks, and an
+ * unhandled rejection ends the process.
+ * @template T, R
+ * @param {T[]} items
+ * @param {(item: T) => R | Promise<R>} f
+ * @returns {Promise<R[]>}
+ */
+export function allOf (items, f) {
+  return Promise.all(items.map(item => promised(() => f(item))))
+}
+
+/**
  * `f(x)` for a value `x`, or a promise of `f` of what `x` resolves to: reads
  * that return values synchronously are chained without a promise.
  * @param {any} x

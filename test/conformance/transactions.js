@@ -477,6 +477,40 @@ export default function (test, common) {
     await db.close()
   })
 
+  // With synchronous reads, a read of several records can find a conflict
+  // (and throw) while the read before it waits for a lock: that wait must not
+  // be left without a handler when the attempt releases it (in Node, an
+  // unhandled rejection ends the test run).
+  test(`${common.backend}: a read of several records that conflicts while one of them waits for a lock`, async t => {
+    const { db, accounts } = await bank(3)
+    const locked = deferred()
+    const release = deferred()
+    const holder = db.transaction(async tx => {
+      await accounts.in(tx).get(1, { lock: 'hard' })
+      locked.resolve()
+      await release.promise
+    })
+    await locked.promise
+    const reads = {
+      getMany: (/** @type {any} */ tx) => accounts.in(tx).getMany([1, 2]),
+      'a locked index query': (/** @type {any} */ tx) => accounts.in(tx).query({ index: 'status', eq: 'open', lock: 'soft', limit: 2 }).all()
+    }
+    for (const [name, read] of Object.entries(reads)) {
+      await rejects(t, db.transaction(async tx => {
+        await accounts.in(tx).get(3)
+        // What the attempt read changes, and so does record 2 before it is read.
+        await accounts.update(3, change => ({ ...change, balance: change.balance + 1 }))
+        await accounts.update(2, change => ({ ...change, balance: change.balance + 1 }))
+        return read(tx)
+      }, { maxRetries: 0 }), 'LEVELKIT_CONFLICT', `${name}: the attempt fails with the conflict`)
+      await sleep(10)
+    }
+    release.resolve()
+    await holder
+    t.is((await accounts.get(1)).balance, 100)
+    await db.close()
+  })
+
   test(`${common.backend}: durable writes ask the backend to flush`, async t => {
     const { db, accounts } = await bank(2)
     /** @type {boolean[]} */
