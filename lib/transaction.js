@@ -369,6 +369,10 @@ export class Transaction extends WriteScope {
   /** Take a write lock on every key written: waits for the locks other transactions hold on them. */
   async #lockWrites () {
     for (const op of this.ops) {
+      // A counter raised at commit takes the larger value whatever order
+      // commits come in: locking it would make every inserting commit wait
+      // for every other.
+      if (op.raise === true) continue
       const wait = this.lockKey(op.namespace, op.key, 'write')
       if (wait !== null) await wait
     }
@@ -376,7 +380,7 @@ export class Transaction extends WriteScope {
 
   #blockedWrite () {
     const locks = this.writer.locks
-    return this.ops.some(op => locks.isBlocked(this, op.namespace.prefix, pointBounds(op.key), 'write'))
+    return this.ops.some(op => op.raise !== true && locks.isBlocked(this, op.namespace.prefix, pointBounds(op.key), 'write'))
   }
 
   /** Throws LEVELKIT_CONFLICT if a key or range read was decided since `at`. */
