@@ -36,12 +36,14 @@ export const DEFAULT_LOCK_TIMEOUT = 1000
  *
  * Reads see the database as of the decision count the attempt began at
  * (`at`), plus its own writes. No backend snapshot is needed for that: each
- * read is checked against the keys decided since (Writer.changedSince()),
- * and a read whose key changed fails the attempt at once with
+ * read is checked against the keys decided since (Writer.changedSince()).
+ * A read whose key changed is made again as of now when nothing read before
+ * changed (`at` moves forward), else it fails the attempt at once with
  * LEVELKIT_CONFLICT, so the callback never acts on a mix of old and new
- * values (as in TL2-style software transactional memory). The commit checks
- * every read again, in the critical section that writes its batch: that is
- * what makes committed transactions serializable in commit order.
+ * values (as in TL2-style software transactional memory, with LSA's
+ * snapshot extension). The commit checks every read again, in the critical
+ * section that writes its batch: that is what makes committed transactions
+ * serializable in commit order.
  *
  * Locks (lib/lock-manager.js) are for hot keys, where such retries would
  * repeat: a locked read makes other transactions wait instead of fail.
