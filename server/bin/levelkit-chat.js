@@ -1,10 +1,6 @@
 #!/usr/bin/env node
 // The chat service: npm start, or levelkit-chat [--port n] [--host h] [--data dir | --memory]
 import { parseArgs } from 'node:util'
-import { open } from 'levelkit'
-import { ChatStore } from 'levelkit/chat'
-import { buildApp } from '../lib/app.js'
-import { levelkitKv } from '../lib/kv.js'
 
 const USAGE = `Usage: levelkit-chat [options]
 
@@ -46,14 +42,45 @@ if (args.help) {
   process.exit(0)
 }
 if (args.memory && args.data !== undefined) fail('give --data or --memory, not both', 2)
-const portText = args.port ?? process.env.PORT ?? '3000'
+const portText = args.port ?? (process.env.PORT || '3000')
 if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) > 65535) fail(`the port must be an integer from 0 to 65535, got ${JSON.stringify(portText)}`, 2)
 const port = Number(portText)
-const host = args.host ?? process.env.HOST ?? '127.0.0.1'
+const host = args.host ?? (process.env.HOST || '127.0.0.1')
 const location = args.data ?? './data'
 
+// Loaded once the arguments are known good: --help and a wrong flag answer at once.
+const [{ open }, { ChatStore }, { buildApp }, { levelkitKv }] = await Promise.all([
+  import('levelkit'), import('levelkit/chat'), import('../lib/app.js'), import('../lib/kv.js')
+])
+
+// Signals are handled from the start: one during start-up stops the server
+// once it is up.
 /** @type {any} */
-let db
+let db = null
+/** @type {any} */
+let app = null
+/** @type {() => void} */
+let started = () => {}
+const starting = new Promise(resolve => { started = () => resolve(undefined) })
+let stopping = false
+/** @param {string} signal */
+async function stop (signal) {
+  if (stopping) fail(`${signal} again: exiting without waiting`, 1)
+  stopping = true
+  console.log(`levelkit-chat: ${signal}, shutting down`)
+  setTimeout(() => fail(`still shutting down after ${SHUTDOWN_LIMIT / 1000} s: exiting`, 1), SHUTDOWN_LIMIT)
+  await starting
+  try {
+    await app.close()
+    await db.close()
+  } catch (err) {
+    fail(`shutting down failed: ${/** @type {Error} */ (err).message}`, 1)
+  }
+  process.exit(0)
+}
+process.on('SIGTERM', () => { stop('SIGTERM') })
+process.on('SIGINT', () => { stop('SIGINT') })
+
 try {
   db = await open(args.memory ? { backend: 'memory' } : { backend: 'leveldb', location })
 } catch (err) {
@@ -63,8 +90,6 @@ try {
   throw err
 }
 
-/** @type {any} */
-let app
 try {
   const store = await ChatStore.open(db)
   app = await buildApp({ store, kv: levelkitKv(db), logger: { level: 'warn', stream: process.stderr } })
@@ -78,21 +103,4 @@ try {
 const { port: actualPort } = app.server.address()
 const url = `http://${host.includes(':') ? `[${host}]` : host}:${actualPort}`
 console.log(`levelkit-chat listening on ${url} (${args.memory ? 'in memory' : `LevelDB at ${location}`})`)
-
-let stopping = false
-/** @param {string} signal */
-async function stop (signal) {
-  if (stopping) fail(`${signal} again: exiting without waiting`, 1)
-  stopping = true
-  console.log(`levelkit-chat: ${signal}, shutting down`)
-  setTimeout(() => fail(`still shutting down after ${SHUTDOWN_LIMIT / 1000} s: exiting`, 1), SHUTDOWN_LIMIT)
-  try {
-    await app.close()
-    await db.close()
-  } catch (err) {
-    fail(`shutting down failed: ${/** @type {Error} */ (err).message}`, 1)
-  }
-  process.exit(0)
-}
-process.on('SIGTERM', () => { stop('SIGTERM') })
-process.on('SIGINT', () => { stop('SIGINT') })
+started()
