@@ -9,7 +9,7 @@ import rateLimit from '@fastify/rate-limit'
 import fastifyStatic from '@fastify/static'
 import websocket from '@fastify/websocket'
 import { authenticator } from './auth.js'
-import { errorHandler, notFoundHandler } from './errors.js'
+import { clientErrorHandler, errorHandler, notFoundHandler } from './errors.js'
 import { rateLimitHooks } from './limits.js'
 import { routes } from './routes.js'
 import { schemaErrorFormatter } from './schemas.js'
@@ -48,7 +48,10 @@ export async function buildApp (options) {
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
-    schemaErrorFormatter
+    schemaErrorFormatter,
+    clientErrorHandler,
+    // A path that does not decode (a bad %-escape) is answered like any error.
+    frameworkErrors: errorHandler
   })
   app.decorate('store', store)
   app.decorate('kv', kv)

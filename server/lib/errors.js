@@ -3,6 +3,7 @@
 // the server's own are UNAUTHORIZED, RATE_LIMITED, BAD_REQUEST,
 // PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE and NOT_FOUND. A 500 means a
 // bug, and says nothing more than that.
+import http from 'node:http'
 
 /** HTTP status of each levelkit code a client's request can cause. */
 export const LEVELKIT_STATUS = Object.freeze({
@@ -82,4 +83,23 @@ export function errorHandler (err, request, reply) {
  */
 export function notFoundHandler (request, reply) {
   return reply.code(404).send({ error: { code: 'NOT_FOUND', message: `No route ${request.method} ${request.url.split('?')[0].slice(0, 200)}` } })
+}
+
+/**
+ * Fastify's clientErrorHandler: a request too malformed for HTTP to parse
+ * (Node's parser refused it), answered in the same JSON before the socket
+ * is closed.
+ * @param {any} err
+ * @param {import('node:net').Socket} socket
+ */
+export function clientErrorHandler (err, socket) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, code, message] = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    ? [408, 'REQUEST_TIMEOUT', 'The request took too long to arrive']
+    : err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'HEADERS_TOO_LARGE', 'The request\'s headers are too large']
+      : [400, 'BAD_REQUEST', 'Malformed HTTP request']
+  const body = JSON.stringify({ error: { code, message } })
+  if (socket.writable) socket.write(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`)
+  socket.destroy()
 }
