@@ -53,11 +53,11 @@ export function describeError (err) {
   if (err instanceof HttpError) return { statusCode: err.statusCode, code: err.code, message: err.message }
   const code = err && typeof err.code === 'string' ? err.code : undefined
   if (code !== undefined && Object.hasOwn(LEVELKIT_STATUS, code)) {
-    return { statusCode: LEVELKIT_STATUS[/** @type {keyof LEVELKIT_STATUS} */ (code)], code, message: err.message }
+    return { statusCode: LEVELKIT_STATUS[/** @type {keyof typeof LEVELKIT_STATUS} */ (code)], code, message: err.message }
   }
   const status = err && err.statusCode
   if (Number.isInteger(status) && status >= 400 && status < 500) {
-    const own = code !== undefined && Object.hasOwn(FASTIFY_CODES, code) ? FASTIFY_CODES[/** @type {keyof FASTIFY_CODES} */ (code)] : undefined
+    const own = code !== undefined && Object.hasOwn(FASTIFY_CODES, code) ? FASTIFY_CODES[/** @type {keyof typeof FASTIFY_CODES} */ (code)] : undefined
     return { statusCode: status, code: own || (status === 404 ? 'NOT_FOUND' : 'BAD_REQUEST'), message: err.message }
   }
   return { statusCode: 500, code: 'INTERNAL', message: 'Internal server error' }

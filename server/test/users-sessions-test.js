@@ -50,7 +50,7 @@ test('POST /api/users refuses bad input with 400 and writes nothing', async t =>
     for (const [body, message] of cases) {
       const answer = await api('POST', '/api/users', { body })
       t.is(answer.status, 400, `${JSON.stringify(body).slice(0, 60)}: 400`)
-      t.match(answer.body?.error?.message ?? '', message, `  ${answer.body?.error?.code}: ${answer.body?.error?.message}`)
+      t.match(answer.body?.error?.message ?? '', /** @type {RegExp} */ (message), `  ${answer.body?.error?.code}: ${answer.body?.error?.message}`)
     }
     const malformed = await api('POST', '/api/users', { raw: '{"username": "ann", "password": ' })
     t.same([malformed.status, malformed.body.error.code], [400, 'BAD_REQUEST'], 'malformed JSON: 400')
