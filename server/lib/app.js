@@ -27,6 +27,7 @@ const HOUR = 3600 * 1000
  * @property {import('./limits.js').RateLimitOptions} [rateLimit] login and registration per IP and per username (default 20 and 10 a minute), other API calls per IP (default: none)
  * @property {number} [sessionDays] how long a session lasts (default 7)
  * @property {number} [bodyLimit] largest request body in bytes (default 16 KiB)
+ * @property {number} [purgeEvery] how often expired sessions are deleted, in ms (default: hourly)
  */
 
 /**
@@ -36,7 +37,7 @@ const HOUR = 3600 * 1000
  * @param {AppOptions} options
  */
 export async function buildApp (options) {
-  const { store, kv, logger = false, staticDir = DEFAULT_STATIC_DIR, rateLimit: limits, sessionDays = 7, bodyLimit = 16 * 1024 } = options
+  const { store, kv, logger = false, staticDir = DEFAULT_STATIC_DIR, rateLimit: limits, sessionDays = 7, bodyLimit = 16 * 1024, purgeEvery = HOUR } = options
   if (store === null || typeof store !== 'object') throw new TypeError('buildApp() needs a store (a ChatStore, or an object with its methods)')
   if (typeof sessionDays !== 'number' || !(sessionDays > 0)) throw new TypeError('sessionDays must be a positive number')
 
@@ -93,7 +94,7 @@ export async function buildApp (options) {
   // read over their expiry index).
   if (typeof store.purgeExpiredSessions === 'function') {
     const purge = () => store.purgeExpiredSessions().catch((/** @type {Error} */ err) => app.log.warn({ err }, 'purging expired sessions failed'))
-    const timer = setInterval(purge, HOUR).unref()
+    const timer = setInterval(purge, purgeEvery).unref()
     app.addHook('onClose', async () => clearInterval(timer))
   }
 

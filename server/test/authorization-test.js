@@ -97,3 +97,38 @@ test('members-only and admin-only routes answer 403 to the others', async t => {
     await server.close()
   }
 })
+
+test('app.authenticate(request): bearer token, else cookie, else ?token= on a WebSocket upgrade only', async t => {
+  const server = await startServer()
+  const { app, api } = server
+  try {
+    const ann = await signUp(api, 'ann')
+    const session = { userId: ann.id, token: ann.token }
+    /** @param {any} request */
+    const authenticate = request => app.authenticate(/** @type {any} */ ({ headers: {}, cookies: {}, query: {}, ws: false, ...request }))
+    t.same(await authenticate({ headers: { authorization: `Bearer ${ann.token}` } }), session, 'bearer')
+    t.same(await authenticate({ cookies: { session: ann.token } }), session, 'cookie')
+    t.same(await authenticate({ ws: true, query: { token: ann.token } }), session, '?token= on a WebSocket upgrade')
+    t.is(await authenticate({ query: { token: ann.token } }), null, 'not on other requests')
+    t.is(await authenticate({ ws: true, query: { token: [ann.token, ann.token] } }), null, 'a repeated ?token=: none')
+    t.is(await authenticate({}), null, 'none')
+    t.is(await authenticate({ headers: { authorization: 'Bearer nope' }, cookies: { session: ann.token } }), null, 'a bad bearer token is not passed over for the cookie')
+  } finally {
+    await server.close()
+  }
+})
+
+test('expired sessions are purged now and then (purgeEvery)', async t => {
+  const server = await startServer({ purgeEvery: 50 })
+  const { store } = server
+  try {
+    const userId = await store.createUser({ username: 'ann', password: 'pw' })
+    const expired = await store.setUserSession({ userId, expiry: Date.now() - 1 })
+    const current = await store.setUserSession({ userId, expiry: Date.now() + 60000 })
+    await new Promise(resolve => setTimeout(resolve, 200))
+    t.is(await store.sessions.get(expired), undefined, 'the expired session is deleted')
+    t.ok(await store.sessions.get(current), 'the current one stays')
+  } finally {
+    await server.close()
+  }
+})
