@@ -48,6 +48,9 @@ export async function buildApp (options) {
     requestTimeout: 30_000,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
+    // While closing, a request that still arrives on an open connection is
+    // answered (with Connection: close) rather than refused in another format.
+    return503OnClosing: false,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     schemaErrorFormatter,
     clientErrorHandler,

@@ -5,6 +5,7 @@
 // LEVELKIT_LOCKED.
 import test from 'tape'
 import http from 'node:http'
+import net from 'node:net'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -54,6 +55,13 @@ test('SIGTERM: the request in flight finishes, new connections are refused, the 
     const chat = (await api('POST', '/api/chats', { token: ann.token, body: { name: 'x', members: [] } })).body
 
     const inFlight = halfSentPost(`${url}/api/chats/${chat.id}/messages`, ann.token, { text: 'sent during shutdown' })
+    // And on a raw connection: a request in flight, then one more sent after it.
+    const raw = net.connect(Number(new URL(url).port), '127.0.0.1')
+    let rawReply = ''
+    raw.setEncoding('utf8').on('data', chunk => { rawReply += chunk })
+    const rawClosed = new Promise(resolve => raw.on('close', resolve))
+    const rawBody = JSON.stringify({ text: 'also during shutdown' })
+    raw.write(`POST /api/chats/${chat.id}/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ann.token}\r\nContent-Type: application/json\r\nContent-Length: ${rawBody.length}\r\n\r\n${rawBody.slice(0, 5)}`)
     await sleep(300)
     const signalled = Date.now()
     server.child.kill('SIGTERM')
@@ -64,6 +72,11 @@ test('SIGTERM: the request in flight finishes, new connections are refused, the 
     inFlight.finish()
     const answer = await inFlight.answer
     t.same([answer.status, answer.body.text], [201, 'sent during shutdown'], 'the request in flight is answered')
+    raw.write(rawBody.slice(5) + `GET /api/me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ann.token}\r\n\r\n`)
+    await rawClosed
+    const replies = rawReply.split(/(?=HTTP\/1\.1 )/)
+    t.match(replies[0] ?? '', /^HTTP\/1\.1 201 /, 'on a raw connection too')
+    t.match(replies[1] ?? '', /^HTTP\/1\.1 200 [^]*Connection: close[^]*"username":"ann"/, 'and a request that arrives after it on that connection is answered, then the connection closed')
     const exit = await server.exited
     t.same([exit.code, exit.signal], [0, null], 'exit 0')
     t.ok(exit.at - signalled < 5000, `within 5 s (${exit.at - signalled} ms)`)
@@ -73,7 +86,7 @@ test('SIGTERM: the request in flight finishes, new connections are refused, the 
     const db = await open({ backend: 'leveldb', location: data })
     try {
       const store = await ChatStore.open(db)
-      t.same((await store.getChatMessages(chat.id))?.map(m => m.text), ['sent during shutdown'], 'the database was closed with the message in it')
+      t.same((await store.getChatMessages(chat.id))?.map(m => m.text).sort(), ['also during shutdown', 'sent during shutdown'], 'the database was closed with the messages in it')
       t.same((await store.check()).problems, [])
     } finally {
       await db.close()
