@@ -146,7 +146,9 @@ export class ServerChatStore {
       if (answered(err, 401)) return null
       throw err
     }
-    return this.#me()
+    const user = await this.#me()
+    if (!user) throw serverError('UNAUTHORIZED', 'Signed in, but this browser did not keep the session cookie (are cookies blocked for this site?)', 401)
+    return user
   }
 
   /**
@@ -158,8 +160,7 @@ export class ServerChatStore {
     const registered = this.#registered
     this.#registered = null
     if (registered && registered.id === userId) {
-      await this.#request('POST', '/api/sessions', { username: registered.username, password: registered.password })
-      await this.#me()
+      await this.verifyPassword(registered.username, registered.password)
     }
     if (this.#signedIn !== userId) {
       throw serverError('LEVELKIT_INVALID', 'The chat server opens a session only with a password: verifyPassword() or createUser() that user first', 0)
@@ -339,6 +340,7 @@ class Subscription {
       } catch {
         // Unreachable: try again later.
       }
+      if (this.#done) return
       if (!signedIn) {
         this.#error = serverError('UNAUTHORIZED', 'Signed out: sign in again to follow this chat', 401)
         return this.#finish()
