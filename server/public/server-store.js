@@ -237,10 +237,12 @@ export class ServerChatStore {
   /**
    * New messages of a chat that the session's user may see, in id order,
    * after `after` (default: from when the server takes the subscription),
-   * until `signal` aborts or the server ends it. A socket that drops is
-   * opened again and subscribes after the last message delivered, so no
-   * message is missed or repeated; the watch fails when the session is gone
-   * or the server answers with an error.
+   * until `signal` aborts. A socket that drops (the server restarts, the
+   * network fails) is opened again and subscribes after the last message
+   * delivered, so no message is missed or repeated. The watch fails with the
+   * server's code when the server refuses or ends the subscription (the
+   * chat was deleted, the user is no longer a member), or the session is
+   * gone (UNAUTHORIZED).
    * @param {number} chatId @param {{ after?: number, signal?: AbortSignal, viewerId?: number }} [options]
    * @returns {AsyncGenerator<ChatMessage>}
    */
@@ -322,9 +324,13 @@ class Subscription {
       this.after = message.id
       this.#queue.push(message)
       this.#notify()
-    } else if (frame?.type === 'error') {
-      // This socket sent one frame, the subscription: the error is its answer.
+    } else if (frame?.type === 'error' || (frame?.type === 'unsubscribed' && frame.code !== undefined)) {
+      // This socket sent one frame, the subscription: an error is its
+      // answer. Or the server ended it (the chat was deleted, the user
+      // removed from it): say why.
       this.#error = serverError(frame.code, frame.message, 0)
+      this.#finish()
+    } else if (frame?.type === 'unsubscribed') {
       this.#finish()
     }
   }
