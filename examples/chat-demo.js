@@ -1,6 +1,6 @@
 // The main job: the chat reference model on an embedded on-disk LevelDB.
 //
-//   npm start                              LevelDB in ./data/chat-demo
+//   npm run demo                           LevelDB in ./data/chat-demo
 //   node examples/chat-demo.js --memory    in memory
 //   node examples/chat-demo.js --location ./elsewhere
 //

@@ -67,7 +67,7 @@ test('the demo\'s live watch reports every message it sent, also when the watch 
 test('the demo and the quick start keep their data apart by default, and refuse each other\'s', async t => {
   const cwd = mkdtempSync(join(tmpdir(), 'levelkit-examples-'))
   try {
-    // As a newcomer runs them: npm start, npm run example:quick-start, again.
+    // As a newcomer runs them: npm run demo, npm run example:quick-start, again.
     for (const round of [1, 2]) {
       const quick = await run('quick-start.js', [], { cwd })
       t.is(quick.code, 0, `round ${round}: the quick start exits 0 ${quick.stderr}`)

@@ -1,0 +1,17 @@
+// What app.js adds to fastify's instances and requests.
+import 'fastify'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The chat store: ChatStore, or a store with its methods. */
+    store: any
+    /** The chatbot's key-value store. */
+    kv: any
+    /** The session a request carries (cookie, bearer token, or ?token= on a WebSocket upgrade), or null. */
+    authenticate (request: FastifyRequest): Promise<{ userId: number, token: string } | null>
+  }
+  interface FastifyRequest {
+    /** The caller's session, on the routes that need one. */
+    auth: { userId: number, token: string } | null
+  }
+}
