@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 // The chat page the server serves at / (server/public/: the UI of the
 // local-first example on ServerChatStore), driven in headless Chromium
 // against the server on a random port: three people in three browser
@@ -5,39 +6,38 @@
 // messages appear without a reload); a whisper shows only to its sender and
 // recipient, live and in the history; the session is the HttpOnly cookie and
 // survives a reload; a watch picks up again, without gap or duplicate, after
-// the server restarts. Saves a screenshot under test/artifacts/.
-
+// the server restarts. Saves a screenshot under test/artifacts/ of the
+// repository.
+//
+// (The DOM lib is for Playwright's types and the functions run in the page.)
 /* global localStorage */
-import test from 'tape'
-import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
-import { open } from 'levelkit'
-import { ChatStore } from 'levelkit/chat'
-import { buildApp } from '../lib/app.js'
-import { launchChromium, root } from '../../test/util/browser.js'
 
+import test from 'tape'
+import { existsSync, mkdirSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { chromium } from 'playwright-core'
+import { buildApp } from '../lib/app.js'
+import { startServer } from './util.js'
+
+const artifacts = fileURLToPath(new URL('../../test/artifacts/', import.meta.url))
 const HOSTILE = '<img src=x onerror="window.pwned=1"> hello & <b>bye</b>'
 
-/** A key-value store for the chatbot, which this test does not use. */
-function memoryKv () {
-  const map = new Map()
-  const key = (/** @type {number} */ chatId, /** @type {string} */ k) => `${chatId}\u0000${k}`
-  return {
-    put: async (/** @type {number} */ chatId, /** @type {string} */ k, /** @type {string} */ value) => { map.set(key(chatId, k), value) },
-    get: async (/** @type {number} */ chatId, /** @type {string} */ k) => map.get(key(chatId, k)),
-    del: async (/** @type {number} */ chatId, /** @type {string} */ k) => map.delete(key(chatId, k))
-  }
-}
-
 /**
- * The server on `port` (0: any free one) over `store`.
- * @param {any} store @param {number} [port]
+ * Debian's Chromium (or $LEVELKIT_CHROMIUM), as the library's browser tests
+ * launch it (test/util/browser.js): headless, no sandbox, no background
+ * connections.
  */
-async function start (store, port = 0) {
-  const app = await buildApp({ store, kv: memoryKv(), rateLimit: { auth: { max: 100, timeWindow: 60000 }, api: false } })
-  await app.listen({ port, host: '127.0.0.1' })
-  const address = /** @type {import('node:net').AddressInfo} */ (app.server.address())
-  return { app, port: address.port, url: `http://127.0.0.1:${address.port}/` }
+function launchChromium () {
+  const executablePath = process.env.LEVELKIT_CHROMIUM || '/usr/bin/chromium'
+  if (!existsSync(executablePath)) {
+    throw new Error(`Chromium is not installed at ${executablePath}: run \`bash scripts/install-system-packages.sh\` (npm test does it first), or set LEVELKIT_CHROMIUM`)
+  }
+  const args = [
+    '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    '--disable-default-apps', '--disable-extensions', '--mute-audio'
+  ]
+  return chromium.launch({ executablePath, headless: true, args })
 }
 
 /** @param {import('playwright-core').Page} page @param {string} form @param {Record<string, string>} fields */
@@ -72,9 +72,11 @@ async function formError (page, form) {
 }
 
 test('the server\'s chat page: three people chat live, a whisper, a reload, a restart', { timeout: 180000 }, async t => {
-  const db = await open({ backend: 'memory' })
-  const store = await ChatStore.open(db)
-  let server = await start(store)
+  const server = await startServer()
+  const { store } = server
+  const url = `${server.base}/`
+  /** The server after its restart. @type {import('fastify').FastifyInstance | null} */
+  let restarted = null
   const browser = await launchChromium()
   try {
     /** @type {string[]} */
@@ -83,7 +85,7 @@ test('the server\'s chat page: three people chat live, a whisper, a reload, a re
       const context = await browser.newContext({ viewport: { width: 1000, height: 700 } })
       const page = await context.newPage()
       page.on('pageerror', err => errors.push(`${name}: ${err.message}`))
-      await page.goto(server.url)
+      await page.goto(url)
       await page.waitForSelector('body[data-ready="true"]')
       return page
     }))
@@ -161,20 +163,20 @@ test('the server\'s chat page: three people chat live, a whisper, a reload, a re
     // The server restarts on the same port and data: the pages' watches
     // reconnect and pick up after the last message they showed, including
     // one written while the server was down.
-    const { port } = server
+    const { port } = /** @type {import('node:net').AddressInfo} */ (server.app.server.address())
     await server.app.close()
-    const chatId = chat.id
     const bobId = /** @type {any} */ (await store.getUser('bob')).id
-    await store.addChatMessage({ chatId, senderId: bobId, text: 'while the server was down' })
-    server = await start(store, port)
+    await store.addChatMessage({ chatId: chat.id, senderId: bobId, text: 'while the server was down' })
+    restarted = await buildApp({ store, rateLimit: { auth: false } })
+    await restarted.listen({ port, host: '127.0.0.1' })
     await Promise.all([showing(alice, 5), showing(carol, 4)])
     await submit(bob, '#send', { text: 'after the restart' })
     await Promise.all([showing(alice, 6), showing(bob, 6), showing(carol, 5)])
     t.same((await messages(alice)).map(([, , text]) => text).slice(3), ['after the whisper', 'while the server was down', 'after the restart'],
       'after a restart: no message missed, none twice')
 
-    mkdirSync(join(root, 'test', 'artifacts'), { recursive: true })
-    const file = join(root, 'test', 'artifacts', 'server-chat.png')
+    mkdirSync(artifacts, { recursive: true })
+    const file = `${artifacts}server-chat.png`
     await bob.screenshot({ path: file, fullPage: true })
     t.pass(`screenshot saved to ${file}`)
 
@@ -186,7 +188,8 @@ test('the server\'s chat page: three people chat live, a whisper, a reload, a re
     t.same(errors, [], 'no uncaught error in the pages')
   } finally {
     await browser.close()
-    await server.app.close()
-    await db.close()
+    await restarted?.close()
+    // Closes the first app (again, if it was closed for the restart) and the database.
+    await server.close()
   }
 })
