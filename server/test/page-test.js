@@ -180,6 +180,12 @@ test('the server\'s chat page: three people chat live, a whisper, a reload, a re
     await bob.screenshot({ path: file, fullPage: true })
     t.pass(`screenshot saved to ${file}`)
 
+    // The chat is deleted (by its admin, through the API or here the
+    // store): the server ends the subscriptions, and the pages say why.
+    await store.deleteChat(chat.id)
+    await Promise.all(people.map(page => page.waitForFunction(() => document.querySelector('#status')?.textContent)))
+    t.match(String(await carol.textContent('#status')), /deleted/, 'a deleted chat: the page says so')
+
     await alice.click('#sign-out')
     await alice.waitForSelector('#sign-in')
     await alice.reload()
