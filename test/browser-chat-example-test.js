@@ -153,6 +153,16 @@ test('browser chat example: sign up, chat, reload, second tab', { timeout: 18000
     await other.waitForFunction(() => document.querySelector('#username')?.textContent === 'bob')
     t.is(await display(other, '#send'), 'none', 'after signing out and in again: no message box')
     t.is(await other.$$eval('#messages li', items => items.length), 0, 'and no message of the chat open before')
+
+    // A whisper from bob to alice: the first tab still shows alice's view.
+    await other.click('#chats button')
+    await other.waitForFunction(() => document.querySelectorAll('#messages li').length === 3)
+    await submit(other, '#send', { to: 'alice', text: 'psst, alice' })
+    await page.waitForFunction(() => document.querySelectorAll('#messages li').length === 4)
+    t.same(await page.$eval('#messages li:last-child', item => [item.className, item.querySelector('.sender')?.textContent, item.querySelector('.to')?.textContent, item.querySelector('.text')?.textContent]),
+      ['whisper', 'bob', 'whispers to alice', 'psst, alice'], 'a whisper is shown as one, to whom, live')
+    await submit(other, '#send', { to: 'carol', text: 'to nobody' })
+    t.is(await formError(t, other, '#send'), 'No user named carol', 'a whisper to an unknown user is refused next to the message box')
     t.same(errors, [], 'no uncaught error in the page')
   } finally {
     await browser.close()

@@ -2,6 +2,9 @@
 // Serve the browser chat on localhost: `npm run example:browser` (which
 // builds the bundle first), then open the printed address. --port N picks
 // the port (default 8080; 0 for any free one).
+//
+// The page's markup, style and UI are the chat server's (server/public/):
+// this example adds its own entry, app.js, which opens ChatStore on IndexedDB.
 
 import { createServer } from 'node:http'
 import { existsSync, readFileSync } from 'node:fs'
@@ -10,12 +13,14 @@ import { parseArgs } from 'node:util'
 
 const here = (/** @type {string} */ path) => fileURLToPath(new URL(path, import.meta.url))
 const bundle = here('../../dist/levelkit.browser.min.js')
+const page = (/** @type {string} */ file) => here(`../../server/public/${file}`)
 
 const FILES = {
-  '/': [here('index.html'), 'text/html; charset=utf-8'],
-  '/index.html': [here('index.html'), 'text/html; charset=utf-8'],
+  '/': [page('index.html'), 'text/html; charset=utf-8'],
+  '/index.html': [page('index.html'), 'text/html; charset=utf-8'],
   '/app.js': [here('app.js'), 'text/javascript; charset=utf-8'],
-  '/style.css': [here('style.css'), 'text/css; charset=utf-8'],
+  '/ui.js': [page('ui.js'), 'text/javascript; charset=utf-8'],
+  '/style.css': [page('style.css'), 'text/css; charset=utf-8'],
   '/levelkit.js': [bundle, 'text/javascript; charset=utf-8']
 }
 
