@@ -58,6 +58,13 @@ export async function routes (app, { authByIp, authByUsername, sessionDays }) {
     return { id: user.id, username: user.username }
   })
 
+  app.get('/api/users/by-id/:userId', { schema: schemas.getUserById, ...member }, async request => {
+    const userId = Number(/** @type {any} */ (request.params).userId)
+    const user = await store.getUserById(userId)
+    if (user === null) throw notFound(`No user with id ${userId}`)
+    return { id: user.id, username: user.username }
+  })
+
   app.get('/api/chats', { schema: schemas.getChats, ...member }, async request => {
     return store.getChats(sessionOf(request).userId)
   })

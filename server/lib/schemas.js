@@ -72,6 +72,11 @@ export const schemas = {
     querystring: noQuery,
     response: answers(200, user)
   },
+  getUserById: {
+    params: object({ userId: idString }),
+    querystring: noQuery,
+    response: answers(200, user)
+  },
   getChats: {
     querystring: noQuery,
     response: answers(200, { type: 'array', items: chat })

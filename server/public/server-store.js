@@ -125,12 +125,18 @@ export class ServerChatStore {
   }
 
   /**
-   * Answered from the users this client has seen (signed in, registered,
-   * looked up by name): the API has no lookup by id.
+   * From the users this client has seen, else asked of the server.
    * @param {number} id
    */
   async getUserById (id) {
-    return this.#users.get(id) ?? null
+    const known = this.#users.get(id)
+    if (known !== undefined) return known
+    try {
+      return this.#know(await this.#request('GET', `/api/users/by-id/${encodeURIComponent(String(id))}`))
+    } catch (err) {
+      if (answered(err, 404)) return null
+      throw err
+    }
   }
 
   /**

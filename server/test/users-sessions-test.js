@@ -148,3 +148,22 @@ test('GET /api/users/:username: the user, 404 for an unknown one', async t => {
     await server.close()
   }
 })
+
+test('GET /api/users/by-id/:userId: the user, 404 for an unknown id, 400 for one that is not an id, 401 without a session', async t => {
+  const server = await startServer()
+  const { api } = server
+  try {
+    const ann = await signUp(api, 'ann')
+    await signUp(api, 'bob')
+    const bob = await api('GET', '/api/users/by-id/2', { token: ann.token })
+    t.same([bob.status, bob.body], [200, { id: 2, username: 'bob' }])
+    const nobody = await api('GET', '/api/users/by-id/9', { token: ann.token })
+    t.same([nobody.status, nobody.body.error.code], [404, 'NOT_FOUND'])
+    for (const bad of ['0', '-1', '1.5', 'x', '01']) {
+      t.is((await api('GET', `/api/users/by-id/${bad}`, { token: ann.token })).status, 400, `${bad}: 400`)
+    }
+    t.is((await api('GET', '/api/users/by-id/1')).status, 401, 'without a session: 401')
+  } finally {
+    await server.close()
+  }
+})
