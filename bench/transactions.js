@@ -29,8 +29,12 @@
 // output).
 //
 // Each cell (keys, mix, clients, side) runs for --seconds (2) on fresh
-// databases (LevelDB: a copy of one populated at the start), then checks
-// the invariant (every account there, the sum of balances unchanged, none
+// databases (LevelDB: a copy of one populated at the start). The sides of a
+// group (keys, mix, clients) are open side by side and take turns in
+// --slices slices (4), their order alternating (forward, backward, ...,
+// starting the other way from group to group and run to run), so load from
+// elsewhere on this shared machine hits every side alike. Then each cell
+// checks the invariant (every account there, the sum of balances unchanged, none
 // negative; and db.check()) and prints it: a broken invariant fails the
 // run (exit 1). Columns: operations completed per second, p99 latency of an
 // operation (its retries included), retries (attempts > 1, counted through
@@ -38,9 +42,8 @@
 // again after a conflict), operations that gave up (LEVELKIT_CONFLICT after
 // maxRetries, LEVELKIT_LOCK_TIMEOUT, ...), lock timeouts and deadlocks
 // (db.writer.locks.stats()), and the ratio levelkit / SQLite (NORMAL,
-// durable: FULL). Within a run the sides of a group take turns, their order
-// alternating from group to group and run to run; with --runs K we report
-// medians (the ratio: the median of per-run ratios).
+// durable: FULL). With --runs K we report medians (the ratio: the median
+// of per-run ratios).
 //
 // Then a port of RocksDB db_bench's randomtransaction (bench/lib/
 // random-transaction.js): --sets sets of --rt-keys keys, each transaction
@@ -54,7 +57,7 @@
 // cell), summary.json, transactions.svg (write-heavy ops/s per mode and
 // clients) and transactions-read-heavy.svg.
 //
-// Usage: node bench/transactions.js [--seconds 2] [--runs 1] [--accounts 10000]
+// Usage: node bench/transactions.js [--seconds 2] [--runs 1] [--slices 4] [--accounts 10000]
 //   [--clients 1,16,64] [--modes plain,versioned,...] [--mixes read-heavy,write-heavy]
 //   [--keys uniform,hot] [--zipf 1.1] [--sets 2] [--rt-keys 10000] [--max-retries 10]
 //   [--seed 1] [--no-warmup] [--backend leveldb|memory] [--out bench/out] [--db-dir <tmp>]
@@ -65,7 +68,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 import { open } from 'levelkit'
-import { median, fmt, parseCount } from './lib/stats.js'
+import { median, quantile, fmt, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
 import { parseCli, failWith, optionOf, writeCsv, printTable, finishRun, printProblems, startRun, printMachine } from './lib/seeds-common.js'
 import { keyChooser, DISTRIBUTIONS } from './lib/transactions-keys.js'
@@ -91,6 +94,7 @@ const MODE_KEYS = /** @type {Array<import('./lib/transactions-sides.js').Mode>} 
 const USAGE = `Usage: node bench/${NAME}.js [options]
   --seconds S       seconds per cell (default 2)
   --runs K          runs of the whole grid; medians are reported (default 1)
+  --slices N        turns per cell: the sides of a group alternate slice by slice (default 4)
   --accounts N      accounts (default 10000)
   --clients N,N     concurrent clients, async loops in this process (default 1,16,64)
   --modes a,b       levelkit modes (default ${DEFAULT_MODES.join(',')}; also unsafe:
@@ -111,6 +115,7 @@ const USAGE = `Usage: node bench/${NAME}.js [options]
 const args = parseCli(NAME, USAGE, {
   seconds: { type: 'string', default: '2' },
   runs: { type: 'string', default: '1' },
+  slices: { type: 'string', default: '4' },
   accounts: { type: 'string', default: '10000' },
   clients: { type: 'string', default: '1,16,64' },
   modes: { type: 'string', default: DEFAULT_MODES.join(',') },
@@ -148,6 +153,7 @@ if (!BACKENDS.includes(backend)) fail(`Unknown backend ${JSON.stringify(backend)
 const opts = {
   seconds,
   runs: count('runs'),
+  slices: count('slices'),
   accounts: count('accounts'),
   clients: optionOf(NAME, USAGE, () => String(args.clients).split(',').map(parseCount)),
   modes: listOf('modes', MODE_KEYS, 'mode'),
@@ -218,35 +224,93 @@ function remove (location) {
 }
 
 /**
- * One cell: fresh databases, `seconds` of clients, then the invariant.
- * @param {string} side @param {string} keys @param {string} mix @param {number} clients @param {number} seed @param {number} secs
+ * Open one side of a group on fresh databases: what the clients call, how
+ * many loops they run, and how to end it (the invariant, db.check(), the
+ * lock counters; then close and delete).
+ * @param {string} side
  */
-async function runCell (side, keys, mix, clients, seed, secs) {
-  const cell = { loops: clients, seconds: secs, seed, readShare: MIXES[mix], choose: choosers[keys] }
+async function openSide (side) {
   if (side in SQLITE) {
     const file = backend === 'memory' ? ':memory:' : `${base}-${++databases}.sqlite`
     const sqlite = openSqliteSide(file, SQLITE[side].synchronous, opts.accounts)
-    try {
-      const result = await drive({ ...cell, loops: 1, side: sqlite })
-      return { ...result, loops: 1, lockTimeouts: 0, deadlocks: 0, lockWaits: 0, invariant: sqlite.invariant(), checkOk: true }
-    } finally {
-      sqlite.close()
-      remove(file === ':memory:' ? null : file)
+    return {
+      impl: sqlite,
+      sqlite: true,
+      async finish () {
+        try {
+          return { invariant: sqlite.invariant(), checkOk: true, locks: { waits: 0, timeouts: 0, deadlocks: 0 } }
+        } finally {
+          sqlite.close()
+          remove(file === ':memory:' ? null : file)
+        }
+      }
     }
   }
   const mode = /** @type {import('./lib/transactions-sides.js').Mode} */ (side)
   const { db, accounts, location } = await openAccounts(MODES[mode].versioned)
-  try {
-    const result = await drive({ ...cell, side: levelkitSide(mode, db, accounts, { maxRetries: opts.maxRetries }) })
-    // Internal (not public API): the lock manager's counters, fine for a benchmark.
-    const locks = /** @type {any} */ (db).writer.locks.stats()
-    const invariant = await accountsInvariant(accounts, opts.accounts)
-    const { ok: checkOk } = await db.check()
-    return { ...result, loops: clients, lockTimeouts: locks.timeouts, deadlocks: locks.deadlocks, lockWaits: locks.waits, invariant, checkOk }
-  } finally {
-    await db.close()
-    remove(location)
+  return {
+    impl: levelkitSide(mode, db, accounts, { maxRetries: opts.maxRetries }),
+    sqlite: false,
+    async finish () {
+      try {
+        // Internal (not public API): the lock manager's counters, fine for a benchmark.
+        const locks = /** @type {any} */ (db).writer.locks.stats()
+        const invariant = await accountsInvariant(accounts, opts.accounts)
+        const { ok: checkOk } = await db.check()
+        return { invariant, checkOk, locks }
+      } finally {
+        await db.close()
+        remove(location)
+      }
+    }
   }
+}
+
+/**
+ * One group (keys, mix, clients): every side on fresh databases, open side
+ * by side; `secs` of clients each, in `slices` turns that alternate the
+ * order of the sides (forward, backward, ...; `flip` starts backward), so
+ * load from elsewhere on the machine hits every side alike. Then each
+ * side's invariant. Slice k of every side draws from the same seeds.
+ * @param {string[]} sides @param {string} keys @param {string} mix @param {number} clients
+ * @param {number} seed @param {number} secs @param {number} slices @param {boolean} flip
+ * @returns {Promise<Map<string, any>>}
+ */
+async function runGroup (sides, keys, mix, clients, seed, secs, slices, flip) {
+  /** @type {Map<string, Awaited<ReturnType<typeof openSide>>>} */
+  const open = new Map()
+  /** @type {Map<string, any>} */
+  const totals = new Map()
+  try {
+    for (const side of sides) {
+      open.set(side, await openSide(side))
+      totals.set(side, { ops: 0, reads: 0, transfers: 0, declined: 0, retries: 0, gaveUp: 0, gaveUpBy: {}, ms: 0, latencies: [] })
+    }
+    for (let k = 0; k < slices; k++) {
+      const order = (k + (flip ? 1 : 0)) % 2 === 0 ? sides : [...sides].reverse()
+      for (const side of order) {
+        const { impl, sqlite } = /** @type {any} */ (open.get(side))
+        const r = await drive({ side: impl, loops: sqlite ? 1 : clients, seconds: secs / slices, seed: seed + k * 10007, readShare: MIXES[mix], choose: choosers[keys] })
+        const t = totals.get(side)
+        for (const field of /** @type {const} */ (['ops', 'reads', 'transfers', 'declined', 'retries', 'gaveUp', 'ms'])) t[field] += r[field]
+        for (const [code, n] of Object.entries(r.gaveUpBy)) t.gaveUpBy[code] = (t.gaveUpBy[code] ?? 0) + n
+        for (const latency of r.latencies) t.latencies.push(latency)
+      }
+    }
+  } finally {
+    for (const [side, handle] of open) {
+      const { invariant, checkOk, locks } = await handle.finish()
+      const t = totals.get(side)
+      Object.assign(t, { invariant, checkOk, lockTimeouts: locks.timeouts, deadlocks: locks.deadlocks, lockWaits: locks.waits, loops: handle.sqlite ? 1 : clients })
+    }
+  }
+  for (const t of totals.values()) {
+    t.opsPerSec = t.ops / (t.ms / 1000)
+    t.p50Ms = quantile(t.latencies, 0.5)
+    t.p99Ms = quantile(t.latencies, 0.99)
+    delete t.latencies
+  }
+  return totals
 }
 
 /** @param {keyof typeof RT_MODES} mode @param {number} clients @param {number} seed @param {number} secs */
@@ -277,7 +341,7 @@ printMachine(run, ['classic-level', 'better-sqlite3'])
 if (opts.warmup) {
   // Untimed: the first cell of each side would otherwise pay for the JIT.
   const warm = Math.min(0.25, seconds)
-  for (const side of SIDES) await runCell(side, opts.keys[0], opts.mixes[opts.mixes.length - 1], Math.max(...opts.clients), opts.seed, warm)
+  await runGroup(SIDES, opts.keys[0], opts.mixes[opts.mixes.length - 1], Math.max(...opts.clients), opts.seed, warm, 1, false)
   console.log(`  warm-up: ${warm} s of every side, not counted`)
 }
 console.log()
@@ -293,10 +357,10 @@ for (let r = 1; r <= opts.runs; r++) {
   for (const keys of opts.keys) {
     for (const mix of opts.mixes) {
       for (const clients of opts.clients) {
-        const order = (group + r) % 2 === 0 ? SIDES : [...SIDES].reverse()
-        const seed = (opts.seed * 7919 + r) * 1000 + group * 100
-        for (const side of order) {
-          const result = await runCell(side, keys, mix, clients, seed, seconds)
+        const seed = (opts.seed * 7919 + r) * 1000003 + group * 100003
+        const cellResults = await runGroup(SIDES, keys, mix, clients, seed, seconds, opts.slices, (group + r) % 2 === 1)
+        for (const side of SIDES) {
+          const result = cellResults.get(side)
           const { invariant } = result
           const holds = invariant.ok && result.checkOk
           results.push({ run: r, keys, mix, clients, side, ...result, invariantOk: holds })
@@ -367,7 +431,7 @@ for (const keys of opts.keys) {
 const cellOf = (keys, mix, clients, side) => cells.find(c => c.keys === keys && c.mix === mix && c.clients === clients && c.side === side)
 
 console.log()
-console.log(`Medians of ${opts.runs} run(s), ${seconds} s per cell. retries: attempts > 1 (versioned: writes made again); gave up: operations that failed (conflict after maxRetries, lock timeout, ...);`)
+console.log(`Medians of ${opts.runs} run(s), ${seconds} s per cell in ${opts.slices} alternating slices. retries: attempts > 1 (versioned: writes made again); gave up: operations that failed (conflict after maxRetries, lock timeout, ...);`)
 console.log('× SQLite: levelkit ops/s / SQLite NORMAL ops/s (durable: / SQLite FULL), the median of per-run ratios. SQLite rows run one loop whatever the clients.')
 for (const keys of opts.keys) {
   for (const mix of opts.mixes) {

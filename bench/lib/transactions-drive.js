@@ -2,7 +2,8 @@
 // with its own seeded PRNG, doing reads and transfers on a side for a fixed
 // time. What they count: operations completed (reads, transfers, declined
 // transfers), latency of each from its start to its end (retries
-// included), retries, and operations that gave up (by error code).
+// included; all of them are returned, in ms), retries, and operations that
+// gave up (by error code).
 
 import { performance } from 'node:perf_hooks'
 import { codes } from 'levelkit'
@@ -16,7 +17,8 @@ export const GIVE_UPS = Object.freeze([codes.CONFLICT, codes.DEADLOCK, codes.LOC
 /**
  * @typedef {{
  *   ops: number, reads: number, transfers: number, declined: number, retries: number,
- *   gaveUp: number, gaveUpBy: Record<string, number>, ms: number, opsPerSec: number, p50Ms: number, p99Ms: number
+ *   gaveUp: number, gaveUpBy: Record<string, number>, ms: number, opsPerSec: number, p50Ms: number, p99Ms: number,
+ *   latencies: number[]
  * }} DriveResult
  */
 
@@ -85,6 +87,7 @@ export async function drive ({ side, loops, seconds, seed, readShare, choose }) 
     ms,
     opsPerSec: ops / (ms / 1000),
     p50Ms: quantile(latencies, 0.5),
-    p99Ms: quantile(latencies, 0.99)
+    p99Ms: quantile(latencies, 0.99),
+    latencies
   }
 }

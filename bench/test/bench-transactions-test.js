@@ -104,7 +104,7 @@ for (const backend of ['memory', 'leveldb']) {
     const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-tx-'))
     try {
       const { code, stdout, stderr } = await run([
-        '--seconds', '0.05', '--accounts', '100', '--clients', '1,4', '--rt-keys', '20', '--sets', '3',
+        '--seconds', '0.1', '--slices', '2', '--accounts', '100', '--clients', '1,4', '--rt-keys', '20', '--sets', '3',
         '--backend', backend, '--no-warmup', '--out', out, '--db-dir', out
       ])
       t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
@@ -138,6 +138,8 @@ for (const backend of ['memory', 'leveldb']) {
       const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
       t.is(summary.benchmark, 'transactions')
       t.is(summary.options.accounts, 100, 'options recorded')
+      t.is(summary.options.slices, 2, 'slices recorded')
+      t.match(stdout, /in 2 alternating slices/, 'says the sides take turns')
       t.is(summary.cells.length, 2 * 2 * 2 * SIDES.length, 'a summary per cell')
       t.same([...new Set(summary.cells.map((/** @type {any} */ c) => c.side))].sort(), [...SIDES].sort(), 'every side')
       for (const cell of summary.cells) {
