@@ -67,6 +67,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
+import { execFileSync } from 'node:child_process'
 import { open } from 'levelkit'
 import { median, quantile, fmt, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
@@ -330,6 +331,7 @@ async function runRandomTransaction (mode, clients, seed, secs) {
 const run = startRun(NAME, args.out, ['classic-level', 'memory-level', 'abstract-level', 'better-sqlite3'])
 const { machine, versions, loadBefore, startedAt, outDir } = run
 const sqliteVersion = sqliteVersionOf()
+const commit = libraryCommit()
 const cellCount = opts.keys.length * opts.mixes.length * opts.clients.length * SIDES.length
 console.log(`${NAME}: bank transfers on levelkit (${backend}) and better-sqlite3 (SQLite ${sqliteVersion}), ${opts.runs} run(s) of ${cellCount} cells, ${seconds} s each`)
 console.log(`  ${fmt(opts.accounts)} accounts of ${fmt(INITIAL_BALANCE)}; transfers of 1..${MAX_AMOUNT} between two accounts; ${opts.keys.map(k => KEYS_TEXT[k]).join(', ')}; ${opts.mixes.map(m => `${m} (${MIX_TEXT[m]})`).join(', ')}; clients ${opts.clients.join(', ')} (async loops in this process); maxRetries ${opts.maxRetries}`)
@@ -337,6 +339,7 @@ console.log(`  levelkit: ${opts.modes.map(labelOf).join(', ')}`)
 console.log('  SQLite runs one synchronous loop whatever the clients (better-sqlite3 is synchronous: its transactions run one after the other);')
 console.log(`  ${backend === 'memory' ? 'in memory (synchronous has no effect there)' : 'a file in WAL mode'}, synchronous=NORMAL for the relaxed rows, FULL for the durable rows`)
 printMachine(run, ['classic-level', 'better-sqlite3'])
+console.log(`  levelkit ${versions.levelkit} at commit ${commit ?? 'unknown'} (where 'levelkit' resolves from bench/)`)
 
 if (opts.warmup) {
   // Untimed: the first cell of each side would otherwise pay for the JIT.
@@ -531,7 +534,7 @@ for (const mix of ['write-heavy', 'read-heavy'].filter(m => opts.mixes.includes(
   for (const keys of opts.keys) for (const side of SIDES) categories.push(`${labelOf(side)}, ${keys}`)
   fs.writeFileSync(path.join(outDir, file), barSvg({
     title: `Bank transfers, ${mix} (${MIX_TEXT[mix]}): ops/s by mode and clients (higher is better)`,
-    subtitle: `levelkit on ${backend} vs better-sqlite3 ${versions['better-sqlite3']}; ${fmt(opts.accounts)} accounts, uniform or Zipf s=${zipf}; ${seconds} s per cell, median of ${opts.runs} run(s); ${machine.cpu}, ${machine.cores} cores, node ${versions.node}, ${startedAt.toISOString().slice(0, 10)}`,
+    subtitle: `levelkit ${commit ?? ''} on ${backend} vs better-sqlite3 ${versions['better-sqlite3']}; ${fmt(opts.accounts)} accounts, uniform or Zipf s=${zipf}; ${seconds} s per cell, median of ${opts.runs} run(s); ${machine.cpu}, ${machine.cores} cores, node ${versions.node}, ${startedAt.toISOString().slice(0, 10)}`,
     xLabel: 'operations per second (SQLite: one loop whatever the clients)',
     xScale: 'log',
     categories,
@@ -543,7 +546,7 @@ for (const mix of ['write-heavy', 'read-heavy'].filter(m => opts.mixes.includes(
   files.push(file)
 }
 
-finishRun(outDir, { name: NAME, startedAt, machine, versions: { ...versions, sqlite: sqliteVersion }, loadBefore, loadAfter }, {
+finishRun(outDir, { name: NAME, startedAt, machine, versions: { ...versions, levelkitCommit: commit, sqlite: sqliteVersion }, loadBefore, loadAfter }, {
   options: opts,
   csvColumns: ['run', 'keys', 'mix', 'clients', 'side', 'loops', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'declined', 'gave_up', 'lock_timeouts', 'deadlocks', 'invariant_ok'],
   cells,
@@ -553,6 +556,22 @@ finishRun(outDir, { name: NAME, startedAt, machine, versions: { ...versions, sql
   problems
 }, files)
 if (problems.length > 0) process.exitCode = 1
+
+/**
+ * The git commit of the library this run imports ('levelkit' resolves to a
+ * checkout, which may not be the one this script is in), with "+changes" if
+ * its lib/ has uncommitted changes; null when git cannot tell.
+ */
+function libraryCommit () {
+  try {
+    const dir = path.dirname(require.resolve('levelkit/package.json'))
+    const git = (/** @type {string[]} */ ...words) => execFileSync('git', ['-C', dir, ...words], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+    const head = git('log', '-1', '--format=%h')
+    return git('status', '--porcelain', '--', 'lib', 'index.js') === '' ? head : `${head}+changes`
+  } catch {
+    return null
+  }
+}
 
 function sqliteVersionOf () {
   const Database = require('better-sqlite3')

@@ -17,9 +17,9 @@ export const MAX_AMOUNT = 10
 
 /**
  * levelkit's modes, in the order the tables show them.
- * `versioned`: the collection is declared versioned (only the mode that
- * uses versions: writes to a versioned collection from transactions
- * running side by side conflict with each other, docs/api.md).
+ * `versioned`: the collection is declared versioned. Only the mode that
+ * uses versions has them: they cost every write one more op (and the
+ * counter one per batch), which the other modes should not pay.
  */
 export const MODES = Object.freeze({
   plain: { label: 'plain writes', versioned: false },

@@ -139,6 +139,8 @@ for (const backend of ['memory', 'leveldb']) {
       t.is(summary.benchmark, 'transactions')
       t.is(summary.options.accounts, 100, 'options recorded')
       t.is(summary.options.slices, 2, 'slices recorded')
+      t.match(stdout, /levelkit [\d.]+ at commit ([0-9a-f]{7,}(\+changes)?|unknown) /, 'prints the library\'s commit')
+      t.ok(summary.versions.levelkitCommit === null || /^[0-9a-f]{7,}/.test(summary.versions.levelkitCommit), 'records it')
       t.match(stdout, /in 2 alternating slices/, 'says the sides take turns')
       t.is(summary.cells.length, 2 * 2 * 2 * SIDES.length, 'a summary per cell')
       t.same([...new Set(summary.cells.map((/** @type {any} */ c) => c.side))].sort(), [...SIDES].sort(), 'every side')
