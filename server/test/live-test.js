@@ -15,15 +15,24 @@ const FAST = { passwordCost: { scryptN: 2, pbkdf2Iterations: 1 } }
 /**
  * A server on a random port, and what the tests need of it.
  * @param {Record<string, number>} [options] the live plugin's
+ * @param {{ sendDelay?: number }} [test] `sendDelay`: ms each addChatMessage() waits first (a slow disk)
  */
-async function start (options = {}) {
+async function start (options = {}, { sendDelay = 0 } = {}) {
   const db = await open()
   const store = await ChatStore.open(db, FAST)
   const kv = levelkitKv(db)
   /** @type {Map<string, number>} */
   const tokens = new Map()
   const app = fastify()
-  app.decorate('store', store)
+  app.decorate('store', sendDelay === 0
+    ? store
+    : new Proxy(store, {
+      get (target, key) {
+        if (key === 'addChatMessage') return async (/** @type {any} */ message) => sleep(sendDelay).then(() => target.addChatMessage(message))
+        const value = /** @type {any} */ (target)[key]
+        return typeof value === 'function' ? value.bind(target) : value
+      }
+    }))
   app.decorate('kv', kv)
   app.decorate('authenticate', async (/** @type {any} */ request) => {
     const token = request.query.token
@@ -411,25 +420,31 @@ test('bad frames get an error and the socket stays open; a frame over the size l
   await server.close()
 })
 
-test('frames are answered one at a time, in order, however many a client sends at once', async t => {
-  const server = await start({ maxQueuedFrames: 4 })
+test('frames are answered one at a time, in order; a client with too many waiting is not read meanwhile', async t => {
+  const server = await start({ maxQueuedFrames: 4 }, { sendDelay: 1 })
   const { store } = server
   const ann = await server.user('ann')
   const chatId = await chatOf(store, [ann])
   const client = await server.connect(ann.token)
+  const [socket] = server.app.websocketServer.clients
+  // Looked at as each answer comes (each send waits for a timer: a slow disk).
+  let paused = false
+  const look = () => { paused = paused || socket.isPaused }
+  client.ws.on('message', look)
   client.send({ type: 'subscribe', chatId, after: 0 })
   for (let i = 1; i <= 100; i++) client.send({ type: 'send', chatId, text: `m${i}` })
   client.send({ type: 'active', chatId })
   client.send({ type: 'unsubscribe', chatId })
   client.send({ type: 'active', chatId })
-  t.same(await client.nextOf('subscribed'), { type: 'subscribed', chatId })
-  const sent = []
-  for (let i = 1; i <= 100; i++) sent.push((await client.nextOf('sent')).id)
-  t.same(sent, Array.from({ length: 100 }, (_, i) => i + 1), '100 sends, stored in the order sent')
-  t.same(await client.nextOf('active'), { type: 'active', chatId, userIds: [ann.id] }, 'active while subscribed')
-  t.same(await client.nextOf('unsubscribed'), { type: 'unsubscribed', chatId })
-  t.same(await client.nextOf('active'), { type: 'active', chatId, userIds: [] }, 'then not')
+  const answers = []
+  for (let i = 0; i < 104; i++) answers.push(await client.next(frame => !['joined', 'message'].includes(frame.type)))
+  client.ws.off('message', look)
+  t.same(answers.map(frame => frame.type), ['subscribed', ...Array(100).fill('sent'), 'active', 'unsubscribed', 'active'], 'one answer per frame, in the order sent')
+  t.same(answers.slice(1, 101).map(frame => frame.id), Array.from({ length: 100 }, (_, i) => i + 1), '100 sends, stored in the order sent')
+  t.same([answers[101].userIds, answers[103].userIds], [[ann.id], []], 'active while subscribed, then not')
   t.same((await store.getChatMessages(chatId, { n: 100 }))?.map(m => m.text), Array.from({ length: 100 }, (_, i) => `m${i + 1}`))
+  t.ok(paused, 'the socket was not read while 4 frames waited')
+  t.notOk(socket.isPaused, 'and read again once they were answered')
   await client.close()
   await server.close()
 })
