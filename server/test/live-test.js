@@ -318,6 +318,7 @@ test('non-members are refused, and a member removed (or a chat deleted) stops ge
   await b.request({ type: 'subscribe', chatId })
   t.same(await a.next(frame => frame.type === 'joined' && frame.userId === bob.id), { type: 'joined', chatId, userId: bob.id })
   await store.removeChatMember(chatId, bob.id)
+  t.same(await a.request({ type: 'active', chatId }), { type: 'active', chatId, userIds: [ann.id] }, 'active lists members only, even before bob hears he is out')
   await store.addChatMessage({ chatId, senderId: ann.id, text: 'bob is gone' })
   t.is((await a.nextOf('message')).message.text, 'bob is gone')
   const ended = await b.nextOf('unsubscribed')
