@@ -15,24 +15,22 @@ const FAST = { passwordCost: { scryptN: 2, pbkdf2Iterations: 1 } }
 /**
  * A server on a random port, and what the tests need of it.
  * @param {Record<string, number>} [options] the live plugin's
- * @param {{ sendDelay?: number }} [test] `sendDelay`: ms each addChatMessage() waits first (a slow disk)
+ * @param {Record<string, (store: ChatStore) => Function>} [overrides] store methods to serve in place of the store's
  */
-async function start (options = {}, { sendDelay = 0 } = {}) {
+async function start (options = {}, overrides = {}) {
   const db = await open()
   const store = await ChatStore.open(db, FAST)
   const kv = levelkitKv(db)
   /** @type {Map<string, number>} */
   const tokens = new Map()
   const app = fastify()
-  app.decorate('store', sendDelay === 0
-    ? store
-    : new Proxy(store, {
-      get (target, key) {
-        if (key === 'addChatMessage') return async (/** @type {any} */ message) => sleep(sendDelay).then(() => target.addChatMessage(message))
-        const value = /** @type {any} */ (target)[key]
-        return typeof value === 'function' ? value.bind(target) : value
-      }
-    }))
+  app.decorate('store', new Proxy(store, {
+    get (target, key) {
+      if (typeof key === 'string' && Object.hasOwn(overrides, key)) return overrides[key](target)
+      const value = /** @type {any} */ (target)[key]
+      return typeof value === 'function' ? value.bind(target) : value
+    }
+  }))
   app.decorate('kv', kv)
   app.decorate('authenticate', async (/** @type {any} */ request) => {
     const token = request.query.token
@@ -421,14 +419,32 @@ test('bad frames get an error and the socket stays open; a frame over the size l
   await server.close()
 })
 
+test('an unexpected error of the store is answered as INTERNAL, without its message, and logged', async t => {
+  const broken = () => async () => { throw new Error('the disk is on fire') }
+  const server = await start({}, { getChat: broken })
+  /** @type {any[]} */
+  const logged = []
+  server.app.log.error = (/** @type {any} */ ...args) => { logged.push(args) }
+  const ann = await server.user('ann')
+  const chatId = await chatOf(server.store, [ann])
+  const client = await server.connect(ann.token)
+  t.same(await client.request({ type: 'active', chatId }), { type: 'error', code: 'INTERNAL', message: 'Internal error', request: 'active', chatId })
+  t.is(logged[0]?.[0]?.err?.message, 'the disk is on fire', 'the error is logged')
+  t.same(await client.request({ type: 'subscribe', chatId }), { type: 'subscribed', chatId }, 'the socket stays open')
+  await client.close()
+  await server.close()
+})
+
 test('frames are answered one at a time, in order; a client with too many waiting is not read meanwhile', async t => {
-  const server = await start({ maxQueuedFrames: 4 }, { sendDelay: 1 })
+  // Each send waits for a timer first, as on a slow disk.
+  const slowly = (/** @type {ChatStore} */ store) => (/** @type {any} */ message) => sleep(1).then(() => store.addChatMessage(message))
+  const server = await start({ maxQueuedFrames: 4 }, { addChatMessage: slowly })
   const { store } = server
   const ann = await server.user('ann')
   const chatId = await chatOf(store, [ann])
   const client = await server.connect(ann.token)
   const [socket] = server.app.websocketServer.clients
-  // Looked at as each answer comes (each send waits for a timer: a slow disk).
+  // Looked at as each answer comes.
   let paused = false
   const look = () => { paused = paused || socket.isPaused }
   client.ws.on('message', look)
