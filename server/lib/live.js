@@ -102,11 +102,10 @@ async function livePlugin (fastify, options = {}) {
     }
   })
 
-  // Also here, for an app closed without preClose hooks having run (they
-  // always run in fastify 5; this costs nothing then). Then give clients
-  // closeTimeout to answer the close frame, and cut the rest.
+  // preClose has closed every socket: give clients closeTimeout to answer
+  // the close frame, then cut the rest, so that none is open once app.close()
+  // resolves (and the process can exit with the 1001 frames sent).
   app.addHook('onClose', async () => {
-    shutDown()
     let timer
     await Promise.race([
       Promise.all(Array.from(connections, connection => connection.closed)),
