@@ -7,7 +7,6 @@ import Fastify from 'fastify'
 import cookie from '@fastify/cookie'
 import rateLimit from '@fastify/rate-limit'
 import fastifyStatic from '@fastify/static'
-import websocket from '@fastify/websocket'
 import { authenticator } from './auth.js'
 import { clientErrorHandler, errorHandler, notFoundHandler } from './errors.js'
 import { rateLimitHooks } from './limits.js'
@@ -78,18 +77,9 @@ export async function buildApp (options) {
     })
   }
 
-  // The one registration of @fastify/websocket (live.js adds its route). On
-  // close every socket is told the server is going away (1001); one whose
-  // client does not answer within a second is cut, so the close goes on.
-  await app.register(websocket, {
-    options: { maxPayload: 64 * 1024 },
-    preClose: async () => {
-      const clients = [...app.websocketServer.clients]
-      for (const client of clients) client.close(1001, 'server shutting down')
-      if (clients.length > 0) setTimeout(() => { for (const client of clients) client.terminate() }, 1000).unref()
-    }
-  })
   await app.register(routes, { authByIp, authByUsername, sessionDays })
+  // live.js registers @fastify/websocket with its limits, and on close tells
+  // every socket the server is going away (1001).
   await app.register(live)
   if (existsSync(staticDir)) await app.register(fastifyStatic, { root: staticDir })
 

@@ -9,6 +9,8 @@ declare module 'fastify' {
     kv: any
     /** The session a request carries (cookie, bearer token, or ?token= on a WebSocket upgrade), or null. */
     authenticate (request: FastifyRequest): Promise<{ userId: number, token: string } | null>
+    /** The live WebSocket side (live.js). */
+    live?: { endSession (token: string): void }
   }
   interface FastifyRequest {
     /** The caller's session, on the routes that need one. */

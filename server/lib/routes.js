@@ -5,6 +5,7 @@
 import { schemas } from './schemas.js'
 import { requireSession, sessionOf, SESSION_COOKIE } from './auth.js'
 import { forbidden, notFound, unauthorized, badRequest } from './errors.js'
+import { runChatbot } from './chatbot.js'
 
 const DAY = 24 * 3600 * 1000
 
@@ -40,7 +41,10 @@ export async function routes (app, { authByIp, authByUsername, sessionDays }) {
   })
 
   app.delete('/api/sessions/current', { schema: schemas.deleteSession, ...member }, async (request, reply) => {
-    await store.removeSession(sessionOf(request).token)
+    const { token } = sessionOf(request)
+    await store.removeSession(token)
+    // Its sockets go too (live.js).
+    app.live?.endSession(token)
     reply.clearCookie(SESSION_COOKIE, { httpOnly: true, sameSite: 'strict', path: '/' })
     return reply.code(204).send()
   })
@@ -136,6 +140,9 @@ export async function routes (app, { authByIp, authByUsername, sessionDays }) {
     const chatId = chatIdOf(request)
     const senderId = sessionOf(request).userId
     const { text, to } = /** @type {any} */ (request.body)
+    // A chatbot command is answered to the sender alone and not stored.
+    const bot = app.kv === undefined ? null : await runChatbot({ store, kv: app.kv, chatId, userId: senderId, text })
+    if (bot !== null) return reply.code(200).send({ bot: bot.message, result: bot.result })
     // addChatMessage() checks the chat (404) and that sender and recipients
     // are members (403) in the write itself.
     const timestamp = Date.now()

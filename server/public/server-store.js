@@ -53,6 +53,12 @@ export class ServerChatStore {
   /** The session's user, as far as this client knows. @type {number | null} */
   #signedIn = null
   /**
+   * Called with the chatbot's answer to a command this client sent (its
+   * answers are not messages of the chat: no id, not stored).
+   * @type {((message: { chatId: number, senderId: number, bot: true, text: string, timestamp: number, recipients: number[] }) => void) | null}
+   */
+  onBot = null
+  /**
    * The user createUser() just registered, until setUserSession() signs
    * them in: the server opens a session only with the password.
    * @type {{ id: number, username: string, password: string } | null}
@@ -221,6 +227,11 @@ export class ServerChatStore {
   async addChatMessage ({ chatId, text, recipients }) {
     const body = recipients === undefined ? { text } : { text, to: recipients }
     const message = await this.#request('POST', `/api/chats/${encodeURIComponent(chatId)}/messages`, body)
+    // A chatbot command: its answer is for this user alone, never stored.
+    if (message.bot !== undefined) {
+      this.onBot?.(message.bot)
+      return null
+    }
     return /** @type {number} */ (message.id)
   }
 

@@ -192,6 +192,28 @@ async function follow (updates, view) {
   }
 }
 
+/**
+ * The chatbot's answer to a command of this user (a server store's): shown
+ * in the open chat, marked as the bot's, never stored.
+ * @param {{ chatId: number, text: string, timestamp: number }} answer
+ */
+function appendBot (answer) {
+  if (!current || current.id !== answer.chatId) return
+  const item = document.createElement('li')
+  item.className = 'whisper bot'
+  const sender = document.createElement('span')
+  sender.className = 'sender'
+  sender.textContent = 'bot'
+  const text = document.createElement('span')
+  text.className = 'text'
+  text.textContent = answer.text
+  const time = document.createElement('time')
+  time.dateTime = new Date(answer.timestamp).toISOString()
+  time.textContent = new Date(answer.timestamp).toLocaleTimeString()
+  item.append(sender, text, time)
+  $('#messages').append(item)
+}
+
 /** @param {ChatMessage} message */
 async function append (message) {
   if (!current || current.id !== message.chatId || current.shown.has(message.id)) return
@@ -276,6 +298,7 @@ export async function startChat (page) {
   opening.textContent = page.opening
   try {
     chat = await page.open()
+    if ('onBot' in chat) /** @type {any} */ (chat).onBot = appendBot
   } catch (err) {
     opening.textContent = page.unavailable(err)
     opening.className = 'failed'

@@ -110,3 +110,26 @@ test('whispers over HTTP reach only their sender and recipients', async t => {
     await server.close()
   }
 })
+
+test('a chatbot command over HTTP: answered to the sender alone with 200, not stored; members only', async t => {
+  const server = await startServer()
+  const { api } = server
+  try {
+    const ann = await signUp(api, 'ann')
+    const bob = await signUp(api, 'bob')
+    const cat = await signUp(api, 'cat')
+    const chat = (await api('POST', '/api/chats', { token: ann.token, body: { name: 'x', members: ['bob'] } })).body
+    const put = await api('POST', `/api/chats/${chat.id}/messages`, { token: ann.token, body: { text: '/put colour blue green' } })
+    t.is(put.status, 200, 'a command is answered with 200, not 201')
+    t.same(put.body.result, { command: 'put', key: 'colour', value: 'blue green' })
+    t.same([put.body.bot.bot, put.body.bot.senderId, put.body.bot.recipients], [true, 0, [ann.id]], 'from the bot, to the sender alone')
+    const got = await api('POST', `/api/chats/${chat.id}/messages`, { token: bob.token, body: { text: '/get colour' } })
+    t.same(got.body.result, { command: 'get', key: 'colour', value: 'blue green' }, 'another member reads the chat\'s key')
+    t.same((await api('GET', `/api/chats/${chat.id}/messages`, { token: ann.token })).body, [], 'no command and no answer is stored')
+    const stranger = await api('POST', `/api/chats/${chat.id}/messages`, { token: cat.token, body: { text: '/get colour' } })
+    t.same([stranger.status, stranger.body.error.code], [403, 'LEVELKIT_FORBIDDEN'], 'not a member: 403')
+    t.is((await api('POST', `/api/chats/${chat.id}/messages`, { token: ann.token, body: { text: 'put is no command' } })).status, 201, 'plain text is a message')
+  } finally {
+    await server.close()
+  }
+})

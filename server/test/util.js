@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { open } from 'levelkit'
 import { ChatStore } from 'levelkit/chat'
 import { buildApp } from '../lib/app.js'
+import { levelkitKv } from '../lib/kv.js'
 
 export const BIN = fileURLToPath(new URL('../bin/levelkit-chat.js', import.meta.url))
 
@@ -19,7 +20,7 @@ export const STORE_OPTIONS = Object.freeze({ passwordCost: { scryptN: 1024, pbkd
 export async function startServer ({ location, storeOptions = {}, ...appOptions } = {}) {
   const db = await open(location === undefined ? { backend: 'memory' } : { backend: 'leveldb', location })
   const store = await ChatStore.open(db, { ...STORE_OPTIONS, ...storeOptions })
-  const app = await buildApp({ store, rateLimit: { auth: false }, ...appOptions })
+  const app = await buildApp({ store, kv: levelkitKv(db), rateLimit: { auth: false }, ...appOptions })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${/** @type {any} */ (app.server.address()).port}`
   return {
