@@ -36,8 +36,8 @@
  *   most recent activity first
  * @property {(chat: { name: string, adminId: number, userIds: number[] }) => Promise<number>} createChat
  *   the new chat's id
- * @property {(message: { chatId: number, senderId: number, text: string, recipients?: number[] }) => Promise<number>} addChatMessage
- *   the message id; with `recipients`, a whisper
+ * @property {(message: { chatId: number, senderId: number, text: string, recipients?: number[] }) => Promise<number | null>} addChatMessage
+ *   the message id (with `recipients`, a whisper), or null when the server's chatbot answered a command (nothing stored)
  * @property {(chatId: number, options: { viewerId: number, n: number }) => Promise<ChatMessage[] | null>} getChatMessages
  *   the newest `n` messages that `viewerId` may see, oldest first
  * @property {(chatId: number, options: { after: number, viewerId: number, signal: AbortSignal }) => AsyncIterable<ChatMessage>} watch
