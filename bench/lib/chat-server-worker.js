@@ -1,0 +1,180 @@
+// One server of bench/chat-server.js, in a process of its own (forked by
+// it): the chat server (server/lib/app.js's buildApp) over ChatStore on
+// LevelDB or over the SQLite store, or a no-op fastify app answering the same
+// routes with a constant (the ceiling of the HTTP stack). The store is filled
+// with the data set of bench/chat-workload.js before the app listens, and a
+// session is set for every user, with the tokens the parent sends, so the
+// parent's requests carry `Authorization: Bearer <token>` and no login runs
+// during a measurement.
+//
+// Messages from the parent: { type: 'start', config } once, then
+// { type: 'usage' } (answered with this process's CPU time) any number of
+// times, then { type: 'stop' }: the app and the store close, the answer gives
+// the database's size, and the process exits.
+
+import fs from 'node:fs'
+import path from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { pathToFileURL } from 'node:url'
+import { open } from 'levelkit'
+import { ChatStore } from 'levelkit/chat'
+import Fastify from 'fastify'
+import { SqliteChatStore, sqliteKv } from './sqlite-chat-store.js'
+import { makeWorkload } from './chat-workload-worker.js'
+
+/**
+ * The chat server's workspace, relative to this file: `lib/app.js` there
+ * exports buildApp(), `lib/kv.js` levelkitKv(). bench/ may import server/
+ * (never workshop/). The parent passes another directory only for a test.
+ */
+export const SERVER_DIR = new URL('../../server/', import.meta.url)
+
+/** What the no-op app answers to every request. */
+export const NOOP_BODY = Object.freeze({ ok: true })
+
+/**
+ * @typedef {{
+ *   target: 'levelkit' | 'sqlite' | 'noop', serverDir?: string, dbDir: string,
+ *   users: number, chats: number, members: number, messages: number, seed: number,
+ *   tokens: string[], scryptN: number
+ * }} Config
+ */
+
+/**
+ * The no-op app: the three measured routes (and the chat creation the
+ * fan-out uses) answered with a constant, on the same fastify, without a
+ * store, a session or a schema.
+ */
+export async function noopApp () {
+  const app = Fastify({ logger: false })
+  const answer = async () => NOOP_BODY
+  app.get('/api/chats', answer)
+  app.get('/api/chats/:id/messages', answer)
+  app.post('/api/chats/:id/messages', answer)
+  await app.ready()
+  return app
+}
+
+/**
+ * Open the store of `target`, fill it with the data set, set the sessions.
+ * @param {Config} config
+ * @param {string} dir this server's own directory
+ */
+async function openStore (config, dir) {
+  const passwordCost = { scryptN: config.scryptN, pbkdf2Iterations: 1000 }
+  const work = makeWorkload({ ...config, pairChats: 0, run: 1, n: {} })
+  /** @type {any} */
+  let store
+  /** @type {any} */
+  let kv
+  /** @type {() => Promise<void>} */
+  let close
+  if (config.target === 'levelkit') {
+    const db = await open({ backend: 'leveldb', location: path.join(dir, 'level') })
+    store = await ChatStore.open(db, { passwordCost })
+    const { levelkitKv } = await import(new URL('lib/kv.js', serverDir(config)).href)
+    kv = levelkitKv(db)
+    close = () => db.close()
+  } else {
+    store = new SqliteChatStore(path.join(dir, 'chat.sqlite'), { passwordCost })
+    kv = sqliteKv(store)
+    close = () => store.close()
+  }
+  // Users one at a time (ids 1..U on both stores), chats in order, messages
+  // and sessions 64 in flight (a ChatStore commits them in groups; the SQLite
+  // store one transaction each either way).
+  const populate = { users: 0, chats: 0, messages: 0, sessions: 0 }
+  let start = performance.now()
+  for (const user of work.users) await store.createUser(user)
+  populate.users = performance.now() - start
+  start = performance.now()
+  for (const chat of work.chats) await store.createChat(chat)
+  populate.chats = performance.now() - start
+  start = performance.now()
+  await pump(work.messages, 64, message => store.addChatMessage(message))
+  populate.messages = performance.now() - start
+  start = performance.now()
+  const expiry = Date.now() + 24 * 3600 * 1000
+  await pump(config.tokens.map((token, i) => ({ sessionId: token, userId: i + 1, expiry })), 64, session => store.setUserSession(session))
+  populate.sessions = performance.now() - start
+  return { store, kv, close, populate }
+}
+
+/** @param {Config} config */
+function serverDir (config) {
+  return config.serverDir ? pathToFileURL(config.serverDir + path.sep) : SERVER_DIR
+}
+
+/** @param {Config} config */
+async function start (config) {
+  const dir = path.join(config.dbDir, `levelkit-chat-server-${process.pid}-${config.target}`)
+  fs.rmSync(dir, { recursive: true, force: true })
+  fs.mkdirSync(dir, { recursive: true })
+  /** @type {any} */
+  let app
+  let opened = null
+  if (config.target === 'noop') {
+    app = await noopApp()
+  } else {
+    opened = await openStore(config, dir)
+    const { buildApp } = await import(new URL('lib/app.js', serverDir(config)).href)
+    // No rate limit: the benchmark is one client hammering from one address.
+    app = await buildApp({ store: opened.store, kv: opened.kv, logger: false, rateLimit: { auth: false, api: false } })
+  }
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const stop = async () => {
+    await app.close()
+    if (opened) await opened.close()
+    const bytes = sizeOf(dir)
+    fs.rmSync(dir, { recursive: true, force: true })
+    return { dbBytes: bytes, peakRssBytes: process.resourceUsage().maxRSS * 1024 }
+  }
+  return { port: app.server.address().port, populate: opened ? opened.populate : null, stop }
+}
+
+/** Run `fn` over `items` with `concurrency` in flight. @template T @param {T[]} items @param {number} concurrency @param {(x: T) => Promise<unknown>} fn */
+async function pump (items, concurrency, fn) {
+  let i = 0
+  const lane = async () => {
+    while (i < items.length) await fn(items[i++])
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane))
+}
+
+/** @param {string} dir */
+function sizeOf (dir) {
+  if (!fs.existsSync(dir)) return 0
+  const stat = fs.statSync(dir)
+  if (!stat.isDirectory()) return stat.size
+  let total = 0
+  for (const name of fs.readdirSync(dir)) total += sizeOf(path.join(dir, name))
+  return total
+}
+
+if (process.send) {
+  /** @type {Awaited<ReturnType<typeof start>> | null} */
+  let server = null
+  const send = (/** @type {any} */ message) => new Promise(resolve => process.send?.(message, () => resolve(undefined)))
+  const fail = async (/** @type {any} */ err) => {
+    await send({ type: 'error', error: err && err.stack ? err.stack : String(err) })
+    process.exit(1)
+  }
+  process.on('message', (/** @type {any} */ message) => {
+    if (message.type === 'start') {
+      start(message.config).then(started => {
+        server = started
+        return send({ type: 'ready', port: started.port, populate: started.populate })
+      }).catch(fail)
+    } else if (message.type === 'usage') {
+      const { user, system } = process.cpuUsage()
+      send({ type: 'usage', cpuMs: (user + system) / 1000 })
+    } else if (message.type === 'stop') {
+      Promise.resolve(server && server.stop()).then(async result => {
+        await send({ type: 'stopped', ...result })
+        process.exit(0)
+      }).catch(fail)
+    }
+  })
+  // The parent went away: nothing left to serve.
+  process.on('disconnect', () => process.exit(0))
+}
