@@ -236,10 +236,18 @@ async function measureHttp () {
         const turn = targets.map((_, i) => targets[(i + r - 1) % targets.length])
         for (const target of turn) {
           const server = servers[target]
-          const cpuBefore = await server.cpuMs()
-          const result = await runLoad({ url: server.url, feed: feeds[op], connections: c, duration, warmup })
+          let cpuBefore = 0
+          let clientBefore = process.cpuUsage()
+          const timed = async () => {
+            cpuBefore = await server.cpuMs()
+            clientBefore = process.cpuUsage()
+          }
+          const result = await runLoad({ url: server.url, feed: feeds[op], connections: c, duration, warmup, timed })
+          const client = process.cpuUsage(clientBefore)
           const serverCpuMs = await server.cpuMs() - cpuBefore
-          rows.push({ op, connections: c, run: r, target, ...result, serverCpuMs })
+          // This process is the client: its CPU time says when the client,
+          // not the server, sets the pace (one core of two).
+          rows.push({ op, connections: c, run: r, target, ...result, serverCpuMs, clientCpuMs: (client.user + client.system) / 1000 })
           if (result.errors > 0 || result.non2xx > 0) problems.push(`${target} ${op} ×${c} run ${r}: ${result.errors} errors, ${result.non2xx} non-2xx (${JSON.stringify(result.statusCodes)})`)
         }
       }
@@ -358,6 +366,8 @@ function report (http, fanout, siegeRows, stopped) {
           p50: median(mine.map(m => m.p50)),
           p99: median(mine.map(m => m.p99)),
           serverCpuUsPerReq: median(mine.map(m => m.serverCpuMs * 1000 / Math.max(1, m.requests))),
+          serverCores: median(mine.map(m => m.serverCpuMs / 1000 / m.seconds)),
+          clientCores: median(mine.map(m => m.clientCpuMs / 1000 / m.seconds)),
           errors: mine.reduce((sum, m) => sum + m.errors, 0),
           non2xx: mine.reduce((sum, m) => sum + m.non2xx, 0)
         }
@@ -379,6 +389,12 @@ function report (http, fanout, siegeRows, stopped) {
   printTable(table, 1)
   console.log()
   console.log(`  Medians over ${runs} run(s) of ${duration} s; ratios per run, then the median. CPU µs/req: the server process's CPU time per request.`)
+  console.log()
+  printTable([
+    ['cores busy: server / client', 'conns', ...targets],
+    ...summary.map(e => [e.label, String(e.connections), ...targets.map(t => `${e.targets[t].serverCores.toFixed(2)} / ${e.targets[t].clientCores.toFixed(2)}`)])
+  ], 1)
+  console.log(`  CPU time per second of the server's process (with its database threads) and of the client (autocannon, in this process), of ${run.machine.cores} cores.`)
 
   /** @type {any[]} */
   const goals = []
@@ -455,8 +471,8 @@ function report (http, fanout, siegeRows, stopped) {
 
   const files = ['results.csv']
   writeCsv(path.join(run.outDir, 'results.csv'),
-    ['operation', 'connections', 'run', 'server', 'requests', 'seconds', 'req_per_sec', 'p50_ms', 'p99_ms', 'errors', 'timeouts', 'non2xx', 'server_cpu_ms'],
-    http.map(r => [r.op, r.connections, r.run, r.target, r.requests, r.seconds, r.reqPerSec, r.p50, r.p99, r.errors, r.timeouts, r.non2xx, r.serverCpuMs]))
+    ['operation', 'connections', 'run', 'server', 'requests', 'seconds', 'req_per_sec', 'p50_ms', 'p99_ms', 'errors', 'timeouts', 'non2xx', 'server_cpu_ms', 'client_cpu_ms'],
+    http.map(r => [r.op, r.connections, r.run, r.target, r.requests, r.seconds, r.reqPerSec, r.p50, r.p99, r.errors, r.timeouts, r.non2xx, r.serverCpuMs, r.clientCpuMs]))
   if (siegeRows) {
     files.push('siege.csv')
     writeCsv(path.join(run.outDir, 'siege.csv'), ['operation', 'run', 'server', 'transactions', 'elapsed_s', 'trans_per_sec', 'successful', 'failed'],
@@ -490,7 +506,7 @@ function report (http, fanout, siegeRows, stopped) {
   }
   finishRun(run.outDir, { name: 'chat-server', ...run, loadAfter: os.loadavg() }, {
     options: { runs, duration, warmup, connections, ops, targets, ...sizes, seed, scryptN, ws, siegeReps, siegeRuns, siege },
-    csvColumns: ['operation', 'connections', 'run', 'server', 'requests', 'seconds', 'req_per_sec', 'p50_ms', 'p99_ms', 'errors', 'timeouts', 'non2xx', 'server_cpu_ms'],
+    csvColumns: ['operation', 'connections', 'run', 'server', 'requests', 'seconds', 'req_per_sec', 'p50_ms', 'p99_ms', 'errors', 'timeouts', 'non2xx', 'server_cpu_ms', 'client_cpu_ms'],
     summary,
     goals,
     fanout: { summary: fanoutSummary, runs: fanout, skipped: fanoutSkipped },

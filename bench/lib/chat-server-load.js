@@ -72,11 +72,12 @@ export function requestFeed (op, data, seed) {
 
 /**
  * Drive `feed` at `url` with `connections` keep-alive connections for
- * `duration` seconds, after `warmup` seconds of the same (not counted).
- * @param {{ url: string, feed: Request[], connections: number, duration: number, warmup: number }} options
+ * `duration` seconds, after `warmup` seconds of the same (not counted);
+ * `timed()` is called between the two, and resolves before the timed part.
+ * @param {{ url: string, feed: Request[], connections: number, duration: number, warmup: number, timed?: () => Promise<unknown> }} options
  * @returns {Promise<LoadResult>}
  */
-export async function runLoad ({ url, feed, connections, duration, warmup }) {
+export async function runLoad ({ url, feed, connections, duration, warmup, timed }) {
   let next = 0
   const options = {
     url,
@@ -92,6 +93,7 @@ export async function runLoad ({ url, feed, connections, duration, warmup }) {
     }]
   }
   if (warmup > 0) await autocannon({ ...options, duration: warmup })
+  if (timed) await timed()
   // autocannon's own percentiles are whole milliseconds; these are its
   // per-response times as measured (hrtime), 2xx only like its own.
   /** @type {number[]} */

@@ -52,7 +52,7 @@ test('bench/chat-server.js with a tiny data set, against the server of server/',
     const dir = join(out, dirs[0])
 
     const lines = readFileSync(join(dir, 'results.csv'), 'utf8').trimEnd().split('\n')
-    t.is(lines[0], 'operation,connections,run,server,requests,seconds,req_per_sec,p50_ms,p99_ms,errors,timeouts,non2xx,server_cpu_ms', 'CSV header')
+    t.is(lines[0], 'operation,connections,run,server,requests,seconds,req_per_sec,p50_ms,p99_ms,errors,timeouts,non2xx,server_cpu_ms,client_cpu_ms', 'CSV header')
     const rows = lines.slice(1).map(line => line.split(','))
     t.is(rows.length, OPS.length * 2 * SERVERS.length, 'one row per operation, connection count and server')
     for (const op of OPS) {
@@ -67,7 +67,7 @@ test('bench/chat-server.js with a tiny data set, against the server of server/',
     t.is(summary.benchmark, 'chat-server')
     t.is(summary.summary.length, OPS.length * 2, 'a summary per operation and connection count')
     for (const entry of summary.summary) {
-      t.ok(SERVERS.every(s => entry.targets[s].reqPerSec > 0 && entry.targets[s].serverCpuUsPerReq > 0), `${entry.op} ×${entry.connections}: req/s and CPU per request of every server`)
+      t.ok(SERVERS.every(s => entry.targets[s].reqPerSec > 0 && entry.targets[s].serverCpuUsPerReq > 0 && entry.targets[s].clientCores > 0), `${entry.op} ×${entry.connections}: req/s and CPU of every server and of the client`)
       t.ok(entry.levelkitOverSqlite > 0 && entry.levelkitOverNoop > 0, `${entry.op} ×${entry.connections}: both ratios`)
     }
     t.same(summary.goals.map((/** @type {any} */ g) => `${g.op} ${g.what}`), OPS.flatMap(op => [`${op} levelkit/SQLite`, `${op} levelkit/no-op`]), 'the goals')
