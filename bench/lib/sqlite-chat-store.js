@@ -83,7 +83,7 @@ CREATE TABLE IF NOT EXISTS messages (
   PRIMARY KEY (chat_id, id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS kv (
-  chat_id INTEGER NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+  chat_id INTEGER NOT NULL,
   key TEXT NOT NULL,
   value TEXT NOT NULL,
   PRIMARY KEY (chat_id, key)
@@ -92,7 +92,8 @@ CREATE TABLE IF NOT EXISTS kv (
 // Chats use AUTOINCREMENT: ChatStore never reuses a deleted chat's id, and a
 // plain rowid table would. The message table is clustered by (chat_id, id),
 // so a page of one chat is one contiguous range. A whisper's recipients are a
-// JSON array, read with json_each() only for whispers.
+// JSON array, read with json_each() only for whispers. The chatbot's keys
+// outlive their chat, as levelkitKv()'s do (chat ids are never reused).
 
 const MESSAGE_COLUMNS = 'id, chat_id AS chatId, sender_id AS senderId, text, timestamp, recipients'
 const VISIBLE = '(recipients IS NULL OR sender_id = :viewer OR EXISTS (SELECT 1 FROM json_each(recipients) WHERE value = :viewer))'
@@ -573,7 +574,9 @@ export class SqliteChatStore {
 
 /**
  * The chatbot's key-value store (the server's `kv` option) in the same
- * database: one row per chat and key, deleted with the chat.
+ * database, with levelkitKv()'s rules (server/lib/kv.js): one namespace per
+ * chat, keys of 1 to 64 characters, values of at most 1000, well-formed
+ * text; bad input rejects with LEVELKIT_INVALID.
  * @param {SqliteChatStore} store
  * @returns {{ put (chatId: number, key: string, value: string): Promise<void>, get (chatId: number, key: string): Promise<string | undefined>, del (chatId: number, key: string): Promise<boolean> }}
  */
@@ -581,11 +584,29 @@ export function sqliteKv (store) {
   const put = store.sql.prepare('INSERT OR REPLACE INTO kv (chat_id, key, value) VALUES (?, ?, ?)')
   const get = store.sql.prepare('SELECT value FROM kv WHERE chat_id = ? AND key = ?').pluck()
   const del = store.sql.prepare('DELETE FROM kv WHERE chat_id = ? AND key = ?')
-  return {
-    async put (chatId, key, value) { put.run(chatId, key, value) },
-    async get (chatId, key) { return get.get(chatId, key) ?? undefined },
-    async del (chatId, key) { return del.run(chatId, key).changes > 0 }
+  /** @param {unknown} chatId @param {unknown} key */
+  const entry = (chatId, key) => {
+    assertId(chatId, 'chatId')
+    kvString(key, 'key', 1, 64)
+    return /** @type {[number, string]} */ ([chatId, key])
   }
+  return {
+    async put (chatId, key, value) {
+      const args = entry(chatId, key)
+      kvString(value, 'value', 0, 1000)
+      put.run(...args, value)
+    },
+    async get (chatId, key) { return get.get(...entry(chatId, key)) ?? undefined },
+    async del (chatId, key) { return del.run(...entry(chatId, key)).changes > 0 }
+  }
+}
+
+/** @param {unknown} value @param {string} what @param {number} min @param {number} max */
+function kvString (value, what, min, max) {
+  if (typeof value !== 'string') throw invalid(`A ${what} must be a string`)
+  if (!value.isWellFormed()) throw invalid(`A ${what} must be well-formed text (no lone surrogates)`)
+  const length = characters(value)
+  if (length < min || length > max) throw invalid(`A ${what} is ${min} to ${max} characters, got ${length}`)
 }
 
 /** Whether a watcher must read again; wait() resolves at the next notify(). */

@@ -14,6 +14,7 @@ import { open } from 'levelkit'
 import { ChatStore } from 'levelkit/chat'
 import { prng } from 'levelkit-testkit/prng'
 import { SqliteChatStore, sqliteKv } from '../lib/sqlite-chat-store.js'
+import { levelkitKv } from '../../server/lib/kv.js'
 
 // Cheap hashing: the test compares answers, not costs.
 const OPTIONS = { passwordCost: { scryptN: 16, pbkdf2Iterations: 1000 } }
@@ -331,21 +332,29 @@ test('SqliteChatStore.watch() delivers what ChatStore.watch() does: same message
   t.same(await answer(() => sqlite.getChats(1)), { code: 'LEVELKIT_NOT_OPEN' }, 'a closed SqliteChatStore rejects with LEVELKIT_NOT_OPEN')
 })
 
-test('sqliteKv(): the chatbot\'s key-value store, per chat', async t => {
+test('sqliteKv() answers like levelkitKv(): the same random puts, gets and deletes, valid and not', async t => {
+  const db = await open({ backend: 'memory' })
+  const levelkit = levelkitKv(db)
   const sqlite = new SqliteChatStore(':memory:', OPTIONS)
   const kv = sqliteKv(sqlite)
+  const random = prng(11)
+  const keys = ['k', 'key two', '👍', 'x'.repeat(64), 'y'.repeat(65), '', '\ud800', 5, null]
+  const values = ['v', '', 'z'.repeat(1000), 'z'.repeat(1001), '👍'.repeat(1000), '\udfff', 7]
+  const chats = [1, 2, 3, 0, -1, 1.5, '1']
+  let mismatch = null
+  for (let step = 0; step < 600 && mismatch === null; step++) {
+    const [chatId, key, value] = [random.pick(chats), random.pick(keys), random.pick(values)]
+    const method = random.pick(['put', 'put', 'get', 'get', 'del'])
+    const call = (/** @type {any} */ store) => method === 'put' ? store.put(chatId, key, value) : store[method](chatId, key)
+    const [expected, actual] = [await answer(() => call(levelkit)), await answer(() => call(kv))]
+    if (JSON.stringify(expected) !== JSON.stringify(actual)) mismatch = { step, method, chatId, key, value, expected, actual }
+  }
+  t.is(mismatch, null, mismatch ? JSON.stringify(mismatch).slice(0, 300) : 'all 600 answers equal')
   await sqlite.createUser({ username: 'a', password: 'pw' })
-  await sqlite.createChat({ name: 'c1', adminId: 1 })
-  await sqlite.createChat({ name: 'c2', adminId: 1 })
-  await kv.put(1, 'k', 'one')
-  await kv.put(2, 'k', 'two')
-  await kv.put(1, 'k', 'uno')
-  t.is(await kv.get(1, 'k'), 'uno', 'put replaces')
-  t.is(await kv.get(2, 'k'), 'two', 'each chat has its own keys')
-  t.is(await kv.get(1, 'nope'), undefined, 'a missing key is undefined')
-  t.is(await kv.del(1, 'k'), true)
-  t.is(await kv.del(1, 'k'), false, 'del answers whether the key was there')
-  await sqlite.deleteChat(2)
-  t.is(await kv.get(2, 'k'), undefined, 'a deleted chat\'s keys go with it')
+  await sqlite.createChat({ name: 'c', adminId: 1 })
+  await kv.put(1, 'k', 'kept')
+  await sqlite.deleteChat(1)
+  t.is(await kv.get(1, 'k'), 'kept', 'a key outlives its chat, as with levelkitKv() (chat ids are never reused)')
+  await db.close()
   await sqlite.close()
 })
