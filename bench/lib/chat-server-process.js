@@ -1,7 +1,8 @@
 // The parent's handle on one server of bench/chat-server.js: forks
 // bench/lib/chat-server-worker.js, which fills its store and listens on a
 // random port of 127.0.0.1; asks it for its CPU time around each
-// measurement; stops it.
+// measurement; stops it. To profile the servers, give their node options
+// in BENCH_SERVER_NODE_ARGS (e.g. '--cpu-prof --cpu-prof-dir=prof').
 
 import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -21,7 +22,8 @@ const WORKER = fileURLToPath(new URL('./chat-server-worker.js', import.meta.url)
  * @returns {Promise<ServerHandle>}
  */
 export function startServer (config) {
-  const child = fork(WORKER, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const execArgv = [...process.execArgv, ...(process.env.BENCH_SERVER_NODE_ARGS || '').split(' ').filter(Boolean)]
+  const child = fork(WORKER, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv })
   /** @type {Array<{ type: string, resolve: (message: any) => void }>} */
   const waiting = []
   let exited = /** @type {Error | null} */ (null)
