@@ -18,7 +18,8 @@
 //    levelkit/SQLite and levelkit/no-op; the goals at 64 connections.
 // 2. WebSocket fan-out (levelkit and SQLite): rooms of 30 members, each a
 //    `ws` client subscribed to its room; senders at a fixed rate per room;
-//    messages delivered per second and send -> receive p50/p99.
+//    messages delivered per second and send -> receive p50/p99 (skipped, and
+//    said so, if the server has no GET /api/ws).
 // 3. The seed's own setup with the seed's own tool, when Debian's siege is
 //    installed: 1 user, 5000 requests, 3 runs, the three operations, on every
 //    server; a table beside the seed's figures.
@@ -35,6 +36,8 @@
 //   [--ws-rooms 10] [--ws-rate 10] [--ws-duration 10] [--no-ws]
 //   [--siege-reps 5000] [--siege-runs 3] [--no-siege] [--out bench/out]
 //   [--db-dir <tmpdir>]
+// To profile the servers: BENCH_SERVER_NODE_ARGS='--cpu-prof' (node options
+// of the server processes).
 
 import os from 'node:os'
 import fs from 'node:fs'
@@ -114,9 +117,7 @@ const args = parseCli('chat-server', USAGE, {
   'siege-runs': { type: 'string', default: '3' },
   'no-siege': { type: 'boolean', default: false },
   out: { type: 'string', default: path.join(here, 'out') },
-  'db-dir': { type: 'string', default: os.tmpdir() },
-  // For bench/test/: another server workspace (a directory with lib/app.js and lib/kv.js).
-  'server-dir': { type: 'string' }
+  'db-dir': { type: 'string', default: os.tmpdir() }
 })
 
 /** @template T @param {() => T} parse @returns {T} */
@@ -163,7 +164,6 @@ const wsTargets = args['no-ws'] ? [] : targets.filter(t => t !== 'noop')
 if (wsTargets.length > 0 && ws.rooms * ws.members > sizes.users) fail(`--ws-rooms ${ws.rooms} needs ${ws.rooms * ws.members} users (rooms of ${ws.members}): raise --users or lower --ws-rooms`)
 const siegeReps = option(() => parseCount(args['siege-reps']))
 const siegeRuns = option(() => parseCount(args['siege-runs']))
-const serverDir = args['server-dir'] ? path.resolve(args['server-dir']) : undefined
 fs.mkdirSync(args['db-dir'], { recursive: true })
 
 const run = startRun('chat-server', args.out, ['fastify', 'autocannon', 'ws', 'classic-level', 'better-sqlite3'])
@@ -188,7 +188,7 @@ let fanoutSkipped = null
 try {
   for (const target of targets) {
     const started = Date.now()
-    servers[target] = await startServer(/** @type {any} */ ({ target, serverDir, dbDir: args['db-dir'], ...sizes, seed, tokens, scryptN }))
+    servers[target] = await startServer(/** @type {any} */ ({ target, dbDir: args['db-dir'], ...sizes, seed, tokens, scryptN }))
     const p = servers[target].populate
     console.log(`  ${TARGET_LABELS[target]} listening at ${servers[target].url} after ${fmt((Date.now() - started) / 1000, 1)} s${p ? ` (filled: users ${fmt(p.users / 1000, 1)} s, chats ${fmt(p.chats / 1000, 1)} s, messages ${fmt(p.messages / 1000, 1)} s, sessions ${fmt(p.sessions / 1000, 1)} s)` : ''}`)
   }

@@ -15,35 +15,29 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { pathToFileURL } from 'node:url'
 import { open } from 'levelkit'
 import { ChatStore } from 'levelkit/chat'
 import Fastify from 'fastify'
+// The chat server (bench/ may import server/, never workshop/).
+import { buildApp } from '../../server/lib/app.js'
+import { levelkitKv } from '../../server/lib/kv.js'
 import { SqliteChatStore, sqliteKv } from './sqlite-chat-store.js'
 import { makeWorkload } from './chat-workload-worker.js'
-
-/**
- * The chat server's workspace, relative to this file: `lib/app.js` there
- * exports buildApp(), `lib/kv.js` levelkitKv(). bench/ may import server/
- * (never workshop/). The parent passes another directory only for a test.
- */
-export const SERVER_DIR = new URL('../../server/', import.meta.url)
 
 /** What the no-op app answers to every request. */
 export const NOOP_BODY = Object.freeze({ ok: true })
 
 /**
  * @typedef {{
- *   target: 'levelkit' | 'sqlite' | 'noop', serverDir?: string, dbDir: string,
+ *   target: 'levelkit' | 'sqlite' | 'noop', dbDir: string,
  *   users: number, chats: number, members: number, messages: number, seed: number,
  *   tokens: string[], scryptN: number
  * }} Config
  */
 
 /**
- * The no-op app: the three measured routes (and the chat creation the
- * fan-out uses) answered with a constant, on the same fastify, without a
- * store, a session or a schema.
+ * The no-op app: the three measured routes answered with a constant, on the
+ * same fastify, without a store, a session or a schema.
  */
 export async function noopApp () {
   const app = Fastify({ logger: false })
@@ -72,7 +66,6 @@ async function openStore (config, dir) {
   if (config.target === 'levelkit') {
     const db = await open({ backend: 'leveldb', location: path.join(dir, 'level') })
     store = await ChatStore.open(db, { passwordCost })
-    const { levelkitKv } = await import(new URL('lib/kv.js', serverDir(config)).href)
     kv = levelkitKv(db)
     close = () => db.close()
   } else {
@@ -101,11 +94,6 @@ async function openStore (config, dir) {
 }
 
 /** @param {Config} config */
-function serverDir (config) {
-  return config.serverDir ? pathToFileURL(config.serverDir + path.sep) : SERVER_DIR
-}
-
-/** @param {Config} config */
 async function start (config) {
   const dir = path.join(config.dbDir, `levelkit-chat-server-${process.pid}-${config.target}`)
   fs.rmSync(dir, { recursive: true, force: true })
@@ -117,7 +105,6 @@ async function start (config) {
     app = await noopApp()
   } else {
     opened = await openStore(config, dir)
-    const { buildApp } = await import(new URL('lib/app.js', serverDir(config)).href)
     // No rate limit: the benchmark is one client hammering from one address.
     app = await buildApp({ store: opened.store, kv: opened.kv, logger: false, rateLimit: { auth: false, api: false } })
   }
