@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Install the system packages the tests need, when they are missing:
-# Debian's chromium (browser tests, driven by playwright-core) and tmux (the
-# workshop's menu test in a real terminal). Runs before `npm test`; does
-# nothing when both are there. Set LEVELKIT_CHROMIUM to use another Chromium.
+# Debian's chromium (browser tests, driven by playwright-core), tmux (the
+# workshop's menu test in a real terminal) and siege (bench/chat-server.js
+# runs the seed's load test with it; its smoke test too). Runs before
+# `npm test`; does nothing when all are there. Set LEVELKIT_CHROMIUM to use
+# another Chromium.
 set -euo pipefail
 
 missing=()
 if [ -z "${LEVELKIT_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then missing+=(chromium); fi
 if ! command -v tmux >/dev/null 2>&1; then missing+=(tmux); fi
+if ! command -v siege >/dev/null 2>&1; then missing+=(siege); fi
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 
 echo "Installing ${missing[*]} from Debian's packages (needed by npm test)..." >&2
