@@ -9,6 +9,31 @@ function deferred () {
   return { promise, resolve: settle }
 }
 
+/**
+ * Start a transaction that takes a lock with `lock(tx)` and holds it until
+ * released, then runs `after(tx, what lock() read)` and commits. Resolves
+ * once the lock is held, with the function that releases it (which resolves
+ * when that transaction has committed).
+ * @param {any} db @param {(tx: any) => Promise<any>} lock
+ * @param {(tx: any, read: any) => Promise<unknown>} [after]
+ * @returns {Promise<() => Promise<unknown>>}
+ */
+async function holdLock (db, lock, after) {
+  const locked = deferred()
+  const released = deferred()
+  const done = db.transaction(async (/** @type {any} */ tx) => {
+    const read = await lock(tx)
+    locked.resolve()
+    await released.promise
+    if (after) await after(tx, read)
+  })
+  await locked.promise
+  return () => {
+    released.resolve()
+    return done
+  }
+}
+
 /** @param {number} ms */
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
@@ -269,16 +294,8 @@ export default function (test, common) {
 
   test(`${common.backend}: a soft lock makes a second locker wait, not retry; plain transaction reads pass`, async t => {
     const { db, accounts } = await bank(2)
-    const locked = deferred()
-    const release = deferred()
     const attempts = []
-    const first = db.transaction(async tx => {
-      const a = await accounts.in(tx).get(1, { lock: 'soft' })
-      locked.resolve()
-      await release.promise
-      await accounts.in(tx).update(1, { balance: a.balance + 1 })
-    })
-    await locked.promise
+    const release = await holdLock(db, tx => accounts.in(tx).get(1, { lock: 'soft' }), (tx, a) => accounts.in(tx).update(1, { balance: a.balance + 1 }))
     const plain = db.transaction(async tx => (await accounts.in(tx).get(1)).balance)
     t.is(await settlesWithin(plain, 500), 100, 'a plain read in another transaction does not wait for a soft lock')
     const second = db.transaction(async (tx, attempt) => {
@@ -288,8 +305,7 @@ export default function (test, common) {
       return a.balance
     })
     t.is(await settlesWithin(second, 50), 'hung', 'the second locker waits')
-    release.resolve()
-    await first
+    await release()
     t.is(await second, 101, 'then reads what the first committed')
     t.same(attempts, [1], 'without running again')
     t.is((await accounts.get(1)).balance, 102)
@@ -298,40 +314,22 @@ export default function (test, common) {
 
   test(`${common.backend}: a hard lock makes plain transaction reads wait; reads outside transactions never wait`, async t => {
     const { db, accounts } = await bank(2)
-    const locked = deferred()
-    const release = deferred()
-    const first = db.transaction(async tx => {
-      await accounts.in(tx).get(1, { lock: 'hard' })
-      locked.resolve()
-      await release.promise
-      await accounts.in(tx).update(1, { balance: 5 })
-    })
-    await locked.promise
+    const release = await holdLock(db, tx => accounts.in(tx).get(1, { lock: 'hard' }), tx => accounts.in(tx).update(1, { balance: 5 }))
     t.is((await settlesWithin(accounts.get(1), 500)).balance, 100, 'a read outside transactions answers at once')
     const plain = db.transaction(async tx => (await accounts.in(tx).get(1)).balance)
     t.is(await settlesWithin(plain, 50), 'hung', 'a plain read in a transaction waits')
-    release.resolve()
-    await first
+    await release()
     t.is(await plain, 5, 'and then reads the committed value')
     await db.close()
   })
 
   test(`${common.backend}: a model operation outside transactions waits for a lock on what it writes`, async t => {
     const { db, accounts } = await bank(2)
-    const locked = deferred()
-    const release = deferred()
-    const holder = db.transaction(async tx => {
-      const a = await accounts.in(tx).get(1, { lock: 'soft' })
-      locked.resolve()
-      await release.promise
-      await accounts.in(tx).update(1, { balance: a.balance + 10 })
-    })
-    await locked.promise
+    const release = await holdLock(db, tx => accounts.in(tx).get(1, { lock: 'soft' }), (tx, a) => accounts.in(tx).update(1, { balance: a.balance + 10 }))
     const plain = accounts.update(1, change => ({ ...change, balance: change.balance * 2 }))
     t.is(await settlesWithin(plain, 50), 'hung', 'an update of the locked record waits')
     t.isNot(await settlesWithin(accounts.update(2, { balance: 1 }), 500), 'hung', 'an update of another record does not')
-    release.resolve()
-    await holder
+    await release()
     await plain
     t.is((await accounts.get(1)).balance, 220, 'the update ran after the holder committed, on its value')
     await db.close()
@@ -403,17 +401,9 @@ export default function (test, common) {
 
   test(`${common.backend}: a lock wait times out with LEVELKIT_LOCK_TIMEOUT`, async t => {
     const { db, accounts } = await bank(1)
-    const locked = deferred()
-    const release = deferred()
-    const holder = db.transaction(async tx => {
-      await accounts.in(tx).get(1, { lock: 'hard' })
-      locked.resolve()
-      await release.promise
-    })
-    await locked.promise
+    const release = await holdLock(db, tx => accounts.in(tx).get(1, { lock: 'hard' }))
     await rejects(t, db.transaction(async tx => accounts.in(tx).get(1, { lock: 'soft' }), { lockTimeout: 30 }), 'LEVELKIT_LOCK_TIMEOUT')
-    release.resolve()
-    await holder
+    await release()
     await db.close()
   })
 
@@ -483,14 +473,7 @@ export default function (test, common) {
   // unhandled rejection ends the test run).
   test(`${common.backend}: a read of several records that conflicts while one of them waits for a lock`, async t => {
     const { db, accounts } = await bank(3)
-    const locked = deferred()
-    const release = deferred()
-    const holder = db.transaction(async tx => {
-      await accounts.in(tx).get(1, { lock: 'hard' })
-      locked.resolve()
-      await release.promise
-    })
-    await locked.promise
+    const release = await holdLock(db, tx => accounts.in(tx).get(1, { lock: 'hard' }))
     const reads = {
       getMany: (/** @type {any} */ tx) => accounts.in(tx).getMany([1, 2]),
       'a locked index query': (/** @type {any} */ tx) => accounts.in(tx).query({ index: 'status', eq: 'open', lock: 'soft', limit: 2 }).all()
@@ -505,8 +488,7 @@ export default function (test, common) {
       }, { maxRetries: 0 }), 'LEVELKIT_CONFLICT', `${name}: the attempt fails with the conflict`)
       await sleep(10)
     }
-    release.resolve()
-    await holder
+    await release()
     t.is((await accounts.get(1)).balance, 100)
     await db.close()
   })
