@@ -1,5 +1,5 @@
 import { openIn, loadBackend, requireLocation, requirePath } from './lib/open.js'
-import { levelkitError, codes } from './lib/errors.js'
+import { levelkitError, codes, invalid } from './lib/errors.js'
 
 /** @type {import('./lib/open.js').Environment} */
 const node = {
@@ -19,6 +19,13 @@ const node = {
       }
       const { BrowserLevel } = await loadBackend('indexeddb', 'browser-level', () => import('browser-level'))
       return new BrowserLevel(requireLocation('indexeddb', location), options)
+    },
+    async postgres (location, options) {
+      if (location !== undefined) {
+        throw invalid("The postgres backend takes no location: name the server with the connectionString option and the table with the table option ('levelkit' by default)")
+      }
+      const { PostgresLevel } = await loadBackend('postgres', 'pg', () => import('./lib/backends/postgres-level.js'))
+      return new PostgresLevel(options)
     }
   }
 }

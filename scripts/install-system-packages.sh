@@ -2,15 +2,30 @@
 # Install the system packages the tests need, when they are missing:
 # Debian's chromium (browser tests, driven by playwright-core), tmux (the
 # workshop's menu test in a real terminal) and siege (bench/chat-server.js
-# runs the seed's load test with it; its smoke test too). Runs before
-# `npm test`; does nothing when all are there. Set LEVELKIT_CHROMIUM to use
-# another Chromium.
+# runs the seed's load test with it; its smoke test too) and PostgreSQL's
+# server binaries (the postgres backend's tests start a throwaway cluster with
+# initdb and pg_ctl). Runs before `npm test`; does nothing when all are there.
+# Set LEVELKIT_CHROMIUM to use another Chromium, LEVELKIT_PG_URL to test the
+# postgres backend on a running server instead.
 set -euo pipefail
 
 missing=()
 if [ -z "${LEVELKIT_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then missing+=(chromium); fi
 if ! command -v tmux >/dev/null 2>&1; then missing+=(tmux); fi
 if ! command -v siege >/dev/null 2>&1; then missing+=(siege); fi
+# Debian puts initdb and pg_ctl under /usr/lib/postgresql/<version>/bin, not on PATH.
+has_postgres_server () {
+  local dir
+  if command -v pg_config >/dev/null 2>&1; then
+    dir=$(pg_config --bindir 2>/dev/null || true)
+    if [ -n "$dir" ] && [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ]; then return 0; fi
+  fi
+  for dir in /usr/lib/postgresql/*/bin; do
+    if [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ]; then return 0; fi
+  done
+  return 1
+}
+if [ -z "${LEVELKIT_PG_URL:-}" ] && ! has_postgres_server; then missing+=(postgresql); fi
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 
 echo "Installing ${missing[*]} from Debian's packages (needed by npm test)..." >&2

@@ -1,0 +1,624 @@
+// An abstract-level 3 database in one PostgreSQL table of (key bytea primary
+// key, value bytea): a B-tree on bytea orders keys bytewise, as LevelDB does,
+// so sublevels are key prefixes here too (abstract-level adds them).
+import { AbstractLevel, AbstractIterator, AbstractKeyIterator, AbstractValueIterator, AbstractSnapshot } from 'abstract-level'
+import ModuleError from 'module-error'
+import pg from 'pg'
+import { levelkitError, codes, invalid } from '../errors.js'
+import { describe } from '../common.js'
+
+const DEFAULT_TABLE = 'levelkit'
+const DEFAULT_POOL_SIZE = 10
+// Idle snapshot connections kept for the next snapshot (each snapshot holds
+// its own connection, beyond the pool: see #acquireSnapshotClient()).
+const IDLE_SNAPSHOT_CLIENTS = 4
+// Rows an iterator asks for at first, and at most: it doubles from the first
+// to the last, so a short read costs little and a long one holds one chunk.
+const FIRST_CHUNK = 16
+const MAX_CHUNK = 1000
+
+/** @type {Map<string, string>} SQL text -> prepared statement name, shared by every database (names are per connection, texts name their table) */
+const statementNames = new Map()
+
+/**
+ * @typedef {object} PostgresLevelOptions
+ * @property {string} [connectionString] what `pg` connects with (else the PG* environment variables)
+ * @property {string} [table] the table holding this database: a lowercase SQL identifier, 'levelkit' by default
+ * @property {number} [poolSize] connections the pool opens at most (10 by default), snapshots not counted
+ * @property {import('pg').PoolConfig} [pg] more settings for pg's Pool (ssl, timeouts, ...)
+ * @property {import('pg').Pool} [pool] a pool of the application's to use instead of one of its own
+ *   (not ended at close; snapshots open connections of their own with its settings)
+ */
+
+/**
+ * @typedef {{ gt?: Buffer, gte?: Buffer, lt?: Buffer, lte?: Buffer, reverse?: boolean, limit?: number, snapshot?: any }} RangeOptions
+ */
+
+/** @extends {AbstractLevel<Buffer, any, any>} */
+export class PostgresLevel extends AbstractLevel {
+  /** @type {import('pg').PoolConfig} */
+  #config
+  /** @type {import('pg').Pool | null} */
+  #pool = null
+  /** @type {import('pg').Pool | null} the application's pool (the pool option) */
+  #sharedPool
+  #table
+  /** @type {import('pg').Client[]} */
+  #idleSnapshotClients = []
+  /** @type {Set<Promise<unknown>>} snapshots not yet taken: writes made after db.snapshot() wait for them */
+  #pendingSnapshots = new Set()
+
+  /** @param {PostgresLevelOptions & Record<string, any>} [options] */
+  constructor (options = {}) {
+    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, ...forward } = options
+    if (pool !== undefined) {
+      if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function' || typeof pool.connect !== 'function') {
+        throw invalid(`The pool option must be a pg Pool, got ${describe(pool)}`)
+      }
+      if (connectionString !== undefined || pgOptions !== undefined || options.poolSize !== undefined) {
+        throw invalid('Pass either the pool option or connectionString, poolSize and pg (the settings of a pool of its own), not both')
+      }
+    }
+    if (connectionString !== undefined && (typeof connectionString !== 'string' || connectionString === '')) {
+      throw invalid(`The connectionString option must be a non-empty string, got ${describe(connectionString)}`)
+    }
+    if (typeof table !== 'string' || !/^[a-z_][a-z0-9_]{0,62}$/.test(table)) {
+      throw invalid(`The table option must be a lowercase SQL identifier (a-z, 0-9 and _, not starting with a digit, at most 63 characters), got ${describe(table)}`)
+    }
+    if (!Number.isSafeInteger(poolSize) || poolSize < 1) {
+      throw invalid(`The poolSize option must be a positive integer, got ${describe(poolSize)}`)
+    }
+    if (pgOptions !== undefined && (pgOptions === null || typeof pgOptions !== 'object')) {
+      throw invalid(`The pg option must be an object of pg Pool settings, got ${describe(pgOptions)}`)
+    }
+    super({
+      seek: true,
+      // Iterators read in chunks, each its own statement: a write between
+      // two chunks is seen. Explicit snapshots are consistent.
+      implicitSnapshots: false,
+      explicitSnapshots: true,
+      permanence: true,
+      createIfMissing: true,
+      errorIfExists: true,
+      has: true,
+      encodings: { buffer: true }
+    }, forward)
+    this.#config = { ...pgOptions, connectionString, max: poolSize }
+    this.#sharedPool = pool === undefined ? null : pool
+    this.#table = table
+  }
+
+  /** The table this database is stored in. */
+  get table () {
+    return this.#table
+  }
+
+  /** @param {{ createIfMissing: boolean, errorIfExists: boolean }} options */
+  async _open (options) {
+    const shared = this.#sharedPool
+    const pool = shared || new pg.Pool(this.#config)
+    // An idle connection that fails (a server restart) is dropped by the
+    // pool; without a listener the error would end the process.
+    if (!shared) pool.on('error', noop)
+    try {
+      const found = await pool.query('SELECT to_regclass($1) IS NOT NULL AS found', [quote(this.#table)])
+      const exists = found.rows[0].found
+      if (exists && options.errorIfExists) throw new ModuleError(`Table ${this.#table} already exists`, { code: 'LEVEL_DATABASE_NOT_OPEN' })
+      if (!exists) {
+        if (!options.createIfMissing) throw new ModuleError(`Table ${this.#table} does not exist (createIfMissing is false)`, { code: 'LEVEL_DATABASE_NOT_OPEN' })
+        await createTable(pool, this.#table)
+      }
+      // A table of that name that is not one of ours fails here, not later.
+      await pool.query(`SELECT key, value FROM ${quote(this.#table)} WHERE key = ''::bytea AND length(value) >= 0 LIMIT 0`)
+    } catch (err) {
+      if (!shared) await pool.end().catch(noop)
+      throw err
+    }
+    this.#pool = pool
+  }
+
+  async _close () {
+    const pool = this.#pool
+    this.#pool = null
+    const idle = this.#idleSnapshotClients.splice(0)
+    await Promise.all(idle.map(client => client.end().catch(noop)))
+    if (pool && pool !== this.#sharedPool) await pool.end()
+  }
+
+  /**
+   * Run `text` on `client` (a snapshot's) or the pool, as a named prepared statement.
+   * @param {string} what what failed, for the error message
+   * @param {string} text @param {unknown[]} values @param {any} [snapshot]
+   * @param {boolean} [rowMode] rows as arrays
+   * @returns {Promise<any[]>}
+   */
+  async #query (what, text, values, snapshot, rowMode) {
+    let name = statementNames.get(text)
+    if (name === undefined) {
+      name = `levelkit_${statementNames.size}`
+      statementNames.set(text, name)
+    }
+    try {
+      const runner = snapshot ? await snapshot.client() : this.#pool
+      if (runner === null) throw new Error('the database is not open')
+      /** @type {import('pg').QueryConfig & { rowMode?: 'array' }} */
+      const query = { name, text, values }
+      if (rowMode) query.rowMode = 'array'
+      const result = await runner.query(query)
+      return result.rows
+    } catch (err) {
+      throw backendError(what, err)
+    }
+  }
+
+  /** Wait for the snapshots taken before this write. */
+  async #afterSnapshots () {
+    if (this.#pendingSnapshots.size > 0) await Promise.allSettled([...this.#pendingSnapshots])
+  }
+
+  /** @param {Buffer} key @param {any} options */
+  async _get (key, options) {
+    const rows = await this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, [key], options.snapshot)
+    return rows.length === 0 ? undefined : rows[0].value
+  }
+
+  /** @param {Buffer[]} keys @param {any} options */
+  async _getMany (keys, options) {
+    const rows = await this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], options.snapshot)
+    const found = new Map(rows.map(row => [row.key.toString('latin1'), row.value]))
+    return keys.map(key => found.get(key.toString('latin1')))
+  }
+
+  /** @param {Buffer} key @param {any} options */
+  async _has (key, options) {
+    const rows = await this.#query('read a key', `SELECT 1 FROM ${quote(this.#table)} WHERE key = $1`, [key], options.snapshot)
+    return rows.length > 0
+  }
+
+  /** @param {Buffer[]} keys @param {any} options */
+  async _hasMany (keys, options) {
+    const rows = await this.#query('read keys', `SELECT key FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], options.snapshot)
+    const found = new Set(rows.map(row => row.key.toString('latin1')))
+    return keys.map(key => found.has(key.toString('latin1')))
+  }
+
+  /** @param {Buffer} key @param {Buffer} value */
+  async _put (key, value) {
+    await this.#afterSnapshots()
+    await this.#query('write a key', `INSERT INTO ${quote(this.#table)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value])
+  }
+
+  /** @param {Buffer} key */
+  async _del (key) {
+    await this.#afterSnapshots()
+    await this.#query('delete a key', `DELETE FROM ${quote(this.#table)} WHERE key = $1`, [key])
+  }
+
+  /**
+   * One statement, so one transaction: all or nothing. The last operation
+   * on a key wins, as on LevelDB (and ON CONFLICT may touch a row once).
+   * @param {Array<{ type: 'put' | 'del', key: Buffer, value?: Buffer }>} operations
+   */
+  async _batch (operations) {
+    await this.#afterSnapshots()
+    /** @type {Map<string, { type: 'put' | 'del', key: Buffer, value?: Buffer }>} */
+    const last = new Map()
+    for (const op of operations) {
+      const id = op.key.toString('latin1')
+      last.delete(id)
+      last.set(id, op)
+    }
+    const putKeys = []
+    const putValues = []
+    const delKeys = []
+    for (const op of last.values()) {
+      if (op.type === 'put') {
+        putKeys.push(op.key)
+        putValues.push(op.value)
+      } else {
+        delKeys.push(op.key)
+      }
+    }
+    const table = quote(this.#table)
+    const upsert = `INSERT INTO ${table} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
+    const remove = `DELETE FROM ${table} WHERE key = ANY($1::bytea[])`
+    if (delKeys.length === 0 && putKeys.length === 0) return
+    if (delKeys.length === 0) {
+      await this.#query('write a batch', upsert, [putKeys, putValues])
+    } else if (putKeys.length === 0) {
+      await this.#query('write a batch', remove, [delKeys])
+    } else {
+      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])) ${upsert}`, [putKeys, putValues, delKeys])
+    }
+  }
+
+  /** @param {RangeOptions} options */
+  async _clear (options) {
+    await this.#afterSnapshots()
+    const table = quote(this.#table)
+    const limit = limitOf(options)
+    if (options.snapshot) {
+      // The keys the snapshot has in range (a read-only transaction cannot
+      // delete), deleted now.
+      const where = rangeWhere(options, [])
+      const keys = await this.#query('clear a range', `SELECT key FROM ${table}${where.sql} ORDER BY key ${options.reverse ? 'DESC' : 'ASC'} LIMIT ${limit === null ? 'ALL' : '$' + (where.values.length + 1)}`, limit === null ? where.values : [...where.values, limit], options.snapshot, true)
+      if (keys.length > 0) await this.#query('clear a range', `DELETE FROM ${table} WHERE key = ANY($1::bytea[])`, [keys.map(row => row[0])])
+      return
+    }
+    const where = rangeWhere(options, [])
+    if (limit === null) {
+      await this.#query('clear a range', `DELETE FROM ${table}${where.sql}`, where.values)
+      return
+    }
+    await this.#query('clear a range', `DELETE FROM ${table} WHERE key IN (SELECT key FROM ${table}${where.sql} ORDER BY key ${options.reverse ? 'DESC' : 'ASC'} LIMIT $${where.values.length + 1})`, [...where.values, limit])
+  }
+
+  /** @param {any} options */
+  _iterator (options) {
+    return new PostgresIterator(this, options, this.#reader(options, 'entries'))
+  }
+
+  /** @param {any} options */
+  _keys (options) {
+    return new PostgresKeyIterator(this, options, this.#reader(options, 'keys'))
+  }
+
+  /** @param {any} options */
+  _values (options) {
+    return new PostgresValueIterator(this, options, this.#reader(options, 'values'))
+  }
+
+  /**
+   * @param {RangeOptions} options @param {'entries' | 'keys' | 'values'} mode
+   * @returns {ChunkReader}
+   */
+  #reader (options, mode) {
+    return new ChunkReader(options, mode, this.#table, (text, values) => this.#query('iterate', text, values, options.snapshot, true))
+  }
+
+  /**
+   * A REPEATABLE READ transaction on a connection of its own, held until the
+   * snapshot is closed. It is taken asynchronously; until it is, writes
+   * made after db.snapshot() wait, so the snapshot does not see them.
+   * @param {any} options
+   */
+  _snapshot (options) {
+    const taking = this.#takeSnapshot()
+    const pending = taking.then(noop, noop)
+    this.#pendingSnapshots.add(pending)
+    pending.then(() => this.#pendingSnapshots.delete(pending))
+    return new PostgresSnapshot(options, taking, client => this.#releaseSnapshotClient(client))
+  }
+
+  /** @returns {Promise<import('pg').Client>} */
+  async #takeSnapshot () {
+    const client = await this.#acquireSnapshotClient()
+    try {
+      // The snapshot is taken by the transaction's first statement, not by BEGIN.
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1')
+      return client
+    } catch (err) {
+      await client.end().catch(noop)
+      throw backendError('take a snapshot', err)
+    }
+  }
+
+  /**
+   * Not from the pool: snapshots held open while their owner writes would
+   * take the connections the writes wait for (and a write made after
+   * db.snapshot() waits for the snapshot). A connection of its own, kept
+   * for the next snapshot.
+   * @returns {Promise<import('pg').Client>}
+   */
+  async #acquireSnapshotClient () {
+    const idle = this.#idleSnapshotClients.pop()
+    if (idle) return idle
+    const client = new pg.Client(this.#sharedPool ? /** @type {any} */ (this.#sharedPool).options : this.#config)
+    client.on('error', noop)
+    try {
+      await client.connect()
+    } catch (err) {
+      throw backendError('take a snapshot', err)
+    }
+    return client
+  }
+
+  /** @param {import('pg').Client} client */
+  async #releaseSnapshotClient (client) {
+    try {
+      await client.query('ROLLBACK')
+    } catch {
+      await client.end().catch(noop)
+      return
+    }
+    if (this.#pool !== null && this.#idleSnapshotClients.length < IDLE_SNAPSHOT_CLIENTS) {
+      this.#idleSnapshotClients.push(client)
+    } else {
+      await client.end().catch(noop)
+    }
+  }
+}
+
+class PostgresSnapshot extends AbstractSnapshot {
+  #taking
+  #release
+
+  /**
+   * @param {any} options @param {Promise<import('pg').Client>} taking
+   * @param {(client: import('pg').Client) => Promise<void>} release
+   */
+  constructor (options, taking, release) {
+    // @ts-expect-error abstract-level's types leave out the options (which name the owner)
+    super(options)
+    this.#taking = taking
+    this.#release = release
+    // Reported by the reads that use it (and swallowed at close).
+    taking.catch(noop)
+  }
+
+  /** The connection whose transaction is the snapshot. */
+  client () {
+    return this.#taking
+  }
+
+  async _close () {
+    /** @type {import('pg').Client | null} */
+    let client = null
+    try {
+      client = await this.#taking
+    } catch {}
+    if (client) await this.#release(client)
+  }
+}
+
+/**
+ * Reads a range in chunks by keyset pagination: each chunk starts after the
+ * last key of the one before (or at a seek() target), never at an OFFSET.
+ */
+class ChunkReader {
+  #options
+  #mode
+  #table
+  #run
+  #limit
+  /** @type {Buffer | null} */
+  #cursor = null
+  #cursorInclusive = false
+  /** @type {any[][]} rows as arrays: [key] or [key, value] */
+  #rows = []
+  #index = 0
+  #done = false
+  #chunk = FIRST_CHUNK
+
+  /**
+   * @param {RangeOptions} options @param {'entries' | 'keys' | 'values'} mode @param {string} table
+   * @param {(text: string, values: unknown[]) => Promise<any[][]>} run
+   */
+  constructor (options, mode, table, run) {
+    this.#options = options
+    this.#mode = mode
+    this.#table = table
+    this.#run = run
+    this.#limit = limitOf(options)
+  }
+
+  /**
+   * Up to `size` rows (fewer only at the end), as the iterator's items.
+   * @param {number} size @param {number} count items the iterator has returned
+   */
+  async next (size, count) {
+    while (this.#rows.length - this.#index < size && !this.#done) {
+      await this.#fetch(size - (this.#rows.length - this.#index), count)
+    }
+    const rows = this.#rows.slice(this.#index, this.#index + size)
+    this.#index += rows.length
+    if (this.#index === this.#rows.length) {
+      this.#rows = []
+      this.#index = 0
+    }
+    return rows.map(this.#item)
+  }
+
+  /** Everything left: one statement. @param {number} count */
+  async all (count) {
+    if (!this.#done) await this.#fetch(Infinity, count)
+    return this.next(Infinity, count)
+  }
+
+  /** @param {Buffer} target */
+  seek (target) {
+    this.#cursor = target
+    this.#cursorInclusive = true
+    this.#rows = []
+    this.#index = 0
+    this.#done = false
+  }
+
+  /** @param {any[]} row */
+  #item = (row) => this.#mode === 'entries' ? [row[0], row[1]] : this.#mode === 'keys' ? row[0] : row[1]
+
+  /** @param {number} want @param {number} count */
+  async #fetch (want, count) {
+    const buffered = this.#rows.length - this.#index
+    const left = this.#limit === null ? Infinity : this.#limit - count - buffered
+    const size = Math.min(left, Math.max(want, this.#chunk))
+    if (size <= 0) {
+      this.#done = true
+      return
+    }
+    this.#chunk = Math.min(this.#chunk * 2, MAX_CHUNK)
+    const options = this.#options
+    const reverse = !!options.reverse
+    const where = rangeWhere(options, [])
+    let sql = where.sql
+    if (this.#cursor !== null) {
+      where.values.push(this.#cursor)
+      const op = reverse ? (this.#cursorInclusive ? '<=' : '<') : (this.#cursorInclusive ? '>=' : '>')
+      sql += `${sql === '' ? ' WHERE' : ' AND'} key ${op} $${where.values.length}`
+    }
+    let limit = 'ALL'
+    if (size !== Infinity) {
+      where.values.push(size)
+      limit = `$${where.values.length}`
+    }
+    const columns = this.#mode === 'keys' ? 'key' : 'key, value'
+    const rows = await this.#run(`SELECT ${columns} FROM ${quote(this.#table)}${sql} ORDER BY key ${reverse ? 'DESC' : 'ASC'} LIMIT ${limit}`, where.values)
+    if (rows.length < size) this.#done = true
+    if (rows.length > 0) {
+      this.#cursor = rows[rows.length - 1][0]
+      this.#cursorInclusive = false
+      if (buffered === 0) {
+        this.#rows = rows
+        this.#index = 0
+      } else {
+        this.#rows = this.#rows.slice(this.#index).concat(rows)
+        this.#index = 0
+      }
+    }
+  }
+}
+
+/** @extends {AbstractIterator<PostgresLevel, any, any>} */
+class PostgresIterator extends AbstractIterator {
+  #reader
+
+  /** @param {PostgresLevel} db @param {any} options @param {ChunkReader} reader */
+  constructor (db, options, reader) {
+    super(db, options)
+    this.#reader = reader
+  }
+
+  async _next () {
+    const [item] = await this.#reader.next(1, this.count)
+    return item
+  }
+
+  /** @param {number} size */
+  async _nextv (size) {
+    return this.#reader.next(size, this.count)
+  }
+
+  async _all () {
+    return this.#reader.all(this.count)
+  }
+
+  /** @param {Buffer} target */
+  _seek (target) {
+    this.#reader.seek(target)
+  }
+}
+
+/** @extends {AbstractKeyIterator<PostgresLevel, any>} */
+class PostgresKeyIterator extends AbstractKeyIterator {
+  #reader
+
+  /** @param {PostgresLevel} db @param {any} options @param {ChunkReader} reader */
+  constructor (db, options, reader) {
+    super(db, options)
+    this.#reader = reader
+  }
+
+  async _next () {
+    const [item] = await this.#reader.next(1, this.count)
+    return item
+  }
+
+  /** @param {number} size */
+  async _nextv (size) {
+    return this.#reader.next(size, this.count)
+  }
+
+  async _all () {
+    return this.#reader.all(this.count)
+  }
+
+  /** @param {Buffer} target */
+  _seek (target) {
+    this.#reader.seek(target)
+  }
+}
+
+/** @extends {AbstractValueIterator<PostgresLevel, any, any>} */
+class PostgresValueIterator extends AbstractValueIterator {
+  #reader
+
+  /** @param {PostgresLevel} db @param {any} options @param {ChunkReader} reader */
+  constructor (db, options, reader) {
+    super(db, options)
+    this.#reader = reader
+  }
+
+  async _next () {
+    const [item] = await this.#reader.next(1, this.count)
+    return item
+  }
+
+  /** @param {number} size */
+  async _nextv (size) {
+    return this.#reader.next(size, this.count)
+  }
+
+  async _all () {
+    return this.#reader.all(this.count)
+  }
+
+  /** @param {Buffer} target */
+  _seek (target) {
+    this.#reader.seek(target)
+  }
+}
+
+/**
+ * The WHERE clause of a range (gte and lte win over gt and lt, as on
+ * LevelDB), its parameters appended to `values`.
+ * @param {RangeOptions} options @param {unknown[]} values
+ */
+function rangeWhere (options, values) {
+  const terms = []
+  const lower = 'gte' in options ? ['>=', options.gte] : 'gt' in options ? ['>', options.gt] : null
+  const upper = 'lte' in options ? ['<=', options.lte] : 'lt' in options ? ['<', options.lt] : null
+  for (const bound of [lower, upper]) {
+    if (bound === null) continue
+    values.push(bound[1])
+    terms.push(`key ${bound[0]} $${values.length}`)
+  }
+  return { sql: terms.length === 0 ? '' : ` WHERE ${terms.join(' AND ')}`, values }
+}
+
+/** @param {{ limit?: number }} options @returns {number | null} */
+function limitOf (options) {
+  const limit = options.limit
+  return typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 0 ? limit : null
+}
+
+/** @param {string} identifier a validated lowercase identifier */
+function quote (identifier) {
+  return `"${identifier}"`
+}
+
+/**
+ * Create the table. Two processes opening a new database at once both try:
+ * the loser's duplicate is not an error.
+ * @param {import('pg').Pool} pool @param {string} table
+ */
+async function createTable (pool, table) {
+  try {
+    await pool.query(`CREATE TABLE IF NOT EXISTS ${quote(table)} (key bytea PRIMARY KEY, value bytea NOT NULL)`)
+  } catch (err) {
+    const code = /** @type {any} */ (err).code
+    if (code !== '23505' && code !== '42P07') throw err
+  }
+}
+
+/**
+ * A failure of the server or of the connection to it, as levelkit reports
+ * a backend it cannot use.
+ * @param {string} what @param {unknown} err
+ */
+function backendError (what, err) {
+  if (err instanceof ModuleError && /** @type {any} */ (err).code === codes.BACKEND_UNAVAILABLE) return err
+  const sqlState = /** @type {any} */ (err).code
+  return levelkitError(codes.BACKEND_UNAVAILABLE, `PostgreSQL could not ${what}: ${/** @type {Error} */ (err).message}`, { cause: err, sqlState: typeof sqlState === 'string' ? sqlState : undefined })
+}
+
+function noop () {}

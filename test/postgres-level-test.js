@@ -1,0 +1,223 @@
+// The postgres backend as an abstract-level 3 database: abstract-level's own
+// compliance suite (and the same on a sublevel), then what is PostgreSQL's
+// own: chunked iteration, snapshots held by a transaction, the table it
+// lives in, and errors.
+import test from 'tape'
+import pg from 'pg'
+import suite from 'abstract-level/test/index.js'
+import { PostgresLevel } from '../lib/backends/postgres-level.js'
+import { open } from '../index.js'
+import { postgresForTests } from './util/postgres.js'
+import { rejects } from './conformance/index.js'
+
+const server = await postgresForTests(test)
+
+/** A database on a table of its own, with a pool of its own. @param {any} [options] */
+const level = (options) => new PostgresLevel({ connectionString: server.connectionString, table: server.table(), ...options })
+
+/**
+ * The compliance suite makes a database per test, thousands: they share the
+ * file's pool, and a table whose database is closed is used again, emptied
+ * (or dropped, for an open that needs it missing) at its next first open.
+ * Creating a table costs far more than emptying a small one.
+ */
+class TestLevel extends PostgresLevel {
+  #reused
+  #opened = false
+  evicted = false
+
+  /** @param {any} options @param {boolean} reused */
+  constructor (options, reused) {
+    super(options)
+    this.#reused = reused
+  }
+
+  /** @param {any} options */
+  async _open (options) {
+    if (this.evicted) throw new Error(`test bug: ${this.table} was given to another database after this one closed`)
+    if (this.#reused && !this.#opened) {
+      if (options.createIfMissing && !options.errorIfExists) {
+        await server.pool.query(`DELETE FROM "${this.table}"`).catch(err => { if (err.code !== '42P01') throw err })
+      } else {
+        await server.pool.query(`DROP TABLE IF EXISTS "${this.table}"`)
+      }
+    }
+    this.#opened = true
+    return super._open(options)
+  }
+}
+
+/** @type {TestLevel[]} databases whose table may be used again once they are closed */
+const owners = []
+
+/** @param {any} [options] */
+function factory (options) {
+  const index = owners.findIndex(db => db.status === 'closed')
+  if (index === -1) {
+    const db = new TestLevel({ pool: server.pool, table: server.table(), ...options }, false)
+    owners.push(db)
+    return db
+  }
+  const previous = owners[index]
+  previous.evicted = true
+  const db = new TestLevel({ pool: server.pool, table: previous.table, ...options }, true)
+  owners[index] = db
+  return db
+}
+
+suite({ test, factory })
+
+/** A connection of the test's own, beside the backend's. @param {any} t */
+async function sql (t) {
+  const client = new pg.Client({ connectionString: server.connectionString })
+  await client.connect()
+  t.teardown(() => client.end())
+  return client
+}
+
+const key = (/** @type {number} */ i) => String(i).padStart(5, '0')
+
+/** @param {any} db @param {number} n */
+async function fill (db, n) {
+  await db.batch(Array.from({ length: n }, (_, i) => ({ type: 'put', key: key(i), value: `v${i}` })))
+}
+
+test('postgres: a long range is read in chunks, in both directions, with ranges and limits', async t => {
+  const db = level()
+  await db.open()
+  await fill(db, 2500)
+  const all = Array.from({ length: 2500 }, (_, i) => key(i))
+  t.same(await db.keys().all(), all, 'every key, in order (more than one chunk)')
+  t.same(await db.keys({ reverse: true }).all(), [...all].reverse(), 'reverse')
+  t.same(await db.keys({ gt: key(10), lte: key(2400), limit: 1500 }).all(), all.slice(11, 1511), 'gt, lte and limit')
+  t.same(await db.keys({ gte: key(10), lt: key(2400), reverse: true, limit: 1200 }).all(), all.slice(10, 2400).reverse().slice(0, 1200), 'gte, lt, limit, reverse')
+
+  const it = db.iterator({ gte: key(100) })
+  const got = []
+  for (let i = 0; i < 1300; i++) got.push((await it.next())[0])
+  t.same(got, all.slice(100, 1400), 'next() one by one, across chunks')
+  t.same((await it.nextv(1000)).map((/** @type {any} */ e) => e[0]), all.slice(1400, 2400), 'nextv() across chunks')
+  it.seek(key(150))
+  t.same((await it.nextv(3)).map((/** @type {any} */ e) => e[1]), ['v150', 'v151', 'v152'], 'seek() back, then nextv() (entries)')
+  it.seek(key(50))
+  t.same(await it.nextv(1), [[key(100), 'v100']], 'seek() before the range: the range\'s first key')
+  await it.close()
+
+  const values = db.values({ lt: key(3), reverse: true })
+  t.same(await values.all(), ['v2', 'v1', 'v0'], 'values only')
+  await db.close()
+})
+
+test('postgres: an iterator without a snapshot sees a write made between two of its chunks', async t => {
+  // Chunks are statements of their own (keyset pagination, not one cursor
+  // held open): hence supports.implicitSnapshots = false.
+  const db = level()
+  await db.open()
+  t.is(db.supports.implicitSnapshots, false, 'no implicit snapshots')
+  await fill(db, 100)
+  const it = db.keys()
+  const first = await it.nextv(16)
+  t.same(first, Array.from({ length: 16 }, (_, i) => key(i)), 'first chunk')
+  await db.put(key(99999), 'late')
+  const rest = await it.all()
+  t.is(rest[rest.length - 1], key(99999), 'the later chunk holds the key written after the iterator began')
+  await db.close()
+})
+
+test('postgres: a snapshot is a transaction held until it is closed, on a connection of its own', async t => {
+  const db = level()
+  await db.open()
+  const client = await sql(t)
+  await fill(db, 1500)
+  const snapshot = db.snapshot()
+  // Made right after snapshot(), before its transaction has begun: not seen.
+  await db.put(key(0), 'changed')
+  await db.del(key(1))
+  await db.batch([{ type: 'put', key: key(5000), value: 'new' }, { type: 'del', key: key(2) }])
+  await db.clear({ gte: key(1000), lt: key(2000) })
+  t.is(await db.get(key(0), { snapshot }), 'v0', 'get() through the snapshot: the value before the put')
+  t.same(await db.getMany([key(1), key(2), key(5000)], { snapshot }), ['v1', 'v2', undefined], 'getMany() through the snapshot')
+  t.is((await db.keys({ snapshot }).all()).length, 1500, 'iterating the snapshot (several chunks) sees the state before')
+  t.is((await db.keys().all()).length, 1500 - 2 - 500 + 1, 'the database itself sees the writes')
+  const sub = db.sublevel('s')
+  await sub.put('a', '1')
+  const subSnapshot = sub.snapshot()
+  await sub.put('a', '2')
+  t.is(await sub.get('a', { snapshot: subSnapshot }), '1', 'a sublevel\'s snapshot')
+  await subSnapshot.close()
+
+  const held = async () => (await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'")).rows[0].n
+  t.is(await held(), 1, 'one transaction held open: the snapshot')
+  await snapshot.close()
+  t.is(await held(), 0, 'closing the snapshot ends its transaction')
+  await rejects(t, db.get(key(0), { snapshot }), 'LEVEL_SNAPSHOT_NOT_OPEN', 'a closed snapshot cannot be read')
+  db.snapshot()
+  await db.close()
+  t.is(await held(), 0, 'closing the database ends the transactions of the snapshots left open')
+})
+
+test('postgres: a batch is one statement; the last operation on a key wins', async t => {
+  const db = level()
+  await db.open()
+  await db.batch([
+    { type: 'put', key: 'a', value: '1' },
+    { type: 'del', key: 'a' },
+    { type: 'put', key: 'b', value: '1' },
+    { type: 'put', key: 'b', value: '2' },
+    { type: 'put', key: 'c', value: '1' }
+  ])
+  await db.batch([{ type: 'del', key: 'c' }, { type: 'put', key: 'c', value: '3' }, { type: 'put', key: 'd', value: '4' }, { type: 'del', key: 'd' }])
+  t.same(await db.iterator().all(), [['b', '2'], ['c', '3']], 'a deleted, b and c as last written, d deleted')
+  await db.close()
+})
+
+test('postgres: the table, its name and what is in it', async t => {
+  const client = await sql(t)
+  const table = server.table()
+  const db = level({ table })
+  t.is(db.table, table, 'db.table')
+  await db.open()
+  await db.put('k', 'v')
+  const { rows } = await client.query(`SELECT encode(key, 'escape') AS key, encode(value, 'escape') AS value FROM "${table}"`)
+  t.same(rows, [{ key: 'k', value: 'v' }], 'one row per key, bytes as given')
+  await db.close()
+
+  const other = level({ table })
+  await other.open()
+  t.is(await other.get('k'), 'v', 'a database on the same table reads what was written')
+  await other.close()
+
+  for (const bad of ['Upper', '1abc', 'a-b', 'a"b', '', 'x'.repeat(64), 42]) {
+    t.throws(() => level({ table: bad }), (/** @type {any} */ err) => err.code === 'LEVELKIT_INVALID', `table ${JSON.stringify(bad)} is refused`)
+  }
+  t.throws(() => level({ poolSize: 0 }), (/** @type {any} */ err) => err.code === 'LEVELKIT_INVALID', 'poolSize 0 is refused')
+
+  const foreign = server.table()
+  await client.query(`CREATE TABLE "${foreign}" (id int)`)
+  await rejects(t, level({ table: foreign }).open(), 'LEVEL_DATABASE_NOT_OPEN', 'a table of another shape is refused at open')
+})
+
+test('postgres: errors of the server are LEVELKIT_BACKEND_UNAVAILABLE, with the SQL state', async t => {
+  const client = await sql(t)
+  const db = level()
+  await db.open()
+  await db.put('k', 'v')
+  await client.query(`DROP TABLE "${db.table}"`)
+  const err = await rejects(t, db.get('k'), 'LEVELKIT_BACKEND_UNAVAILABLE', 'get() on a table dropped behind its back')
+  t.is(/** @type {any} */ (err).sqlState, '42P01', 'sqlState: undefined_table')
+  await rejects(t, db.keys().all(), 'LEVELKIT_BACKEND_UNAVAILABLE', 'an iterator too')
+  await db.close()
+})
+
+test('postgres: open({ backend: \'postgres\' })', async t => {
+  const table = server.table()
+  const db = await open({ backend: 'postgres', connectionString: server.connectionString, table })
+  const users = db.collection('users', { indexes: { name: { unique: true, key: (/** @type {any} */ u) => u.name } } })
+  const id = await users.insert({ name: 'ada' })
+  t.same(await users.getBy('name', 'ada'), { id, name: 'ada' }, 'a collection over PostgreSQL')
+  await db.close()
+
+  await rejects(t, open({ backend: 'postgres', location: 'x', connectionString: server.connectionString }), 'LEVELKIT_INVALID', 'no location')
+  await rejects(t, open({ backend: 'postgres', connectionString: server.connectionString, table: 'No' }), 'LEVELKIT_INVALID', 'a bad table name')
+  await rejects(t, open({ backend: 'postgres', connectionString: 'postgresql://nobody@127.0.0.1:1/none' }), 'LEVELKIT_BACKEND_UNAVAILABLE', 'no server there')
+})
