@@ -101,15 +101,20 @@ export class PostgresLevel extends AbstractLevel {
     // pool; without a listener the error would end the process.
     if (!shared) pool.on('error', noop)
     try {
-      const found = await pool.query('SELECT to_regclass($1) IS NOT NULL AS found', [quote(this.#table)])
-      const exists = found.rows[0].found
+      // One statement when the table is there: it also refuses a table of
+      // that name that is not one of ours (a key or value not bytea).
+      let exists = true
+      try {
+        await pool.query(`SELECT 1 FROM ${quote(this.#table)} WHERE key = ''::bytea AND value = ''::bytea LIMIT 0`)
+      } catch (err) {
+        if (/** @type {any} */ (err).code !== '42P01') throw err
+        exists = false
+      }
       if (exists && options.errorIfExists) throw new ModuleError(`Table ${this.#table} already exists`, { code: 'LEVEL_DATABASE_NOT_OPEN' })
       if (!exists) {
         if (!options.createIfMissing) throw new ModuleError(`Table ${this.#table} does not exist (createIfMissing is false)`, { code: 'LEVEL_DATABASE_NOT_OPEN' })
         await createTable(pool, this.#table)
       }
-      // A table of that name that is not one of ours fails here, not later.
-      await pool.query(`SELECT key, value FROM ${quote(this.#table)} WHERE key = ''::bytea AND length(value) >= 0 LIMIT 0`)
     } catch (err) {
       if (!shared) await pool.end().catch(noop)
       throw err
