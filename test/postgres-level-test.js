@@ -125,7 +125,8 @@ test('postgres: an iterator without a snapshot sees a write made between two of 
 })
 
 test('postgres: a snapshot is a transaction held until it is closed, on a connection of its own', async t => {
-  const db = level()
+  const name = `levelkit_snapshots_${process.pid}`
+  const db = level({ pg: { application_name: name } })
   await db.open()
   const client = await sql(t)
   await fill(db, 1500)
@@ -146,7 +147,7 @@ test('postgres: a snapshot is a transaction held until it is closed, on a connec
   t.is(await sub.get('a', { snapshot: subSnapshot }), '1', 'a sublevel\'s snapshot')
   await subSnapshot.close()
 
-  const held = async () => (await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'")).rows[0].n
+  const held = async () => (await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'", [name])).rows[0].n
   t.is(await held(), 1, 'one transaction held open: the snapshot')
   await snapshot.close()
   t.is(await held(), 0, 'closing the snapshot ends its transaction')
