@@ -66,7 +66,9 @@ export async function openIn (environment, options) {
   } catch (err) {
     const cause = /** @type {any} */ (err).cause
     if (cause && cause.code === 'LEVEL_LOCKED') {
-      throw levelkitError(codes.LOCKED, `The database at ${location} is in use by another process (or another open database in this one)`, { cause: err, location })
+      // A postgres database has no location: its table is named in the cause.
+      const which = location === undefined ? `The ${backend} database` : `The database at ${location}`
+      throw levelkitError(codes.LOCKED, `${which} is in use by another process (or another open database in this one)`, { cause: err, location })
     }
     throw levelkitError(codes.BACKEND_UNAVAILABLE, `The ${backend} backend could not open the database${location === undefined ? '' : ` at ${describe(location)}`}: ${errorMessage(cause || err)}`, { cause: err, backend, location })
   }

@@ -222,3 +222,40 @@ test('postgres: open({ backend: \'postgres\' })', async t => {
   await rejects(t, open({ backend: 'postgres', connectionString: server.connectionString, table: 'No' }), 'LEVELKIT_INVALID', 'a bad table name')
   await rejects(t, open({ backend: 'postgres', connectionString: 'postgresql://nobody@127.0.0.1:1/none' }), 'LEVELKIT_BACKEND_UNAVAILABLE', 'no server there')
 })
+
+test('postgres: one open database per table, as one process per LevelDB directory', async t => {
+  const table = server.table()
+  const name = `levelkit_lock_${process.pid}`
+  const first = level({ table, pg: { application_name: name } })
+  await first.open()
+  const second = level({ table })
+  const err = await rejects(t, second.open(), 'LEVEL_DATABASE_NOT_OPEN', 'a second database on the table does not open')
+  t.is(/** @type {any} */ (err).cause?.code, 'LEVEL_LOCKED', 'because the table is locked')
+  await rejects(t, open({ backend: 'postgres', connectionString: server.connectionString, table }), 'LEVELKIT_LOCKED', 'through open(): LEVELKIT_LOCKED')
+  await first.close()
+  await second.open()
+  t.pass('it opens once the first is closed')
+  await second.close()
+
+  // The lock lives as long as its connection: once that is gone, another
+  // process may have the table, so writes are refused.
+  const client = await sql(t)
+  const third = level({ table, pg: { application_name: name } })
+  await third.open()
+  await third.put('a', '1')
+  const { rows } = await client.query("SELECT pg_terminate_backend(l.pid) AS done FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND a.application_name = $1", [name])
+  t.same(rows, [{ done: true }], 'the connection holding the lock is ended by the server')
+  let refused = null
+  for (let i = 0; i < 100 && refused === null; i++) {
+    try {
+      await third.put('a', '2')
+      await new Promise(resolve => setTimeout(resolve, 20))
+    } catch (err) {
+      refused = err
+    }
+  }
+  t.is(/** @type {any} */ (refused)?.code, 'LEVELKIT_BACKEND_UNAVAILABLE', 'then writes are refused')
+  t.match(String(/** @type {any} */ (refused)?.message), /lock/, 'saying why')
+  t.is(await third.get('a'), '1', 'reads still answer')
+  await third.close()
+})

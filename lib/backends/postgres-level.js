@@ -16,6 +16,8 @@ const IDLE_SNAPSHOT_CLIENTS = 4
 // to the last, so a short read costs little and a long one holds one chunk.
 const FIRST_CHUNK = 16
 const MAX_CHUNK = 1000
+// The first key of the advisory locks on tables: 'LKIT'.
+const LOCK_SPACE = 0x4c4b4954
 
 /** @type {Map<string, string>} SQL text -> prepared statement name, shared by every database (names are per connection, texts name their table) */
 const statementNames = new Map()
@@ -45,6 +47,10 @@ export class PostgresLevel extends AbstractLevel {
   #table
   /** @type {import('pg').Client[]} */
   #idleSnapshotClients = []
+  /** @type {import('pg').PoolClient | null} the connection holding the table's advisory lock */
+  #lockClient = null
+  /** @type {Error | null} why the lock was lost (its connection failed): writes are refused */
+  #lockLost = null
   /** @type {Set<Promise<unknown>>} snapshots not yet taken: writes made after db.snapshot() wait for them */
   #pendingSnapshots = new Set()
 
@@ -83,7 +89,8 @@ export class PostgresLevel extends AbstractLevel {
       has: true,
       encodings: { buffer: true }
     }, forward)
-    this.#config = { ...pgOptions, connectionString, max: poolSize }
+    // One more than poolSize: a connection holds the lock while open.
+    this.#config = { ...pgOptions, connectionString, max: poolSize + 1 }
     this.#sharedPool = pool === undefined ? null : pool
     this.#table = table
   }
@@ -115,6 +122,7 @@ export class PostgresLevel extends AbstractLevel {
         if (!options.createIfMissing) throw new ModuleError(`Table ${this.#table} does not exist (createIfMissing is false)`, { code: 'LEVEL_DATABASE_NOT_OPEN' })
         await createTable(pool, this.#table)
       }
+      await this.#lock(pool)
     } catch (err) {
       if (!shared) await pool.end().catch(noop)
       throw err
@@ -122,9 +130,54 @@ export class PostgresLevel extends AbstractLevel {
     this.#pool = pool
   }
 
+  /**
+   * levelkit serializes its critical sections in the process that owns the
+   * database: a second process writing the same table would break unique
+   * indexes and sequences. So, as LevelDB's LOCK file does, a session-level
+   * advisory lock on the table, held by a connection of the pool while the
+   * database is open, refuses a second opener (LEVEL_LOCKED).
+   * @param {import('pg').Pool} pool
+   */
+  async #lock (pool) {
+    const client = await pool.connect()
+    let locked = false
+    try {
+      // The two-key form: a constant for levelkit ('LKIT') and the table's oid, which no other table has.
+      const { rows } = await client.query(`SELECT pg_try_advisory_lock(${LOCK_SPACE}, ((to_regclass($1)::oid::bigint) - 2147483648)::int) AS locked`, [quote(this.#table)])
+      locked = rows[0].locked
+    } catch (err) {
+      client.release(/** @type {Error} */ (err))
+      throw err
+    }
+    if (!locked) {
+      client.release()
+      throw new ModuleError(`Table ${this.#table} is in use by another open database (in this process or another)`, { code: 'LEVEL_LOCKED' })
+    }
+    this.#lockLost = null
+    client.on('error', this.#onLockError)
+    this.#lockClient = client
+  }
+
+  /** @param {Error} err */
+  #onLockError = (err) => {
+    this.#lockLost = err
+  }
+
   async _close () {
     const pool = this.#pool
     this.#pool = null
+    const lockClient = this.#lockClient
+    this.#lockClient = null
+    if (lockClient) {
+      lockClient.removeListener('error', this.#onLockError)
+      // Ending the session releases the lock even if the unlock fails.
+      try {
+        await lockClient.query('SELECT pg_advisory_unlock_all()')
+        lockClient.release()
+      } catch (err) {
+        lockClient.release(/** @type {Error} */ (err))
+      }
+    }
     const idle = this.#idleSnapshotClients.splice(0)
     await Promise.all(idle.map(client => client.end().catch(noop)))
     if (pool && pool !== this.#sharedPool) await pool.end()
@@ -156,8 +209,11 @@ export class PostgresLevel extends AbstractLevel {
     }
   }
 
-  /** Wait for the snapshots taken before this write. */
-  async #afterSnapshots () {
+  /** Refuse a write once the lock is lost; wait for the snapshots taken before it. */
+  async #beforeWrite () {
+    if (this.#lockLost) {
+      throw levelkitError(codes.BACKEND_UNAVAILABLE, `PostgreSQL closed the connection that holds ${this.#table}'s lock, so another process may now write it: close and open the database again (${this.#lockLost.message})`, { cause: this.#lockLost })
+    }
     if (this.#pendingSnapshots.size > 0) await Promise.allSettled([...this.#pendingSnapshots])
   }
 
@@ -189,13 +245,13 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {Buffer} key @param {Buffer} value */
   async _put (key, value) {
-    await this.#afterSnapshots()
+    await this.#beforeWrite()
     await this.#query('write a key', `INSERT INTO ${quote(this.#table)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value])
   }
 
   /** @param {Buffer} key */
   async _del (key) {
-    await this.#afterSnapshots()
+    await this.#beforeWrite()
     await this.#query('delete a key', `DELETE FROM ${quote(this.#table)} WHERE key = $1`, [key])
   }
 
@@ -205,7 +261,7 @@ export class PostgresLevel extends AbstractLevel {
    * @param {Array<{ type: 'put' | 'del', key: Buffer, value?: Buffer }>} operations
    */
   async _batch (operations) {
-    await this.#afterSnapshots()
+    await this.#beforeWrite()
     /** @type {Map<string, { type: 'put' | 'del', key: Buffer, value?: Buffer }>} */
     const last = new Map()
     for (const op of operations) {
@@ -239,7 +295,7 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {RangeOptions} options */
   async _clear (options) {
-    await this.#afterSnapshots()
+    await this.#beforeWrite()
     const table = quote(this.#table)
     const limit = limitOf(options)
     if (options.snapshot) {
