@@ -25,6 +25,9 @@ class TestLevel extends PostgresLevel {
   #reused
   #opened = false
   evicted = false
+  // Closed, and its table's lock let go: a database whose close failed
+  // (a test makes one) is 'closed' but keeps the lock, as on LevelDB.
+  released = false
 
   /** @param {any} options @param {boolean} reused */
   constructor (options, reused) {
@@ -43,7 +46,13 @@ class TestLevel extends PostgresLevel {
       }
     }
     this.#opened = true
+    this.released = false
     return super._open(options)
+  }
+
+  async _close () {
+    await super._close()
+    this.released = true
   }
 }
 
@@ -52,7 +61,7 @@ const owners = []
 
 /** @param {any} [options] */
 function factory (options) {
-  const index = owners.findIndex(db => db.status === 'closed')
+  const index = owners.findIndex(db => db.status === 'closed' && db.released)
   if (index === -1) {
     const db = new TestLevel({ pool: server.pool, table: server.table(), ...options }, false)
     owners.push(db)
@@ -256,6 +265,7 @@ test('postgres: one open database per table, as one process per LevelDB director
   }
   t.is(/** @type {any} */ (refused)?.code, 'LEVELKIT_BACKEND_UNAVAILABLE', 'then writes are refused')
   t.match(String(/** @type {any} */ (refused)?.message), /lock/, 'saying why')
-  t.is(await third.get('a'), '1', 'reads still answer')
+  // A put made before the client saw its connection end may have landed.
+  t.ok(['1', '2'].includes(await third.get('a')), 'reads still answer')
   await third.close()
 })

@@ -47,10 +47,10 @@ export class PostgresLevel extends AbstractLevel {
   #table
   /** @type {import('pg').Client[]} */
   #idleSnapshotClients = []
-  /** @type {import('pg').PoolClient | null} the connection holding the table's advisory lock */
-  #lockClient = null
-  /** @type {Error | null} why the lock was lost (its connection failed): writes are refused */
-  #lockLost = null
+  /** @type {LockHolder | null} the connection holding the table's advisory lock */
+  #holder = null
+  /** @type {number | null} the lock's second key (from the table's oid) */
+  #lockKey = null
   /** @type {Set<Promise<unknown>>} snapshots not yet taken: writes made after db.snapshot() wait for them */
   #pendingSnapshots = new Set()
 
@@ -139,44 +139,45 @@ export class PostgresLevel extends AbstractLevel {
    * @param {import('pg').Pool} pool
    */
   async #lock (pool) {
-    const client = await pool.connect()
-    let locked = false
+    const holder = holderOf(pool)
     try {
-      // The two-key form: a constant for levelkit ('LKIT') and the table's oid, which no other table has.
-      const { rows } = await client.query(`SELECT pg_try_advisory_lock(${LOCK_SPACE}, ((to_regclass($1)::oid::bigint) - 2147483648)::int) AS locked`, [quote(this.#table)])
-      locked = rows[0].locked
+      const client = await holder.client
+      if (holder.tables.has(this.#table)) throw locked(this.#table)
+      // The two-key form: a constant for levelkit ('LKIT') and the table's
+      // oid, which no other table has. Session locks are re-entrant, so the
+      // holder's own set refuses a second database of this process.
+      holder.tables.add(this.#table)
+      let rows
+      try {
+        ({ rows } = await client.query(`SELECT pg_try_advisory_lock(${LOCK_SPACE}, k) AS locked, k FROM (SELECT ((to_regclass($1)::oid::bigint) - 2147483648)::int AS k) AS t`, [quote(this.#table)]))
+      } catch (err) {
+        holder.tables.delete(this.#table)
+        throw err
+      }
+      if (!rows[0].locked) {
+        holder.tables.delete(this.#table)
+        throw locked(this.#table)
+      }
+      this.#lockKey = rows[0].k
+      this.#holder = holder
     } catch (err) {
-      client.release(/** @type {Error} */ (err))
+      await letGo(pool, holder)
       throw err
     }
-    if (!locked) {
-      client.release()
-      throw new ModuleError(`Table ${this.#table} is in use by another open database (in this process or another)`, { code: 'LEVEL_LOCKED' })
-    }
-    this.#lockLost = null
-    client.on('error', this.#onLockError)
-    this.#lockClient = client
-  }
-
-  /** @param {Error} err */
-  #onLockError = (err) => {
-    this.#lockLost = err
   }
 
   async _close () {
     const pool = this.#pool
     this.#pool = null
-    const lockClient = this.#lockClient
-    this.#lockClient = null
-    if (lockClient) {
-      lockClient.removeListener('error', this.#onLockError)
-      // Ending the session releases the lock even if the unlock fails.
-      try {
-        await lockClient.query('SELECT pg_advisory_unlock_all()')
-        lockClient.release()
-      } catch (err) {
-        lockClient.release(/** @type {Error} */ (err))
+    const holder = this.#holder
+    this.#holder = null
+    if (holder && pool) {
+      holder.tables.delete(this.#table)
+      if (holder.lost === null) {
+        // Ending the holder's session (below, when it holds nothing else) lets go too.
+        await holder.client.then(client => client.query(`SELECT pg_advisory_unlock(${LOCK_SPACE}, $1)`, [this.#lockKey])).catch(noop)
       }
+      await letGo(pool, holder)
     }
     const idle = this.#idleSnapshotClients.splice(0)
     await Promise.all(idle.map(client => client.end().catch(noop)))
@@ -211,8 +212,9 @@ export class PostgresLevel extends AbstractLevel {
 
   /** Refuse a write once the lock is lost; wait for the snapshots taken before it. */
   async #beforeWrite () {
-    if (this.#lockLost) {
-      throw levelkitError(codes.BACKEND_UNAVAILABLE, `PostgreSQL closed the connection that holds ${this.#table}'s lock, so another process may now write it: close and open the database again (${this.#lockLost.message})`, { cause: this.#lockLost })
+    const lost = this.#holder && this.#holder.lost
+    if (lost) {
+      throw levelkitError(codes.BACKEND_UNAVAILABLE, `PostgreSQL closed the connection that holds ${this.#table}'s lock, so another process may now write it: close and open the database again (${lost.message})`, { cause: lost })
     }
     if (this.#pendingSnapshots.size > 0) await Promise.allSettled([...this.#pendingSnapshots])
   }
@@ -627,6 +629,66 @@ class PostgresValueIterator extends AbstractValueIterator {
   _seek (target) {
     this.#reader.seek(target)
   }
+}
+
+/**
+ * @typedef {object} LockHolder
+ * @property {Promise<import('pg').PoolClient>} client the connection whose session holds the locks
+ * @property {Set<string>} tables the tables locked through it
+ * @property {number} users databases using it (open, or opening)
+ * @property {Error | null} lost why its connection failed
+ * @property {(err: Error) => void} onError what sets `lost`
+ */
+
+/**
+ * One connection per pool holds the table locks of all the databases open
+ * on that pool: a pool shared by many databases (an application's, with
+ * the pool option) gives up one connection, not one per database.
+ * @type {WeakMap<import('pg').Pool, LockHolder>}
+ */
+const lockHolders = new WeakMap()
+
+/** @param {import('pg').Pool} pool @returns {LockHolder} */
+function holderOf (pool) {
+  let holder = lockHolders.get(pool)
+  if (!holder) {
+    /** @type {LockHolder} */
+    const created = { client: pool.connect(), tables: new Set(), users: 0, lost: null, onError: (/** @type {Error} */ err) => { created.lost = err } }
+    created.client.then(client => client.on('error', created.onError), noop)
+    lockHolders.set(pool, created)
+    holder = created
+  }
+  holder.users++
+  return holder
+}
+
+/**
+ * A database is done with its pool's holder: the last one gives its
+ * connection back (ended if it failed, which also ends its locks).
+ * @param {import('pg').Pool} pool @param {LockHolder} holder
+ */
+async function letGo (pool, holder) {
+  if (--holder.users > 0) return
+  if (lockHolders.get(pool) === holder) lockHolders.delete(pool)
+  let client
+  try {
+    client = await holder.client
+  } catch {
+    return
+  }
+  client.removeListener('error', holder.onError)
+  if (holder.lost !== null) return client.release(holder.lost)
+  try {
+    await client.query('SELECT pg_advisory_unlock_all()')
+    client.release()
+  } catch (err) {
+    client.release(/** @type {Error} */ (err))
+  }
+}
+
+/** @param {string} table */
+function locked (table) {
+  return new ModuleError(`Table ${table} is in use by another open database (in this process or another)`, { code: 'LEVEL_LOCKED' })
 }
 
 /**
