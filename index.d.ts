@@ -63,7 +63,11 @@ export interface OpenOptions {
    * In Node: 'leveldb' when `location` is given, else 'memory'. In browsers: 'indexeddb' (database 'levelkit' when no `location` is given).
    */
   backend?: 'leveldb' | 'memory' | 'indexeddb'
-  /** Directory (leveldb) or database name (indexeddb). */
+  /**
+   * Directory (leveldb) or database name (indexeddb: exactly this name;
+   * databases made by levelkit 0.1 are named `level-js-<location>`: pass
+   * `prefix: 'level-js-'` to open one).
+   */
   location?: string
   /** An abstract-level 3 database you opened yourself. levelkit does not close it. */
   db?: AbstractLevel<any, any, any>
