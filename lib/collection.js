@@ -485,30 +485,43 @@ export class Collection extends ModelHandle {
       const index = model.index(indexName)
       if (!index.unique) throw invalid(`getBy() needs a unique index; "${indexName}" of "${model.name}" is not unique: use query({ index, eq })`)
       const key = uniqueEntryKey(index, value)
-      const lock = options === undefined ? undefined : lockModeOf(optionsOf(options, 'collection.getBy()').lock)
-      if (lock !== undefined) return getByLocked(transactionOf(this), model, index, key, lock)
-      const scope = scopeOf(this)
-      if (scope) return getByInScope(scope, model, index, key)
-      assertNotClosed(model.root)
-      // A covering entry is the record: one read, nothing to pair up.
-      if (index.covering) return after(index.namespace.read(key, model.writer.syncReads), value => recordOf(value, index.namespace, key))
-      if (model.writer.syncReads && index.namespace.sublevel.status === 'open' && model.records.sublevel.status === 'open') {
-        // Two synchronous reads need no snapshot to be paired up right: a batch
-        // that lands between them (LevelDB writes on its own thread) can only
-        // make the record stop holding the value, and then we read both again
-        // from one snapshot below. A record that still holds the value holds it
-        // now. (One that is gone may have passed the value on in the same
-        // batch: that, too, is read again below.)
-        const owner = index.namespace.read(key, true)
-        if (owner === undefined) return undefined
-        const stored = model.records.read(owner, true)
-        if (stored !== undefined) {
-          const record = parseRecord(stored, model.records, owner)
-          if (holdsEntry(index, record, decodeKey(owner, index.namespace), owner, key)) return record
-        }
-      }
-      return getBySnapshot(model, index, key)
+      const given = options === undefined ? undefined : optionsOf(options, 'collection.getBy()')
+      const lock = given === undefined ? undefined : lockModeOf(given.lock)
+      const wait = given === undefined ? undefined : waitOf(given)
+      if (index.status.ready) return this.#getBy(model, index, key, lock)
+      return indexReady(this, model, index, wait).then(() => this.#getBy(model, index, key, lock))
     })
+  }
+
+  /**
+   * getBy() of an index that can be read.
+   * @param {CollectionModel} model @param {SecondaryIndex} index @param {Uint8Array} key
+   * @param {import('./transaction.js').LockMode | undefined} lock
+   * @returns {any}
+   */
+  #getBy (model, index, key, lock) {
+    if (lock !== undefined) return getByLocked(transactionOf(this), model, index, key, lock)
+    const scope = scopeOf(this)
+    if (scope) return getByInScope(scope, model, index, key)
+    assertNotClosed(model.root)
+    // A covering entry is the record: one read, nothing to pair up.
+    if (index.covering) return after(index.namespace.read(key, model.writer.syncReads), value => recordOf(value, index.namespace, key))
+    if (model.writer.syncReads && index.namespace.sublevel.status === 'open' && model.records.sublevel.status === 'open') {
+      // Two synchronous reads need no snapshot to be paired up right: a batch
+      // that lands between them (LevelDB writes on its own thread) can only
+      // make the record stop holding the value, and then we read both again
+      // from one snapshot below. A record that still holds the value holds it
+      // now. (One that is gone may have passed the value on in the same
+      // batch: that, too, is read again below.)
+      const owner = index.namespace.read(key, true)
+      if (owner === undefined) return undefined
+      const stored = model.records.read(owner, true)
+      if (stored !== undefined) {
+        const record = parseRecord(stored, model.records, owner)
+        if (holdsEntry(index, record, decodeKey(owner, index.namespace), owner, key)) return record
+      }
+    }
+    return getBySnapshot(model, index, key)
   }
 
   /**
@@ -519,6 +532,7 @@ export class Collection extends ModelHandle {
     const options = optionsOf(given, 'collection.query()')
     const model = modelOf(this)
     const lock = lockModeOf(options.lock)
+    const wait = waitOf(options)
     const transaction = lock === undefined ? transactionIn(this) : transactionOf(this)
     if (options.index === undefined) {
       return new Query({
@@ -535,6 +549,8 @@ export class Collection extends ModelHandle {
       }, options)
     }
     const index = model.index(options.index)
+    // An index not yet ready is waited for before it is read (ready stays ready).
+    const prepare = index.status.ready ? scopedPrepare(this) : readyPrepare(this, model, index, wait)
     if (index.covering) {
       // The entries hold the records: no second read, nothing to pair up.
       return new Query({
@@ -544,7 +560,7 @@ export class Collection extends ModelHandle {
         tag: index.namespace.name,
         values: true,
         consistent: false,
-        prepare: scopedPrepare(this),
+        prepare,
         transaction,
         lock,
         load: entries => entries.map(([key, value]) => {
@@ -560,7 +576,7 @@ export class Collection extends ModelHandle {
       tag: index.namespace.name,
       values: index.unique,
       consistent: true,
-      prepare: scopedPrepare(this),
+      prepare,
       transaction,
       lock,
       load: async (entries, snapshot, tx) => {
@@ -591,6 +607,41 @@ export class Collection extends ModelHandle {
    */
   async count (options) {
     return this.query(optionsOf(options, 'collection.count()')).count()
+  }
+}
+
+/**
+ * The `wait` option of a read that needs an index: false to be refused with
+ * LEVELKIT_INDEX_BUILDING rather than wait for its build.
+ * @param {{ wait?: unknown }} options
+ * @returns {boolean | undefined}
+ */
+function waitOf (options) {
+  const { wait } = options
+  if (wait !== undefined && typeof wait !== 'boolean') throw invalid(`The wait option must be a boolean, got ${describe(wait)}`)
+  return wait
+}
+
+/**
+ * Wait until `index` can be read (lib/schema.js). Inside a db.write()
+ * callback, which holds the write path its build needs, it cannot wait.
+ * @param {Collection} handle @param {CollectionModel} model @param {SecondaryIndex} index @param {boolean | undefined} wait
+ */
+function indexReady (handle, model, index, wait) {
+  const canWait = scopeOf(handle) === null || transactionIn(handle) !== undefined
+  return model.db.schema.whenReady(model, index, canWait, wait)
+}
+
+/**
+ * A query's prepare step for an index that was not ready when the query
+ * was made: wait for it, then what the handle's scope needs.
+ * @param {Collection} handle @param {CollectionModel} model @param {SecondaryIndex} index @param {boolean | undefined} wait
+ */
+function readyPrepare (handle, model, index, wait) {
+  const scoped = scopedPrepare(handle)
+  return async () => {
+    if (!index.status.ready) await indexReady(handle, model, index, wait)
+    return scoped === undefined ? true : scoped()
   }
 }
 
