@@ -77,6 +77,12 @@ export class CollectionModel {
     this.idFloor = null
     /** The highest id a transaction has taken (it may not have committed yet): no insert hands it out again. */
     this.reservedId = 0
+    /**
+     * The declarations of its indexes while it holds no record and they are
+     * not stored yet: stored with its first record (lib/schema.js).
+     * @type {Map<string, { key: Uint8Array, value: string }> | null}
+     */
+    this.unstoredSchema = null
   }
 
   /** Encode and check an id passed by the user. @param {unknown} id */
@@ -177,6 +183,7 @@ export class CollectionModel {
     }
     this.validateRecord(record)
     await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
+    if (this.unstoredSchema !== null) this.db.schema.storeWith(scope, this)
     scope.put(this.records, idBytes, stored)
     if (this.sequential) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
@@ -203,6 +210,7 @@ export class CollectionModel {
     // Keep the sequence ahead of every id, so insert() never hands this one out.
     const raise = this.sequential && /** @type {number} */ (id) > await this.lastId(scope)
     await writeIndexEntries(scope, this, id, idBytes, old, record, stored)
+    if (this.unstoredSchema !== null) this.db.schema.storeWith(scope, this)
     scope.put(this.records, idBytes, stored)
     if (raise) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)

@@ -230,6 +230,8 @@ export class Schema {
     const hasRecords = await isNotEmpty(model.records)
     /** @type {Array<[SecondaryIndex, StoredIndex]>} */
     const decided = []
+    /** @type {Map<string, { key: Uint8Array, value: string }>} */
+    const pending = new Map()
     for (const index of model.indexes.values()) {
       const found = stored.get(index.name)
       stored.delete(index.name)
@@ -250,7 +252,11 @@ export class Schema {
       } else {
         next = { ...declaration, state: 'ready' }
       }
-      if (found === undefined || found.stored !== next) scope.put(this.#namespace, encode([INDEX, model.name, index.name]), JSON.stringify(next))
+      const key = encode([INDEX, model.name, index.name])
+      // A collection that holds nothing stays so: what it is declared with
+      // is stored with its first record (storeWith()).
+      if (found === undefined && !hasRecords) pending.set(this.#namespace.keyId(key), { key, value: JSON.stringify(next) })
+      else if (found === undefined || found.stored !== next) scope.put(this.#namespace, key, JSON.stringify(next))
       decided.push([index, next])
     }
     for (const { key, stored: left } of stored.values()) {
@@ -261,7 +267,36 @@ export class Schema {
       index.status.total = next.total ?? 0
       index.status.set(next.state === 'failed' ? 'building' : /** @type {any} */ (next.state))
     }
+    if (pending.size > 0) this.#unstored(model, pending)
     return decided.filter(([, next]) => next.state !== 'ready').map(([index]) => index)
+  }
+
+  /**
+   * Keep the declarations of an empty collection's indexes until a batch
+   * that writes them is written: from then on, its records are known to be
+   * indexed as declared.
+   * @param {CollectionModel} model @param {Map<string, { key: Uint8Array, value: string }>} pending
+   */
+  #unstored (model, pending) {
+    model.unstoredSchema = pending
+    const stop = model.writer.onWritten(ops => {
+      for (const op of ops) if (op.namespace === this.#namespace) pending.delete(op.id ?? op.namespace.keyId(op.key))
+      if (pending.size > 0) return
+      model.unstoredSchema = null
+      stop()
+    })
+    model.writer.onClose(stop)
+  }
+
+  /**
+   * Put the declarations of a collection that held nothing (see #unstored())
+   * into the scope of a write that gives it a record.
+   * @param {WriteScope} scope @param {CollectionModel} model
+   */
+  storeWith (scope, model) {
+    for (const [id, { key, value }] of /** @type {Map<string, { key: Uint8Array, value: string }>} */ (model.unstoredSchema)) {
+      scope.push({ type: 'put', id, key, value, sublevel: this.#namespace.sublevel, namespace: this.#namespace })
+    }
   }
 
   /** @param {CollectionModel} model @param {SecondaryIndex} index */
