@@ -78,11 +78,12 @@ export class CollectionModel {
     /** The highest id a transaction has taken (it may not have committed yet): no insert hands it out again. */
     this.reservedId = 0
     /**
-     * The declarations of its indexes while it holds no record and they are
-     * not stored yet: stored with its first record (lib/schema.js).
-     * @type {Map<string, { key: Uint8Array, value: string }> | null}
+     * What the comparison with the stored schema left for the first write
+     * (declarations to store) and first use (builds to start), if anything
+     * (lib/schema.js).
+     * @type {{ ops: Map<string, { key: Uint8Array, value: string }>, builds: SecondaryIndex[] } | null}
      */
-    this.unstoredSchema = null
+    this.schemaWork = null
   }
 
   /** Encode and check an id passed by the user. @param {unknown} id */
@@ -183,7 +184,7 @@ export class CollectionModel {
     }
     this.validateRecord(record)
     await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
-    if (this.unstoredSchema !== null) this.db.schema.storeWith(scope, this)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.put(this.records, idBytes, stored)
     if (this.sequential) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
@@ -210,7 +211,7 @@ export class CollectionModel {
     // Keep the sequence ahead of every id, so insert() never hands this one out.
     const raise = this.sequential && /** @type {number} */ (id) > await this.lastId(scope)
     await writeIndexEntries(scope, this, id, idBytes, old, record, stored)
-    if (this.unstoredSchema !== null) this.db.schema.storeWith(scope, this)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.put(this.records, idBytes, stored)
     if (raise) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
@@ -254,6 +255,7 @@ export class CollectionModel {
     this.validateRecord(record)
     const json = JSON.stringify(record)
     await writeIndexEntries(scope, this, id, idBytes, old, record, json)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.put(this.records, idBytes, json)
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
     // The caller's own copy: an unfrozen record nothing else holds is one.
@@ -272,6 +274,7 @@ export class CollectionModel {
     if (previous === undefined) return false
     for (const dependent of this.dependents) await dependent.beforeDelete(scope, id)
     await writeIndexEntries(scope, this, id, idBytes, parseRecord(previous, this.records, idBytes), undefined)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.del(this.records, idBytes)
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, true)
     return true

@@ -72,10 +72,8 @@ export class Schema {
     const writer = this.#db.writer
     if (writer.closed) return
     // run() takes its place in the write path's queue now, before any write
-    // the caller makes next.
-    const compared = writer.run(scope => this.#compare(scope, model)).then(builds => {
-      for (const index of builds) this.#start(model, index)
-    }).finally(() => { this.#comparing.delete(model) })
+    // the caller makes next: each sees the state of every index.
+    const compared = writer.run(() => this.#compare(model)).finally(() => { this.#comparing.delete(model) })
     compared.catch(noop)
     this.#comparing.set(model, compared)
   }
@@ -108,6 +106,7 @@ export class Schema {
       case 'failed':
         throw status.error
     }
+    if (model.schemaWork !== null) this.#startBuilds(model)
     if (wait === false || !canWait) {
       const why = wait === false
         ? 'and the read was made with { wait: false }'
@@ -127,6 +126,7 @@ export class Schema {
     await this.compared()
     const indexes = this.#declaredIndexes()
     for (const { model, index } of indexes) {
+      if (model.schemaWork !== null) this.#startBuilds(model)
       if (index.status.state === 'failed') this.#start(model, index)
     }
     await Promise.all(this.#builds.values())
@@ -154,7 +154,7 @@ export class Schema {
       collection[index.name] = status
     }
     for (const { collection, name, stored } of await this.#undeclared()) {
-      (result[collection] || (result[collection] = {}))[name] = { state: stored.state, declared: false }
+      (result[collection] || (result[collection] = {}))[name] = { state: stored.state === 'dropping' ? 'dropping' : 'undeclared', declared: false }
     }
     return result
   }
@@ -214,13 +214,16 @@ export class Schema {
   }
 
   /**
-   * The comparison, as a critical section: each declared index gets its
-   * state, written where it changed; stored indexes the collection no
-   * longer declares are marked undeclared. Returns the indexes to build.
-   * @param {WriteScope} scope @param {CollectionModel} model
-   * @returns {Promise<SecondaryIndex[]>}
+   * The comparison, as a critical section that writes nothing: each
+   * declared index gets its state. What it has to store (the declarations
+   * of a collection that holds nothing, the mark of a stored index no
+   * longer declared) is stored with the first write to the collection, and
+   * the builds it needs start at the first use of the collection (a write,
+   * a read of the index) or at db.buildIndexes(): declaring models on a
+   * database, even one that is not the program's own, writes nothing.
+   * @param {CollectionModel} model
    */
-  async #compare (scope, model) {
+  async #compare (model) {
     await model.writer.drain()
     /** @type {Map<string, { key: Uint8Array, stored: StoredIndex }>} */
     const stored = new Map()
@@ -231,7 +234,8 @@ export class Schema {
     /** @type {Array<[SecondaryIndex, StoredIndex]>} */
     const decided = []
     /** @type {Map<string, { key: Uint8Array, value: string }>} */
-    const pending = new Map()
+    const ops = new Map()
+    const store = (/** @type {Uint8Array} */ key, /** @type {StoredIndex} */ value) => ops.set(this.#namespace.keyId(key), { key, value: JSON.stringify(value) })
     for (const index of model.indexes.values()) {
       const found = stored.get(index.name)
       stored.delete(index.name)
@@ -240,7 +244,7 @@ export class Schema {
       let next
       if (found !== undefined && sameDeclaration(found.stored, declaration) && found.stored.state !== 'undeclared' && found.stored.state !== 'dropping') {
         // As built; a build that failed is tried again.
-        next = found.stored.state === 'failed' ? { ...found.stored, state: 'building', error: undefined } : found.stored
+        next = found.stored
       } else if (found !== undefined && await isNotEmpty(index.namespace)) {
         // Entries of another declaration (or of a key function since
         // changed): cleared first, then every record is indexed.
@@ -250,53 +254,63 @@ export class Schema {
         // levelkit stored its schema. Its build only adds entries.
         next = { ...declaration, state: 'building', after: null, done: 0, total: 0 }
       } else {
+        // Nothing to build: from its first record on, it is kept as declared.
         next = { ...declaration, state: 'ready' }
+        if (found === undefined || found.stored.state !== 'ready' || !sameDeclaration(found.stored, declaration)) store(encode([INDEX, model.name, index.name]), next)
       }
-      const key = encode([INDEX, model.name, index.name])
-      // A collection that holds nothing stays so: what it is declared with
-      // is stored with its first record (storeWith()).
-      if (found === undefined && !hasRecords) pending.set(this.#namespace.keyId(key), { key, value: JSON.stringify(next) })
-      else if (found === undefined || found.stored !== next) scope.put(this.#namespace, key, JSON.stringify(next))
       decided.push([index, next])
     }
+    // Writes from now on do not keep them: declared again, they are rebuilt.
     for (const { key, stored: left } of stored.values()) {
-      if (left.state !== 'undeclared' && left.state !== 'dropping') scope.put(this.#namespace, key, JSON.stringify({ ...left, state: 'undeclared' }))
+      if (left.state !== 'undeclared' && left.state !== 'dropping') store(key, { ...left, state: 'undeclared' })
     }
     for (const [index, next] of decided) {
       index.status.done = next.done ?? 0
       index.status.total = next.total ?? 0
       index.status.set(next.state === 'failed' ? 'building' : /** @type {any} */ (next.state))
     }
-    if (pending.size > 0) this.#unstored(model, pending)
-    return decided.filter(([, next]) => next.state !== 'ready').map(([index]) => index)
+    const builds = decided.filter(([, next]) => next.state !== 'ready').map(([index]) => index)
+    if (ops.size > 0 || builds.length > 0) this.#pending(model, ops, builds)
   }
 
   /**
-   * Keep the declarations of an empty collection's indexes until a batch
-   * that writes them is written: from then on, its records are known to be
-   * indexed as declared.
-   * @param {CollectionModel} model @param {Map<string, { key: Uint8Array, value: string }>} pending
+   * Keep what a comparison has to store until a batch that writes it is
+   * written, and the builds it needs until the collection is used.
+   * @param {CollectionModel} model @param {Map<string, { key: Uint8Array, value: string }>} ops @param {SecondaryIndex[]} builds
    */
-  #unstored (model, pending) {
-    model.unstoredSchema = pending
-    const stop = model.writer.onWritten(ops => {
-      for (const op of ops) if (op.namespace === this.#namespace) pending.delete(op.id ?? op.namespace.keyId(op.key))
-      if (pending.size > 0) return
-      model.unstoredSchema = null
+  #pending (model, ops, builds) {
+    const work = { ops, builds }
+    model.schemaWork = work
+    if (ops.size === 0) return
+    const stop = model.writer.onWritten(written => {
+      for (const op of written) if (op.namespace === this.#namespace) ops.delete(op.id ?? op.namespace.keyId(op.key))
+      if (ops.size > 0) return
       stop()
+      if (work.builds.length === 0 && model.schemaWork === work) model.schemaWork = null
     })
     model.writer.onClose(stop)
   }
 
   /**
-   * Put the declarations of a collection that held nothing (see #unstored())
-   * into the scope of a write that gives it a record.
+   * A write to the collection, in its critical section: what the comparison
+   * has to store goes into the same batch, and its builds start (after it).
    * @param {WriteScope} scope @param {CollectionModel} model
    */
-  storeWith (scope, model) {
-    for (const [id, { key, value }] of /** @type {Map<string, { key: Uint8Array, value: string }>} */ (model.unstoredSchema)) {
+  onWrite (scope, model) {
+    const work = /** @type {{ ops: Map<string, { key: Uint8Array, value: string }>, builds: SecondaryIndex[] }} */ (model.schemaWork)
+    for (const [id, { key, value }] of work.ops) {
       scope.push({ type: 'put', id, key, value, sublevel: this.#namespace.sublevel, namespace: this.#namespace })
     }
+    if (work.builds.length > 0) this.#startBuilds(model)
+  }
+
+  /** Start the builds a collection's comparison left for its first use. @param {CollectionModel} model */
+  #startBuilds (model) {
+    const work = /** @type {{ ops: Map<string, any>, builds: SecondaryIndex[] }} */ (model.schemaWork)
+    const builds = work.builds
+    work.builds = []
+    if (work.ops.size === 0) model.schemaWork = null
+    for (const index of builds) this.#start(model, index)
   }
 
   /** @param {CollectionModel} model @param {SecondaryIndex} index */
