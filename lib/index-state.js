@@ -54,6 +54,17 @@ export class IndexState {
     return /** @type {any} */ (this.#waiting).promise
   }
 
+  /**
+   * The build stopped without an outcome (the database closed): reads that
+   * wait for it reject with `error`; the state stays as it is.
+   * @param {Error} error
+   */
+  interrupt (error) {
+    const waiting = this.#waiting
+    this.#waiting = null
+    waiting?.reject(error)
+  }
+
   /** @param {BuildState} state @param {Error | null} [error] */
   set (state, error = null) {
     this.state = state

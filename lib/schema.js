@@ -106,7 +106,10 @@ export class Schema {
       case 'failed':
         throw status.error
     }
+    if (model.writer.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
     if (model.schemaWork !== null) this.#startBuilds(model)
+    // Whatever stopped it, a build that is waited for runs.
+    this.#start(model, index)
     if (wait === false || !canWait) {
       const why = wait === false
         ? 'and the read was made with { wait: false }'
@@ -327,6 +330,15 @@ export class Schema {
    * @param {CollectionModel} model @param {SecondaryIndex} index
    */
   async #build (model, index) {
+    const status = index.status
+    await this.#run(model, index)
+    if (status.state !== 'ready' && status.state !== 'failed') {
+      status.interrupt(levelkitError(codes.NOT_OPEN, `The database was closed before index "${index.name}" of "${model.name}" was built (the next open resumes it)`))
+    }
+  }
+
+  /** @param {CollectionModel} model @param {SecondaryIndex} index */
+  async #run (model, index) {
     const writer = model.writer
     const status = index.status
     const key = encode([INDEX, model.name, index.name])

@@ -261,6 +261,25 @@ export default function (test, common) {
     await base.close()
   })
 
+  test(`${common.backend}: declaring an index on records writes nothing until the collection is used; a read waiting for a build when the database closes rejects with LEVELKIT_NOT_OPEN`, async t => {
+    const base = await common.open()
+    const first = await session(base.level)
+    await fill(first.db, first.books, 0, 600)
+    await first.db.close()
+    const before = (await base.level.keys().all()).length
+
+    const { db, books } = await session(base.level, { byTitle: KINDS.unique })
+    t.same((await db.schemaStatus()).books.byTitle, { state: 'building', declared: true, done: 0, total: 0 }, 'to be built')
+    t.ok((await db.check()).ok, 'check() leaves it out')
+    t.is((await base.level.keys().all()).length, before, 'nothing written: a program may still find the database is not its own')
+    const waiting = books.getBy('byTitle', title(500))
+    const closing = db.close()
+    const err = await rejects(t, waiting, 'LEVELKIT_NOT_OPEN', 'the read that waited for the build')
+    t.match(err.message, /closed/, 'says the database closed')
+    await closing
+    await base.close()
+  })
+
   test(`${common.backend}: a database written before levelkit stored its schema: its indexes get every missing entry`, async t => {
     const base = await common.open()
     const first = await session(base.level, { byTitle: KINDS.unique })
