@@ -3,7 +3,8 @@ import { rejects } from './index.js'
 
 // Records a collection holds before an index is declared on it: enough for
 // several build batches (256 records each), few enough for npm test.
-const RECORDS = 1000
+// LEVELKIT_SCHEMA_RECORDS=10000 runs the size (in Node).
+const RECORDS = Number(globalThis.process?.env?.LEVELKIT_SCHEMA_RECORDS) || 1000
 
 /** @type {Record<string, any>} the four kinds of index, on the same records */
 const KINDS = {
