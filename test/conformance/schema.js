@@ -255,6 +255,8 @@ export default function (test, common) {
     t.same(await fourth.db.dropUndeclared(), [{ collection: 'books', index: 'tags' }], 'dropUndeclared() names what it dropped')
     t.same(await raw.keys().all(), [], 'its entries are deleted')
     t.is((await fourth.db.schemaStatus()).books.tags, undefined, 'and its stored declaration')
+    await fourth.books.update(3, { title: 'written after the drop' })
+    t.is((await fourth.db.schemaStatus()).books.tags, undefined, 'a write after the drop does not store it again')
     t.same(await fourth.db.dropUndeclared(), [], 'nothing left to drop')
     t.ok((await fourth.db.check()).ok)
     t.is(await fourth.books.count({ index: 'byTitle' }), 599, 'the declared index is untouched')
