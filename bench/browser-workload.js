@@ -110,6 +110,8 @@ const USAGE = `Usage: node bench/${NAME}.js [options]
   --pbkdf2 N        PBKDF2 iterations of the password hash, both sides (default 1)
   --seed N          seed of the data set and the inputs (default 1)
   --no-warmup       skip the untimed warm-up of every row on both sides
+  --trace           after the first run, list the IndexedDB transactions and requests of
+                    one operation of each row, on both sides (which namespaces levelkit reads)
   --out DIR         output folder (default bench/out)`
 
 const args = parseCli(NAME, USAGE, {
@@ -127,6 +129,7 @@ const args = parseCli(NAME, USAGE, {
   pbkdf2: { type: 'string', default: '1' },
   seed: { type: 'string', default: '1' },
   'no-warmup': { type: 'boolean', default: false },
+  trace: { type: 'boolean', default: false },
   out: { type: 'string', default: path.join(here, 'out') }
 })
 
@@ -146,7 +149,8 @@ const opts = {
   chunk: count('chunk'),
   pbkdf2: count('pbkdf2'),
   seed: count('seed'),
-  warmup: !args['no-warmup']
+  warmup: !args['no-warmup'],
+  trace: Boolean(args.trace)
 }
 if (opts.members < 2 || opts.members > 30) fail('--members is 2..30 (ChatStore\'s default maxMembers is 30)')
 if (opts.members > opts.users) fail('--members cannot exceed --users')
@@ -252,9 +256,10 @@ async function runOnce (run) {
     for (const d of await page.evaluate(k => /** @type {any} */ (window).browserWorkload.compare(k, true), samples)) problems.push(`after the writes, ${d}`)
     const check = await page.evaluate(() => /** @type {any} */ (window).browserWorkload.checkLevelkit())
     if (!check.ok) problems.push(`ChatStore check() after the writes: ${check.problems.join('; ')}`)
+    const traces = opts.trace && run === 1 ? await page.evaluate(o => /** @type {any} */ (window).browserWorkload.traceOps(o), ops.filter(op => !op.endsWith('C'))) : null
     await page.evaluate(() => /** @type {any} */ (window).browserWorkload.close())
     problems.push(...pageErrors.map(m => `uncaught in the page: ${m}`))
-    return { run, userAgent, preload, storedBytes, rows, problems, loadAverage: os.loadavg() }
+    return { run, userAgent, preload, storedBytes, rows, problems, traces, loadAverage: os.loadavg() }
   } finally {
     await context.close()
     fs.rmSync(profile, { recursive: true, force: true })
@@ -345,6 +350,13 @@ console.log(`  levelkit ${secs(preload.levelkit.byTable)}; Dexie ${secs(preload.
 console.log('  stored: navigator.storage.estimate().usage after the side\'s preload minus before (one origin, both sides, loaded one after the other).')
 console.log(`  Bundles: ${bundles.levelkit.file} (core + chat model, built now by scripts/build.js) and ${bundles.dexie.file}; ratios levelkit/Dexie.`)
 console.log(`  ${perRun[0].userAgent.replace(/^.*?(Chrome\/[\d.]+).*$/, '$1')} (Debian chromium, headless, on-disk profile); answers checked on both sides in every run (digests of every row, samples before and after the writes, ChatStore check()).`)
+if (perRun[0].traces) {
+  console.log()
+  console.log('  One operation of each row, traced (run 1, after the measurements): IndexedDB transactions, and the requests in them by method and namespace')
+  for (const [op, bySide] of Object.entries(perRun[0].traces)) {
+    for (const side of SIDES) console.log(`  ${`${labelOf(op, opts.concurrency)}, ${side}:`.padEnd(30)} ${traceText(bySide[side])}`)
+  }
+}
 printProblems(problems)
 
 const files = ['results.csv', `${NAME}.svg`]
@@ -387,6 +399,24 @@ finishRun(run0.outDir, { name: NAME, ...run0, loadAfter }, {
   runs: perRun
 }, files)
 if (problems.length > 0) process.exitCode = 1
+
+/**
+ * A traced operation in a line: its transactions by mode, and the requests
+ * in them counted by method and namespace (a cursor's steps as one count).
+ * @param {Array<{ mode: string, requests: string[] }>} transactions
+ */
+function traceText (transactions) {
+  const parts = []
+  for (const mode of ['readonly', 'readwrite']) {
+    const of = transactions.filter(t => t.mode === mode)
+    if (of.length === 0) continue
+    /** @type {Map<string, number>} */
+    const tally = new Map()
+    for (const t of of) for (const r of t.requests) tally.set(r, (tally.get(r) || 0) + 1)
+    parts.push(`${of.length} ${mode} [${[...tally].map(([r, k]) => k > 1 ? `${k}× ${r}` : r).join(', ')}]`)
+  }
+  return `${transactions.length} tx: ${parts.join('; ')}`
+}
 
 /** @param {number} bytes */
 function kib (bytes) {

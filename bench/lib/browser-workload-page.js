@@ -1,3 +1,4 @@
+/* global IDBKeyRange */
 // The page of bench/browser-workload.js, bundled with esbuild (levelkit's
 // entry points resolve to the built bundle, dist/levelkit.browser.js, as in
 // the browser tests). Exposes window.browserWorkload, which the script drives
@@ -17,6 +18,25 @@ import { makeData, baseOp, hash, normal } from './browser-workload-data.js'
 
 const REQUESTS = ['get', 'getKey', 'getAll', 'getAllKeys', 'getAllRecords', 'count', 'openCursor', 'openKeyCursor', 'put', 'add', 'delete', 'clear']
 const counts = { tx: 0, txReadwrite: 0, requests: 0, cursorSteps: 0, locks: 0 }
+/** @type {Array<{ mode: string, requests: string[] }> | null} while tracing: each transaction opened, with its requests */
+let trace = null
+
+/**
+ * What a request is about: for levelkit's keys (bytes, `!namespace!...`)
+ * the namespace, for Dexie's the table's key kind.
+ * @param {any} key
+ * @returns {string}
+ */
+function namespaceOf (key) {
+  if (key instanceof IDBKeyRange) return `${namespaceOf(key.lower ?? key.upper)} (range)`
+  if (ArrayBuffer.isView(key)) {
+    const text = new TextDecoder().decode(/** @type {Uint8Array} */ (key).subarray(0, 80))
+    const match = /^!([^!]*)!/.exec(text)
+    return match ? match[1] : '?'
+  }
+  if (Array.isArray(key)) return 'compound key'
+  return key === undefined ? '' : typeof key
+}
 
 function installCounters () {
   const g = /** @type {any} */ (globalThis)
@@ -24,6 +44,7 @@ function installCounters () {
   g.IDBDatabase.prototype.transaction = function (/** @type {any[]} */ ...args) {
     counts.tx++
     if (args[1] === 'readwrite') counts.txReadwrite++
+    if (trace !== null) trace.push({ mode: args[1] || 'readonly', requests: [] })
     return transaction.apply(this, args)
   }
   for (const proto of [g.IDBObjectStore.prototype, g.IDBIndex.prototype]) {
@@ -32,6 +53,7 @@ function installCounters () {
       if (typeof method !== 'function') continue
       proto[name] = function (/** @type {any[]} */ ...args) {
         counts.requests++
+        if (trace !== null && trace.length > 0) trace[trace.length - 1].requests.push(`${name} ${namespaceOf(name === 'put' || name === 'add' ? args[1] ?? args[0] : args[0])}`)
         return method.apply(this, args)
       }
     }
@@ -40,6 +62,7 @@ function installCounters () {
     const method = g.IDBCursor.prototype[name]
     g.IDBCursor.prototype[name] = function (/** @type {any[]} */ ...args) {
       counts.cursorSteps++
+      if (trace !== null && trace.length > 0) trace[trace.length - 1].requests.push('cursor step')
       return method.apply(this, args)
     }
   }
@@ -202,6 +225,32 @@ async function compare (samples, after) {
   return differ
 }
 
+/**
+ * The IndexedDB transactions and requests one operation of each row makes,
+ * on each side, in order. Run last: its writes make the sides differ.
+ * @param {string[]} ops
+ */
+async function traceOps (ops) {
+  /** @type {Record<string, Record<string, Array<{ mode: string, requests: string[] }>>>} */
+  const traces = {}
+  for (const op of ops) {
+    const kind = baseOp(op)
+    let input = data.inputs[op][0]
+    if (kind === 'createUser') input = { ...input, username: `trace-${op}` }
+    traces[op] = {}
+    for (const side of ['levelkit', 'dexie']) {
+      trace = []
+      try {
+        await CALLS[kind](sides[side], input)
+        traces[op][side] = trace
+      } finally {
+        trace = null
+      }
+    }
+  }
+  return traces
+}
+
 /** The rows' digests, per side. */
 function answerDigests () {
   return digests
@@ -224,4 +273,4 @@ async function close () {
   sides.dexie.close()
 }
 
-/** @type {any} */ (window).browserWorkload = { setup, preload, runSlice, compare, answerDigests, estimate, checkLevelkit, close, userAgent: navigator.userAgent }
+/** @type {any} */ (window).browserWorkload = { setup, preload, runSlice, compare, traceOps, answerDigests, estimate, checkLevelkit, close, userAgent: navigator.userAgent }
