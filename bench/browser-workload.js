@@ -5,13 +5,17 @@
 //
 // Each run launches Chromium (Debian's, through playwright-core, as the
 // browser tests do: test/util/browser.js) on a fresh profile on disk, so
-// IndexedDB is on disk as for a user, and opens one page holding both sides,
-// each in its own IndexedDB database (bench/lib/browser-workload-page.js).
-// The page makes the data set from --seed (--users, --chats of --members,
-// --messages spread over the chats) and bulk-loads it into each side
-// (levelkit: a db.write() per --chunk records doing what ChatStore's methods
-// do; Dexie: a bulkAdd() per --chunk), which sides first alternating per
-// run; then the sides answer the same sample of reads, which must agree.
+// IndexedDB is on disk as for a user, and opens a page per side (bench/lib/
+// browser-workload-page.js), each on an origin of its own (127.0.0.1 and
+// localhost, swapped every run): Chromium keeps an origin's IndexedDB
+// databases in one backing store, so on one origin a side's writes (and
+// their compactions) would land on the other's, and the storage estimate
+// could not tell the sides apart. Each page makes the data set from --seed
+// (--users, --chats of --members, --messages spread over the chats) and
+// bulk-loads it (levelkit: a db.write() per --chunk records doing what
+// ChatStore's methods do; Dexie: a bulkAdd() per --chunk), which side first
+// alternating per run; then the sides answer the same sample of reads,
+// which must agree.
 //
 // Rows, each awaited one by one and with --concurrency (16) in flight:
 // getUser by username, the last 50 messages of a chat, a user's chats,
@@ -28,8 +32,8 @@
 // IndexedDB calls per operation, counted in the page (wrappers installed
 // before either side opens): transactions (and how many readwrite), requests
 // (IDBObjectStore / IDBIndex methods), cursor steps, Web Lock requests.
-// Sizes: navigator.storage.estimate() before and after each side's preload
-// (the difference is that side's), and the bundles: levelkit's (built by
+// Sizes: navigator.storage.estimate() of each side's origin, before and
+// after its preload, and the bundles: levelkit's (built by
 // scripts/build.js's buildBundles(), as `npm run build` does, which also
 // rewrites dist/) beside Dexie's dist/dexie.min.js, minified and gzipped.
 //
@@ -171,6 +175,7 @@ printMachine(run0, ['levelkit', 'browser-level', 'dexie', 'playwright-core'])
 
 const code = await bundleForBrowser('bench/lib/browser-workload-page.js')
 const server = await serve({ '/': modulePage('/page.js'), '/page.js': { body: code } })
+const origins = [server.url, server.url.replace('127.0.0.1', 'localhost')]
 
 /** @type {any[]} */
 const perRun = []
@@ -199,39 +204,50 @@ async function runOnce (run) {
   /** @type {string[]} */
   const problems = []
   try {
-    const page = context.pages()[0] || await context.newPage()
     /** @type {string[]} */
     const pageErrors = []
-    page.on('pageerror', err => pageErrors.push(err.message))
-    await page.goto(server.url + '/')
-    await page.waitForFunction(() => /** @type {any} */ (window).browserWorkload !== undefined)
-    const userAgent = await page.evaluate(() => /** @type {any} */ (window).browserWorkload.userAgent)
+    /** @type {Record<string, import('playwright-core').Page>} */
+    const pages = {}
+    for (const [k, side] of SIDES.entries()) {
+      const page = k === 0 && context.pages()[0] ? context.pages()[0] : await context.newPage()
+      page.on('pageerror', err => pageErrors.push(`${side}: ${err.message}`))
+      await page.goto(origins[(k + run + 1) % 2] + '/')
+      await page.waitForFunction(() => /** @type {any} */ (window).browserWorkload !== undefined)
+      pages[side] = page
+    }
+    /** Call the page's browserWorkload[fn](...args) on one side. @param {string} side @param {string} fn @param {any[]} args */
+    const call = (side, fn, ...args) => pages[side].evaluate(([f, a]) => /** @type {any} */ (window).browserWorkload[f](...a), /** @type {[string, any[]]} */ ([fn, args]))
+    const userAgent = await pages.levelkit.evaluate(() => /** @type {any} */ (window).browserWorkload.userAgent)
     const warm = opts.warmup ? Math.max(2, Math.min(50, Math.round(Math.min(...Object.values(n)) / 10))) : 0
     const config = { users: opts.users, chats: opts.chats, members: opts.members, messages: opts.messages, n, warm, seed: opts.seed + run - 1, pbkdf2Iterations: opts.pbkdf2, tag: `run${run}` }
-    await page.evaluate(c => /** @type {any} */ (window).browserWorkload.setup(c), config)
+    for (const side of SIDES) await call(side, 'setup', { ...config, side })
 
     // The bulk preload, which side first alternating per run; the storage
-    // estimate before and after each.
+    // estimate of the side's origin before and after.
     /** @type {Record<string, any>} */
     const preload = {}
     /** @type {Record<string, number>} */
     const storedBytes = {}
-    let usage = (await page.evaluate(() => /** @type {any} */ (window).browserWorkload.estimate())).usage
     for (const side of run % 2 === 1 ? SIDES : [...SIDES].reverse()) {
-      preload[side] = await page.evaluate(([s, chunk]) => /** @type {any} */ (window).browserWorkload.preload(s, chunk), /** @type {[string, number]} */ ([side, opts.chunk]))
-      const after = (await page.evaluate(() => /** @type {any} */ (window).browserWorkload.estimate())).usage
-      storedBytes[side] = after - usage
-      usage = after
+      const before = (await call(side, 'estimate')).usage
+      preload[side] = await call(side, 'preload', side, opts.chunk)
+      storedBytes[side] = (await call(side, 'estimate')).usage - before
     }
     const samples = Math.min(20, opts.users, opts.chats)
-    for (const d of await page.evaluate(k => /** @type {any} */ (window).browserWorkload.compare(k, false), samples)) problems.push(`after the preload, ${d}`)
+    /** @param {boolean} after @param {string} when */
+    const compare = async (after, when) => {
+      const [a, b] = await Promise.all(SIDES.map(side => call(side, 'answers', samples, after)))
+      for (let i = 0; i < a.length; i++) {
+        if (a[i][1] !== b[i][1]) problems.push(`${when}, ${a[i][0]}: levelkit ${a[i][1].slice(0, 160)} | dexie ${b[i][1].slice(0, 160)}`)
+      }
+    }
+    await compare(false, 'after the preload')
 
     /** @type {Record<string, any>} */
     const rows = {}
     for (const [k, op] of ops.entries()) {
       const c = concurrencyOf(op)
-      const slice = (/** @type {string} */ side, /** @type {number} */ from, /** @type {number} */ to, /** @type {boolean} */ warmup) =>
-        page.evaluate(a => /** @type {any} */ (window).browserWorkload.runSlice(...a), /** @type {[string, string, number, number, number, boolean]} */ ([side, op, from, to, c, warmup]))
+      const slice = (/** @type {string} */ side, /** @type {number} */ from, /** @type {number} */ to, /** @type {boolean} */ warmup) => call(side, 'runSlice', side, op, from, to, c, warmup)
       if (warm > 0) for (const side of SIDES) await slice(side, 0, warm, true)
       /** @type {Record<string, any>} */
       const totals = Object.fromEntries(SIDES.map(side => [side, { ms: 0, ops: 0, tx: 0, txReadwrite: 0, requests: 0, cursorSteps: 0, locks: 0, sliceOpsPerSec: [] }]))
@@ -249,16 +265,22 @@ async function runOnce (run) {
       for (const side of SIDES) totals[side].opsPerSec = totals[side].ops / (totals[side].ms / 1000)
       rows[op] = totals
     }
-    const digests = await page.evaluate(() => /** @type {any} */ (window).browserWorkload.answerDigests())
+    const digests = Object.fromEntries(await Promise.all(SIDES.map(async side => [side, await call(side, 'answerDigests')])))
     for (const op of ops) {
       if (digests.levelkit[op] !== digests.dexie[op]) problems.push(`${op}: the answers differ between the sides (digest ${digests.levelkit[op]} vs ${digests.dexie[op]})`)
     }
-    for (const d of await page.evaluate(k => /** @type {any} */ (window).browserWorkload.compare(k, true), samples)) problems.push(`after the writes, ${d}`)
-    const check = await page.evaluate(() => /** @type {any} */ (window).browserWorkload.checkLevelkit())
+    await compare(true, 'after the writes')
+    const check = await call('levelkit', 'checkLevelkit')
     if (!check.ok) problems.push(`ChatStore check() after the writes: ${check.problems.join('; ')}`)
-    const traces = opts.trace && run === 1 ? await page.evaluate(o => /** @type {any} */ (window).browserWorkload.traceOps(o), ops.filter(op => !op.endsWith('C'))) : null
-    await page.evaluate(() => /** @type {any} */ (window).browserWorkload.close())
-    problems.push(...pageErrors.map(m => `uncaught in the page: ${m}`))
+    /** @type {Record<string, Record<string, any>> | null} */
+    let traces = null
+    if (opts.trace && run === 1) {
+      const byRow = ops.filter(op => !op.endsWith('C'))
+      const bySide = Object.fromEntries(await Promise.all(SIDES.map(async side => [side, await call(side, 'traceOps', byRow)])))
+      traces = Object.fromEntries(byRow.map(op => [op, Object.fromEntries(SIDES.map(side => [side, bySide[side][op]]))]))
+    }
+    for (const side of SIDES) await call(side, 'close')
+    problems.push(...pageErrors.map(m => `uncaught in the page of ${m}`))
     return { run, userAgent, preload, storedBytes, rows, problems, traces, loadAverage: os.loadavg() }
   } finally {
     await context.close()
@@ -347,7 +369,7 @@ console.log('  slice check: the ratio of median slice rates. IDB tx/op: IndexedD
 console.log('  requests/op: IDBObjectStore/IDBIndex requests plus cursor steps; locks/op: navigator.locks.request() per operation.')
 console.log(`  Bulk preload: levelkit a db.write() per ${fmt(opts.chunk)} records doing ChatStore's writes, Dexie a bulkAdd() per ${fmt(opts.chunk)}; the ratio is Dexie's time / levelkit's;`)
 console.log(`  levelkit ${secs(preload.levelkit.byTable)}; Dexie ${secs(preload.dexie.byTable)}. Counts of the preload are totals, not per operation.`)
-console.log('  stored: navigator.storage.estimate().usage after the side\'s preload minus before (one origin, both sides, loaded one after the other).')
+console.log('  stored: navigator.storage.estimate().usage of the side\'s origin after its preload minus before (on-disk, compaction-dependent).')
 console.log(`  Bundles: ${bundles.levelkit.file} (core + chat model, built now by scripts/build.js) and ${bundles.dexie.file}; ratios levelkit/Dexie.`)
 console.log(`  ${perRun[0].userAgent.replace(/^.*?(Chrome\/[\d.]+).*$/, '$1')} (Debian chromium, headless, on-disk profile); answers checked on both sides in every run (digests of every row, samples before and after the writes, ChatStore check()).`)
 if (perRun[0].traces) {

@@ -2,8 +2,10 @@
 // The page of bench/browser-workload.js, bundled with esbuild (levelkit's
 // entry points resolve to the built bundle, dist/levelkit.browser.js, as in
 // the browser tests). Exposes window.browserWorkload, which the script drives
-// one slice at a time through page.evaluate(): both sides live in this page,
-// each in its own IndexedDB database, and every time is taken here.
+// one slice at a time through page.evaluate(). A page holds one side (the
+// script opens one page per side, each on an origin of its own, so each
+// side's storage estimate is its own and neither shares the other's
+// IndexedDB backing store); every time is taken here.
 //
 // Counting: IDBDatabase.prototype.transaction, the request methods of
 // IDBObjectStore and IDBIndex, IDBCursor steps and navigator.locks.request
@@ -84,6 +86,8 @@ let data = null
 const sides = {}
 /** @type {Record<string, Record<string, number>>} order-independent sums of the answers' hashes */
 const digests = { levelkit: {}, dexie: {} }
+/** @type {string} the side this page holds */
+let mine = ''
 
 /** What each row calls on a side. @type {Record<string, (s: any, x: any) => Promise<any>>} */
 const CALLS = {
@@ -97,16 +101,16 @@ const CALLS = {
 }
 
 /**
- * Make the data set, open both sides on fresh databases and hash the
- * pre-loaded users' passwords (once, for both).
- * @param {import('./browser-workload-data.js').DataConfig & { pbkdf2Iterations: number, tag: string }} config
+ * Make the data set, open this page's side on a fresh database and hash
+ * the pre-loaded users' passwords.
+ * @param {import('./browser-workload-data.js').DataConfig & { pbkdf2Iterations: number, tag: string, side: string }} config
  */
 async function setup (config) {
   data = makeData(config)
+  mine = config.side
   const cost = { pbkdf2Iterations: config.pbkdf2Iterations }
-  const db = await open({ location: `levelkit-${config.tag}` })
-  sides.levelkit = await ChatStore.open(db, { passwordCost: cost })
-  sides.dexie = await new DexieChatStore(`dexie-${config.tag}`, cost).open()
+  if (mine === 'levelkit') sides.levelkit = await ChatStore.open(await open({ location: `levelkit-${config.tag}` }), { passwordCost: cost })
+  else sides.dexie = await new DexieChatStore(`dexie-${config.tag}`, cost).open()
   data.hashes = await Promise.all(data.users.map((/** @type {any} */ u) => hashPassword(u.password, cost)))
   data.params = `pbkdf2-sha256$${config.pbkdf2Iterations}`
   return { users: data.users.length, chats: data.chats.length, messages: data.messages.length }
@@ -192,19 +196,19 @@ async function runSlice (side, op, from, to, concurrency, warm) {
 }
 
 /**
- * Ask both sides the same questions and list the answers that differ.
- * `after` (after the writes): chats compared in id order, without
- * lastActivity (Date.now() on each side), and the users created one at a
- * time too.
+ * This side's answers to a sample of questions, each as compared (see
+ * normal()), for the script to compare with the other side's. `after`
+ * (after the writes): chats in id order, without lastActivity (Date.now()
+ * on each side), and the users created one at a time too.
  * @param {number} samples @param {boolean} after
+ * @returns {Promise<Array<[string, string]>>}
  */
-async function compare (samples, after) {
-  /** @type {string[]} */
-  const differ = []
+async function answers (samples, after) {
+  const store = sides[mine]
+  /** @type {Array<[string, string]>} */
+  const list = []
   const ask = async (/** @type {string} */ what, /** @type {(s: any) => Promise<any>} */ fn, /** @type {(v: any) => any} */ shape = v => v) => {
-    const [a, b] = await Promise.all([fn(sides.levelkit), fn(sides.dexie)])
-    const [x, y] = [normal(shape(a)), normal(shape(b))]
-    if (x !== y) differ.push(`${what}: levelkit ${x.slice(0, 160)} | dexie ${y.slice(0, 160)}`)
+    list.push([what, normal(shape(await fn(store)))])
   }
   const chats = after ? (/** @type {any[]} */ list) => list.map(({ lastActivity, ...c }) => c).sort((p, q) => p.id - q.id) : (/** @type {any} */ v) => v
   const U = data.users.length
@@ -222,38 +226,35 @@ async function compare (samples, after) {
   if (after) {
     for (const x of (data.inputs.createUser || []).slice(0, samples)) await ask(`getUser(${x.username})`, s => s.getUser(x.username))
   }
-  return differ
+  return list
 }
 
 /**
- * The IndexedDB transactions and requests one operation of each row makes,
- * on each side, in order. Run last: its writes make the sides differ.
+ * The IndexedDB transactions and requests one operation of each row makes
+ * on this side, in order. Run last: its writes make the sides differ.
  * @param {string[]} ops
  */
 async function traceOps (ops) {
-  /** @type {Record<string, Record<string, Array<{ mode: string, requests: string[] }>>>} */
+  /** @type {Record<string, Array<{ mode: string, requests: string[] }>>} */
   const traces = {}
   for (const op of ops) {
     const kind = baseOp(op)
     let input = data.inputs[op][0]
     if (kind === 'createUser') input = { ...input, username: `trace-${op}` }
-    traces[op] = {}
-    for (const side of ['levelkit', 'dexie']) {
-      trace = []
-      try {
-        await CALLS[kind](sides[side], input)
-        traces[op][side] = trace
-      } finally {
-        trace = null
-      }
+    trace = []
+    try {
+      await CALLS[kind](sides[mine], input)
+      traces[op] = trace
+    } finally {
+      trace = null
     }
   }
   return traces
 }
 
-/** The rows' digests, per side. */
+/** This side's digests of the rows' answers. */
 function answerDigests () {
-  return digests
+  return digests[mine]
 }
 
 /** navigator.storage.estimate(), what the origin uses. */
@@ -269,8 +270,8 @@ async function checkLevelkit () {
 }
 
 async function close () {
-  await sides.levelkit.db.close()
-  sides.dexie.close()
+  if (mine === 'levelkit') await sides.levelkit.db.close()
+  else sides.dexie.close()
 }
 
-/** @type {any} */ (window).browserWorkload = { setup, preload, runSlice, compare, traceOps, answerDigests, estimate, checkLevelkit, close, userAgent: navigator.userAgent }
+/** @type {any} */ (window).browserWorkload = { setup, preload, runSlice, answers, traceOps, answerDigests, estimate, checkLevelkit, close, userAgent: navigator.userAgent }
