@@ -54,7 +54,7 @@ import path from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import { bundleForBrowser, launchPersistentChromium, modulePage, serve } from '../test/util/browser.js'
+import { bundleForBrowser, launchPersistentChromium, modulePage, serve, root } from '../test/util/browser.js'
 import { buildBundles } from '../scripts/build.js'
 import { median, min, max, fmt, mb, parseCount } from './lib/stats.js'
 import { barSvg } from './lib/svg-plot.js'
@@ -294,6 +294,8 @@ async function runOnce (run) {
  */
 function bundleSizes () {
   return buildBundles().then(built => {
+    // What `npm run build` writes beside the bundles, so dist/ stays one build.
+    fs.writeFileSync(path.join(root, 'dist', 'size.json'), JSON.stringify(built, null, 2) + '\n')
     const dexieDir = path.dirname(require.resolve('dexie/package.json'))
     const dexieMin = fs.readFileSync(path.join(dexieDir, 'dist', 'dexie.min.js'))
     return {
@@ -358,7 +360,9 @@ table.push([
   `${fmt(preload.levelkit.counts.tx)} (${fmt(preload.levelkit.counts.txReadwrite)} rw)`, `${fmt(preload.dexie.counts.tx)} (${fmt(preload.dexie.counts.txReadwrite)} rw)`,
   fmt(preload.levelkit.counts.requests + preload.levelkit.counts.cursorSteps), fmt(preload.dexie.counts.requests + preload.dexie.counts.cursorSteps), fmt(preload.levelkit.counts.locks)
 ])
-table.push(['stored (storage.estimate)', '', mb(preload.levelkit.storedBytes), mb(preload.dexie.storedBytes), `${(preload.levelkit.storedBytes / preload.dexie.storedBytes).toFixed(2)}×`, '', '', '', '', '', '', ''])
+const storedRange = (/** @type {string} */ side) => perRun.map(r => r.storedBytes[side] / 1e6)
+table.push(['stored (storage.estimate)', '', mb(preload.levelkit.storedBytes), mb(preload.dexie.storedBytes), `${(preload.levelkit.storedBytes / preload.dexie.storedBytes).toFixed(2)}×`,
+  `MB: ${SIDES.map(side => `${fmt(min(storedRange(side)), 1)}..${fmt(max(storedRange(side)), 1)}`).join(', ')}`, '', '', '', '', '', ''])
 table.push(['bundle, minified', '', kib(bundles.levelkit.bytes), kib(bundles.dexie.bytes), `${(bundles.levelkit.bytes / bundles.dexie.bytes).toFixed(2)}×`, '', '', '', '', '', '', ''])
 table.push(['bundle, gzipped', '', kib(bundles.levelkit.gzip), kib(bundles.dexie.gzip), `${(bundles.levelkit.gzip / bundles.dexie.gzip).toFixed(2)}×`, '', '', '', '', '', '', ''])
 console.log()
@@ -369,7 +373,8 @@ console.log('  slice check: the ratio of median slice rates. IDB tx/op: IndexedD
 console.log('  requests/op: IDBObjectStore/IDBIndex requests plus cursor steps; locks/op: navigator.locks.request() per operation.')
 console.log(`  Bulk preload: levelkit a db.write() per ${fmt(opts.chunk)} records doing ChatStore's writes, Dexie a bulkAdd() per ${fmt(opts.chunk)}; the ratio is Dexie's time / levelkit's;`)
 console.log(`  levelkit ${secs(preload.levelkit.byTable)}; Dexie ${secs(preload.dexie.byTable)}. Counts of the preload are totals, not per operation.`)
-console.log('  stored: navigator.storage.estimate().usage of the side\'s origin after its preload minus before (on-disk, compaction-dependent).')
+console.log('  stored: navigator.storage.estimate().usage of the side\'s origin after its preload minus before (on disk, so it depends on when the')
+console.log('  backing store last compacted: min..max over runs, levelkit then Dexie).')
 console.log(`  Bundles: ${bundles.levelkit.file} (core + chat model, built now by scripts/build.js) and ${bundles.dexie.file}; ratios levelkit/Dexie.`)
 console.log(`  ${perRun[0].userAgent.replace(/^.*?(Chrome\/[\d.]+).*$/, '$1')} (Debian chromium, headless, on-disk profile); answers checked on both sides in every run (digests of every row, samples before and after the writes, ChatStore check()).`)
 if (perRun[0].traces) {
