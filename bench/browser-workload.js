@@ -46,7 +46,7 @@
 // Usage: node bench/browser-workload.js [--runs 3] [--users 2000] [--chats 200]
 //   [--members 20] [--messages 20000] [--concurrency 16] [--scale 1] [--n N]
 //   [--ops a,b] [--slices 10] [--chunk 1000] [--pbkdf2 1] [--seed 1]
-//   [--no-warmup] [--out bench/out]
+//   [--no-warmup] [--trace] [--out bench/out]
 
 import os from 'node:os'
 import fs from 'node:fs'
