@@ -416,19 +416,24 @@ export class Children extends ModelHandle {
         // Whatever woke us, read everything after the last child delivered:
         // that is what makes the stream gap-free and duplicate-free.
         try {
-          if (await readThrough(this, model.parent.records, model.parent.keyOf(parentId)) === undefined) return
-          // A page at a time, read whole before any is yielded: no iterator
-          // stays open while the consumer holds the generator at a yield.
-          for (let page = WATCH_PAGE; page === WATCH_PAGE;) {
-            /** @type {Array<[number, any]>} */
-            const children = []
-            for await (const entry of model.range(parentId, { gt: last, limit: WATCH_PAGE }, undefined).entries()) children.push(entry)
-            page = children.length
-            for (const child of children) {
-              yield child
-              last = child[0]
+          const parentKey = model.parent.keyOf(parentId)
+          if (await readThrough(this, model.parent.records, parentKey) === undefined) return
+          // Children are appended with the next sequence number: what is new
+          // is the run of seqs from the last delivered up to the last handed
+          // out, read with point reads (one read per block), a page at a time,
+          // each read whole before any is yielded. No iterator: opening one
+          // per wake-up was most of a watcher's cost.
+          for (let top = await this.lastSeq(parentId); last < top;) {
+            const seqs = Array.from({ length: Math.min(WATCH_PAGE, top - last) }, (_, i) => last + 1 + i)
+            const values = await this.getMany(parentId, seqs)
+            // None there: deleted one by one, or with the parent (then end).
+            if (values.every(value => value === undefined) && await readThrough(this, model.parent.records, parentKey) === undefined) return
+            for (let i = 0; i < seqs.length; i++) {
+              if (values[i] === undefined) continue
+              yield /** @type {[number, any]} */ ([seqs[i], values[i]])
               if (ended()) return
             }
+            last = seqs[seqs.length - 1]
           }
         } catch (err) {
           // The database closed under a read: the watch ends, like on abort.
