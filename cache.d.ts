@@ -6,10 +6,11 @@
  *   the size) enter an LRU; one-time scans do not push out the hot keys.
  * - `'arc'`: ARC (Megiddo and Modha, 2003): recency and frequency lists
  *   whose sizes adapt to the trace, with as many ghosts as entries.
- * - `'tinylfu'`: W-TinyLFU (Caffeine's policy, with a fixed window): a
- *   window LRU of 1%, then a segmented LRU that a new entry enters only if
- *   a count-min sketch of recent accesses, aged by halving, says it is
- *   used more often than the entry it would push out.
+ * - `'tinylfu'`: W-TinyLFU (Caffeine's policy): a window LRU (1% at
+ *   first, resized by a hill climber as the hit rate says), then a
+ *   segmented LRU that a new entry enters only if a count-min sketch of
+ *   recent accesses, aged by halving, says it is used more often than the
+ *   entry it would push out.
  */
 export type CachePolicy = 'lru' | '2q' | 'arc' | 'tinylfu'
 

@@ -214,12 +214,16 @@ class TinyLfuModel extends Model {
   /** @param {number} max */
   constructor (max) {
     super(max)
-    this.maxWindow = Math.max(1, Math.floor(max / 100))
+    this.maxWindow = max - Math.floor(0.99 * max)
     this.maxProtected = Math.floor((max - this.maxWindow) * 0.8)
     this.sketch = new FrequencySketch(max)
     /** @type {any[]} */ this.window = []
     /** @type {any[]} */ this.probation = []
     /** @type {any[]} */ this.protected = []
+    this.sampleHits = 0
+    this.sampleMisses = 0
+    this.previousHitRate = 0
+    this.step = 0.0625 * max
   }
 
   /** @param {any} key */
@@ -232,7 +236,53 @@ class TinyLfuModel extends Model {
     } else {
       drop(this.probation, key)
       this.protected.unshift(key)
-      if (this.protected.length > this.maxProtected) this.probation.unshift(this.protected.pop())
+      this.demote()
+    }
+    this.sampleHits++
+    this.climb()
+  }
+
+  demote () {
+    while (this.protected.length > this.maxProtected) this.probation.unshift(this.protected.pop())
+  }
+
+  // Caffeine's hill climber, as BoundedLocalCache.climb() has it, but
+  // growing the window first.
+  climb () {
+    if (2 * this.values.size < this.max) {
+      this.sampleHits = this.sampleMisses = 0
+      return
+    }
+    const requests = this.sampleHits + this.sampleMisses
+    if (requests < 10 * this.max) return
+    const hitRate = this.sampleHits / requests
+    const change = hitRate - this.previousHitRate
+    const amount = change >= 0 ? this.step : -this.step
+    this.step = Math.abs(change) >= 0.05 ? 0.0625 * this.max * Math.sign(amount || 1) : 0.98 * amount
+    this.previousHitRate = hitRate
+    this.sampleHits = this.sampleMisses = 0
+    const adjustment = Math.trunc(amount)
+    if (adjustment > 0) {
+      let quota = Math.min(adjustment, this.maxProtected)
+      this.maxProtected -= quota
+      this.maxWindow += quota
+      this.demote()
+      while (quota > 0 && this.probation.length + this.protected.length > 0) {
+        this.window.unshift(this.probation.length > 0 ? this.probation.pop() : this.protected.pop())
+        quota--
+      }
+      this.maxProtected += quota
+      this.maxWindow -= quota
+    } else if (adjustment < 0) {
+      let quota = Math.min(-adjustment, Math.max(0, this.maxWindow - 1))
+      this.maxProtected += quota
+      this.maxWindow -= quota
+      while (quota > 0 && this.window.length > 0) {
+        this.probation.unshift(this.window.pop())
+        quota--
+      }
+      this.maxProtected -= quota
+      this.maxWindow += quota
     }
   }
 
@@ -246,15 +296,19 @@ class TinyLfuModel extends Model {
     this.sketch.increment(hashOf(key))
     this.values.set(key, value)
     this.window.unshift(key)
-    if (this.window.length <= this.maxWindow) return
-    const candidate = this.window.pop()
-    this.probation.unshift(candidate)
-    if (this.values.size <= this.max) return
-    const victim = this.probation[this.probation.length - 1]
-    const f = (/** @type {any} */ k) => this.sketch.frequency(hashOf(k))
-    const evicted = f(candidate) > f(victim) ? victim : candidate
-    drop(this.probation, evicted)
-    this.evict(evicted)
+    if (this.window.length > this.maxWindow) {
+      const candidate = this.window.pop()
+      this.probation.unshift(candidate)
+      if (this.values.size > this.max) {
+        const victim = this.probation[this.probation.length - 1]
+        const f = (/** @type {any} */ k) => this.sketch.frequency(hashOf(k))
+        const evicted = f(candidate) > f(victim) ? victim : candidate
+        drop(this.probation, evicted)
+        this.evict(evicted)
+      }
+    }
+    this.sampleMisses++
+    this.climb()
   }
 
   /** @param {any} key */
