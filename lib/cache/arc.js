@@ -41,7 +41,7 @@ export class ArcCache extends Policy {
       return undefined
     }
     this.hits++
-    this.#toT2(node)
+    this.toT2(node)
     return node.value
   }
 
@@ -56,7 +56,7 @@ export class ArcCache extends Policy {
     let node = this.map.get(key)
     if (node !== undefined && node.where < B1) {
       node.value = value
-      this.#toT2(node)
+      this.toT2(node)
       return this
     }
     if (node !== undefined) {
@@ -67,7 +67,7 @@ export class ArcCache extends Policy {
       } else {
         this.p = Math.min(this.max, this.p + Math.max(this.b2.size / this.b1.size, 1))
       }
-      if (this.#full()) this.#replace(inB2)
+      if (this.full()) this.replace(inB2)
       ;(inB2 ? this.b2 : this.b1).remove(node)
       node.value = value
       node.where = T2
@@ -76,8 +76,8 @@ export class ArcCache extends Policy {
     }
     if (this.t1.size + this.b1.size >= this.max) {
       if (this.t1.size < this.max) {
-        this.#dropGhost(this.b1)
-        if (this.#full()) this.#replace(false)
+        this.dropGhost(this.b1)
+        if (this.full()) this.replace(false)
       } else {
         const lru = this.t1.back()
         this.t1.remove(lru)
@@ -87,8 +87,8 @@ export class ArcCache extends Policy {
     } else {
       const total = this.t1.size + this.t2.size + this.b1.size + this.b2.size
       if (total >= this.max) {
-        if (total >= 2 * this.max) this.#dropGhost(this.b2)
-        if (this.#full()) this.#replace(false)
+        if (total >= 2 * this.max) this.dropGhost(this.b2)
+        if (this.full()) this.replace(false)
       }
     }
     node = new Node(key, value, T1, 0)
@@ -102,7 +102,7 @@ export class ArcCache extends Policy {
     const node = this.map.get(key)
     if (node === undefined) return false
     this.map.delete(key)
-    this.#listOf(node.where).remove(node)
+    this.listOf(node.where).remove(node)
     return node.where < B1
   }
 
@@ -115,7 +115,7 @@ export class ArcCache extends Policy {
     this.p = 0
   }
 
-  #full () {
+  full () {
     return this.t1.size + this.t2.size >= this.max
   }
 
@@ -123,7 +123,7 @@ export class ArcCache extends Policy {
    * Evict one entry, from T1 or T2 as `p` says, and remember its key.
    * @param {boolean} inB2 the key being brought in is a ghost of B2
    */
-  #replace (inB2) {
+  replace (inB2) {
     const t1 = this.t1.size
     const fromT1 = t1 > 0 && ((inB2 && t1 === this.p) || t1 > this.p || this.t2.size === 0)
     const node = (fromT1 ? this.t1 : this.t2).back()
@@ -135,7 +135,7 @@ export class ArcCache extends Policy {
   }
 
   /** @param {List} ghosts B1 or B2 */
-  #dropGhost (ghosts) {
+  dropGhost (ghosts) {
     if (ghosts.size === 0) return
     const node = ghosts.back()
     ghosts.remove(node)
@@ -143,7 +143,7 @@ export class ArcCache extends Policy {
   }
 
   /** @param {Node} node an entry of T1 or T2 */
-  #toT2 (node) {
+  toT2 (node) {
     if (node.where === T2) {
       this.t2.moveToFront(node)
       return
@@ -154,7 +154,7 @@ export class ArcCache extends Policy {
   }
 
   /** @param {number} where */
-  #listOf (where) {
+  listOf (where) {
     return where === T1 ? this.t1 : where === T2 ? this.t2 : where === B1 ? this.b1 : this.b2
   }
 }

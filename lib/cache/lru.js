@@ -45,7 +45,7 @@ export class LruCache extends Policy {
       return undefined
     }
     this.hits++
-    this.#toFront(slot)
+    this.toFront(slot)
     return this.values[slot]
   }
 
@@ -59,7 +59,7 @@ export class LruCache extends Policy {
     let slot = this.map.get(key)
     if (slot !== undefined) {
       this.values[slot] = value
-      this.#toFront(slot)
+      this.toFront(slot)
       return this
     }
     if (this.map.size >= this.max) {
@@ -71,12 +71,12 @@ export class LruCache extends Policy {
       this.keys[slot] = key
       this.values[slot] = value
       this.map.set(key, slot)
-      this.#toFront(slot)
+      this.toFront(slot)
       this.evictions++
       if (this.onEvict !== null) this.onEvict(old, oldValue)
       return this
     }
-    slot = this.free.length > 0 ? /** @type {number} */ (this.free.pop()) : this.#newSlot()
+    slot = this.free.length > 0 ? /** @type {number} */ (this.free.pop()) : this.newSlot()
     this.keys[slot] = key
     this.values[slot] = value
     if (this.map.size === 0) {
@@ -120,7 +120,7 @@ export class LruCache extends Policy {
   }
 
   /** @param {number} slot an entry's */
-  #toFront (slot) {
+  toFront (slot) {
     if (slot === this.head) return
     const older = this.older[slot]
     const newer = this.newer[slot]
@@ -132,7 +132,7 @@ export class LruCache extends Policy {
     this.head = slot
   }
 
-  #newSlot () {
+  newSlot () {
     if (this.used === this.older.length) {
       const slots = Math.min(this.max, 2 * this.used)
       this.keys.length = slots

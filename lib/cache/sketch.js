@@ -6,8 +6,6 @@
 
 const DEPTH = 4
 const MAX_COUNT = 15
-// One odd multiplier per row: the rows index by independent-looking hashes.
-const SEEDS = [0x9e3779b1, 0x85ebca77, 0xc2b2ae3d, 0x27d4eb2f]
 
 export class FrequencySketch {
   /** @param {number} size the cache's size in entries */
@@ -21,19 +19,16 @@ export class FrequencySketch {
     this.additions = 0
   }
 
-  /** @param {number} hash @param {number} row */
-  index (hash, row) {
-    let h = Math.imul(hash, SEEDS[row])
-    h ^= h >>> 15
-    return row * this.width + (h & this.mask)
-  }
-
   /** Count one more access of the key whose hash is `hash`. @param {number} hash */
   increment (hash) {
-    const table = this.table
+    // Row i indexes by a + i * b (double hashing): two multiplications for
+    // the four rows.
+    const a = spread(hash)
+    const b = spread(a) | 1
+    const { table, mask, width } = this
     let added = false
-    for (let row = 0; row < DEPTH; row++) {
-      const i = this.index(hash, row)
+    for (let row = 0, at = 0; row < DEPTH; row++, at += width) {
+      const i = at + ((a + row * b) >>> 0 & mask)
       if (table[i] < MAX_COUNT) {
         table[i]++
         added = true
@@ -44,10 +39,12 @@ export class FrequencySketch {
 
   /** The estimated accesses of the key whose hash is `hash`. @param {number} hash */
   frequency (hash) {
-    const table = this.table
+    const a = spread(hash)
+    const b = spread(a) | 1
+    const { table, mask, width } = this
     let min = MAX_COUNT
-    for (let row = 0; row < DEPTH; row++) {
-      const count = table[this.index(hash, row)]
+    for (let row = 0, at = 0; row < DEPTH; row++, at += width) {
+      const count = table[at + ((a + row * b) >>> 0 & mask)]
       if (count < min) min = count
     }
     return min
@@ -64,6 +61,15 @@ export class FrequencySketch {
     this.table.fill(0)
     this.additions = 0
   }
+}
+
+/**
+ * Mix every bit of `hash` into the low bits the rows index by.
+ * @param {number} hash
+ */
+function spread (hash) {
+  const h = Math.imul(hash ^ (hash >>> 16), 0x45d9f3b)
+  return h ^ (h >>> 15)
 }
 
 /**

@@ -60,7 +60,7 @@ export class TinyLfuCache extends Policy {
       return undefined
     }
     this.hits++
-    this.#access(node)
+    this.access(node)
     return node.value
   }
 
@@ -74,7 +74,7 @@ export class TinyLfuCache extends Policy {
     let node = this.map.get(key)
     if (node !== undefined) {
       node.value = value
-      this.#access(node)
+      this.access(node)
       return this
     }
     const hash = hashOf(key)
@@ -82,14 +82,14 @@ export class TinyLfuCache extends Policy {
     node = new Node(key, value, WINDOW, hash)
     this.window.pushFront(node)
     this.map.set(key, node)
-    if (this.window.size > this.maxWindow) this.#admit()
+    if (this.window.size > this.maxWindow) this.admit()
     this.sampleMisses++
-    this.#climb()
+    this.climb()
     return this
   }
 
   /** The window is over its size: its oldest entry tries to enter the main cache. */
-  #admit () {
+  admit () {
     const candidate = this.window.back()
     this.window.remove(candidate)
     candidate.where = PROBATION
@@ -104,7 +104,7 @@ export class TinyLfuCache extends Policy {
   }
 
   /** @param {Node} node */
-  #access (node) {
+  access (node) {
     this.sketch.increment(node.hash)
     if (node.where === WINDOW) {
       this.window.moveToFront(node)
@@ -114,14 +114,14 @@ export class TinyLfuCache extends Policy {
       this.probation.remove(node)
       node.where = PROTECTED
       this.protected.pushFront(node)
-      this.#demote()
+      this.demote()
     }
     this.sampleHits++
-    this.#climb()
+    this.climb()
   }
 
   /** Move the protected segment's least recent entries to probation until it fits. */
-  #demote () {
+  demote () {
     while (this.protected.size > this.maxProtected) {
       const demoted = this.protected.back()
       this.protected.remove(demoted)
@@ -131,7 +131,7 @@ export class TinyLfuCache extends Policy {
   }
 
   /** At the end of a sample, resize the window by the hill climber's step. */
-  #climb () {
+  climb () {
     // As Caffeine: no sample until the cache is half full (the warm-up's
     // rising hit rate would steer the climber).
     if (2 * this.map.size < this.max) {
@@ -151,17 +151,17 @@ export class TinyLfuCache extends Policy {
     this.sampleHits = 0
     this.sampleMisses = 0
     const adjustment = Math.trunc(amount)
-    if (adjustment > 0) this.#growWindow(adjustment)
-    else if (adjustment < 0) this.#shrinkWindow(-adjustment)
+    if (adjustment > 0) this.growWindow(adjustment)
+    else if (adjustment < 0) this.shrinkWindow(-adjustment)
   }
 
   /** @param {number} by entries taken from the protected segment's share */
-  #growWindow (by) {
+  growWindow (by) {
     let quota = Math.min(by, this.maxProtected)
     if (quota === 0) return
     this.maxProtected -= quota
     this.maxWindow += quota
-    this.#demote()
+    this.demote()
     // Fill the window's new room with the main's least recent entries.
     for (let i = 0; i < TRANSFER_LIMIT && quota > 0; i++) {
       const from = this.probation.size > 0 ? this.probation : this.protected
@@ -178,7 +178,7 @@ export class TinyLfuCache extends Policy {
   }
 
   /** @param {number} by entries given to the protected segment's share */
-  #shrinkWindow (by) {
+  shrinkWindow (by) {
     let quota = Math.min(by, Math.max(0, this.maxWindow - 1))
     if (quota === 0) return
     this.maxProtected += quota

@@ -58,13 +58,13 @@ export class TwoQueueCache extends Policy {
     }
     if (node !== undefined) {
       this.out.remove(node)
-      this.#reclaim()
+      this.reclaim()
       node.value = value
       node.where = MAIN
       this.main.pushFront(node)
       return this
     }
-    this.#reclaim()
+    this.reclaim()
     node = new Node(key, value, IN, 0)
     this.in.pushFront(node)
     this.map.set(key, node)
@@ -72,7 +72,7 @@ export class TwoQueueCache extends Policy {
   }
 
   /** Make room for one entry. */
-  #reclaim () {
+  reclaim () {
     if (this.in.size + this.main.size < this.max) return
     if (this.in.size > this.maxIn || this.main.size === 0) {
       const node = this.in.back()
@@ -99,7 +99,7 @@ export class TwoQueueCache extends Policy {
     const node = this.map.get(key)
     if (node === undefined) return false
     this.map.delete(key)
-    this.#listOf(node.where).remove(node)
+    this.listOf(node.where).remove(node)
     return node.where !== OUT
   }
 
@@ -111,7 +111,7 @@ export class TwoQueueCache extends Policy {
   }
 
   /** @param {number} where */
-  #listOf (where) {
+  listOf (where) {
     return where === IN ? this.in : where === MAIN ? this.main : this.out
   }
 }
