@@ -293,6 +293,7 @@ class TinyLfuModel extends Model {
       this.touch(key)
       return
     }
+    if (2 * (this.values.size + 1) >= this.max) this.sketch.allocate()
     this.sketch.increment(hashOf(key))
     this.values.set(key, value)
     this.window.unshift(key)
@@ -444,6 +445,39 @@ for (const policy of policies) {
   })
 }
 
+for (const policy of policies) {
+  test(`${policy}: what the read cache uses: peek() and replace() neither count nor move, evict() evicts as a miss would`, t => {
+    const a = cacheOf(policy, 50)
+    const b = cacheOf(policy, 50)
+    const random = prng(3)
+    for (let i = 0; i < 3000; i++) {
+      const key = random.int(120)
+      // a also peeks and replaces: a and b must stay the same cache.
+      if (a.peek(key) !== b.peek(key)) return t.fail(`peek(${key}) differs`)
+      if (i % 5 === 0 && a.replace(key, -i) !== b.has(key)) return t.fail(`replace(${key}) said wrong`)
+      if (i % 5 === 0 && b.has(key)) b.replace(key, -i)
+      for (const c of [a, b]) if (c.get(key) === undefined) c.set(key, i)
+    }
+    t.same(a.stats(), b.stats(), 'the same stats')
+    t.same([...a.map.keys()].filter(k => a.has(k)).map(k => a.peek(k)), [...b.map.keys()].filter(k => b.has(k)).map(k => b.peek(k)), 'the same entries and values')
+    /** @type {any[]} */
+    const evicted = []
+    const c = cacheOf(policy, 20, (key, value) => evicted.push([key, value]))
+    for (let i = 0; i < 40; i++) if (c.get(i % 25) === undefined) c.set(i % 25, `v${i % 25}`)
+    const before = c.stats().evictions
+    const held = [...c.map.keys()].filter(k => c.has(k))
+    let n = 0
+    while (c.evict()) n++
+    t.is(n, held.length, 'evict() evicts every entry, one a call, then says false')
+    t.is(c.size, 0, 'and the cache is empty')
+    t.is(c.stats().evictions, before + n, 'each counted as an eviction')
+    t.ok(evicted.slice(-n).every(([key, value]) => held.includes(key) && value === `v${key}`), 'and told to onEvict with its value')
+    c.set('x', 1)
+    t.is(c.get('x'), 1, 'and it fills again')
+    t.end()
+  })
+}
+
 test('createCache() refuses bad options with LEVELKIT_INVALID', t => {
   const bad = [undefined, null, 3, 'lru', [], {}, { size: 0 }, { size: -1 }, { size: 1.5 }, { size: '10' }, { size: Infinity }, { size: NaN },
     { policy: 'LRU', size: 10 }, { policy: 'lfu', size: 10 }, { policy: null, size: 10 }, { policy: 'toString', size: 10 }, { size: 10, max: 5 }]
@@ -462,7 +496,10 @@ test('createCache() refuses bad options with LEVELKIT_INVALID', t => {
 
 test('the frequency sketch never counts below the true count, ages, and stays its size', t => {
   const sketch = new FrequencySketch(1000)
-  const bytes = sketch.table.length
+  sketch.increment(hashOf('before'))
+  t.is(sketch.frequency(hashOf('before')), 0, 'it counts nothing until allocated')
+  sketch.allocate()
+  const bytes = /** @type {Uint8Array} */ (sketch.table).length
   const random = prng(7)
   const counts = new Map()
   let under = 0
@@ -478,7 +515,7 @@ test('the frequency sketch never counts below the true count, ages, and stays it
   for (let i = 0; i < 10000; i++) sketch.increment(hashOf(`new${i}`))
   t.ok(sketch.frequency(hashOf(3)) < before, `counts halve as new accesses come (${before} → ${sketch.frequency(hashOf(3))})`)
   t.ok(sketch.additions < sketch.sampleSize, 'additions stay under the sample size')
-  t.is(sketch.table.length, bytes, 'and its table never grows')
+  t.is(/** @type {Uint8Array} */ (sketch.table).length, bytes, 'and its table never grows')
   t.is(hashOf('abc'), hashOf('abc'))
   t.not(hashOf(1), hashOf('1'), 'numbers and strings hash apart')
   t.end()

@@ -67,7 +67,7 @@ export class ArcCache extends Policy {
       } else {
         this.p = Math.min(this.max, this.p + Math.max(this.b2.size / this.b1.size, 1))
       }
-      if (this.full()) this.replace(inB2)
+      if (this.full()) this.evictFor(inB2)
       ;(inB2 ? this.b2 : this.b1).remove(node)
       node.value = value
       node.where = T2
@@ -77,7 +77,7 @@ export class ArcCache extends Policy {
     if (this.t1.size + this.b1.size >= this.max) {
       if (this.t1.size < this.max) {
         this.dropGhost(this.b1)
-        if (this.full()) this.replace(false)
+        if (this.full()) this.evictFor(false)
       } else {
         const lru = this.t1.back()
         this.t1.remove(lru)
@@ -88,13 +88,34 @@ export class ArcCache extends Policy {
       const total = this.t1.size + this.t2.size + this.b1.size + this.b2.size
       if (total >= this.max) {
         if (total >= 2 * this.max) this.dropGhost(this.b2)
-        if (this.full()) this.replace(false)
+        if (this.full()) this.evictFor(false)
       }
     }
     node = new Node(key, value, T1, 0)
     this.t1.pushFront(node)
     this.map.set(key, node)
     return this
+  }
+
+  /** The value of `key` without counting a hit or a miss, or moving it. @param {any} key */
+  peek (key) {
+    const node = this.map.get(key)
+    return node !== undefined && node.where < B1 ? node.value : undefined
+  }
+
+  /** Change the value of `key` if it is held, as a write the cache did not see used. @param {any} key @param {any} value */
+  replace (key, value) {
+    const node = this.map.get(key)
+    if (node === undefined || !(node.where < B1)) return false
+    node.value = value
+    return true
+  }
+
+  /** Evict the entry the policy would evict next; false when empty. */
+  evict () {
+    if (this.t1.size + this.t2.size === 0) return false
+    this.evictFor(false)
+    return true
   }
 
   /** Drop the entry, or the ghost of the key. @param {any} key */
@@ -123,7 +144,7 @@ export class ArcCache extends Policy {
    * Evict one entry, from T1 or T2 as `p` says, and remember its key.
    * @param {boolean} inB2 the key being brought in is a ghost of B2
    */
-  replace (inB2) {
+  evictFor (inB2) {
     const t1 = this.t1.size
     const fromT1 = t1 > 0 && ((inB2 && t1 === this.p) || t1 > this.p || this.t2.size === 0)
     const node = (fromT1 ? this.t1 : this.t2).back()

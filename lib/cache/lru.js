@@ -90,6 +90,31 @@ export class LruCache extends Policy {
     return this
   }
 
+  /** The value of `key` without counting a hit or a miss, or moving it. @param {any} key */
+  peek (key) {
+    const slot = this.map.get(key)
+    return slot === undefined ? undefined : this.values[slot]
+  }
+
+  /** Change the value of `key` if it is held, as a write the cache did not see used. @param {any} key @param {any} value */
+  replace (key, value) {
+    const slot = this.map.get(key)
+    if (slot === undefined) return false
+    this.values[slot] = value
+    return true
+  }
+
+  /** Evict the entry the policy would evict next; false when empty. */
+  evict () {
+    if (this.map.size === 0) return false
+    const key = this.keys[this.tail]
+    const value = this.values[this.tail]
+    this.delete(key)
+    this.evictions++
+    if (this.onEvict !== null) this.onEvict(key, value)
+    return true
+  }
+
   /** @param {any} key */
   delete (key) {
     const slot = this.map.get(key)

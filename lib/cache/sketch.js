@@ -14,13 +14,24 @@ export class FrequencySketch {
     while (width < 2 * size && width < 2 ** 26) width *= 2
     this.width = width
     this.mask = width - 1
-    this.table = new Uint8Array(DEPTH * width)
+    /**
+     * Made by allocate(), when the cache is half full (as Caffeine does): a
+     * cache that never fills costs no sketch. Until then the sketch counts
+     * nothing, and says 0.
+     * @type {Uint8Array | null}
+     */
+    this.table = null
     this.sampleSize = Math.max(10 * size, 10)
     this.additions = 0
   }
 
+  allocate () {
+    if (this.table === null) this.table = new Uint8Array(DEPTH * this.width)
+  }
+
   /** Count one more access of the key whose hash is `hash`. @param {number} hash */
   increment (hash) {
+    if (this.table === null) return
     // Row i indexes by a + i * b (double hashing): two multiplications for
     // the four rows.
     const a = spread(hash)
@@ -39,6 +50,7 @@ export class FrequencySketch {
 
   /** The estimated accesses of the key whose hash is `hash`. @param {number} hash */
   frequency (hash) {
+    if (this.table === null) return 0
     const a = spread(hash)
     const b = spread(a) | 1
     const { table, mask, width } = this
@@ -52,13 +64,13 @@ export class FrequencySketch {
 
   /** Halve every counter: O(width), once per sampleSize increments, so O(1) per access. */
   age () {
-    const table = this.table
+    const table = /** @type {Uint8Array} */ (this.table)
     for (let i = 0; i < table.length; i++) table[i] >>>= 1
     this.additions >>>= 1
   }
 
   clear () {
-    this.table.fill(0)
+    this.table = null
     this.additions = 0
   }
 }

@@ -28,7 +28,8 @@ const TRANSFER_LIMIT = 1000
  * probation moves an entry to the protected segment (80% of the main). A
  * hill climber resizes the window as the hit rate says: large for traces
  * where recency wins, small where frequency does.
- * Memory: `max` entries and a sketch of about 8 bytes per entry; no ghosts.
+ * Memory: `max` entries, and once half full a sketch of 8 bytes per entry
+ * of its size; no ghosts.
  */
 export class TinyLfuCache extends Policy {
   /** @param {number} max @param {((key: any, value: any) => void) | null} [onEvict] */
@@ -78,6 +79,7 @@ export class TinyLfuCache extends Policy {
       return this
     }
     const hash = hashOf(key)
+    if (this.sketch.table === null && 2 * (this.map.size + 1) >= this.max) this.sketch.allocate()
     this.sketch.increment(hash)
     node = new Node(key, value, WINDOW, hash)
     this.window.pushFront(node)
@@ -192,6 +194,30 @@ export class TinyLfuCache extends Policy {
     }
     this.maxProtected -= quota
     this.maxWindow += quota
+  }
+
+  /** The value of `key` without counting a hit or a miss, or moving it. @param {any} key */
+  peek (key) {
+    return this.map.get(key)?.value
+  }
+
+  /** Change the value of `key` if it is held, as a write the cache did not see used. @param {any} key @param {any} value */
+  replace (key, value) {
+    const node = this.map.get(key)
+    if (node === undefined) return false
+    node.value = value
+    return true
+  }
+
+  /** Evict the entry the policy would evict next (probation's least recent first); false when empty. */
+  evict () {
+    const list = this.probation.size > 0 ? this.probation : this.window.size > 0 ? this.window : this.protected
+    if (list.size === 0) return false
+    const node = list.back()
+    list.remove(node)
+    this.map.delete(node.key)
+    this.evicted(node)
+    return true
   }
 
   /** @param {any} key */

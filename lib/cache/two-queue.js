@@ -71,9 +71,30 @@ export class TwoQueueCache extends Policy {
     return this
   }
 
-  /** Make room for one entry. */
-  reclaim () {
-    if (this.in.size + this.main.size < this.max) return
+  /** The value of `key` without counting a hit or a miss, or moving it. @param {any} key */
+  peek (key) {
+    const node = this.map.get(key)
+    return node !== undefined && node.where !== OUT ? node.value : undefined
+  }
+
+  /** Change the value of `key` if it is held, as a write the cache did not see used. @param {any} key @param {any} value */
+  replace (key, value) {
+    const node = this.map.get(key)
+    if (node === undefined || !(node.where !== OUT)) return false
+    node.value = value
+    return true
+  }
+
+  /** Evict the entry the policy would evict next; false when empty. */
+  evict () {
+    if (this.in.size + this.main.size === 0) return false
+    this.reclaim(true)
+    return true
+  }
+
+  /** Make room for one entry (evict one even if there is room: `force`). */
+  reclaim (force = false) {
+    if (!force && this.in.size + this.main.size < this.max) return
     if (this.in.size > this.maxIn || this.main.size === 0) {
       const node = this.in.back()
       this.in.remove(node)
