@@ -257,7 +257,7 @@ for (const policy of ['arc', 'tinylfu']) {
   for (const trace of traced) {
     for (const size of [...new Set(hitRates.filter(x => x.trace === trace).map(x => x.size))]) {
       const gap = rateOf(trace, size, policy) - rateOf(trace, size, 'lru')
-      if (gap < 0) below.push(`${trace} @${size}: ${pct(-gap)} points below`)
+      if (gap < 0) below.push(`${trace} @${size}: ${(-100 * gap).toFixed(2)} points below`)
     }
   }
   goal(`${LABELS[policy]} ≥ LRU on every trace and size`, below.length === 0 ? 'everywhere' : below.join('; '), 'everywhere', below.length === 0)

@@ -1,5 +1,6 @@
 import { invalid } from '../errors.js'
 import { describe } from '../common.js'
+import { optionsObject } from '../options.js'
 import { LruCache } from './lru.js'
 import { TwoQueueCache } from './two-queue.js'
 import { ArcCache } from './arc.js'
@@ -38,10 +39,11 @@ export function createCache (options) {
  * @returns {{ policy: CachePolicy, size: number }}
  */
 export function cacheOptions (options, what) {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+  if (options === null || typeof options !== 'object') {
     throw invalid(`${what} takes an options object { policy, size }, not ${describe(options)}`)
   }
-  const object = /** @type {Record<string, unknown>} */ (options)
+  // Read once, and refused with LEVELKIT_INVALID if it cannot be read.
+  const object = /** @type {Record<string, unknown>} */ (optionsObject(options, what))
   const unknown = Object.keys(object).filter(name => !OPTIONS.includes(name))
   if (unknown.length > 0) {
     throw invalid(`${what} has unknown option(s): ${unknown.map(describe).join(', ')} (it takes ${OPTIONS.join(', ')})`, { options: unknown })
