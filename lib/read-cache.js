@@ -3,9 +3,13 @@ import { invalid } from './errors.js'
 import { describe, readInput } from './common.js'
 import { optionsObject } from './options.js'
 
-// Per entry, on top of its key and value: the Map entry and the headers of
-// the key string and the value (estimated for V8, 64-bit).
-const ENTRY_OVERHEAD = 80
+// Per entry, on top of its key and value: the Map entry, the policy's node
+// (or slot), the headers of the key string and the value, and W-TinyLFU's
+// sketch (up to 16 bytes an entry) (estimated for V8, 64-bit). The ghost
+// keys of 2Q (up to half the entries' limit) and ARC (up to the limit) are
+// not counted: bounded in number, not in bytes; W-TinyLFU, the default,
+// has none.
+const ENTRY_OVERHEAD = 112
 // Per Uint8Array value: the view and its ArrayBuffer.
 const BYTES_OVERHEAD = 96
 // An entry above this share of the budget is not kept: a few huge values
