@@ -40,6 +40,8 @@ export declare const codes: Readonly<{
   TX_EXPIRED: 'LEVELKIT_TX_EXPIRED'
   /** A transaction wrote more keys or bytes than `maxOps` or `maxBytes`. */
   TX_TOO_LARGE: 'LEVELKIT_TX_TOO_LARGE'
+  /** A read needs an index that is being built, and was made with `{ wait: false }` (or inside a db.write() callback, which cannot wait for it). */
+  INDEX_BUILDING: 'LEVELKIT_INDEX_BUILDING'
 }>
 
 /** A value the tuple key encoding can store: ordered like bytewise. */
@@ -63,7 +65,11 @@ export interface OpenOptions {
    * In Node: 'leveldb' when `location` is given, else 'memory'. In browsers: 'indexeddb' (database 'levelkit' when no `location` is given).
    */
   backend?: 'leveldb' | 'memory' | 'indexeddb'
-  /** Directory (leveldb) or database name (indexeddb). */
+  /**
+   * Directory (leveldb) or database name (indexeddb: exactly this name;
+   * databases made by levelkit 0.1 are named `level-js-<location>`: pass
+   * `prefix: 'level-js-'` to open one).
+   */
   location?: string
   /** An abstract-level 3 database you opened yourself. levelkit does not close it. */
   db?: AbstractLevel<any, any, any>
@@ -154,6 +160,30 @@ export interface IndexOptions<T> {
    * rewrites the copy.
    */
   covering?: boolean
+  /**
+   * A non-negative integer (default 0): raise it when the key function
+   * changes, and the index is rebuilt (its entries cleared, then every
+   * record indexed again, in the background).
+   */
+  version?: number
+}
+
+/** Whether a read that needs an index being built waits for it (the default) or rejects with LEVELKIT_INDEX_BUILDING. */
+export interface WaitOptions {
+  wait?: boolean
+}
+
+/** Where an index is: 'ready'; 'clearing' or 'building' (done of about total records); 'failed' (error); stored but no longer declared: 'undeclared' or 'dropping'. */
+export interface IndexStatus {
+  state: 'ready' | 'clearing' | 'building' | 'failed' | 'undeclared' | 'dropping'
+  /** Whether the collection declares it in this process. */
+  declared: boolean
+  /** Records indexed so far (while it is built, and after a build). */
+  done?: number
+  /** About how many records the build has to index. */
+  total?: number
+  /** Why the build failed: LEVELKIT_UNIQUE (`err.ids` names two records with one value), LEVELKIT_INVALID, ... */
+  error?: Error
 }
 
 export interface CollectionOptions<T> {
@@ -270,10 +300,10 @@ export declare class Collection<T extends object = Record<string, any>, K extend
   has (id: K): Promise<boolean>
   getMany (ids: K[]): Promise<Array<R | undefined>>
   /** The record holding `value` in a unique index. */
-  getBy (index: string, value: TupleValue, options?: LockOptions): Promise<R | undefined>
+  getBy (index: string, value: TupleValue, options?: LockOptions & WaitOptions): Promise<R | undefined>
   /** Records in id order, or in the order of an index's values; keys are ids. In a transaction, `lock` locks the range (phantoms wait) and the records read. */
-  query (options?: QueryOptions<K> & LockOptions): Query<R, K>
-  count (options?: QueryOptions<K>): Promise<number>
+  query (options?: QueryOptions<K> & LockOptions & WaitOptions): Query<R, K>
+  count (options?: QueryOptions<K> & WaitOptions): Promise<number>
 }
 
 export type OnDelete = 'cascade' | 'restrict'
@@ -431,6 +461,12 @@ export declare class Database {
    */
   transaction<R> (fn: (tx: Transaction, attempt: number) => Promise<R> | R, options?: TransactionOptions): Promise<R>
   check (options?: { repair?: boolean }): Promise<CheckReport>
+  /** Build every declared index that is not ready (a failed build is tried again); rejects with the error of a build that fails. */
+  buildIndexes (): Promise<void>
+  /** Per collection, per index: its state and the progress of its build. */
+  schemaStatus (): Promise<Record<string, Record<string, IndexStatus>>>
+  /** Delete the entries and stored declaration of every index stored for a declared collection but no longer declared; resolves with what it dropped. */
+  dropUndeclared (): Promise<Array<{ collection: string, index: string }>>
   close (): Promise<void>
 }
 

@@ -1,9 +1,11 @@
 // The chat service under load (issue 14): the server of server/ (buildApp)
 // over levelkit's ChatStore on LevelDB, the same server code over a SQLite
 // store with the same methods (bench/lib/sqlite-chat-store.js: better-sqlite3,
-// WAL, synchronous=NORMAL), and a no-op app on the same fastify answering the
-// same routes with a constant (the ceiling of the HTTP stack on this
-// machine). Each server runs in a child process of its own, filled with the
+// WAL, synchronous=NORMAL), the same server code over Maps in memory
+// (bench/lib/map-chat-store.js: no storage at all, so what is left is the
+// server's own cost: fastify, schemas, hooks, auth, JSON), and a no-op app on
+// the same fastify answering the same routes with a constant (the ceiling of
+// the HTTP stack on this machine). Each server runs in a child process of its own, filled with the
 // data set of bench/chat-workload.js (users, chats of 20 members, messages),
 // with a session per user; this process is the client.
 //
@@ -53,8 +55,10 @@ import { OPERATIONS, requestFeed, runLoad, siegeVersion, writeSiegeRc, runSiege 
 import { fanOut, probeWebSocket } from './lib/chat-server-fanout.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const TARGETS = ['levelkit', 'sqlite', 'noop']
-const TARGET_LABELS = /** @type {Record<string, string>} */ ({ levelkit: 'levelkit (LevelDB)', sqlite: 'SQLite (better-sqlite3)', noop: 'no-op route' })
+const TARGETS = ['levelkit', 'sqlite', 'maps', 'noop']
+const TARGET_LABELS = /** @type {Record<string, string>} */ ({ levelkit: 'levelkit (LevelDB)', sqlite: 'SQLite (better-sqlite3)', maps: 'the server over Maps (no storage)', noop: 'no-op route' })
+// Targets without storage: no WebSocket fan-out, no size on disk.
+const STORELESS = ['maps', 'noop']
 // The issue's goals at 64 connections: levelkit against SQLite, and the share
 // of the no-op ceiling, per operation.
 const GOALS = /** @type {Record<string, { sqlite: number, noop: number }>} */ ({
@@ -160,7 +164,7 @@ const ws = {
   duration: seconds(args['ws-duration'], 'ws-duration'),
   members: 30
 }
-const wsTargets = args['no-ws'] ? [] : targets.filter(t => t !== 'noop')
+const wsTargets = args['no-ws'] ? [] : targets.filter(t => !STORELESS.includes(t))
 if (wsTargets.length > 0 && ws.rooms * ws.members > sizes.users) fail(`--ws-rooms ${ws.rooms} needs ${ws.rooms * ws.members} users (rooms of ${ws.members}): raise --users or lower --ws-rooms`)
 const siegeReps = option(() => parseCount(args['siege-reps']))
 const siegeRuns = option(() => parseCount(args['siege-runs']))
@@ -349,7 +353,7 @@ function report (http, fanout, siegeRows, stopped) {
   }
   /** @type {any[]} */
   const summary = []
-  const table = [['operation', 'conns', ...targets.flatMap(t => [`${t} req/s`, 'p50/p99 ms', 'CPU µs/req']), ...(targets.includes('sqlite') && targets.includes('levelkit') ? ['lk/SQLite'] : []), ...(targets.includes('noop') && targets.includes('levelkit') ? ['lk/no-op'] : []), 'errors', 'non-2xx']]
+  const table = [['operation', 'conns', ...targets.flatMap(t => [`${t} req/s`, 'p50/p99 ms', 'CPU µs/req']), ...(targets.includes('sqlite') && targets.includes('levelkit') ? ['lk/SQLite'] : []), ...(targets.includes('noop') && targets.includes('levelkit') ? ['lk/no-op'] : []), ...(targets.includes('noop') && targets.includes('maps') ? ['maps/no-op'] : []), 'errors', 'non-2xx']]
   for (const op of OPERATIONS.filter(o => ops.includes(o.key))) {
     for (const c of connections) {
       /** @type {Record<string, any>} */
@@ -379,7 +383,9 @@ function report (http, fanout, siegeRows, stopped) {
       entry.levelkitOverSqlite = ratio(op.key, c, 'levelkit', 'sqlite')
       entry.levelkitOverNoop = ratio(op.key, c, 'levelkit', 'noop')
       if (targets.includes('sqlite') && targets.includes('levelkit')) row.push(`${entry.levelkitOverSqlite.toFixed(2)}×`)
+      entry.mapsOverNoop = ratio(op.key, c, 'maps', 'noop')
       if (targets.includes('noop') && targets.includes('levelkit')) row.push(`${(entry.levelkitOverNoop * 100).toFixed(0)}%`)
+      if (targets.includes('noop') && targets.includes('maps')) row.push(`${(entry.mapsOverNoop * 100).toFixed(0)}%`)
       row.push(String(errors), String(non2xx))
       table.push(row)
       summary.push(entry)
@@ -463,7 +469,7 @@ function report (http, fanout, siegeRows, stopped) {
     console.log()
     console.log('  siege: not installed, skipped (Debian: apt-get install siege).')
   }
-  console.log(`  On disk after the run: ${targets.filter(t => t !== 'noop').map(t => `${t} ${mb(stopped[t].dbBytes)}`).join(', ')}; server peak RSS ${targets.map(t => `${t} ${mb(stopped[t].peakRssBytes)}`).join(', ')}.`)
+  console.log(`  On disk after the run: ${targets.filter(t => !STORELESS.includes(t)).map(t => `${t} ${mb(stopped[t].dbBytes)}`).join(', ')}; server peak RSS ${targets.map(t => `${t} ${mb(stopped[t].peakRssBytes)}`).join(', ')}.`)
   if (problems.length > 0) {
     console.log()
     for (const p of problems.slice(0, 20)) console.log(`  PROBLEM: ${p}`)

@@ -77,6 +77,13 @@ export class CollectionModel {
     this.idFloor = null
     /** The highest id a transaction has taken (it may not have committed yet): no insert hands it out again. */
     this.reservedId = 0
+    /**
+     * What the comparison with the stored schema left for the first write
+     * (declarations to store) and first use (builds to start), if anything
+     * (lib/schema.js).
+     * @type {{ ops: Map<string, { key: Uint8Array, value: string }>, builds: SecondaryIndex[] } | null}
+     */
+    this.schemaWork = null
   }
 
   /** Encode and check an id passed by the user. @param {unknown} id */
@@ -177,6 +184,7 @@ export class CollectionModel {
     }
     this.validateRecord(record)
     await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.put(this.records, idBytes, stored)
     if (this.sequential) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
@@ -203,6 +211,7 @@ export class CollectionModel {
     // Keep the sequence ahead of every id, so insert() never hands this one out.
     const raise = this.sequential && /** @type {number} */ (id) > await this.lastId(scope)
     await writeIndexEntries(scope, this, id, idBytes, old, record, stored)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.put(this.records, idBytes, stored)
     if (raise) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
@@ -246,6 +255,7 @@ export class CollectionModel {
     this.validateRecord(record)
     const json = JSON.stringify(record)
     await writeIndexEntries(scope, this, id, idBytes, old, record, json)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.put(this.records, idBytes, json)
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
     // The caller's own copy: an unfrozen record nothing else holds is one.
@@ -264,6 +274,7 @@ export class CollectionModel {
     if (previous === undefined) return false
     for (const dependent of this.dependents) await dependent.beforeDelete(scope, id)
     await writeIndexEntries(scope, this, id, idBytes, parseRecord(previous, this.records, idBytes), undefined)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.del(this.records, idBytes)
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, true)
     return true
@@ -485,30 +496,43 @@ export class Collection extends ModelHandle {
       const index = model.index(indexName)
       if (!index.unique) throw invalid(`getBy() needs a unique index; "${indexName}" of "${model.name}" is not unique: use query({ index, eq })`)
       const key = uniqueEntryKey(index, value)
-      const lock = options === undefined ? undefined : lockModeOf(optionsOf(options, 'collection.getBy()').lock)
-      if (lock !== undefined) return getByLocked(transactionOf(this), model, index, key, lock)
-      const scope = scopeOf(this)
-      if (scope) return getByInScope(scope, model, index, key)
-      assertNotClosed(model.root)
-      // A covering entry is the record: one read, nothing to pair up.
-      if (index.covering) return after(index.namespace.read(key, model.writer.syncReads), value => recordOf(value, index.namespace, key))
-      if (model.writer.syncReads && index.namespace.sublevel.status === 'open' && model.records.sublevel.status === 'open') {
-        // Two synchronous reads need no snapshot to be paired up right: a batch
-        // that lands between them (LevelDB writes on its own thread) can only
-        // make the record stop holding the value, and then we read both again
-        // from one snapshot below. A record that still holds the value holds it
-        // now. (One that is gone may have passed the value on in the same
-        // batch: that, too, is read again below.)
-        const owner = index.namespace.read(key, true)
-        if (owner === undefined) return undefined
-        const stored = model.records.read(owner, true)
-        if (stored !== undefined) {
-          const record = parseRecord(stored, model.records, owner)
-          if (holdsEntry(index, record, decodeKey(owner, index.namespace), owner, key)) return record
-        }
-      }
-      return getBySnapshot(model, index, key)
+      const given = options === undefined ? undefined : optionsOf(options, 'collection.getBy()')
+      const lock = given === undefined ? undefined : lockModeOf(given.lock)
+      const wait = given === undefined ? undefined : waitOf(given)
+      if (index.status.ready) return this.#getBy(model, index, key, lock)
+      return indexReady(this, model, index, wait).then(() => this.#getBy(model, index, key, lock))
     })
+  }
+
+  /**
+   * getBy() of an index that can be read.
+   * @param {CollectionModel} model @param {SecondaryIndex} index @param {Uint8Array} key
+   * @param {import('./transaction.js').LockMode | undefined} lock
+   * @returns {any}
+   */
+  #getBy (model, index, key, lock) {
+    if (lock !== undefined) return getByLocked(transactionOf(this), model, index, key, lock)
+    const scope = scopeOf(this)
+    if (scope) return getByInScope(scope, model, index, key)
+    assertNotClosed(model.root)
+    // A covering entry is the record: one read, nothing to pair up.
+    if (index.covering) return after(index.namespace.read(key, model.writer.syncReads), value => recordOf(value, index.namespace, key))
+    if (model.writer.syncReads && index.namespace.sublevel.status === 'open' && model.records.sublevel.status === 'open') {
+      // Two synchronous reads need no snapshot to be paired up right: a batch
+      // that lands between them (LevelDB writes on its own thread) can only
+      // make the record stop holding the value, and then we read both again
+      // from one snapshot below. A record that still holds the value holds it
+      // now. (One that is gone may have passed the value on in the same
+      // batch: that, too, is read again below.)
+      const owner = index.namespace.read(key, true)
+      if (owner === undefined) return undefined
+      const stored = model.records.read(owner, true)
+      if (stored !== undefined) {
+        const record = parseRecord(stored, model.records, owner)
+        if (holdsEntry(index, record, decodeKey(owner, index.namespace), owner, key)) return record
+      }
+    }
+    return getBySnapshot(model, index, key)
   }
 
   /**
@@ -519,6 +543,7 @@ export class Collection extends ModelHandle {
     const options = optionsOf(given, 'collection.query()')
     const model = modelOf(this)
     const lock = lockModeOf(options.lock)
+    const wait = waitOf(options)
     const transaction = lock === undefined ? transactionIn(this) : transactionOf(this)
     if (options.index === undefined) {
       return new Query({
@@ -535,6 +560,8 @@ export class Collection extends ModelHandle {
       }, options)
     }
     const index = model.index(options.index)
+    // An index not yet ready is waited for before it is read (ready stays ready).
+    const prepare = index.status.ready ? scopedPrepare(this) : readyPrepare(this, model, index, wait)
     if (index.covering) {
       // The entries hold the records: no second read, nothing to pair up.
       return new Query({
@@ -544,7 +571,7 @@ export class Collection extends ModelHandle {
         tag: index.namespace.name,
         values: true,
         consistent: false,
-        prepare: scopedPrepare(this),
+        prepare,
         transaction,
         lock,
         load: entries => entries.map(([key, value]) => {
@@ -560,7 +587,7 @@ export class Collection extends ModelHandle {
       tag: index.namespace.name,
       values: index.unique,
       consistent: true,
-      prepare: scopedPrepare(this),
+      prepare,
       transaction,
       lock,
       load: async (entries, snapshot, tx) => {
@@ -591,6 +618,41 @@ export class Collection extends ModelHandle {
    */
   async count (options) {
     return this.query(optionsOf(options, 'collection.count()')).count()
+  }
+}
+
+/**
+ * The `wait` option of a read that needs an index: false to be refused with
+ * LEVELKIT_INDEX_BUILDING rather than wait for its build.
+ * @param {{ wait?: unknown }} options
+ * @returns {boolean | undefined}
+ */
+function waitOf (options) {
+  const { wait } = options
+  if (wait !== undefined && typeof wait !== 'boolean') throw invalid(`The wait option must be a boolean, got ${describe(wait)}`)
+  return wait
+}
+
+/**
+ * Wait until `index` can be read (lib/schema.js). Inside a db.write()
+ * callback, which holds the write path its build needs, it cannot wait.
+ * @param {Collection} handle @param {CollectionModel} model @param {SecondaryIndex} index @param {boolean | undefined} wait
+ */
+function indexReady (handle, model, index, wait) {
+  const canWait = scopeOf(handle) === null || transactionIn(handle) !== undefined
+  return model.db.schema.whenReady(model, index, canWait, wait)
+}
+
+/**
+ * A query's prepare step for an index that was not ready when the query
+ * was made: wait for it, then what the handle's scope needs.
+ * @param {Collection} handle @param {CollectionModel} model @param {SecondaryIndex} index @param {boolean | undefined} wait
+ */
+function readyPrepare (handle, model, index, wait) {
+  const scoped = scopedPrepare(handle)
+  return async () => {
+    if (!index.status.ready) await indexReady(handle, model, index, wait)
+    return scoped === undefined ? true : scoped()
   }
 }
 

@@ -16,6 +16,7 @@ import { setReadCacheBudget, readCacheStats } from './namespace.js'
 import { readCacheDefaults } from './read-cache.js'
 import { optionsOf, optionsObject } from './options.js'
 import { Transaction, DEFAULT_LOCK_TIMEOUT } from './transaction.js'
+import { Schema } from './schema.js'
 
 // Bytes the read caches of a database hold together by default (estimated).
 const DEFAULT_READ_CACHE_BYTES = 64 * 1024 * 1024
@@ -58,6 +59,8 @@ export class Database {
     if (this.readCache > 0) setReadCacheBudget(level, readCacheBytes, this.readCachePolicy)
     // Lets the root refer to the tuple encoding by name ('tuple').
     level.keyEncoding(tupleEncoding)
+    /** What each index was declared with and how far it is built (lib/schema.js). */
+    this.schema = new Schema(this)
   }
 
   /**
@@ -97,6 +100,7 @@ export class Database {
     const handle = new Collection(model)
     this.#collections.set(handle, model)
     this.#models.set(name, { kind: 'collection', model, handle })
+    this.schema.declare(model)
     return handle
   }
 
@@ -229,7 +233,45 @@ export class Database {
         throw invalid('check({ repair: true }) cannot start while a db.write() callback runs (here it cannot tell whether it was called from that callback, where it would wait forever): call it after the write settles')
       }
     }
+    // Which indexes are built is known once their declarations are compared
+    // (not inside a db.write() callback, which a comparison may be queued behind).
+    if (!this.writer.inWriteCallback) await this.schema.compared()
     return checkDatabase(this, given)
+  }
+
+  /**
+   * Build every declared index that is not ready yet (one whose build
+   * failed is tried again): resolves once all are ready, rejects with the
+   * error of a build that failed.
+   * @returns {Promise<void>}
+   */
+  async buildIndexes () {
+    this.#assertOpen()
+    const refused = refuseInsideScope(this.writer)
+    if (refused) throw refused
+    return this.schema.buildIndexes()
+  }
+
+  /**
+   * Per collection and index: its state ('ready', 'building', 'clearing',
+   * 'failed'; for one stored but no longer declared, 'undeclared' or
+   * 'dropping'), and while it is built, the records done and (about) how many in all.
+   */
+  async schemaStatus () {
+    this.#assertOpen()
+    return this.schema.status()
+  }
+
+  /**
+   * Delete the entries and the stored declaration of every index that is
+   * stored for a declared collection but no longer declared, in bounded
+   * batches. Resolves with what was dropped.
+   */
+  async dropUndeclared () {
+    this.#assertOpen()
+    const refused = refuseInsideScope(this.writer)
+    if (refused) throw refused
+    return this.schema.dropUndeclared()
   }
 
   /**

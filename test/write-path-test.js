@@ -82,6 +82,30 @@ test('nested db.write(), repair and ChatStore calls inside a write scope fail fa
   await db.close()
 })
 
+// Callback tracking is switched off between callbacks (it costs every promise
+// of the process): each new callback, however it starts, is tracked again.
+test('nested calls are refused in every callback, after callbacks have come and gone', async t => {
+  const db = await open()
+  const things = db.collection('things')
+  const starts = [
+    () => db.write(async () => db.write(async () => {})),
+    () => new Promise(resolve => setTimeout(resolve, 1)).then(() => db.write(async () => { await null; return db.write(async () => {}) })),
+    () => db.write(async w => { await things.in(w).insert({}); return db.write(async () => {}) })
+  ]
+  for (let round = 0; round < 2; round++) {
+    for (const [i, start] of starts.entries()) {
+      t.is(await codeOf(start()), 'LEVELKIT_INVALID', `round ${round}, start ${i}: nested db.write() refused`)
+    }
+    // Concurrent callbacks queue: the second must be tracked although the
+    // first has settled before it runs.
+    const both = await Promise.all([0, 1].map(() => codeOf(db.write(async () => db.write(async () => {})))))
+    t.same(both, ['LEVELKIT_INVALID', 'LEVELKIT_INVALID'], `round ${round}: queued callbacks both refuse nesting`)
+  }
+  const id = await things.insert({})
+  t.ok(await things.get(id), 'outside callbacks, model calls run')
+  await db.close()
+})
+
 test('a lagging sequence is never reused, whatever the first write of a process is', async t => {
   const level = new MemoryLevel()
   const first = await open({ db: level })

@@ -1,7 +1,9 @@
 // One server of bench/chat-server.js, in a process of its own (forked by
 // it): the chat server (server/lib/app.js's buildApp) over ChatStore on
-// LevelDB or over the SQLite store, or a no-op fastify app answering the same
-// routes with a constant (the ceiling of the HTTP stack). The store is filled
+// LevelDB, over the SQLite store or over Maps (map-chat-store.js: no
+// storage, what the server's own layers cost), or a no-op fastify app
+// answering the same routes with a constant (the ceiling of the HTTP stack).
+// The store is filled
 // with the data set of bench/chat-workload.js before the app listens, and a
 // session is set for every user, with the tokens the parent sends, so the
 // parent's requests carry `Authorization: Bearer <token>` and no login runs
@@ -22,6 +24,7 @@ import Fastify from 'fastify'
 import { buildApp } from '../../server/lib/app.js'
 import { levelkitKv } from '../../server/lib/kv.js'
 import { SqliteChatStore, sqliteKv } from './sqlite-chat-store.js'
+import { MapChatStore } from './map-chat-store.js'
 import { makeWorkload } from './chat-workload-worker.js'
 
 /** What the no-op app answers to every request. */
@@ -29,7 +32,7 @@ export const NOOP_BODY = Object.freeze({ ok: true })
 
 /**
  * @typedef {{
- *   target: 'levelkit' | 'sqlite' | 'noop', dbDir: string,
+ *   target: 'levelkit' | 'sqlite' | 'maps' | 'noop', dbDir: string,
  *   users: number, chats: number, members: number, messages: number, seed: number,
  *   tokens: string[], scryptN: number
  * }} Config
@@ -68,6 +71,9 @@ async function openStore (config, dir) {
     store = await ChatStore.open(db, { passwordCost })
     kv = levelkitKv(db)
     close = () => db.close()
+  } else if (config.target === 'maps') {
+    store = new MapChatStore()
+    close = () => store.close()
   } else {
     store = new SqliteChatStore(path.join(dir, 'chat.sqlite'), { passwordCost })
     kv = sqliteKv(store)

@@ -18,7 +18,7 @@ import { siegeVersion } from '../lib/chat-server-load.js'
 
 const script = fileURLToPath(new URL('../chat-server.js', import.meta.url))
 const OPS = ['chatList', 'send', 'messages']
-const SERVERS = ['levelkit', 'sqlite', 'noop']
+const SERVERS = ['levelkit', 'sqlite', 'maps', 'noop']
 
 /** @param {string[]} args @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
 function run (args) {
@@ -42,6 +42,7 @@ test('bench/chat-server.js with a tiny data set, against the server of server/',
     for (const label of ['get chat list', 'send message', 'get messages (last 50)']) t.ok(stdout.includes(label), `summary row: ${label}`)
     t.match(stdout, /lk\/SQLite/, 'prints levelkit/SQLite')
     t.match(stdout, /lk\/no-op/, 'prints levelkit/no-op')
+    t.match(stdout, /maps\/no-op/, 'prints the server over Maps against the no-op')
     t.is((stdout.match(/^ {4}.*, levelkit\/(SQLite|no-op): .* (met|MISSED)$/gm) || []).length, 6, 'each goal at 64 connections, met or missed')
 
     const dirs = readdirSync(out).filter(name => name.startsWith('chat-server-'))
@@ -65,7 +66,7 @@ test('bench/chat-server.js with a tiny data set, against the server of server/',
     t.is(summary.summary.length, OPS.length * 2, 'a summary per operation and connection count')
     for (const entry of summary.summary) {
       t.ok(SERVERS.every(s => entry.targets[s].reqPerSec > 0 && entry.targets[s].serverCpuUsPerReq > 0 && entry.targets[s].clientCores > 0), `${entry.op} ×${entry.connections}: req/s and CPU of every server and of the client`)
-      t.ok(entry.levelkitOverSqlite > 0 && entry.levelkitOverNoop > 0, `${entry.op} ×${entry.connections}: both ratios`)
+      t.ok(entry.levelkitOverSqlite > 0 && entry.levelkitOverNoop > 0 && entry.mapsOverNoop > 0, `${entry.op} ×${entry.connections}: the ratios`)
     }
     t.same(summary.goals.map((/** @type {any} */ g) => `${g.op} ${g.what}`), OPS.flatMap(op => [`${op} levelkit/SQLite`, `${op} levelkit/no-op`]), 'the goals')
     t.ok(summary.goals.every((/** @type {any} */ g) => typeof g.met === 'boolean' && g.value > 0), 'each goal met or not')
@@ -90,7 +91,7 @@ test('bench/chat-server.js with a tiny data set, against the server of server/',
     const svg = readFileSync(join(dir, 'chat-server.svg'), 'utf8')
     t.ok(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"') && svg.trimEnd().endsWith('</svg>'), 'SVG document')
     t.is((svg.match(/<rect class="bar"/g) || []).length, OPS.length * 2 * SERVERS.length, 'one bar per operation, connection count and server')
-    t.ok(svg.includes('levelkit (LevelDB)') && svg.includes('SQLite (better-sqlite3)') && svg.includes('no-op route'), 'legend')
+    t.ok(svg.includes('levelkit (LevelDB)') && svg.includes('SQLite (better-sqlite3)') && svg.includes('no-op route') && svg.includes('the server over Maps'), 'legend')
 
     t.same(readdirSync(out).filter(name => name.startsWith('levelkit-chat-server-')), [], 'the databases are removed')
   } finally {

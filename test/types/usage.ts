@@ -64,6 +64,16 @@ export async function usage (): Promise<void> {
   await db.transaction(async () => 1, { maxRetries: 'ten' })
   await open({ backend: 'memory', durability: 'sync' })
   const report: CheckReport = await db.check({ repair: true })
+  const tagged = db.collection<{ tag: string }>('tagged', { indexes: { byTag: { key: r => r.tag, unique: true, version: 2 } } })
+  await tagged.getBy('byTag', 'x', { wait: false })
+  const building: number = await tagged.count({ index: 'byTag', wait: false })
+  await tagged.query({ index: 'byTag', wait: true }).all()
+  await db.buildIndexes()
+  const states: string = (await db.schemaStatus()).tagged.byTag.state
+  const dropped: Array<{ collection: string, index: string }> = await db.dropUndeclared()
+  // @ts-expect-error wait is a boolean
+  await tagged.count({ index: 'byTag', wait: 'no' })
+  console.log(building, states, dropped, codes.INDEX_BUILDING)
   const code: string = codes.UNIQUE
   const key: Uint8Array = encodeTuple([1, 'a', [true, null]])
   const back = decodeTuple(key)
