@@ -12,13 +12,12 @@ import { tupleEncoding } from './tuple.js'
 import { assertName } from './names.js'
 import { crossTabFor } from './cross-tab.js'
 import { strictWrites } from './durability.js'
-import { setReadCacheBudget } from './namespace.js'
+import { setReadCacheBudget, readCacheStats } from './namespace.js'
+import { readCacheDefaults } from './read-cache.js'
 import { optionsOf, optionsObject } from './options.js'
 import { Transaction, DEFAULT_LOCK_TIMEOUT } from './transaction.js'
 import { Schema } from './schema.js'
 
-// Values kept per cached namespace by default.
-const DEFAULT_READ_CACHE = 10000
 // Bytes the read caches of a database hold together by default (estimated).
 const DEFAULT_READ_CACHE_BYTES = 64 * 1024 * 1024
 
@@ -37,7 +36,7 @@ export class Database {
 
   /**
    * @param {any} level an open abstract-level 3 database
-   * @param {{ syncReads?: boolean, readCache?: number, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean }} [options]
+   * @param {{ syncReads?: boolean, readCache?: number | { size?: number, policy?: import('./read-cache.js').CachePolicy }, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean }} [options]
    */
   constructor (level, options = {}) {
     this.level = level
@@ -50,11 +49,14 @@ export class Database {
     // them exact); without getSync (IndexedDB, where other tabs write too)
     // nothing is cached.
     const readCacheBytes = options.readCacheBytes ?? DEFAULT_READ_CACHE_BYTES
-    /** @type {number} */
-    this.readCache = syncReads && readCacheBytes > 0 ? (options.readCache ?? DEFAULT_READ_CACHE) : 0
+    const readCache = typeof options.readCache === 'number' ? { size: options.readCache } : options.readCache ?? {}
+    /** @type {number} entries per namespace */
+    this.readCache = syncReads && readCacheBytes > 0 ? (readCache.size ?? readCacheDefaults.size) : 0
+    /** How the read caches evict. */
+    this.readCachePolicy = readCache.policy ?? readCacheDefaults.policy
     // Bounded in bytes too: values and lists can be large (a relation's
     // list, a block of children).
-    if (this.readCache > 0) setReadCacheBudget(level, readCacheBytes)
+    if (this.readCache > 0) setReadCacheBudget(level, readCacheBytes, this.readCachePolicy)
     // Lets the root refer to the tuple encoding by name ('tuple').
     level.keyEncoding(tupleEncoding)
     /** What each index was declared with and how far it is built (lib/schema.js). */
@@ -270,6 +272,17 @@ export class Database {
     const refused = refuseInsideScope(this.writer)
     if (refused) throw refused
     return this.schema.dropUndeclared()
+  }
+
+  /**
+   * The read caches' hits, misses, evictions and entries held, per
+   * namespace that has one (by its name: a collection's records under the
+   * collection's name, its indexes as `<name>.idx.<index>`, ...): whether
+   * the cache helps. Empty when the caches are off.
+   * @returns {Record<string, { hits: number, misses: number, evictions: number, size: number }>}
+   */
+  stats () {
+    return readCacheStats(this.level)
   }
 
   /** The declared models, by kind. For the consistency checker and tools. */
