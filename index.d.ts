@@ -79,10 +79,11 @@ export interface OpenOptions {
    * Values kept in memory per namespace for point reads (records, unique
    * index entries, relation edges, counters), and lists of a relation's
    * edges, kept exact by the write path as its batches are written
-   * (default 10000; 0 turns it off). Only with
-   * synchronous reads: never on IndexedDB, where other tabs write too.
+   * (default 10000; 0 turns it off): a number of entries, or
+   * `{ policy, size }` (policy default 'tinylfu'). Only with synchronous
+   * reads: never on IndexedDB, where other tabs write too.
    */
-  readCache?: number
+  readCache?: number | { policy?: ReadCachePolicy, size?: number }
   /**
    * Bytes (estimated: keys and values) that all the read caches of the
    * database hold together, relation lists and child blocks included
@@ -424,10 +425,31 @@ export interface CheckReport {
   repaired: number
 }
 
+/** How the read caches evict (see `levelkit/cache`). */
+export type ReadCachePolicy = 'lru' | '2q' | 'arc' | 'tinylfu'
+
+/** One namespace's read-cache statistics. */
+export interface ReadCacheStats {
+  /** Reads served from the cache. */
+  hits: number
+  /** Reads that went to the store. */
+  misses: number
+  /** Entries evicted, by the policy or the byte budget. */
+  evictions: number
+  /** Entries held now. */
+  size: number
+}
+
 export declare class Database {
   /** The underlying abstract-level database. */
   readonly level: AbstractLevel<any, any, any>
   readonly status: string
+  /** Entries kept per namespace by the read caches (0: off). */
+  readonly readCache: number
+  /** How the read caches evict. */
+  readonly readCachePolicy: ReadCachePolicy
+  /** Per namespace with a read cache (named by its model: `users`, `users.idx.email`, `members.fwd`, ...): its statistics since open(). */
+  stats (): Record<string, ReadCacheStats>
   /**
    * Declare a collection whose ids come from `options.id(record)`: ids are
    * `K`, records are stored as given.

@@ -1,6 +1,6 @@
 // Compiled by `tsc` in `npm test`: the declarations must describe real usage.
 import { open, codes, tupleEncoding, encodeTuple, decodeTuple } from '../../index.js'
-import type { Collection, CheckReport, IdOf, Page, WriteScope, Transaction, LockMode } from '../../index.js'
+import type { Collection, CheckReport, IdOf, Page, WriteScope, Transaction, LockMode, ReadCachePolicy } from '../../index.js'
 
 interface User { username: string, age?: number, tags?: string[] }
 
@@ -69,6 +69,12 @@ export async function usage (): Promise<void> {
   const building: number = await tagged.count({ index: 'byTag', wait: false })
   await tagged.query({ index: 'byTag', wait: true }).all()
   await db.buildIndexes()
+  await open({ backend: 'memory', readCache: { policy: 'arc', size: 100 } })
+  await open({ backend: 'memory', readCache: 500 })
+  // @ts-expect-error policies are 'lru', '2q', 'arc' and 'tinylfu'
+  await open({ backend: 'memory', readCache: { policy: 'fifo' } })
+  const hits: number = db.stats().users.hits
+  const policy: ReadCachePolicy = db.readCachePolicy
   const states: string = (await db.schemaStatus()).tagged.byTag.state
   const dropped: Array<{ collection: string, index: string }> = await db.dropUndeclared()
   // @ts-expect-error wait is a boolean
