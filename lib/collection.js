@@ -12,6 +12,7 @@ import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare
 import { lockModeOf } from './transaction.js'
 import { describe, isDefined, errorMessage, isLevelkitError, readInput, entriesOf, elementsOf, deepFreeze } from './common.js'
 import { optionsOf } from './options.js'
+import { batchSizeOf, loadInBatches } from './bulk.js'
 import { RecordVersions, ifVersionOf } from './versions.js'
 
 const SEQUENCE_KEY = encode('last')
@@ -164,17 +165,48 @@ export class CollectionModel {
   /** @param {WriteScope} scope @param {string} json */
   async insert (scope, json) {
     const record = JSON.parse(json)
-    let id
+    if (!this.sequential) return this.create(scope, record, json, this.computeId(deepFreeze(record)))
+    this.assertNoId(record)
+    const id = await this.nextId(scope)
+    await this.create(scope, record, json, id)
+    scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, id)
+    return id
+  }
+
+  /**
+   * Insert records (their JSON, checked by the caller) in one scope, in
+   * order: as many insert()s, with the sequence raised once.
+   * @param {WriteScope} scope @param {string[]} jsons
+   */
+  async insertMany (scope, jsons) {
+    if (!this.sequential || scope.defersCounters) {
+      for (const json of jsons) await this.insert(scope, json)
+      return
+    }
+    const records = jsons.map(json => this.assertNoId(JSON.parse(json)))
+    let last = await this.lastId(scope)
+    for (let i = 0; i < jsons.length; i++) await this.create(scope, records[i], jsons[i], ++last)
+    scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, last)
+  }
+
+  /** @template {{ id?: unknown }} T @param {T} record @returns {T} */
+  assertNoId (record) {
+    if (record.id !== undefined) {
+      throw invalid(`Records of collection "${this.name}" get their id from its sequence: insert them without an id, or use put(id, record)`)
+    }
+    return record
+  }
+
+  /**
+   * Write a new record under `id` (from the sequence, or computed from the
+   * record): refused if a record has that id, or one of its unique values.
+   * @param {WriteScope} scope @param {any} record parsed from `json` @param {string} json @param {unknown} id
+   */
+  async create (scope, record, json, id) {
     let stored = json
     if (this.sequential) {
-      if (record.id !== undefined) {
-        throw invalid(`Records of collection "${this.name}" get their id from its sequence: insert them without an id, or use put(id, record)`)
-      }
-      id = await this.nextId(scope)
       record.id = id
-      stored = withIdJson(json, id)
-    } else {
-      id = this.computeId(deepFreeze(record))
+      stored = withIdJson(json, /** @type {number} */ (id))
     }
     this.seal(record)
     const idBytes = encode(id)
@@ -183,12 +215,19 @@ export class CollectionModel {
       throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(id)}`, { collection: this.name, id })
     }
     this.validateRecord(record)
-    await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
+    if (this.indexes.size > 0) await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
     if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.put(this.records, idBytes, stored)
-    if (this.sequential) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
     return id
+  }
+
+  /**
+   * Put [id, json] entries (checked by the caller) in one scope, in order.
+   * @param {WriteScope} scope @param {Array<[unknown, string]>} entries
+   */
+  async putMany (scope, entries) {
+    for (const [id, json] of entries) await this.put(scope, id, json)
   }
 
   /**
@@ -367,6 +406,52 @@ export class Collection extends ModelHandle {
     return promised(() => {
       const json = recordJson(record, `Record for "${this.name}"`)
       return writeThrough(this, scope => modelOf(this).insert(scope, json))
+    })
+  }
+
+  /**
+   * Insert records from an array, an iterable or an async iterable, in
+   * batches of `batchSize`, each one atomic with its index entries and its
+   * ids; see loadInBatches() in lib/bulk.js.
+   * @param {Iterable<object> | AsyncIterable<object>} records
+   * @param {{ batchSize?: number }} [options]
+   * @returns {Promise<number>} how many were inserted
+   */
+  insertMany (records, options) {
+    return promised(() => {
+      const model = modelOf(this)
+      const size = batchSizeOf(options, 'collection.insertMany()')
+      let n = 0
+      return loadInBatches(this, records, size, `The records passed to insertMany() of "${model.name}"`,
+        items => items.map(record => recordJson(record, `Record ${n++} passed to insertMany() of "${model.name}"`)),
+        (scope, jsons) => model.insertMany(scope, jsons))
+    })
+  }
+
+  /**
+   * Put [id, record] entries (an array of pairs, a Map, any iterable or
+   * async iterable of them) in batches, like insertMany().
+   * @param {Iterable<[unknown, object]> | AsyncIterable<[unknown, object]>} entries
+   * @param {{ batchSize?: number }} [options]
+   * @returns {Promise<number>} how many were put
+   */
+  putMany (entries, options) {
+    return promised(() => {
+      const model = modelOf(this)
+      const size = batchSizeOf(options, 'collection.putMany()')
+      let n = 0
+      return loadInBatches(this, entries, size, `The entries passed to putMany() of "${model.name}"`,
+        items => items.map(entry => {
+          const what = `Entry ${n++} passed to putMany() of "${model.name}"`
+          const [id, record] = readInput(what, () => {
+            if (!Array.isArray(entry) || entry.length !== 2) throw invalid(`${what} must be an [id, record] pair, got ${describe(entry)}`)
+            return [entry[0], entry[1]]
+          })
+          const key = model.idArg(id)
+          model.keyOf(key)
+          return /** @type {[unknown, string]} */ ([key, recordJson(record, `The record of ${what.charAt(0).toLowerCase()}${what.slice(1)}`)])
+        }),
+        (scope, pairs) => model.putMany(scope, pairs))
     })
   }
 

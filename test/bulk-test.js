@@ -1,0 +1,231 @@
+// Bulk loads: collection.insertMany() / putMany() and children.appendMany()
+// write their input in batches, each batch atomic with its index entries
+// and counters; a refusal leaves whole batches only and says how many
+// records were written before it. A SIGKILL mid-load leaves whole batches
+// and a clean check() (a real child process on LevelDB).
+import test from 'tape'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { open } from '../index.js'
+import { killCycle } from './util/worker.js'
+
+const WORKER = fileURLToPath(new URL('./fixtures/bulk-worker.js', import.meta.url))
+
+/** @param {Promise<unknown>} promise @returns {Promise<any>} the rejection, or null */
+async function rejection (promise) {
+  try {
+    await promise
+    return null
+  } catch (err) {
+    return err
+  }
+}
+
+async function usersDb () {
+  const db = await open({ backend: 'memory' })
+  const users = db.collection('users', { indexes: { email: { unique: true, key: u => u.email } } })
+  return { db, users }
+}
+
+const user = (/** @type {number} */ i) => ({ email: `u${i}@x`, n: i })
+
+test('insertMany: an array in batches, ids from the sequence, index entries with them', async t => {
+  const { db, users } = await usersDb()
+  await users.insert(user(0))
+  t.is(await users.insertMany([1, 2, 3, 4, 5, 6, 7].map(user), { batchSize: 3 }), 7, 'resolves with how many were written')
+  t.same((await users.query().all()).map(r => r.id), [1, 2, 3, 4, 5, 6, 7, 8], 'ids go on from the sequence, in input order')
+  t.is((await users.getBy('email', 'u7@x')).id, 8, 'index entries written with the records')
+  t.is(await users.insert(user(8)), 9, 'the sequence was raised')
+  t.is(await users.insertMany([]), 0, 'empty input')
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('insertMany: a unique conflict inside the input refuses its batch only, with error.written', async t => {
+  const { db, users } = await usersDb()
+  const records = [1, 2, 3, 4, 5].map(user)
+  records.push({ email: 'u4@x', n: 6 }) // the same email as record 4, in the same batch of 3
+  records.push(user(7))
+  const err = await rejection(users.insertMany(records, { batchSize: 3 }))
+  t.is(err && err.code, 'LEVELKIT_UNIQUE', 'LEVELKIT_UNIQUE')
+  t.is(err && err.written, 3, 'error.written: the first batch')
+  t.same((await users.query().all()).map(r => r.n), [1, 2, 3], 'nothing of the failing batch, nothing after it')
+  t.is(await users.getBy('email', 'u4@x'), undefined, 'no index entry of the failing batch')
+  t.is(await users.insert(user(9)), 4, 'no id of the failing batch was used')
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('insertMany: a unique conflict with a stored record, and across batches', async t => {
+  const { db, users } = await usersDb()
+  await users.insert(user(5))
+  const err = await rejection(users.insertMany([1, 2, 3, 4, 5, 6].map(user), { batchSize: 2 }))
+  t.is(err && err.code, 'LEVELKIT_UNIQUE')
+  t.is(err && err.written, 4, 'two whole batches were written before the refusal')
+  t.is(await users.count(), 5)
+  const across = await rejection(users.insertMany([user(10), user(11), user(10)], { batchSize: 2 }))
+  t.is(across && across.code, 'LEVELKIT_UNIQUE', 'a value taken by an earlier batch of the same call')
+  t.is(across && across.written, 2)
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('insertMany: bad input is LEVELKIT_INVALID, nothing of its batch written', async t => {
+  const { db, users } = await usersDb()
+  const bad = await rejection(users.insertMany([user(1), user(2), user(3), 'nope', user(5)], { batchSize: 2 }))
+  t.is(bad && bad.code, 'LEVELKIT_INVALID')
+  t.is(bad && bad.written, 2)
+  t.match(bad && bad.message, /insertMany/, 'the message names the call')
+  t.is(await users.count(), 2)
+  const withId = await rejection(users.insertMany([{ id: 7, email: 'a' }]))
+  t.is(withId && withId.code, 'LEVELKIT_INVALID', 'records of a sequence collection come without ids')
+  t.is((await rejection(users.insertMany(42))).code, 'LEVELKIT_INVALID', 'not iterable')
+  t.is((await rejection(users.insertMany([], { batchsize: 3 }))).code, 'LEVELKIT_INVALID', 'unknown option')
+  for (const batchSize of [0, 1.5, -1, '10', 1e9]) {
+    t.is((await rejection(users.insertMany([], { batchSize }))).code, 'LEVELKIT_INVALID', `batchSize ${JSON.stringify(batchSize)}`)
+  }
+  const thrown = await rejection(users.insertMany((function * () { yield user(20); throw new Error('source broke') })(), { batchSize: 1 }))
+  t.is(thrown && thrown.message, 'source broke', 'an error of the input itself is passed on')
+  t.is(thrown && thrown.written, 1, 'with error.written')
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('insertMany streams an async iterable: it never pulls far ahead of what is written', async t => {
+  const { db, users } = await usersDb()
+  const total = 5000
+  const batchSize = 100
+  let pulled = 0
+  let ahead = 0
+  async function * source () {
+    for (let i = 1; i <= total; i++) {
+      // Record i - 3 batches must be written by the time record i is pulled.
+      if (i % 50 === 0 && i > 3 * batchSize && !(await users.has(i - 3 * batchSize))) ahead++
+      pulled++
+      yield user(i)
+    }
+  }
+  t.is(await users.insertMany(source(), { batchSize }), total)
+  t.is(pulled, total)
+  t.is(ahead, 0, 'every record 3 batches back was written when a record was pulled')
+  t.is(await users.count(), total)
+  await db.close()
+})
+
+test('insertMany with function ids: an existing id is LEVELKIT_EXISTS; a sync iterable on LevelDB', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-bulk-'))
+  try {
+    let db = await open({ backend: 'leveldb', location: dir })
+    let entries = db.collection('entries', { id: e => e.key, indexes: { tag: { key: e => e.tag } } })
+    function * source (from, to) {
+      for (let i = from; i < to; i++) yield { key: String(i).padStart(8, '0'), tag: i % 7 }
+    }
+    t.is(await entries.insertMany(source(0, 2500), { batchSize: 1000 }), 2500)
+    const err = await rejection(entries.insertMany(source(2400, 2600), { batchSize: 50 }))
+    t.is(err && err.code, 'LEVELKIT_EXISTS', 'an id that is stored')
+    t.is(err && err.written, 0)
+    const dup = await rejection(entries.insertMany([{ key: 'a', tag: 1 }, { key: 'b', tag: 1 }, { key: 'a', tag: 2 }]))
+    t.is(dup && dup.code, 'LEVELKIT_EXISTS', 'an id twice in one batch')
+    await db.close()
+    db = await open({ backend: 'leveldb', location: dir })
+    entries = db.collection('entries', { id: e => e.key, indexes: { tag: { key: e => e.tag } } })
+    t.is(await entries.count(), 2500, 'every batch on disk after a reopen')
+    t.is(await entries.count({ index: 'tag', eq: 3 }), 357, 'with its index entries')
+    t.ok((await db.check()).ok, 'check() is clean')
+    await db.close()
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('insertMany in a db.write() scope is part of its one batch', async t => {
+  const { db, users } = await usersDb()
+  const err = await rejection(db.write(async w => {
+    await users.in(w).insertMany([user(1), user(2)], { batchSize: 1 })
+    await users.in(w).insert(user(1))
+  }))
+  t.is(err && err.code, 'LEVELKIT_UNIQUE')
+  t.is(await users.count(), 0, 'nothing written: the scope failed')
+  await db.write(async w => {
+    t.is(await users.in(w).insertMany([user(1), user(2)]), 2)
+  })
+  t.is(await users.count(), 2)
+  await db.close()
+})
+
+test('putMany: [id, record] entries, replacing records and their index entries, in batches', async t => {
+  const { db, users } = await usersDb()
+  await users.insertMany([1, 2, 3].map(user))
+  t.is(await users.putMany([[2, { email: 'two@x' }], [10, user(10)], [3, user(3)]], { batchSize: 2 }), 3)
+  t.is(await users.getBy('email', 'u2@x'), undefined, 'the old entry is gone')
+  t.is((await users.getBy('email', 'two@x')).id, 2)
+  t.is(await users.insert(user(11)), 11, 'the sequence was raised past a put id')
+  const err = await rejection(users.putMany(new Map([[20, user(20)], [21, user(21)], [22, { email: 'two@x' }]]), { batchSize: 2 }))
+  t.is(err && err.code, 'LEVELKIT_UNIQUE', 'a value another stored record holds')
+  t.is(err && err.written, 2)
+  const swap = await rejection(users.putMany([[1, { email: 'u3@x' }], [3, { email: 'u1@x' }]]))
+  t.is(swap && swap.code, 'LEVELKIT_UNIQUE', 'records are put one after the other')
+  for (const bad of [[[1]], [5], [[0, {}]], [[1, 'x']]]) {
+    t.is((await rejection(users.putMany(bad))).code, 'LEVELKIT_INVALID', `bad entry ${JSON.stringify(bad)}`)
+  }
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('appendMany: gap-free sequence numbers per parent, in batches', async t => {
+  const db = await open({ backend: 'memory' })
+  const chats = db.collection('chats')
+  const messages = db.children('messages', { parent: chats })
+  const blocks = db.children('blocked', { parent: chats, blockSize: 4 })
+  const chat = await chats.insert({})
+  await messages.append(chat, 'first')
+  async function * texts (n) { for (let i = 0; i < n; i++) yield `m${i}` }
+  t.is(await messages.appendMany(chat, texts(25), { batchSize: 10 }), 25)
+  t.is(await messages.append(chat, 'last'), 27, 'the sequence went on')
+  t.same(await messages.range(chat).all(), ['first', ...Array.from({ length: 25 }, (_, i) => `m${i}`), 'last'])
+  t.is(await blocks.appendMany(chat, ['a', 'b', 'c', 'd', 'e', 'f'], { batchSize: 4 }), 6)
+  const seqs = []
+  for await (const seq of blocks.range(chat).keys()) seqs.push(seq)
+  t.same(seqs, [1, 2, 3, 4, 5, 6], 'blocks too')
+  const missing = await rejection(messages.appendMany(999, ['x']))
+  t.is(missing && missing.code, 'LEVELKIT_NOT_FOUND')
+  t.is(missing && missing.written, 0)
+  const bad = await rejection(messages.appendMany(chat, ['ok', 'ok', undefined], { batchSize: 2 }))
+  t.is(bad && bad.code, 'LEVELKIT_INVALID')
+  t.is(bad && bad.written, 2)
+  t.is(await messages.append(chat, 'after'), 30, 'no seq of the refused batch was used')
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('crash: SIGKILL mid-load leaves whole batches only and a clean check()', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-bulk-crash-'))
+  const location = path.join(dir, 'db')
+  const batchSize = 500
+  try {
+    let loaded = 0
+    for (let cycle = 0; cycle < 3; cycle++) {
+      const wrong = await killCycle(WORKER, [location, String(batchSize)], async child => {
+        // Kill it once it has written a few batches, mid-load.
+        await new Promise(resolve => child.on('message', message => { if (message === 'batches') resolve() }))
+        await new Promise(resolve => setTimeout(resolve, 20 + cycle * 15))
+      })
+      t.is(wrong, null, `cycle ${cycle}: killed mid-load`)
+      const db = await open({ backend: 'leveldb', location })
+      const items = db.collection('items', { indexes: { code: { unique: true, key: r => r.code } } })
+      const all = await items.query().all()
+      t.is(all.length % batchSize, 0, `cycle ${cycle}: ${all.length} records, whole batches only`)
+      t.ok(all.length > loaded, `cycle ${cycle}: the load made progress`)
+      t.ok(all.every((r, i) => r.id === i + 1 && r.code === `c${i}`), 'the records in input order, ids from 1')
+      t.is(await items.count({ index: 'code' }), all.length, 'one index entry per record')
+      const report = await db.check()
+      t.ok(report.ok, `cycle ${cycle}: check() is clean`)
+      loaded = all.length
+      await db.close()
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
