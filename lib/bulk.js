@@ -134,6 +134,7 @@ export async function loadInBatches (handle, input, size, what, prepare, write) 
           // Nothing after a refused or failed batch is written.
           throw levelkitError(codes.ABORTED, `Aborted the rest of ${what.charAt(0).toLowerCase()}${what.slice(1)}: an earlier write failed`, { cause: writer.lastError })
         }
+        scope.bulk = true
         try {
           return await write(scope, prepared)
         } catch (err) {

@@ -175,18 +175,100 @@ export class CollectionModel {
 
   /**
    * Insert records (their JSON, checked by the caller) in one scope, in
-   * order: as many insert()s, with the sequence raised once.
+   * order: what as many insert()s would do, or refuse, with the sequence
+   * raised once and, for function ids, whether each id is taken read for
+   * the whole batch at once (see takenKeys()).
    * @param {WriteScope} scope @param {string[]} jsons
    */
   async insertMany (scope, jsons) {
-    if (!this.sequential || scope.defersCounters) {
+    // In a transaction, or after other writes of the same scope: one by one.
+    if (scope.defersCounters || scope.ops.length > 0) {
       for (const json of jsons) await this.insert(scope, json)
       return
     }
-    const records = jsons.map(json => this.assertNoId(JSON.parse(json)))
-    let last = await this.lastId(scope)
-    for (let i = 0; i < jsons.length; i++) await this.create(scope, records[i], jsons[i], ++last)
-    scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, last)
+    if (this.sequential) {
+      const records = jsons.map(json => this.assertNoId(JSON.parse(json)))
+      let last = await this.lastId(scope)
+      for (let i = 0; i < jsons.length; i++) await this.create(scope, records[i], jsons[i], ++last)
+      scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, last)
+      return
+    }
+    const records = []
+    const ids = []
+    const keys = []
+    /** @type {unknown} what computing the id of record `records.length` threw */
+    let failure
+    let failed = false
+    for (const json of jsons) {
+      const record = deepFreeze(JSON.parse(json))
+      try {
+        const [id, key] = this.computeIdAndKey(record)
+        ids.push(id)
+        keys.push(key)
+      } catch (err) {
+        // Records before it may be refused first (an id that is taken), as
+        // insert()s one by one would be.
+        failure = err
+        failed = true
+        break
+      }
+      records.push(record)
+    }
+    const keyIds = keys.map(key => this.records.keyId(key))
+    const taken = await this.takenKeys(scope, keys, keyIds)
+    for (let i = 0; i < records.length; i++) {
+      if (taken.has(keyIds[i])) {
+        throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(ids[i])}`, { collection: this.name, id: ids[i] })
+      }
+      // A later record with the same id is refused.
+      taken.add(keyIds[i])
+      await this.store(scope, records[i], jsons[i], ids[i], keys[i], keyIds[i])
+    }
+    if (failed) throw failure
+  }
+
+  /**
+   * The ids of `keys` (as keyIds) that a record has: one decided and not
+   * yet written, or a stored one. What is stored is read with one range
+   * read of the keys' span when it holds few other records (a sorted load),
+   * else with one getMany().
+   * @param {WriteScope} scope with no ops of its own
+   * @param {Uint8Array[]} keys @param {string[]} keyIds
+   * @returns {Promise<Set<string>>}
+   */
+  async takenKeys (scope, keys, keyIds) {
+    const taken = new Set()
+    /** @type {number[]} the keys the overlay says nothing about */
+    let unknown = []
+    const writer = scope.writer
+    // The overlay first: an op it drops was written before the reads below.
+    if (writer.pending) {
+      for (let i = 0; i < keys.length; i++) {
+        const op = writer.lookup(keyIds[i])
+        if (op === undefined) unknown.push(i)
+        else if (op.type === 'put') taken.add(keyIds[i])
+      }
+    } else {
+      unknown = keys.map((_, i) => i)
+    }
+    if (unknown.length === 0) return taken
+    scope.assertOpen()
+    let low = keys[unknown[0]]
+    let high = low
+    for (const i of unknown) {
+      if (compareBytes(keys[i], low) < 0) low = keys[i]
+      if (compareBytes(keys[i], high) > 0) high = keys[i]
+    }
+    const sublevel = this.records.sublevel
+    const stored = await sublevel.keys({ gte: low, lte: high, limit: unknown.length + 1 }).all()
+    if (stored.length <= unknown.length) {
+      const names = new Set(stored.map((/** @type {Uint8Array} */ key) => this.records.keyId(key)))
+      for (const i of unknown) if (names.has(keyIds[i])) taken.add(keyIds[i])
+    } else {
+      const values = await sublevel.getMany(unknown.map(i => keys[i]))
+      unknown.forEach((i, k) => { if (values[k] !== undefined) taken.add(keyIds[i]) })
+    }
+    return taken
   }
 
   /** @template {{ id?: unknown }} T @param {T} record @returns {T} */
@@ -214,12 +296,21 @@ export class CollectionModel {
     if (!this.sequential && await scope.get(this.records, idBytes) !== undefined) {
       throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(id)}`, { collection: this.name, id })
     }
+    await this.store(scope, record, stored, id, idBytes)
+    return id
+  }
+
+  /**
+   * Write a new record whose id is known to be free, with its index entries.
+   * @param {WriteScope} scope @param {any} record sealed @param {string} stored its JSON, as stored
+   * @param {unknown} id @param {Uint8Array} idBytes @param {string} [keyId] the op's id, if known
+   */
+  async store (scope, record, stored, id, idBytes, keyId) {
     this.validateRecord(record)
     if (this.indexes.size > 0) await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
     if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
-    scope.put(this.records, idBytes, stored)
+    scope.push({ type: 'put', id: keyId, key: idBytes, value: stored, sublevel: this.records.sublevel, namespace: this.records })
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
-    return id
   }
 
   /**
@@ -335,8 +426,27 @@ export class CollectionModel {
     return this.sequential ? record.id : this.computeId(record)
   }
 
+  /**
+   * The id the id function gives a (frozen) record, and its key.
+   * @param {any} record @returns {[unknown, Uint8Array]}
+   */
+  computeIdAndKey (record) {
+    const id = this.#idFunctionOf(record)
+    if (id === null || typeof id !== 'object') return [id, this.keyOf(id)]
+    const copy = this.idArg(id)
+    return [copy, this.keyOf(copy)]
+  }
+
   /** @param {any} record */
   computeId (record) {
+    const id = this.#idFunctionOf(record)
+    // idArg() checks an id that is not a primitive (it encodes it to copy it).
+    if (id === null || typeof id !== 'object') this.keyOf(id)
+    return this.idArg(id)
+  }
+
+  /** What the id function returns for `record`, if not undefined. @param {any} record */
+  #idFunctionOf (record) {
     let id
     try {
       id = /** @type {Function} */ (this.idFunction)(record)
@@ -345,9 +455,7 @@ export class CollectionModel {
       throw invalid(`The id function of collection "${this.name}" threw: ${errorMessage(err)}`, { cause: err })
     }
     if (id === undefined) throw invalid(`The id function of collection "${this.name}" returned undefined`)
-    // idArg() checks an id that is not a primitive (it encodes it to copy it).
-    if (id === null || typeof id !== 'object') this.keyOf(id)
-    return this.idArg(id)
+    return id
   }
 
   /**
