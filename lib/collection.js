@@ -1,7 +1,7 @@
 import { encode, snapshot } from './tuple.js'
 import { compareBytes } from './bytes.js'
 import { invalid, levelkitError, codes } from './errors.js'
-import { encodeJson } from './json-value.js'
+import { encodeJson, encodeJsonWithCopy } from './json-value.js'
 import { parseRecord, parseInteger, decodeKey } from './stored.js'
 import { assertName, layout } from './names.js'
 import { Namespace, assertNotClosed } from './namespace.js'
@@ -178,18 +178,18 @@ export class CollectionModel {
    * order: what as many insert()s would do, or refuse, with the sequence
    * raised once and, for function ids, whether each id is taken read for
    * the whole batch at once (see takenKeys()).
-   * @param {WriteScope} scope @param {string[]} jsons
+   * @param {WriteScope} scope @param {Array<[string, any]>} pairs each record's JSON and a copy of it (encodeJsonWithCopy())
    */
-  async insertMany (scope, jsons) {
+  async insertMany (scope, pairs) {
     // In a transaction, or after other writes of the same scope: one by one.
     if (scope.defersCounters || scope.ops.length > 0) {
-      for (const json of jsons) await this.insert(scope, json)
+      for (const [json] of pairs) await this.insert(scope, json)
       return
     }
     if (this.sequential) {
-      const records = jsons.map(json => this.assertNoId(JSON.parse(json)))
+      for (const [, record] of pairs) this.assertNoId(record)
       let last = await this.lastId(scope)
-      for (let i = 0; i < jsons.length; i++) await this.create(scope, records[i], jsons[i], ++last)
+      for (const [json, record] of pairs) await this.create(scope, record, json, ++last)
       scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, last)
       return
     }
@@ -199,8 +199,8 @@ export class CollectionModel {
     /** @type {unknown} what computing the id of record `records.length` threw */
     let failure
     let failed = false
-    for (const json of jsons) {
-      const record = deepFreeze(JSON.parse(json))
+    for (const [, copy] of pairs) {
+      const record = deepFreeze(copy)
       try {
         const [id, key] = this.computeIdAndKey(record)
         ids.push(id)
@@ -222,7 +222,7 @@ export class CollectionModel {
       }
       // A later record with the same id is refused.
       taken.add(keyIds[i])
-      await this.store(scope, records[i], jsons[i], ids[i], keys[i], keyIds[i])
+      await this.store(scope, records[i], pairs[i][0], ids[i], keys[i], keyIds[i])
     }
     if (failed) throw failure
   }
@@ -531,8 +531,8 @@ export class Collection extends ModelHandle {
       const size = batchSizeOf(options, 'collection.insertMany()')
       let n = 0
       return loadInBatches(this, records, size, `The records passed to insertMany() of "${model.name}"`,
-        items => items.map(record => recordJson(record, `Record ${n++} passed to insertMany() of "${model.name}"`)),
-        (scope, jsons) => model.insertMany(scope, jsons))
+        items => items.map(record => recordJsonWithCopy(record, `Record ${n++} passed to insertMany() of "${model.name}"`)),
+        (scope, pairs) => model.insertMany(scope, pairs))
     })
   }
 
@@ -988,6 +988,19 @@ async function ownerHolding (model, index, key) {
  */
 function withIdJson (json, id) {
   return json.length === 2 ? `{"id":${id}}` : `{"id":${id},${json.slice(1)}`
+}
+
+/**
+ * The JSON of a record, read once, and a copy of the record as JSON.parse()
+ * would make it.
+ * @param {unknown} record @param {string} what
+ * @returns {[string, any]}
+ */
+function recordJsonWithCopy (record, what) {
+  if (record === null || typeof record !== 'object' || readInput(what, () => Array.isArray(record))) {
+    throw invalid(`${what} must be a plain object, got ${describe(record)}`)
+  }
+  return encodeJsonWithCopy(record, what)
 }
 
 /**

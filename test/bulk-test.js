@@ -8,7 +8,9 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import fc from 'fast-check'
 import { open } from '../index.js'
+import { encodeJson, encodeJsonWithCopy } from '../lib/json-value.js'
 import { killCycle } from './util/worker.js'
 
 const WORKER = fileURLToPath(new URL('./fixtures/bulk-worker.js', import.meta.url))
@@ -30,6 +32,39 @@ async function usersDb () {
 }
 
 const user = (/** @type {number} */ i) => ({ email: `u${i}@x`, n: i })
+
+test('encodeJsonWithCopy: the JSON of encodeJson() and the copy JSON.parse() would make, or the same refusal', t => {
+  const special = [
+    { ['__proto__']: { polluted: true }, a: 1 }, // eslint-disable-line no-useless-computed-key
+    JSON.parse('{"__proto__": [1, {"x": 2}]}'),
+    { 2: 'b', 1: 'a', z: 0, '-1': 'n' },
+    { s: 'lone \ud800 and pair \ud83d\ude00 and "quotes" \n', deep: [[[{}]], [], { a: [null, false, 1.5e300] }] },
+    Object.assign(Object.create(null), { a: 1 }),
+    { skipped: undefined, kept: 1 }
+  ]
+  for (const value of special) {
+    const [json, copy] = encodeJsonWithCopy(value, 'v')
+    t.is(json, encodeJson(value, 'v'), `JSON of ${json}`)
+    t.same(copy, JSON.parse(json), 'the copy')
+    t.is(JSON.stringify(copy), json, 'in the same order')
+    t.is(Object.getPrototypeOf(copy), Object.prototype, 'a plain object')
+  }
+  const outcome = (/** @type {() => any} */ f) => { try { return f() } catch (err) { return err.message } }
+  fc.assert(fc.property(fc.dictionary(fc.string(), fc.jsonValue()), value => {
+    const expected = outcome(() => encodeJson(value, 'v'))
+    const got = outcome(() => encodeJsonWithCopy(value, 'v'))
+    // A refusal (-0) alike, else the same JSON and a copy that writes it.
+    return typeof got === 'string' ? got === expected : got[0] === expected && JSON.stringify(got[1]) === expected
+  }), { numRuns: 300 })
+  for (const bad of [{ a: -0 }, { a: [1, , 2] }, { when: new Date(0) }, { a: { toJSON: () => 1 } }]) { // eslint-disable-line no-sparse-arrays
+    let expected = null
+    let got = null
+    try { encodeJson(bad, 'v') } catch (err) { expected = err.message }
+    try { encodeJsonWithCopy(bad, 'v') } catch (err) { got = err.message }
+    t.is(got, expected, `refused alike: ${expected}`)
+  }
+  t.end()
+})
 
 test('insertMany: an array in batches, ids from the sequence, index entries with them', async t => {
   const { db, users } = await usersDb()
