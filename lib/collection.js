@@ -229,37 +229,45 @@ export class CollectionModel {
 
   /**
    * The ids of `keys` (as keyIds) that a record has: one decided and not
-   * yet written, or a stored one. What is stored is read with one range
-   * read of the keys' span when it holds few other records (a sorted load),
-   * else with one getMany().
+   * yet written, or a stored one. What is stored is read with getSync()
+   * where there is one, else with one range read of the keys' span when it
+   * holds few other records (a sorted load), else with one getMany().
    * @param {WriteScope} scope with no ops of its own
    * @param {Uint8Array[]} keys @param {string[]} keyIds
    * @returns {Promise<Set<string>>}
    */
   async takenKeys (scope, keys, keyIds) {
     const taken = new Set()
+    if (keys.length === 0) return taken
+    let low = keys[0]
+    let high = low
+    for (const key of keys) {
+      if (compareBytes(key, low) < 0) low = key
+      if (compareBytes(key, high) > 0) high = key
+    }
     /** @type {number[]} the keys the overlay says nothing about */
-    let unknown = []
+    const unknown = []
     const writer = scope.writer
     // The overlay first: an op it drops was written before the reads below.
-    if (writer.pending) {
+    if (writer.pending && writer.pendingWithin(this.records, low, high)) {
       for (let i = 0; i < keys.length; i++) {
         const op = writer.lookup(keyIds[i])
         if (op === undefined) unknown.push(i)
         else if (op.type === 'put') taken.add(keyIds[i])
       }
+      if (unknown.length === 0) return taken
     } else {
-      unknown = keys.map((_, i) => i)
+      for (let i = 0; i < keys.length; i++) unknown.push(i)
     }
-    if (unknown.length === 0) return taken
     scope.assertOpen()
-    let low = keys[unknown[0]]
-    let high = low
-    for (const i of unknown) {
-      if (compareBytes(keys[i], low) < 0) low = keys[i]
-      if (compareBytes(keys[i], high) > 0) high = keys[i]
-    }
     const sublevel = this.records.sublevel
+    if (writer.syncReads && sublevel.status === 'open') {
+      // Synchronous point reads: no round trip to a thread, which a busy
+      // machine makes long (and not through the read cache, which a load
+      // would only fill with absent keys).
+      for (const i of unknown) if (sublevel.getSync(keys[i]) !== undefined) taken.add(keyIds[i])
+      return taken
+    }
     const stored = await sublevel.keys({ gte: low, lte: high, limit: unknown.length + 1 }).all()
     if (stored.length <= unknown.length) {
       const names = new Set(stored.map((/** @type {Uint8Array} */ key) => this.records.keyId(key)))

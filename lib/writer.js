@@ -3,6 +3,7 @@ import { WriteScope } from './write-scope.js'
 import { namespaceByPrefix } from './namespace.js'
 import { noop } from './common.js'
 import { within } from './bounds.js'
+import { compareBytes } from './bytes.js'
 import { LockManager } from './lock-manager.js'
 
 // How long one tab may keep the cross-tab lock while it has more to write,
@@ -214,6 +215,20 @@ export class Writer {
       unindexed.length = 0
     }
     return this.#overlay.get(id)
+  }
+
+  /**
+   * Whether some op decided and not yet written is in `namespace`, with a
+   * key from `low` to `high`: when none is, reads of those keys need not
+   * look them up one by one (a bulk load's batch, whose keys follow those
+   * of the batch before it).
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} low @param {Uint8Array} high
+   */
+  pendingWithin (namespace, low, high) {
+    const inside = (/** @type {import('./write-scope.js').Op} */ op) => op.namespace === namespace && compareBytes(op.key, low) >= 0 && compareBytes(op.key, high) <= 0
+    for (const op of this.#unindexed) if (inside(op)) return true
+    for (const op of this.#overlay.values()) if (inside(op)) return true
+    return false
   }
 
   /**

@@ -175,6 +175,22 @@ test('insertMany with function ids: an existing id is LEVELKIT_EXISTS; a sync it
   }
 })
 
+test('insertMany with function ids sees writes decided and not yet written', async t => {
+  const db = await open({ backend: 'memory' })
+  const entries = db.collection('entries', { id: e => e.key })
+  await entries.insertMany([{ key: 'a' }, { key: 'c' }])
+  // Neither awaited: decided, maybe not yet written, when the batch is decided.
+  const deleting = entries.del('a')
+  const inserting = entries.insert({ key: 'b' })
+  t.is(await entries.insertMany([{ key: 'a', again: true }, { key: 'd' }]), 2, 'a key deleted just before is free')
+  const err = await rejection(entries.insertMany([{ key: 'e' }, { key: 'b' }]))
+  t.is(err && err.code, 'LEVELKIT_EXISTS', 'a key inserted just before is taken')
+  await Promise.all([deleting, inserting])
+  t.same((await entries.query().all()).map(e => e.key), ['a', 'b', 'c', 'd'])
+  t.is((await entries.get('a')).again, true)
+  await db.close()
+})
+
 test('insertMany in a db.write() scope is part of its one batch', async t => {
   const { db, users } = await usersDb()
   const err = await rejection(db.write(async w => {
