@@ -121,6 +121,7 @@ function serializeArray (array, depth, copy) {
   if ('toJSON' in array) throw new Rejection('a toJSON method (JSON would store what it returns)')
   const n = array.length
   let json = '['
+  /** @type {unknown[] | null} */
   const target = copy ? [] : null
   for (let i = 0; i < n; i++) {
     try {
