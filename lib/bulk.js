@@ -39,17 +39,26 @@ export function batchSizeOf (options, call) {
  */
 export async function * batchesOf (input, size, what) {
   const iterator = iteratorOf(input, what)
-  let batch = []
-  while (true) {
-    const step = await iterator.next()
-    if (step.done) break
-    batch.push(step.value)
-    if (batch.length === size) {
-      yield batch
-      batch = []
+  let done = false
+  try {
+    let batch = []
+    while (true) {
+      const step = await iterator.next()
+      if (step.done) {
+        done = true
+        break
+      }
+      batch.push(step.value)
+      if (batch.length === size) {
+        yield batch
+        batch = []
+      }
     }
+    if (batch.length > 0) yield batch
+  } finally {
+    // Stopped early (a refusal): let the input clean up, as for...of would.
+    if (!done && typeof iterator.return === 'function') await iterator.return()
   }
-  if (batch.length > 0) yield batch
 }
 
 /**

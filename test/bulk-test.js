@@ -121,6 +121,18 @@ test('insertMany: bad input is LEVELKIT_INVALID, nothing of its batch written', 
   for (const batchSize of [0, 1.5, -1, '10', 1e9]) {
     t.is((await rejection(users.insertMany([], { batchSize }))).code, 'LEVELKIT_INVALID', `batchSize ${JSON.stringify(batchSize)}`)
   }
+  let closed = false
+  async function * stream () {
+    try {
+      for (let i = 30; ; i++) yield i === 33 ? user(1) : user(i)
+    } finally {
+      closed = true
+    }
+  }
+  const refused = await rejection(users.insertMany(stream(), { batchSize: 2 }))
+  t.is(refused && refused.code, 'LEVELKIT_UNIQUE')
+  t.is(refused && refused.written, 2)
+  t.ok(closed, 'the input is closed (return()) when the load stops early')
   const thrown = await rejection(users.insertMany((function * () { yield user(20); throw new Error('source broke') })(), { batchSize: 1 }))
   t.is(thrown && thrown.message, 'source broke', 'an error of the input itself is passed on')
   t.is(thrown && thrown.written, 1, 'with error.written')
