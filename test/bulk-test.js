@@ -203,6 +203,28 @@ test('insertMany with function ids sees writes decided and not yet written', asy
   await db.close()
 })
 
+test('insertMany with function ids between stored ids: point reads, one range read, or getMany()', async t => {
+  const db = await open({ backend: 'memory' })
+  const entries = db.collection('entries', { id: e => e.key })
+  const key = (/** @type {number} */ i) => String(i).padStart(4, '0')
+  const all = Array.from({ length: 1000 }, (_, i) => i)
+  t.is(await entries.insertMany(all.filter(i => i % 10 !== 5).map(i => ({ key: key(i) }))), 900)
+  // 100 new ids spread among 900 stored ones: too many in their span for one range read.
+  t.is(await entries.insertMany(all.filter(i => i % 10 === 5).map(i => ({ key: key(i) })), { batchSize: 100 }), 100)
+  const again = await rejection(entries.insertMany(all.filter(i => i % 10 === 0).map(i => ({ key: key(i + 1) })), { batchSize: 100 }))
+  t.is(again && again.code, 'LEVELKIT_EXISTS', 'taken ids among many stored ones are found')
+  for (const [batchSize, n, base] of [[100, 100, 1000], [200, 200, 2000], [10, 10, 3000]]) {
+    const ids = all.slice(0, n).map(i => ({ key: key(base + i) }))
+    ids.push({ key: key(500) })
+    const err = await rejection(entries.insertMany(ids, { batchSize }))
+    t.is(err && err.code, 'LEVELKIT_EXISTS', `batches of ${batchSize}: a stored id is found`)
+    t.is(err && err.written, n, 'after the batches before it')
+  }
+  t.is(await entries.count(), 1310)
+  t.ok((await db.check()).ok)
+  await db.close()
+})
+
 test('insertMany in a db.write() scope is part of its one batch', async t => {
   const { db, users } = await usersDb()
   const err = await rejection(db.write(async w => {
