@@ -9,6 +9,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import fc from 'fast-check'
+import { MemoryLevel } from 'memory-level'
 import { open } from '../index.js'
 import { encodeJson, encodeJsonWithCopy } from '../lib/json-value.js'
 import { killCycle } from './util/worker.js'
@@ -222,6 +223,20 @@ test('insertMany with function ids between stored ids: point reads, one range re
   }
   t.is(await entries.count(), 1310)
   t.ok((await db.check()).ok)
+  await db.close()
+})
+
+test('insertMany while a newly declared index is built', async t => {
+  const level = new MemoryLevel()
+  let db = await open({ db: level })
+  let items = db.collection('items', { id: r => r.code })
+  t.is(await items.insertMany(Array.from({ length: 3000 }, (_, i) => ({ code: `c${i}`, n: i % 100 }))), 3000)
+  await db.close()
+  db = await open({ db: level })
+  items = db.collection('items', { id: r => r.code, indexes: { n: { key: r => r.n } } })
+  t.is(await items.insertMany(Array.from({ length: 2000 }, (_, i) => ({ code: `d${i}`, n: i % 100 })), { batchSize: 500 }), 2000)
+  t.is(await items.count({ index: 'n', eq: 7 }), 50, 'the index holds the records loaded before and during its build')
+  t.ok((await db.check()).ok, 'check() is clean')
   await db.close()
 })
 
