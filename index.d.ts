@@ -222,7 +222,7 @@ export interface WriteOptions {
  */
 export interface BulkOptions {
   /**
-   * Items per batch (1 to 100,000; default 1000). Each batch is one atomic
+   * Items per batch (1 to 100,000; default 250). Each batch is one atomic
    * write with everything it implies (index entries, ids, sequence numbers);
    * at most two batches of the input are in memory at a time. Inside a
    * db.write() scope or a transaction the whole input is part of its one

@@ -4,10 +4,13 @@ import { optionsOf } from './options.js'
 import { scopeOf, modelOf, writeThrough } from './model-handle.js'
 
 // Records per batch unless the caller says otherwise. Measured with
-// bench/sorted-write.js --mode levelkit at 1M entries: past ~1000 a batch
-// costs as much per record, and a bigger one only holds more in memory and
-// keeps other writes waiting longer (bench/RESULTS.md, sorted-write).
-export const DEFAULT_BATCH_SIZE = 1000
+// bench/sorted-write.js --mode levelkit at 1M entries (2026-11-26): batches
+// of 250 took 13.2-14.3 s and 128 MB peak RSS where batches of 1000 took
+// 16.5-16.7 s and 149 MB (4000: 17.6 s, 220 MB; 16000: 19.5 s, 398 MB;
+// 100: 14.7 s). A batch is alive until it is written, long enough for the
+// garbage collector to copy it out of the young generation: smaller ones
+// cost it less. Each batch still pays a critical section and a write.
+export const DEFAULT_BATCH_SIZE = 250
 // One batch is one critical section and one atomic LevelDB batch, held in
 // memory whole: bounded, so a typo cannot ask for a batch of a billion.
 export const MAX_BATCH_SIZE = 100000
