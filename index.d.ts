@@ -216,6 +216,24 @@ export interface WriteOptions {
   ifVersion?: number
 }
 
+/**
+ * Options of the bulk loads: collection.insertMany(), collection.putMany()
+ * and children.appendMany().
+ */
+export interface BulkOptions {
+  /**
+   * Items per batch (1 to 100,000; default 250). Each batch is one atomic
+   * write with everything it implies (index entries, ids, sequence numbers);
+   * at most two batches of the input are in memory at a time. Inside a
+   * db.write() scope or a transaction the whole input is part of its one
+   * batch.
+   */
+  batchSize?: number
+}
+
+/** The input of a bulk load: an array, any iterable, or an async iterable (read as it is written, never held whole). */
+export type BulkInput<T> = Iterable<T> | AsyncIterable<T>
+
 export interface KeyedCollectionOptions<T, K extends TupleValue> extends Omit<CollectionOptions<T>, 'id'> {
   /** The record's id, computed from the record: it must always produce the id it is stored under. */
   id: (record: T) => K
@@ -283,6 +301,23 @@ export declare class Collection<T extends object = Record<string, any>, K extend
   in (w: WriteScope): this
   /** Resolves with the new id. */
   insert (record: T): Promise<K>
+  /**
+   * Insert many records, in input order, in batches of `batchSize`: each
+   * batch atomic with its index entries and ids, as insert()s one by one
+   * would write them, unique values checked against stored records and
+   * within the input. Resolves with how many were inserted. A refusal
+   * (LEVELKIT_UNIQUE, LEVELKIT_EXISTS, LEVELKIT_INVALID, ...) or an error
+   * of the input rejects with that error, its batch and everything after
+   * it unwritten, and `err.written`: how many records the batches before
+   * it wrote. Other writes may come between two batches.
+   */
+  insertMany (records: BulkInput<T>, options?: BulkOptions): Promise<number>
+  /**
+   * Create or replace many records, given as [id, record] pairs (an array
+   * of pairs, a Map, any iterable or async iterable of them), in batches,
+   * like insertMany(). Resolves with how many were written.
+   */
+  putMany (entries: BulkInput<[K, T]>, options?: BulkOptions): Promise<number>
   /** Create or replace; resolves true if created. */
   put (id: K, record: T, options?: WriteOptions): Promise<boolean>
   /** Shallow-merge a patch (undefined removes a property) or apply a synchronous function; resolves with the new record. */
@@ -374,6 +409,14 @@ export declare class Children<V = any, P extends TupleValue = TupleValue> {
   in (w: WriteScope): this
   /** Resolves with the child's sequence number: 1, 2, 3, ... per parent, without gaps. */
   append (parentId: P, value: V): Promise<number>
+  /**
+   * Append many values to a parent's children, in input order, in batches
+   * of `batchSize`: each batch atomic with the parent's sequence, so the
+   * sequence numbers stay gap-free (another append may come between two
+   * batches). Resolves with how many were appended; a refusal or an error
+   * of the input rejects with `err.written`, like collection.insertMany().
+   */
+  appendMany (parentId: P, values: BulkInput<V>, options?: BulkOptions): Promise<number>
   /** Replace an existing child (LEVELKIT_NOT_FOUND if there is none). */
   put (parentId: P, seq: number, value: V): Promise<void>
   del (parentId: P, seq: number): Promise<boolean>

@@ -27,6 +27,8 @@ export class WriteScope {
     this.open = true
     /** Whether reads may run beside this scope while it is open (Writer.read()): a db.write() callback's scope */
     this.hostsReads = false
+    /** Whether this is a batch of a bulk load (lib/bulk.js): the writer writes it as a chained batch */
+    this.bulk = false
   }
 
   /**

@@ -178,6 +178,25 @@ export async function idUsage (): Promise<void> {
   await reads.has(1, hobbit)
 
   const seq: number = await chapters.append(hobbit, { title: 'An Unexpected Party' })
+  const appended: number = await chapters.appendMany(hobbit, [{ title: 'A' }, { title: 'B' }], { batchSize: 100 })
+  // @ts-expect-error the values are the children's type
+  await chapters.appendMany(hobbit, [{ name: 'A' }])
+  async function * bookStream (): AsyncGenerator<Book> { yield { title: 'Unfinished Tales', authorId: tolkien, year: 1980 } }
+  const loaded: number = await books.insertMany(bookStream(), { batchSize: 500 })
+  await books.insertMany([{ title: 'Beren', authorId: tolkien, year: 2017 }])
+  await sessions.putMany(new Map([['abc', { sessionId: 'abc', userId: 2 }]]))
+  await sessions.putMany([['abd', { sessionId: 'abd', userId: 3 }]], { batchSize: 10 })
+  // @ts-expect-error an entry's id is the collection's id type
+  await sessions.putMany([[1, { sessionId: 'x', userId: 1 }]])
+  // @ts-expect-error a record must have the collection's type
+  await books.insertMany([{ name: 'x' }])
+  // @ts-expect-error batchSize is a number
+  await books.insertMany([], { batchSize: '10' })
+  try {
+    await books.insertMany([])
+  } catch (err) {
+    if (err instanceof Error && 'written' in err) console.log(appended, loaded, err.written)
+  }
   // @ts-expect-error the parent's ids are numbers
   await chapters.append('The Hobbit', { title: 'Roast Mutton' })
   await notes.append(sessionId, { text: 'remember the ring' })
