@@ -17,7 +17,10 @@ const browser = {
     },
     async indexeddb (location, options) {
       const { BrowserLevel } = await loadBackend('indexeddb', 'browser-level', () => import('browser-level'))
-      return new BrowserLevel(location === undefined ? DEFAULT_DATABASE : location, options)
+      // The IndexedDB database is named `location` itself: browser-level would
+      // prefix it with 'level-js-' (pass that prefix to open a database made
+      // by levelkit 0.1 or by browser-level's defaults).
+      return new BrowserLevel(location === undefined ? DEFAULT_DATABASE : location, { prefix: '', ...options })
     }
   }
 }

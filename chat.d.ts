@@ -81,6 +81,8 @@ export interface ChatMessagesOptions {
   n?: number
   /** Whose view: whispers show only to their sender and recipients. */
   viewerId?: number
+  /** Every whisper, whoever it is for (not with `viewerId`): for a caller that shows each to its sender and recipients itself, like a server fanning messages out. */
+  allWhispers?: boolean
 }
 
 /**
@@ -154,7 +156,7 @@ export declare class ChatStore {
   /** Messages in ascending id order, or null if the chat does not exist. */
   getChatMessages (chatId: number, options?: ChatMessagesOptions): Promise<Message[] | null>
   /** New messages as they are committed, in id order, with no gap and no duplicate after `after`. */
-  watch (chatId: number, options?: { after?: number, signal?: AbortSignal, viewerId?: number }): AsyncGenerator<Message>
+  watch (chatId: number, options?: { after?: number, signal?: AbortSignal, viewerId?: number, allWhispers?: boolean }): AsyncGenerator<Message>
 
   /** db.check() plus the chat invariants (member lists match edges, pair counts match chats, hash counts match users' hashes, every hash readable). */
   check (): Promise<{ ok: boolean, problems: Array<{ type: string, message: string }> }>

@@ -40,6 +40,8 @@ export declare const codes: Readonly<{
   TX_EXPIRED: 'LEVELKIT_TX_EXPIRED'
   /** A transaction wrote more keys or bytes than `maxOps` or `maxBytes`. */
   TX_TOO_LARGE: 'LEVELKIT_TX_TOO_LARGE'
+  /** A read needs an index that is being built, and was made with `{ wait: false }` (or inside a db.write() callback, which cannot wait for it). */
+  INDEX_BUILDING: 'LEVELKIT_INDEX_BUILDING'
 }>
 
 /** A value the tuple key encoding can store: ordered like bytewise. */
@@ -63,7 +65,11 @@ export interface OpenOptions {
    * In Node: 'leveldb' when `location` is given, else 'memory'. In browsers: 'indexeddb' (database 'levelkit' when no `location` is given).
    */
   backend?: 'leveldb' | 'memory' | 'indexeddb'
-  /** Directory (leveldb) or database name (indexeddb). */
+  /**
+   * Directory (leveldb) or database name (indexeddb: exactly this name;
+   * databases made by levelkit 0.1 are named `level-js-<location>`: pass
+   * `prefix: 'level-js-'` to open one).
+   */
   location?: string
   /** An abstract-level 3 database you opened yourself. levelkit does not close it. */
   db?: AbstractLevel<any, any, any>
@@ -73,10 +79,11 @@ export interface OpenOptions {
    * Values kept in memory per namespace for point reads (records, unique
    * index entries, relation edges, counters), and lists of a relation's
    * edges, kept exact by the write path as its batches are written
-   * (default 10000; 0 turns it off). Only with
-   * synchronous reads: never on IndexedDB, where other tabs write too.
+   * (default 10000; 0 turns it off): a number of entries, or
+   * `{ policy, size }` (policy default 'tinylfu'). Only with synchronous
+   * reads: never on IndexedDB, where other tabs write too.
    */
-  readCache?: number
+  readCache?: number | { policy?: ReadCachePolicy, size?: number }
   /**
    * Bytes (estimated: keys and values) that all the read caches of the
    * database hold together, relation lists and child blocks included
@@ -154,6 +161,30 @@ export interface IndexOptions<T> {
    * rewrites the copy.
    */
   covering?: boolean
+  /**
+   * A non-negative integer (default 0): raise it when the key function
+   * changes, and the index is rebuilt (its entries cleared, then every
+   * record indexed again, in the background).
+   */
+  version?: number
+}
+
+/** Whether a read that needs an index being built waits for it (the default) or rejects with LEVELKIT_INDEX_BUILDING. */
+export interface WaitOptions {
+  wait?: boolean
+}
+
+/** Where an index is: 'ready'; 'clearing' or 'building' (done of about total records); 'failed' (error); stored but no longer declared: 'undeclared' or 'dropping'. */
+export interface IndexStatus {
+  state: 'ready' | 'clearing' | 'building' | 'failed' | 'undeclared' | 'dropping'
+  /** Whether the collection declares it in this process. */
+  declared: boolean
+  /** Records indexed so far (while it is built, and after a build). */
+  done?: number
+  /** About how many records the build has to index. */
+  total?: number
+  /** Why the build failed: LEVELKIT_UNIQUE (`err.ids` names two records with one value), LEVELKIT_INVALID, ... */
+  error?: Error
 }
 
 export interface CollectionOptions<T> {
@@ -184,6 +215,24 @@ export interface WriteOptions {
    */
   ifVersion?: number
 }
+
+/**
+ * Options of the bulk loads: collection.insertMany(), collection.putMany()
+ * and children.appendMany().
+ */
+export interface BulkOptions {
+  /**
+   * Items per batch (1 to 100,000; default 250). Each batch is one atomic
+   * write with everything it implies (index entries, ids, sequence numbers);
+   * at most two batches of the input are in memory at a time. Inside a
+   * db.write() scope or a transaction the whole input is part of its one
+   * batch.
+   */
+  batchSize?: number
+}
+
+/** The input of a bulk load: an array, any iterable, or an async iterable (read as it is written, never held whole). */
+export type BulkInput<T> = Iterable<T> | AsyncIterable<T>
 
 export interface KeyedCollectionOptions<T, K extends TupleValue> extends Omit<CollectionOptions<T>, 'id'> {
   /** The record's id, computed from the record: it must always produce the id it is stored under. */
@@ -252,6 +301,23 @@ export declare class Collection<T extends object = Record<string, any>, K extend
   in (w: WriteScope): this
   /** Resolves with the new id. */
   insert (record: T): Promise<K>
+  /**
+   * Insert many records, in input order, in batches of `batchSize`: each
+   * batch atomic with its index entries and ids, as insert()s one by one
+   * would write them, unique values checked against stored records and
+   * within the input. Resolves with how many were inserted. A refusal
+   * (LEVELKIT_UNIQUE, LEVELKIT_EXISTS, LEVELKIT_INVALID, ...) or an error
+   * of the input rejects with that error, its batch and everything after
+   * it unwritten, and `err.written`: how many records the batches before
+   * it wrote. Other writes may come between two batches.
+   */
+  insertMany (records: BulkInput<T>, options?: BulkOptions): Promise<number>
+  /**
+   * Create or replace many records, given as [id, record] pairs (an array
+   * of pairs, a Map, any iterable or async iterable of them), in batches,
+   * like insertMany(). Resolves with how many were written.
+   */
+  putMany (entries: BulkInput<[K, T]>, options?: BulkOptions): Promise<number>
   /** Create or replace; resolves true if created. */
   put (id: K, record: T, options?: WriteOptions): Promise<boolean>
   /** Shallow-merge a patch (undefined removes a property) or apply a synchronous function; resolves with the new record. */
@@ -270,10 +336,10 @@ export declare class Collection<T extends object = Record<string, any>, K extend
   has (id: K): Promise<boolean>
   getMany (ids: K[]): Promise<Array<R | undefined>>
   /** The record holding `value` in a unique index. */
-  getBy (index: string, value: TupleValue, options?: LockOptions): Promise<R | undefined>
+  getBy (index: string, value: TupleValue, options?: LockOptions & WaitOptions): Promise<R | undefined>
   /** Records in id order, or in the order of an index's values; keys are ids. In a transaction, `lock` locks the range (phantoms wait) and the records read. */
-  query (options?: QueryOptions<K> & LockOptions): Query<R, K>
-  count (options?: QueryOptions<K>): Promise<number>
+  query (options?: QueryOptions<K> & LockOptions & WaitOptions): Query<R, K>
+  count (options?: QueryOptions<K> & WaitOptions): Promise<number>
 }
 
 export type OnDelete = 'cascade' | 'restrict'
@@ -343,6 +409,14 @@ export declare class Children<V = any, P extends TupleValue = TupleValue> {
   in (w: WriteScope): this
   /** Resolves with the child's sequence number: 1, 2, 3, ... per parent, without gaps. */
   append (parentId: P, value: V): Promise<number>
+  /**
+   * Append many values to a parent's children, in input order, in batches
+   * of `batchSize`: each batch atomic with the parent's sequence, so the
+   * sequence numbers stay gap-free (another append may come between two
+   * batches). Resolves with how many were appended; a refusal or an error
+   * of the input rejects with `err.written`, like collection.insertMany().
+   */
+  appendMany (parentId: P, values: BulkInput<V>, options?: BulkOptions): Promise<number>
   /** Replace an existing child (LEVELKIT_NOT_FOUND if there is none). */
   put (parentId: P, seq: number, value: V): Promise<void>
   del (parentId: P, seq: number): Promise<boolean>
@@ -394,10 +468,31 @@ export interface CheckReport {
   repaired: number
 }
 
+/** How the read caches evict (see `levelkit/cache`). */
+export type ReadCachePolicy = 'lru' | '2q' | 'arc' | 'tinylfu'
+
+/** One namespace's read-cache statistics. */
+export interface ReadCacheStats {
+  /** Reads served from the cache. */
+  hits: number
+  /** Reads that went to the store. */
+  misses: number
+  /** Entries evicted, by the policy or the byte budget. */
+  evictions: number
+  /** Entries held now. */
+  size: number
+}
+
 export declare class Database {
   /** The underlying abstract-level database. */
   readonly level: AbstractLevel<any, any, any>
   readonly status: string
+  /** Entries kept per namespace by the read caches (0: off). */
+  readonly readCache: number
+  /** How the read caches evict. */
+  readonly readCachePolicy: ReadCachePolicy
+  /** Per namespace with a read cache (named by its model: `users`, `users.idx.email`, `members.fwd`, ...): its statistics since open(). */
+  stats (): Record<string, ReadCacheStats>
   /**
    * Declare a collection whose ids come from `options.id(record)`: ids are
    * `K`, records are stored as given.
@@ -431,6 +526,12 @@ export declare class Database {
    */
   transaction<R> (fn: (tx: Transaction, attempt: number) => Promise<R> | R, options?: TransactionOptions): Promise<R>
   check (options?: { repair?: boolean }): Promise<CheckReport>
+  /** Build every declared index that is not ready (a failed build is tried again); rejects with the error of a build that fails. */
+  buildIndexes (): Promise<void>
+  /** Per collection, per index: its state and the progress of its build. */
+  schemaStatus (): Promise<Record<string, Record<string, IndexStatus>>>
+  /** Delete the entries and stored declaration of every index stored for a declared collection but no longer declared; resolves with what it dropped. */
+  dropUndeclared (): Promise<Array<{ collection: string, index: string }>>
   close (): Promise<void>
 }
 

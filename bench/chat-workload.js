@@ -95,6 +95,8 @@ const USAGE = `Usage: node bench/chat-workload.js [options]
   --slices N         alternating slices per measurement (default 10)
   --scrypt-n N       scrypt cost for createUser's password hash, both sides (default 2)
   --seed N           seed of the data set and inputs (default 1)
+  --zipf S           pick the users and chats of the read rows with Zipf skew S (default 0: uniformly)
+  --read-cache C     levelkit's read caches: a policy (lru, 2q, arc, tinylfu), policy:entries, or off (default: open()'s defaults)
   --no-warmup        skip the untimed warm-up of every operation on both sides
   --out DIR          output folder (default bench/out)
   --db-dir DIR       where the databases go (default the OS temp dir)
@@ -117,6 +119,8 @@ const args = parseCli('chat-workload', USAGE, {
   slices: { type: 'string', default: '10' },
   'scrypt-n': { type: 'string', default: '2' },
   seed: { type: 'string', default: '1' },
+  zipf: { type: 'string', default: '0' },
+  'read-cache': { type: 'string' },
   'no-warmup': { type: 'boolean', default: false },
   out: { type: 'string', default: path.join(here, 'out') },
   'db-dir': { type: 'string', default: os.tmpdir() },
@@ -145,6 +149,9 @@ if (scryptN < 2 || (scryptN & (scryptN - 1)) !== 0) fail('--scrypt-n is a power 
 const seed = option(() => parseCount(args.seed))
 const scale = Number(args.scale)
 if (!(scale > 0)) fail('--scale is a positive number')
+const zipf = Number(args.zipf)
+if (!(zipf >= 0 && zipf <= 5)) fail('--zipf is a number from 0 to 5')
+const readCache = args['read-cache'] === undefined ? undefined : option(() => readCacheOf(args['read-cache']))
 const ops = args.ops ? args.ops.split(',') : OP_KEYS
 for (const op of ops) if (!OP_KEYS.includes(op)) fail(`Unknown operation ${JSON.stringify(op)}`)
 /** @type {Record<string, number>} */
@@ -170,6 +177,17 @@ const outDir = path.resolve(args.out, `chat-workload-${stamp}`)
 const shown = file => file.startsWith(process.cwd() + path.sep) ? path.relative(process.cwd(), file) : file
 fs.mkdirSync(args['db-dir'], { recursive: true })
 
+/**
+ * --read-cache: 'off' (0), a policy, or policy:entries.
+ * @param {string} text @returns {0 | { policy: string, size?: number }}
+ */
+function readCacheOf (text) {
+  if (text === 'off') return 0
+  const [policy, size] = text.split(':')
+  if (!['lru', '2q', 'arc', 'tinylfu'].includes(policy)) throw new Error(`--read-cache: unknown policy ${JSON.stringify(policy)}`)
+  return size === undefined ? { policy } : { policy, size: parseCount(size) }
+}
+
 /** @param {number} run @returns {Promise<any>} */
 function runOne (run) {
   const config = {
@@ -179,6 +197,8 @@ function runOne (run) {
     slices,
     scryptN,
     seed: seed + run - 1,
+    zipf,
+    readCache,
     run,
     dbDir: args['db-dir'],
     keepDb: args['keep-db'],
@@ -195,6 +215,7 @@ const loadBefore = os.loadavg()
 const startedAt = new Date()
 console.log(`chat-workload: ChatStore on classic-level vs better-sqlite3, ${runs} run(s)`)
 console.log(`  data: ${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats of ${sizes.members} members + ${fmt(sizes.pairChats)} of 2, ${fmt(sizes.messages)} messages; ${concurrency} in flight for the concurrent writes; scrypt N=${scryptN}`)
+if (zipf > 0 || readCache !== undefined) console.log(`  read rows: users and chats picked ${zipf > 0 ? `with Zipf skew ${zipf}` : 'uniformly'}; levelkit's read caches ${readCache === undefined ? 'as open() sets them' : readCache === 0 ? 'off' : `${readCache.policy}${readCache.size ? `, ${fmt(readCache.size)} entries per namespace` : ''}`}`)
 console.log(`  ${machine.cpu}, ${machine.cores} cores, ${machine.platform}, node ${versions.node}, classic-level ${versions['classic-level']}, better-sqlite3 ${versions['better-sqlite3']} (SQLite ${versions.sqlite}), levelkit ${versions.levelkit}`)
 console.log(`  load average ${loadBefore.map(l => l.toFixed(2)).join(' ')}; output ${shown(outDir)}`)
 
@@ -321,7 +342,7 @@ fs.writeFileSync(path.join(outDir, 'summary.json'), JSON.stringify({
   machine,
   versions,
   loadAverage: { before: loadBefore, after: loadAfter, perRun: perRun.map(r => r.loadAverage) },
-  options: { runs, ...sizes, concurrency, slices, scryptN, seed, n, ops, warmup: !args['no-warmup'] },
+  options: { runs, ...sizes, concurrency, slices, scryptN, seed, zipf, readCache: readCache ?? 'default', n, ops, warmup: !args['no-warmup'] },
   csvColumns: ['run', 'operation', 'label', 'side', 'concurrency', 'ops', 'ms', 'ops_per_sec'],
   summary,
   floor,

@@ -5,19 +5,28 @@
 // fast as possible and record, every 1000 writes, the elapsed time and the
 // mean time per write over those 1000 writes.
 //
-// Modes (--mode, or a comma list; --compare = put,batch,levelkit):
+// Modes (--mode, or a comma list; --compare = put,batch,raw,levelkit):
 //   put           individual db.put() with 10 in flight (--concurrency), keys
 //                 increasing monotonically, a 256-byte value: the 2013 shape.
 //                 The recorded time per write is each put's latency (call to
 //                 resolve, 10 in flight), averaged per 1000, as in 2013.
 //   batch         chained batches of 1000 (--batch-size), one in flight; time
 //                 per write = batch time / 1000. The default mode.
+//   raw           what `levelkit` writes, written by hand: chained batches of
+//                 1000 (--batch-size) of the same keys (levelkit's sublevel
+//                 prefix and tuple-encoded id) and the same value bytes (the
+//                 record's JSON). The like-for-like baseline of `levelkit`;
+//                 at up to 100k entries both report a hash of the whole
+//                 database, which must be equal.
 //   levelkit      the same entries through a levelkit collection with function
 //                 ids (db.collection('entries', { id: e => e.key }), no
-//                 indexes), inserting { key, value }, one db.write() scope of
-//                 1000 (--batch-size) awaited inserts per batch: one atomic
-//                 batch per 1000, like `batch`. levelkit stores JSON, so the
-//                 256 bytes are a base64 string.
+//                 indexes): one collection.insertMany() of { key, value }
+//                 records from a generator, in batches of 1000
+//                 (--batch-size): one atomic batch per 1000, like `batch`.
+//                 levelkit stores JSON, so the 256 bytes are a base64 string.
+//   levelkit-scope (extra) the same, one db.write() scope of 1000 awaited
+//                 insert()s per batch: what `levelkit` measured before
+//                 insertMany() existed.
 //   levelkit-put  (extra) individual collection.insert() with 10 in flight,
 //                 the levelkit counterpart of `put` (group commit).
 // Keys are String(i).padStart(16, '0') (the 2013 script used
@@ -63,16 +72,16 @@ import { scatterSvg } from './lib/svg-plot.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const WORKER = path.join(here, 'lib', 'sorted-write-worker.js')
-const MODES = ['put', 'batch', 'levelkit', 'levelkit-put']
+const MODES = ['put', 'batch', 'raw', 'levelkit', 'levelkit-scope', 'levelkit-put']
 const BACKENDS = ['leveldb', 'memory']
 
 const USAGE = `Usage: node bench/sorted-write.js [options]
   --entries N            entries to write (default 10000000; 1e6, 1M, 3000 work)
-  --mode M[,M...]        put | batch | levelkit | levelkit-put (default batch)
-  --compare              modes put,batch,levelkit; ratios against batch
+  --mode M[,M...]        put | batch | raw | levelkit | levelkit-scope | levelkit-put (default batch)
+  --compare              modes put,batch,raw,levelkit; ratios against batch, and levelkit's against raw
   --backend B[,B...]     leveldb | memory (default leveldb)
   --runs K               runs of every configuration, fresh database each (default 1)
-  --batch-size N         entries per batch in batch/levelkit (default 1000)
+  --batch-size N         entries per batch in batch/raw/levelkit/levelkit-scope (default 1000)
   --concurrency N        writes in flight in put/levelkit-put (default 10)
   --write-buffer-size S  classic-level writeBufferSize (e.g. 4M; default LevelDB's 4 MiB)
   --cache-size S         classic-level cacheSize (default 8 MiB)
@@ -115,7 +124,7 @@ const runs = option(() => parseCount(args.runs))
 const batchSize = option(() => parseCount(args['batch-size']))
 const concurrency = option(() => parseCount(args.concurrency))
 if (args.compare && args.mode) fail('--compare chooses the modes itself: use either --compare or --mode')
-const modes = args.compare ? ['put', 'batch', 'levelkit'] : (args.mode || 'batch').split(',')
+const modes = args.compare ? ['put', 'batch', 'raw', 'levelkit'] : (args.mode || 'batch').split(',')
 const backends = args.backend.split(',')
 for (const m of modes) if (!MODES.includes(m)) fail(`Unknown mode ${JSON.stringify(m)}`)
 for (const b of backends) if (!BACKENDS.includes(b)) fail(`Unknown backend ${JSON.stringify(b)}`)
@@ -312,6 +321,12 @@ for (const v of variants) {
   const r = pairedRatio(keyOf(v), keyOf({ ...v, mode: 'batch' }))
   if (r) ratios[`${v.mode}/batch ${v.backend}`] = r
 }
+// levelkit's modes against `raw`, which writes the same bytes.
+for (const v of variants) {
+  if (!v.mode.startsWith('levelkit')) continue
+  const r = pairedRatio(keyOf(v), keyOf({ ...v, mode: 'raw' }))
+  if (r) ratios[`${v.mode}/raw ${v.backend}`] = r
+}
 /** @type {Record<string, any>} */
 const overhead = {}
 for (const v of variants) {
@@ -360,9 +375,22 @@ for (const note of values) {
 }
 if (Object.keys(ratios).length > 0) {
   console.log()
-  console.log('Time ratios against raw batch on the same backend (median of per-round ratios; > 1 = slower):')
+  console.log('Time ratios against batch (or raw) on the same backend (median of per-round ratios; > 1 = slower):')
   for (const [name, r] of Object.entries(ratios)) {
-    console.log(`  ${name.padEnd(28)} ${r.median.toFixed(2)}×  (${r.min.toFixed(2)}..${r.max.toFixed(2)} over ${r.perRound.length} round(s))`)
+    console.log(`  ${name.padEnd(28)} ${r.median.toFixed(2)}×  (${r.min.toFixed(2)}..${r.max.toFixed(2)} over ${r.perRound.length} round(s)); CPU time (user + system) ${r.cpuOfMedians.toFixed(2)}× between medians`)
+  }
+}
+// raw and levelkit's modes must have written the same database.
+for (const backend of backends) {
+  const hashed = [...results.values()].flat().filter(r => r.backend === backend && r.contentHash !== null && (r.mode === 'raw' || r.mode.startsWith('levelkit')))
+  const hashedModes = [...new Set(hashed.map(r => r.mode))]
+  if (hashedModes.length < 2) continue
+  const distinct = new Set(hashed.map(r => r.contentHash))
+  if (distinct.size !== 1) {
+    console.error(`sorted-write: ${hashedModes.join(', ')} wrote different databases on ${backend}: content hashes ${[...distinct].join(', ')}`)
+    process.exitCode = 1
+  } else {
+    console.log(`  ${hashedModes.join(', ')} on ${backend} wrote the same database, byte for byte (SHA-256 of every key and value).`)
   }
 }
 if (Object.keys(overhead).length > 0) {

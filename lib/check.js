@@ -34,12 +34,17 @@ export async function checkDatabase (db, options) {
   if (typeof repair !== 'boolean') throw invalid('The repair option must be a boolean')
   const root = db.level
   assertNotClosed(root)
+  // An index being built is incomplete by design (db.schemaStatus() tells
+  // how far it got): not checked, nor repaired. Read before the snapshot,
+  // so an index that becomes ready meanwhile is left out, never checked
+  // against a snapshot from before its last batch.
+  const unbuilt = unbuiltIndexes(db)
 
   if (!repair) {
-    if (!root.supports.explicitSnapshots) return db.writer.read(async () => report(await scan(db, undefined), new Set()))
+    if (!root.supports.explicitSnapshots) return db.writer.read(async () => report(await scan(db, undefined, unbuilt), new Set()))
     const snapshot = root.snapshot()
     try {
-      return report(await scan(db, snapshot), new Set())
+      return report(await scan(db, snapshot, unbuilt), new Set())
     } finally {
       await snapshot.close()
     }
@@ -47,7 +52,7 @@ export async function checkDatabase (db, options) {
   return db.writer.run(async scope => {
     await db.writer.drain()
     clearReadCaches(root)
-    const found = await scan(db, undefined)
+    const found = await scan(db, undefined, unbuiltIndexes(db))
     const applied = applicable(found)
     for (const { fix } of found) {
       if (fix === null || !applied.has(fix)) continue
@@ -103,10 +108,27 @@ function needsOf (fixes) {
 }
 
 /**
+ * The indexes whose entries are being cleared or built (lib/schema.js).
+ * @param {import('./database.js').Database} db
+ * @returns {Set<import('./indexes.js').SecondaryIndex>}
+ */
+function unbuiltIndexes (db) {
+  const unbuilt = new Set()
+  for (const { kind, model } of db.models()) {
+    if (kind !== 'collection') continue
+    for (const index of model.indexes.values()) {
+      if (index.status.state === 'building' || index.status.state === 'clearing') unbuilt.add(index)
+    }
+  }
+  return unbuilt
+}
+
+/**
  * @param {import('./database.js').Database} db
  * @param {any} snapshot
+ * @param {Set<import('./indexes.js').SecondaryIndex>} unbuilt indexes to leave out
  */
-async function scan (db, snapshot) {
+async function scan (db, snapshot, unbuilt) {
   /** @type {Array<{ problem: Omit<Problem, 'repaired'>, fix: Fix | null }>} */
   const found = []
   /** @type {Map<any, Set<string>>} record ids (as key ids) per collection model */
@@ -122,7 +144,7 @@ async function scan (db, snapshot) {
   }
 
   for (const { kind, model } of models) {
-    if (kind === 'collection') existing.set(model, await checkCollection(model, snapshot, problem))
+    if (kind === 'collection') existing.set(model, await checkCollection(model, snapshot, problem, unbuilt))
   }
   for (const { kind, model } of models) {
     if (kind === 'relation') await checkRelation(model, snapshot, existing, problem)
@@ -136,12 +158,14 @@ async function scan (db, snapshot) {
  * @param {import('./collection.js').CollectionModel} model
  * @param {any} snapshot
  * @param {Function} problem
+ * @param {Set<import('./indexes.js').SecondaryIndex>} unbuilt indexes to leave out
  */
-async function checkCollection (model, snapshot, problem) {
+async function checkCollection (model, snapshot, problem, unbuilt) {
   const ids = new Set()
+  const indexes = Array.from(model.indexes.values()).filter(index => !unbuilt.has(index))
   /** @type {Map<any, Map<string, { key: Uint8Array, value: Uint8Array | string, claims: unknown[] }>>} */
   const expected = new Map()
-  for (const index of model.indexes.values()) expected.set(index, new Map())
+  for (const index of indexes) expected.set(index, new Map())
   /**
    * Records whose entries cannot be computed (not JSON, or a key function
    * throws), by index: their entries are not dangling, only unknown, and
@@ -149,7 +173,7 @@ async function checkCollection (model, snapshot, problem) {
    * @type {Map<any, Set<string>>}
    */
   const unreadable = new Map()
-  for (const index of model.indexes.values()) unreadable.set(index, new Set())
+  for (const index of indexes) unreadable.set(index, new Set())
   let maxId = 0
 
   for (const [key, value] of await readAll(model.records, snapshot)) {

@@ -9,6 +9,7 @@ import { tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, allOf, promised, transactionIn } from './model-handle.js'
 import { describe, noop, readInput, elementsOf } from './common.js'
 import { optionsOf } from './options.js'
+import { batchSizeOf, loadInBatches } from './bulk.js'
 import { KeyPerChild, ChildBlocks } from './child-layouts.js'
 
 const ON_DELETE = ['cascade', 'restrict', 'purge']
@@ -175,6 +176,24 @@ export class ChildrenModel {
     return seq
   }
 
+  /**
+   * Append values (their JSON, checked by the caller) to one parent's
+   * children in one scope, in order: the parent read and the sequence
+   * raised once.
+   * @param {WriteScope} scope @param {unknown} parentId @param {string[]} jsons
+   */
+  async appendMany (scope, parentId, jsons) {
+    const parentKey = this.parent.keyOf(parentId)
+    if (await scope.get(this.parent.records, parentKey) === undefined) {
+      throw levelkitError(codes.NOT_FOUND, `Children "${this.name}": parent "${this.parent.name}" has no record with id ${describe(parentId)}`, {
+        children: this.name, collection: this.parent.name, id: parentId
+      })
+    }
+    let seq = await this.lastSeq(scope, parentId)
+    for (const json of jsons) await this.storage.append(scope, parentId, ++seq, json)
+    scope.put(this.sequence, parentKey, String(seq))
+  }
+
   /** @param {WriteScope} scope @param {unknown} parentId @param {unknown} seq @param {string} json */
   async put (scope, parentId, seq, json) {
     const n = this.assertChild(parentId, seq)
@@ -269,6 +288,28 @@ export class Children extends ModelHandle {
       const parent = modelOf(this).parent.idArg(parentId)
       const json = encodeJson(value, `Value for "${this.name}"`)
       return writeThrough(this, scope => modelOf(this).append(scope, parent, json))
+    })
+  }
+
+  /**
+   * Append values (an array, an iterable or an async iterable) to a
+   * parent's children in batches of `batchSize`, each batch atomic with the
+   * parent's sequence: gap-free sequence numbers, in input order (another
+   * append may come between two batches).
+   * @param {unknown} parentId @param {Iterable<unknown> | AsyncIterable<unknown>} values
+   * @param {{ batchSize?: number }} [options]
+   * @returns {Promise<number>} how many were appended
+   */
+  appendMany (parentId, values, options) {
+    return promised(() => {
+      const model = modelOf(this)
+      const parent = model.parent.idArg(parentId)
+      model.parent.keyOf(parent)
+      const size = batchSizeOf(options, 'children.appendMany()')
+      let n = 0
+      return loadInBatches(this, values, size, `The values passed to appendMany() of "${model.name}"`,
+        items => items.map(value => encodeJson(value, `Value ${n++} passed to appendMany() of "${model.name}"`)),
+        (scope, jsons) => model.appendMany(scope, parent, jsons))
     })
   }
 
@@ -416,19 +457,24 @@ export class Children extends ModelHandle {
         // Whatever woke us, read everything after the last child delivered:
         // that is what makes the stream gap-free and duplicate-free.
         try {
-          if (await readThrough(this, model.parent.records, model.parent.keyOf(parentId)) === undefined) return
-          // A page at a time, read whole before any is yielded: no iterator
-          // stays open while the consumer holds the generator at a yield.
-          for (let page = WATCH_PAGE; page === WATCH_PAGE;) {
-            /** @type {Array<[number, any]>} */
-            const children = []
-            for await (const entry of model.range(parentId, { gt: last, limit: WATCH_PAGE }, undefined).entries()) children.push(entry)
-            page = children.length
-            for (const child of children) {
-              yield child
-              last = child[0]
+          const parentKey = model.parent.keyOf(parentId)
+          if (await readThrough(this, model.parent.records, parentKey) === undefined) return
+          // Children are appended with the next sequence number: what is new
+          // is the run of seqs from the last delivered up to the last handed
+          // out, read with point reads (one read per block), a page at a time,
+          // each read whole before any is yielded. No iterator: opening one
+          // per wake-up was most of a watcher's cost.
+          for (let top = await this.lastSeq(parentId); last < top;) {
+            const seqs = Array.from({ length: Math.min(WATCH_PAGE, top - last) }, (_, i) => last + 1 + i)
+            const values = await this.getMany(parentId, seqs)
+            // None there: deleted one by one, or with the parent (then end).
+            if (values.every(value => value === undefined) && await readThrough(this, model.parent.records, parentKey) === undefined) return
+            for (let i = 0; i < seqs.length; i++) {
+              if (values[i] === undefined) continue
+              yield /** @type {[number, any]} */ ([seqs[i], values[i]])
               if (ended()) return
             }
+            last = seqs[seqs.length - 1]
           }
         } catch (err) {
           // The database closed under a read: the watch ends, like on abort.

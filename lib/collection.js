@@ -1,7 +1,7 @@
 import { encode, snapshot } from './tuple.js'
 import { compareBytes } from './bytes.js'
 import { invalid, levelkitError, codes } from './errors.js'
-import { encodeJson } from './json-value.js'
+import { encodeJson, encodeJsonWithCopy } from './json-value.js'
 import { parseRecord, parseInteger, decodeKey } from './stored.js'
 import { assertName, layout } from './names.js'
 import { Namespace, assertNotClosed } from './namespace.js'
@@ -12,9 +12,14 @@ import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare
 import { lockModeOf } from './transaction.js'
 import { describe, isDefined, errorMessage, isLevelkitError, readInput, entriesOf, elementsOf, deepFreeze } from './common.js'
 import { optionsOf } from './options.js'
+import { batchSizeOf, loadInBatches } from './bulk.js'
 import { RecordVersions, ifVersionOf } from './versions.js'
 
 const SEQUENCE_KEY = encode('last')
+
+// Up to this many ids of a bulk load's batch are looked up with a point read
+// each; past it, with one range read (see takenKeys()).
+const POINT_READS = 64
 
 // Without snapshots, how many times getBy() reads an entry and its record
 // while writes keep moving the value on in between, before it reads them as
@@ -77,6 +82,13 @@ export class CollectionModel {
     this.idFloor = null
     /** The highest id a transaction has taken (it may not have committed yet): no insert hands it out again. */
     this.reservedId = 0
+    /**
+     * What the comparison with the stored schema left for the first write
+     * (declarations to store) and first use (builds to start), if anything
+     * (lib/schema.js).
+     * @type {{ ops: Map<string, { key: Uint8Array, value: string }>, builds: SecondaryIndex[] } | null}
+     */
+    this.schemaWork = null
   }
 
   /** Encode and check an id passed by the user. @param {unknown} id */
@@ -157,17 +169,140 @@ export class CollectionModel {
   /** @param {WriteScope} scope @param {string} json */
   async insert (scope, json) {
     const record = JSON.parse(json)
-    let id
+    if (!this.sequential) return this.create(scope, record, json, this.computeId(deepFreeze(record)))
+    this.assertNoId(record)
+    const id = await this.nextId(scope)
+    await this.create(scope, record, json, id)
+    scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, id)
+    return id
+  }
+
+  /**
+   * Insert records (their JSON, checked by the caller) in one scope, in
+   * order: what as many insert()s would do, or refuse, with the sequence
+   * raised once and, for function ids, whether each id is taken read for
+   * the whole batch at once (see takenKeys()).
+   * @param {WriteScope} scope @param {Array<[string, any]>} pairs each record's JSON and a copy of it (encodeJsonWithCopy())
+   */
+  async insertMany (scope, pairs) {
+    // In a transaction, or after other writes of the same scope: one by one.
+    if (scope.defersCounters || scope.ops.length > 0) {
+      for (const [json] of pairs) await this.insert(scope, json)
+      return
+    }
+    if (this.sequential) {
+      for (const [, record] of pairs) this.assertNoId(record)
+      let last = await this.lastId(scope)
+      for (const [json, record] of pairs) await this.create(scope, record, json, ++last)
+      scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, last)
+      return
+    }
+    const records = []
+    const ids = []
+    const keys = []
+    /** @type {unknown} what computing the id of record `records.length` threw */
+    let failure
+    let failed = false
+    for (const [, copy] of pairs) {
+      const record = deepFreeze(copy)
+      try {
+        const [id, key] = this.computeIdAndKey(record)
+        ids.push(id)
+        keys.push(key)
+      } catch (err) {
+        // Records before it may be refused first (an id that is taken), as
+        // insert()s one by one would be.
+        failure = err
+        failed = true
+        break
+      }
+      records.push(record)
+    }
+    const keyIds = keys.map(key => this.records.keyId(key))
+    const taken = await this.takenKeys(scope, keys, keyIds)
+    for (let i = 0; i < records.length; i++) {
+      if (taken.has(keyIds[i])) {
+        throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(ids[i])}`, { collection: this.name, id: ids[i] })
+      }
+      // A later record with the same id is refused.
+      taken.add(keyIds[i])
+      await this.store(scope, records[i], pairs[i][0], ids[i], keys[i], keyIds[i])
+    }
+    if (failed) throw failure
+  }
+
+  /**
+   * The ids of `keys` (as keyIds) that a record has: one decided and not
+   * yet written, or a stored one. What is stored is read with getSync()
+   * for a few keys, else with one range read of the keys' span when it
+   * holds few other records (a sorted load: one seek, on LevelDB's thread,
+   * where a point read each costs the main thread ~8% of a load's time),
+   * else with one getMany().
+   * @param {WriteScope} scope with no ops of its own
+   * @param {Uint8Array[]} keys @param {string[]} keyIds
+   * @returns {Promise<Set<string>>}
+   */
+  async takenKeys (scope, keys, keyIds) {
+    const taken = new Set()
+    if (keys.length === 0) return taken
+    let low = keys[0]
+    let high = low
+    for (const key of keys) {
+      if (compareBytes(key, low) < 0) low = key
+      if (compareBytes(key, high) > 0) high = key
+    }
+    /** @type {number[]} the keys the overlay says nothing about */
+    const unknown = []
+    const writer = scope.writer
+    // The overlay first: an op it drops was written before the reads below.
+    if (writer.pending && writer.pendingWithin(this.records, low, high)) {
+      for (let i = 0; i < keys.length; i++) {
+        const op = writer.lookup(keyIds[i])
+        if (op === undefined) unknown.push(i)
+        else if (op.type === 'put') taken.add(keyIds[i])
+      }
+      if (unknown.length === 0) return taken
+    } else {
+      for (let i = 0; i < keys.length; i++) unknown.push(i)
+    }
+    scope.assertOpen()
+    const sublevel = this.records.sublevel
+    if (unknown.length <= POINT_READS && writer.syncReads && sublevel.status === 'open') {
+      // A few synchronous point reads cost less than a round trip to a
+      // thread (not through the read cache, which a load would only fill
+      // with absent keys).
+      for (const i of unknown) if (sublevel.getSync(keys[i]) !== undefined) taken.add(keyIds[i])
+      return taken
+    }
+    const stored = await sublevel.keys({ gte: low, lte: high, limit: unknown.length + 1 }).all()
+    if (stored.length <= unknown.length) {
+      const names = new Set(stored.map((/** @type {Uint8Array} */ key) => this.records.keyId(key)))
+      for (const i of unknown) if (names.has(keyIds[i])) taken.add(keyIds[i])
+    } else {
+      const values = await sublevel.getMany(unknown.map(i => keys[i]))
+      unknown.forEach((i, k) => { if (values[k] !== undefined) taken.add(keyIds[i]) })
+    }
+    return taken
+  }
+
+  /** @template {{ id?: unknown }} T @param {T} record @returns {T} */
+  assertNoId (record) {
+    if (record.id !== undefined) {
+      throw invalid(`Records of collection "${this.name}" get their id from its sequence: insert them without an id, or use put(id, record)`)
+    }
+    return record
+  }
+
+  /**
+   * Write a new record under `id` (from the sequence, or computed from the
+   * record): refused if a record has that id, or one of its unique values.
+   * @param {WriteScope} scope @param {any} record parsed from `json` @param {string} json @param {unknown} id
+   */
+  async create (scope, record, json, id) {
     let stored = json
     if (this.sequential) {
-      if (record.id !== undefined) {
-        throw invalid(`Records of collection "${this.name}" get their id from its sequence: insert them without an id, or use put(id, record)`)
-      }
-      id = await this.nextId(scope)
       record.id = id
-      stored = withIdJson(json, id)
-    } else {
-      id = this.computeId(deepFreeze(record))
+      stored = withIdJson(json, /** @type {number} */ (id))
     }
     this.seal(record)
     const idBytes = encode(id)
@@ -175,12 +310,29 @@ export class CollectionModel {
     if (!this.sequential && await scope.get(this.records, idBytes) !== undefined) {
       throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(id)}`, { collection: this.name, id })
     }
-    this.validateRecord(record)
-    await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
-    scope.put(this.records, idBytes, stored)
-    if (this.sequential) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
-    if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
+    await this.store(scope, record, stored, id, idBytes)
     return id
+  }
+
+  /**
+   * Write a new record whose id is known to be free, with its index entries.
+   * @param {WriteScope} scope @param {any} record sealed @param {string} stored its JSON, as stored
+   * @param {unknown} id @param {Uint8Array} idBytes @param {string} [keyId] the op's id, if known
+   */
+  async store (scope, record, stored, id, idBytes, keyId) {
+    this.validateRecord(record)
+    if (this.indexes.size > 0) await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
+    scope.push({ type: 'put', id: keyId, key: idBytes, value: stored, sublevel: this.records.sublevel, namespace: this.records })
+    if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
+  }
+
+  /**
+   * Put [id, json] entries (checked by the caller) in one scope, in order.
+   * @param {WriteScope} scope @param {Array<[unknown, string]>} entries
+   */
+  async putMany (scope, entries) {
+    for (const [id, json] of entries) await this.put(scope, id, json)
   }
 
   /**
@@ -203,6 +355,7 @@ export class CollectionModel {
     // Keep the sequence ahead of every id, so insert() never hands this one out.
     const raise = this.sequential && /** @type {number} */ (id) > await this.lastId(scope)
     await writeIndexEntries(scope, this, id, idBytes, old, record, stored)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.put(this.records, idBytes, stored)
     if (raise) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
@@ -246,6 +399,7 @@ export class CollectionModel {
     this.validateRecord(record)
     const json = JSON.stringify(record)
     await writeIndexEntries(scope, this, id, idBytes, old, record, json)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.put(this.records, idBytes, json)
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
     // The caller's own copy: an unfrozen record nothing else holds is one.
@@ -264,6 +418,7 @@ export class CollectionModel {
     if (previous === undefined) return false
     for (const dependent of this.dependents) await dependent.beforeDelete(scope, id)
     await writeIndexEntries(scope, this, id, idBytes, parseRecord(previous, this.records, idBytes), undefined)
+    if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.del(this.records, idBytes)
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, true)
     return true
@@ -285,8 +440,27 @@ export class CollectionModel {
     return this.sequential ? record.id : this.computeId(record)
   }
 
+  /**
+   * The id the id function gives a (frozen) record, and its key.
+   * @param {any} record @returns {[unknown, Uint8Array]}
+   */
+  computeIdAndKey (record) {
+    const id = this.#idFunctionOf(record)
+    if (id === null || typeof id !== 'object') return [id, this.keyOf(id)]
+    const copy = this.idArg(id)
+    return [copy, this.keyOf(copy)]
+  }
+
   /** @param {any} record */
   computeId (record) {
+    const id = this.#idFunctionOf(record)
+    // idArg() checks an id that is not a primitive (it encodes it to copy it).
+    if (id === null || typeof id !== 'object') this.keyOf(id)
+    return this.idArg(id)
+  }
+
+  /** What the id function returns for `record`, if not undefined. @param {any} record */
+  #idFunctionOf (record) {
     let id
     try {
       id = /** @type {Function} */ (this.idFunction)(record)
@@ -295,9 +469,7 @@ export class CollectionModel {
       throw invalid(`The id function of collection "${this.name}" threw: ${errorMessage(err)}`, { cause: err })
     }
     if (id === undefined) throw invalid(`The id function of collection "${this.name}" returned undefined`)
-    // idArg() checks an id that is not a primitive (it encodes it to copy it).
-    if (id === null || typeof id !== 'object') this.keyOf(id)
-    return this.idArg(id)
+    return id
   }
 
   /**
@@ -356,6 +528,52 @@ export class Collection extends ModelHandle {
     return promised(() => {
       const json = recordJson(record, `Record for "${this.name}"`)
       return writeThrough(this, scope => modelOf(this).insert(scope, json))
+    })
+  }
+
+  /**
+   * Insert records from an array, an iterable or an async iterable, in
+   * batches of `batchSize`, each one atomic with its index entries and its
+   * ids; see loadInBatches() in lib/bulk.js.
+   * @param {Iterable<object> | AsyncIterable<object>} records
+   * @param {{ batchSize?: number }} [options]
+   * @returns {Promise<number>} how many were inserted
+   */
+  insertMany (records, options) {
+    return promised(() => {
+      const model = modelOf(this)
+      const size = batchSizeOf(options, 'collection.insertMany()')
+      let n = 0
+      return loadInBatches(this, records, size, `The records passed to insertMany() of "${model.name}"`,
+        items => items.map(record => recordJsonWithCopy(record, `Record ${n++} passed to insertMany() of "${model.name}"`)),
+        (scope, pairs) => model.insertMany(scope, pairs))
+    })
+  }
+
+  /**
+   * Put [id, record] entries (an array of pairs, a Map, any iterable or
+   * async iterable of them) in batches, like insertMany().
+   * @param {Iterable<[unknown, object]> | AsyncIterable<[unknown, object]>} entries
+   * @param {{ batchSize?: number }} [options]
+   * @returns {Promise<number>} how many were put
+   */
+  putMany (entries, options) {
+    return promised(() => {
+      const model = modelOf(this)
+      const size = batchSizeOf(options, 'collection.putMany()')
+      let n = 0
+      return loadInBatches(this, entries, size, `The entries passed to putMany() of "${model.name}"`,
+        items => items.map(entry => {
+          const what = `Entry ${n++} passed to putMany() of "${model.name}"`
+          const [id, record] = readInput(what, () => {
+            if (!Array.isArray(entry) || entry.length !== 2) throw invalid(`${what} must be an [id, record] pair, got ${describe(entry)}`)
+            return [entry[0], entry[1]]
+          })
+          const key = model.idArg(id)
+          model.keyOf(key)
+          return /** @type {[unknown, string]} */ ([key, recordJson(record, `The record of ${what.charAt(0).toLowerCase()}${what.slice(1)}`)])
+        }),
+        (scope, pairs) => model.putMany(scope, pairs))
     })
   }
 
@@ -485,30 +703,43 @@ export class Collection extends ModelHandle {
       const index = model.index(indexName)
       if (!index.unique) throw invalid(`getBy() needs a unique index; "${indexName}" of "${model.name}" is not unique: use query({ index, eq })`)
       const key = uniqueEntryKey(index, value)
-      const lock = options === undefined ? undefined : lockModeOf(optionsOf(options, 'collection.getBy()').lock)
-      if (lock !== undefined) return getByLocked(transactionOf(this), model, index, key, lock)
-      const scope = scopeOf(this)
-      if (scope) return getByInScope(scope, model, index, key)
-      assertNotClosed(model.root)
-      // A covering entry is the record: one read, nothing to pair up.
-      if (index.covering) return after(index.namespace.read(key, model.writer.syncReads), value => recordOf(value, index.namespace, key))
-      if (model.writer.syncReads && index.namespace.sublevel.status === 'open' && model.records.sublevel.status === 'open') {
-        // Two synchronous reads need no snapshot to be paired up right: a batch
-        // that lands between them (LevelDB writes on its own thread) can only
-        // make the record stop holding the value, and then we read both again
-        // from one snapshot below. A record that still holds the value holds it
-        // now. (One that is gone may have passed the value on in the same
-        // batch: that, too, is read again below.)
-        const owner = index.namespace.read(key, true)
-        if (owner === undefined) return undefined
-        const stored = model.records.read(owner, true)
-        if (stored !== undefined) {
-          const record = parseRecord(stored, model.records, owner)
-          if (holdsEntry(index, record, decodeKey(owner, index.namespace), owner, key)) return record
-        }
-      }
-      return getBySnapshot(model, index, key)
+      const given = options === undefined ? undefined : optionsOf(options, 'collection.getBy()')
+      const lock = given === undefined ? undefined : lockModeOf(given.lock)
+      const wait = given === undefined ? undefined : waitOf(given)
+      if (index.status.ready) return this.#getBy(model, index, key, lock)
+      return indexReady(this, model, index, wait).then(() => this.#getBy(model, index, key, lock))
     })
+  }
+
+  /**
+   * getBy() of an index that can be read.
+   * @param {CollectionModel} model @param {SecondaryIndex} index @param {Uint8Array} key
+   * @param {import('./transaction.js').LockMode | undefined} lock
+   * @returns {any}
+   */
+  #getBy (model, index, key, lock) {
+    if (lock !== undefined) return getByLocked(transactionOf(this), model, index, key, lock)
+    const scope = scopeOf(this)
+    if (scope) return getByInScope(scope, model, index, key)
+    assertNotClosed(model.root)
+    // A covering entry is the record: one read, nothing to pair up.
+    if (index.covering) return after(index.namespace.read(key, model.writer.syncReads), value => recordOf(value, index.namespace, key))
+    if (model.writer.syncReads && index.namespace.sublevel.status === 'open' && model.records.sublevel.status === 'open') {
+      // Two synchronous reads need no snapshot to be paired up right: a batch
+      // that lands between them (LevelDB writes on its own thread) can only
+      // make the record stop holding the value, and then we read both again
+      // from one snapshot below. A record that still holds the value holds it
+      // now. (One that is gone may have passed the value on in the same
+      // batch: that, too, is read again below.)
+      const owner = index.namespace.read(key, true)
+      if (owner === undefined) return undefined
+      const stored = model.records.read(owner, true)
+      if (stored !== undefined) {
+        const record = parseRecord(stored, model.records, owner)
+        if (holdsEntry(index, record, decodeKey(owner, index.namespace), owner, key)) return record
+      }
+    }
+    return getBySnapshot(model, index, key)
   }
 
   /**
@@ -519,6 +750,7 @@ export class Collection extends ModelHandle {
     const options = optionsOf(given, 'collection.query()')
     const model = modelOf(this)
     const lock = lockModeOf(options.lock)
+    const wait = waitOf(options)
     const transaction = lock === undefined ? transactionIn(this) : transactionOf(this)
     if (options.index === undefined) {
       return new Query({
@@ -535,6 +767,8 @@ export class Collection extends ModelHandle {
       }, options)
     }
     const index = model.index(options.index)
+    // An index not yet ready is waited for before it is read (ready stays ready).
+    const prepare = index.status.ready ? scopedPrepare(this) : readyPrepare(this, model, index, wait)
     if (index.covering) {
       // The entries hold the records: no second read, nothing to pair up.
       return new Query({
@@ -544,7 +778,7 @@ export class Collection extends ModelHandle {
         tag: index.namespace.name,
         values: true,
         consistent: false,
-        prepare: scopedPrepare(this),
+        prepare,
         transaction,
         lock,
         load: entries => entries.map(([key, value]) => {
@@ -560,7 +794,7 @@ export class Collection extends ModelHandle {
       tag: index.namespace.name,
       values: index.unique,
       consistent: true,
-      prepare: scopedPrepare(this),
+      prepare,
       transaction,
       lock,
       load: async (entries, snapshot, tx) => {
@@ -591,6 +825,41 @@ export class Collection extends ModelHandle {
    */
   async count (options) {
     return this.query(optionsOf(options, 'collection.count()')).count()
+  }
+}
+
+/**
+ * The `wait` option of a read that needs an index: false to be refused with
+ * LEVELKIT_INDEX_BUILDING rather than wait for its build.
+ * @param {{ wait?: unknown }} options
+ * @returns {boolean | undefined}
+ */
+function waitOf (options) {
+  const { wait } = options
+  if (wait !== undefined && typeof wait !== 'boolean') throw invalid(`The wait option must be a boolean, got ${describe(wait)}`)
+  return wait
+}
+
+/**
+ * Wait until `index` can be read (lib/schema.js). Inside a db.write()
+ * callback, which holds the write path its build needs, it cannot wait.
+ * @param {Collection} handle @param {CollectionModel} model @param {SecondaryIndex} index @param {boolean | undefined} wait
+ */
+function indexReady (handle, model, index, wait) {
+  const canWait = scopeOf(handle) === null || transactionIn(handle) !== undefined
+  return model.db.schema.whenReady(model, index, canWait, wait)
+}
+
+/**
+ * A query's prepare step for an index that was not ready when the query
+ * was made: wait for it, then what the handle's scope needs.
+ * @param {Collection} handle @param {CollectionModel} model @param {SecondaryIndex} index @param {boolean | undefined} wait
+ */
+function readyPrepare (handle, model, index, wait) {
+  const scoped = scopedPrepare(handle)
+  return async () => {
+    if (!index.status.ready) await indexReady(handle, model, index, wait)
+    return scoped === undefined ? true : scoped()
   }
 }
 
@@ -733,6 +1002,19 @@ async function ownerHolding (model, index, key) {
  */
 function withIdJson (json, id) {
   return json.length === 2 ? `{"id":${id}}` : `{"id":${id},${json.slice(1)}`
+}
+
+/**
+ * The JSON of a record, read once, and a copy of the record as JSON.parse()
+ * would make it.
+ * @param {unknown} record @param {string} what
+ * @returns {[string, any]}
+ */
+function recordJsonWithCopy (record, what) {
+  if (record === null || typeof record !== 'object' || readInput(what, () => Array.isArray(record))) {
+    throw invalid(`${what} must be a plain object, got ${describe(record)}`)
+  }
+  return encodeJsonWithCopy(record, what)
 }
 
 /**

@@ -12,12 +12,12 @@ import { tupleEncoding } from './tuple.js'
 import { assertName } from './names.js'
 import { crossTabFor } from './cross-tab.js'
 import { strictWrites } from './durability.js'
-import { setReadCacheBudget } from './namespace.js'
+import { setReadCacheBudget, readCacheStats } from './namespace.js'
+import { readCacheDefaults } from './read-cache.js'
 import { optionsOf, optionsObject } from './options.js'
 import { Transaction, DEFAULT_LOCK_TIMEOUT } from './transaction.js'
+import { Schema } from './schema.js'
 
-// Values kept per cached namespace by default.
-const DEFAULT_READ_CACHE = 10000
 // Bytes the read caches of a database hold together by default (estimated).
 const DEFAULT_READ_CACHE_BYTES = 64 * 1024 * 1024
 
@@ -36,7 +36,7 @@ export class Database {
 
   /**
    * @param {any} level an open abstract-level 3 database
-   * @param {{ syncReads?: boolean, readCache?: number, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean }} [options]
+   * @param {{ syncReads?: boolean, readCache?: number | { size?: number, policy?: import('./read-cache.js').CachePolicy }, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean }} [options]
    */
   constructor (level, options = {}) {
     this.level = level
@@ -49,13 +49,18 @@ export class Database {
     // them exact); without getSync (IndexedDB, where other tabs write too)
     // nothing is cached.
     const readCacheBytes = options.readCacheBytes ?? DEFAULT_READ_CACHE_BYTES
-    /** @type {number} */
-    this.readCache = syncReads && readCacheBytes > 0 ? (options.readCache ?? DEFAULT_READ_CACHE) : 0
+    const readCache = typeof options.readCache === 'number' ? { size: options.readCache } : options.readCache ?? {}
+    /** @type {number} entries per namespace */
+    this.readCache = syncReads && readCacheBytes > 0 ? (readCache.size ?? readCacheDefaults.size) : 0
+    /** How the read caches evict. */
+    this.readCachePolicy = readCache.policy ?? readCacheDefaults.policy
     // Bounded in bytes too: values and lists can be large (a relation's
     // list, a block of children).
-    if (this.readCache > 0) setReadCacheBudget(level, readCacheBytes)
+    if (this.readCache > 0) setReadCacheBudget(level, readCacheBytes, this.readCachePolicy)
     // Lets the root refer to the tuple encoding by name ('tuple').
     level.keyEncoding(tupleEncoding)
+    /** What each index was declared with and how far it is built (lib/schema.js). */
+    this.schema = new Schema(this)
   }
 
   /**
@@ -95,6 +100,7 @@ export class Database {
     const handle = new Collection(model)
     this.#collections.set(handle, model)
     this.#models.set(name, { kind: 'collection', model, handle })
+    this.schema.declare(model)
     return handle
   }
 
@@ -227,7 +233,56 @@ export class Database {
         throw invalid('check({ repair: true }) cannot start while a db.write() callback runs (here it cannot tell whether it was called from that callback, where it would wait forever): call it after the write settles')
       }
     }
+    // Which indexes are built is known once their declarations are compared
+    // (not inside a db.write() callback, which a comparison may be queued behind).
+    if (!this.writer.inWriteCallback) await this.schema.compared()
     return checkDatabase(this, given)
+  }
+
+  /**
+   * Build every declared index that is not ready yet (one whose build
+   * failed is tried again): resolves once all are ready, rejects with the
+   * error of a build that failed.
+   * @returns {Promise<void>}
+   */
+  async buildIndexes () {
+    this.#assertOpen()
+    const refused = refuseInsideScope(this.writer)
+    if (refused) throw refused
+    return this.schema.buildIndexes()
+  }
+
+  /**
+   * Per collection and index: its state ('ready', 'building', 'clearing',
+   * 'failed'; for one stored but no longer declared, 'undeclared' or
+   * 'dropping'), and while it is built, the records done and (about) how many in all.
+   */
+  async schemaStatus () {
+    this.#assertOpen()
+    return this.schema.status()
+  }
+
+  /**
+   * Delete the entries and the stored declaration of every index that is
+   * stored for a declared collection but no longer declared, in bounded
+   * batches. Resolves with what was dropped.
+   */
+  async dropUndeclared () {
+    this.#assertOpen()
+    const refused = refuseInsideScope(this.writer)
+    if (refused) throw refused
+    return this.schema.dropUndeclared()
+  }
+
+  /**
+   * The read caches' hits, misses, evictions and entries held, per
+   * namespace that has one (by its name: a collection's records under the
+   * collection's name, its indexes as `<name>.idx.<index>`, ...): whether
+   * the cache helps. Empty when the caches are off.
+   * @returns {Record<string, { hits: number, misses: number, evictions: number, size: number }>}
+   */
+  stats () {
+    return readCacheStats(this.level)
   }
 
   /** The declared models, by kind. For the consistency checker and tools. */

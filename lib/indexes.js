@@ -5,6 +5,7 @@ import { assertName, layout } from './names.js'
 import { Namespace } from './namespace.js'
 import { describe, errorMessage, isLevelkitError, readInput, elementsOf } from './common.js'
 import { parseRecord } from './stored.js'
+import { IndexState } from './index-state.js'
 
 const NO_VALUE = new Uint8Array(0)
 
@@ -38,14 +39,17 @@ export class SecondaryIndex {
     if (options === null || typeof options !== 'object') {
       throw invalid(`Index "${name}" of "${collection}" needs an options object with a key function`)
     }
-    const { key, unique = false, multi = false, covering = false, unknown } = readInput(`The options of index "${name}" of "${collection}"`, () => {
-      const { key, unique, multi, covering, ...rest } = /** @type {any} */ (options)
-      return { key, unique, multi, covering, unknown: Object.keys(rest) }
+    const { key, unique = false, multi = false, covering = false, version = 0, unknown } = readInput(`The options of index "${name}" of "${collection}"`, () => {
+      const { key, unique, multi, covering, version, ...rest } = /** @type {any} */ (options)
+      return { key, unique, multi, covering, version, unknown: Object.keys(rest) }
     })
     if (unknown.length > 0) throw invalid(`Index "${name}" of "${collection}" has unknown option(s): ${unknown.join(', ')}`)
     if (typeof key !== 'function') throw invalid(`Index "${name}" of "${collection}" needs a key function, record => value`)
     if (typeof unique !== 'boolean' || typeof multi !== 'boolean' || typeof covering !== 'boolean') {
       throw invalid(`Index "${name}" of "${collection}": unique, multi and covering must be booleans`)
+    }
+    if (!Number.isSafeInteger(version) || version < 0) {
+      throw invalid(`Index "${name}" of "${collection}": version must be a non-negative integer (raise it when the key function changes), got ${describe(version)}`)
     }
     if (covering && (!unique || multi)) throw invalid(`Index "${name}" of "${collection}": covering needs a unique index with one value per record (unique: true, not multi)`)
     this.collection = collection
@@ -54,6 +58,10 @@ export class SecondaryIndex {
     this.unique = unique
     this.multi = multi
     this.covering = covering
+    /** Raised by the user when the key function changes: the index is then rebuilt (lib/schema.js). */
+    this.version = version
+    /** Whether it is ready to be read, or being built (lib/schema.js). */
+    this.status = new IndexState()
     // Unique entries are point-read (getBy, unique checks): cache them.
     this.namespace = new Namespace(root, layout.index(collection, name), covering ? 'utf8' : 'view', { readCache: unique ? readCache : 0 })
   }
@@ -174,6 +182,9 @@ function diffEntries (before, after) {
 export async function writeIndexEntries (scope, collection, id, idBytes, old, record, json) {
   const changes = []
   for (const index of collection.indexes.values()) {
+    // While the entries of its older declaration are cleared, an index is
+    // left alone: its build then indexes every record (lib/schema.js).
+    if (!index.status.maintained) continue
     const before = old ? index.entries(old, id, idBytes) : NO_ENTRIES
     const after = record ? index.entries(record, id, idBytes, json) : NO_ENTRIES
     let { removed, added } = diffEntries(before, after)
@@ -212,7 +223,7 @@ export async function writeIndexEntries (scope, collection, id, idBytes, old, re
  * @param {CollectionModel} collection @param {SecondaryIndex} index @param {Uint8Array | string} value
  * @returns {Uint8Array}
  */
-function ownerKey (collection, index, value) {
+export function ownerKey (collection, index, value) {
   if (!index.covering) return /** @type {Uint8Array} */ (value)
   return encode(collection.idOf(parseRecord(/** @type {string} */ (value), index.namespace)))
 }

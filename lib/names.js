@@ -36,5 +36,9 @@ export const layout = Object.freeze({
   // What a store built of several models knows about the database as a whole
   // (ChatStore's ownership marker): named like a derived namespace, so no
   // model's name is ever the same.
-  meta: (/** @type {string} */ name) => `${name}.meta`
+  meta: (/** @type {string} */ name) => `${name}.meta`,
+  // levelkit's own record of what each database was declared with (its
+  // stored schema, lib/schema.js): a meta namespace under a name no model can
+  // take (model names never start with ':'), so no store's marker either.
+  schema: () => ':levelkit.meta'
 })

@@ -18,11 +18,37 @@ const budgetOfRoot = new WeakMap()
 
 /**
  * Give the read caches of the namespaces declared on `root` from now on a
- * shared budget of `bytes`.
+ * shared budget of `bytes`, and the policy they evict by.
  * @param {object} root @param {number} bytes
+ * @param {import('./read-cache.js').CachePolicy} [policy]
  */
-export function setReadCacheBudget (root, bytes) {
-  budgetOfRoot.set(root, new CacheBudget(bytes))
+export function setReadCacheBudget (root, bytes, policy) {
+  budgetOfRoot.set(root, new CacheBudget(bytes, policy))
+}
+
+/**
+ * The statistics of the read caches of each namespace declared on `root`
+ * that has one (its values' and its lists' caches added up).
+ * @param {object} root
+ * @returns {Record<string, { hits: number, misses: number, evictions: number, size: number }>}
+ */
+export function readCacheStats (root) {
+  /** @type {Record<string, { hits: number, misses: number, evictions: number, size: number }>} */
+  const stats = {}
+  for (const namespace of namespacesOfRoot.get(root)?.values() || []) {
+    const caches = [namespace.readCache, namespace.listCache].filter(cache => cache !== null)
+    if (caches.length === 0) continue
+    const sum = { hits: 0, misses: 0, evictions: 0, size: 0 }
+    for (const cache of /** @type {ReadCache[]} */ (caches)) {
+      const { hits, misses, evictions, size } = cache.stats()
+      sum.hits += hits
+      sum.misses += misses
+      sum.evictions += evictions
+      sum.size += size
+    }
+    stats[namespace.name] = sum
+  }
+  return stats
 }
 
 /**

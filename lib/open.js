@@ -1,5 +1,6 @@
 import { invalid, levelkitError, codes } from './errors.js'
 import { Database } from './database.js'
+import { readCacheOption } from './read-cache.js'
 import { optionsOf, optionsObject } from './options.js'
 import { describe, errorMessage, isLevelkitError, readInput } from './common.js'
 
@@ -21,9 +22,7 @@ export async function openIn (environment, options) {
   const given = optionsObject(options, 'open()')
   const { backend: named, location, db, syncReads, readCache, readCacheBytes, durability, ...levelOptions } = given
   if (syncReads !== undefined && typeof syncReads !== 'boolean') throw invalid('The syncReads option must be a boolean')
-  if (readCache !== undefined && !(Number.isSafeInteger(readCache) && readCache >= 0)) {
-    throw invalid('The readCache option must be a non-negative integer (values kept per namespace; 0 turns the cache off)')
-  }
+  const readCacheOptions = readCacheOption(readCache)
   if (durability !== undefined && durability !== 'sync' && durability !== 'relaxed') {
     throw invalid("The durability option must be 'relaxed' (the default: a write resolves once the backend has it) or 'sync' (once it is flushed to disk)")
   }
@@ -43,7 +42,7 @@ export async function openIn (environment, options) {
       if (isLevelkitError(err)) throw err
       throw invalid(`The database passed as the db option could not be opened: ${errorMessage(err)}`, { cause: err })
     }
-    return new Database(db, { syncReads, readCache, readCacheBytes, durability, ownsLevel: false })
+    return new Database(db, { syncReads, readCache: readCacheOptions, readCacheBytes, durability, ownsLevel: false })
   }
 
   const backend = named === undefined ? environment.defaultBackend({ location }) : named
@@ -72,7 +71,7 @@ export async function openIn (environment, options) {
     }
     throw levelkitError(codes.BACKEND_UNAVAILABLE, `The ${backend} backend could not open the database${location === undefined ? '' : ` at ${describe(location)}`}: ${errorMessage(cause || err)}`, { cause: err, backend, location })
   }
-  return new Database(level, { syncReads, readCache, readCacheBytes, durability })
+  return new Database(level, { syncReads, readCache: readCacheOptions, readCacheBytes, durability })
 }
 
 /** @param {string} backend @param {unknown} location */

@@ -13,11 +13,14 @@ const READ = ['limit', 'reverse', 'cursor']
  * (a misspelt `lmit` would otherwise read everything), except where noted.
  */
 export const OPTIONS = Object.freeze({
-  'collection.query()': Object.freeze(['index', ...RANGE, ...READ, 'lock']),
-  'collection.count()': Object.freeze(['index', ...RANGE, ...READ]),
+  'collection.query()': Object.freeze(['index', ...RANGE, ...READ, 'lock', 'wait']),
+  'collection.count()': Object.freeze(['index', ...RANGE, ...READ, 'wait']),
   'collection.put()': Object.freeze(['ifVersion']),
   'collection.update()': Object.freeze(['ifVersion']),
   'collection.del()': Object.freeze(['ifVersion']),
+  'collection.insertMany()': Object.freeze(['batchSize']),
+  'collection.putMany()': Object.freeze(['batchSize']),
+  'children.appendMany()': Object.freeze(['batchSize']),
   'relation.to()': Object.freeze([...RANGE, ...READ]),
   'relation.from()': Object.freeze([...RANGE, ...READ]),
   'children.range()': Object.freeze([...RANGE, ...READ]),
@@ -27,7 +30,7 @@ export const OPTIONS = Object.freeze({
   'db.write()': Object.freeze(['sync']),
   'db.transaction()': Object.freeze(['maxRetries', 'timeout', 'lockTimeout', 'signal', 'sync', 'maxOps', 'maxBytes']),
   'collection.get()': Object.freeze(['lock']),
-  'collection.getBy()': Object.freeze(['lock']),
+  'collection.getBy()': Object.freeze(['lock', 'wait']),
   // open() passes any other option to the backend it opens (classic-level's
   // cacheSize, ...); with `db`, there is no backend to pass them to.
   'open()': Object.freeze(['backend', 'location', 'db', 'syncReads', 'readCache', 'readCacheBytes', 'durability']),

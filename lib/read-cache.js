@@ -1,6 +1,15 @@
-// Per entry, on top of its key and value: the Map entry and the headers of
-// the key string and the value (estimated for V8, 64-bit).
-const ENTRY_OVERHEAD = 80
+import { cacheOf, policies } from './cache/index.js'
+import { invalid } from './errors.js'
+import { describe, readInput } from './common.js'
+import { optionsObject } from './options.js'
+
+// Per entry, on top of its key and value: the Map entry, the policy's node
+// (or slot), the headers of the key string and the value, and W-TinyLFU's
+// sketch (up to 16 bytes an entry) (estimated for V8, 64-bit). The ghost
+// keys of 2Q (up to half the entries' limit) and ARC (up to the limit) are
+// not counted: bounded in number, not in bytes; W-TinyLFU, the default,
+// has none.
+const ENTRY_OVERHEAD = 112
 // Per Uint8Array value: the view and its ArrayBuffer.
 const BYTES_OVERHEAD = 96
 // An entry above this share of the budget is not kept: a few huge values
@@ -8,14 +17,58 @@ const BYTES_OVERHEAD = 96
 const LARGEST_SHARE = 16
 
 /**
+ * The policy of the read caches when open() names none, and their size in
+ * entries per namespace (values kept by default: enough for the hot records
+ * of most apps, and bounded by the byte budget anyway): W-TinyLFU, which
+ * bench/cache-policies.js measured at or above LRU on every trace, near ARC
+ * or above it, and resistant to scans and loops, with no ghost keys. An
+ * object so that the tests can run whole suites under another policy
+ * (test/util/read-cache-policy.js), or with tiny caches that evict all
+ * the time.
+ */
+export const readCacheDefaults = { policy: /** @type {CachePolicy} */ ('tinylfu'), size: 10000 }
+
+/** @typedef {import('./cache/index.js').CachePolicy} CachePolicy */
+
+/**
+ * open()'s readCache option, checked: a number of entries (the default
+ * policy), or { policy, size } (either may be left out). Size 0 turns the
+ * caches off.
+ * @param {unknown} option
+ * @returns {{ size?: number, policy?: CachePolicy }}
+ */
+export function readCacheOption (option) {
+  if (option === undefined) return {}
+  const entries = (/** @type {unknown} */ size) => typeof size === 'number' && Number.isSafeInteger(size) && size >= 0
+  if (typeof option === 'number') {
+    if (!entries(option)) throw invalid(`The readCache option must be a non-negative integer (values kept per namespace; 0 turns the cache off) or { policy, size }, not ${describe(option)}`)
+    return { size: option }
+  }
+  // A plain object only: a Date, a Map, a boxed number... are mistakes.
+  if (option === null || typeof option !== 'object' || readInput('The readCache option', () => Object.getPrototypeOf(option)) !== Object.prototype) {
+    throw invalid(`The readCache option must be a number of entries or { policy, size }, not ${describe(option)}`)
+  }
+  // Read once, and refused with LEVELKIT_INVALID if it cannot be read.
+  const { policy, size, ...rest } = optionsObject(option, 'open() readCache')
+  const unknown = Object.keys(rest)
+  if (unknown.length > 0) throw invalid(`The readCache option has unknown option(s): ${unknown.map(describe).join(', ')} (it takes policy, size)`, { options: unknown })
+  if (policy !== undefined && !(typeof policy === 'string' && policies.includes(/** @type {any} */ (policy)))) {
+    throw invalid(`The readCache policy is one of ${policies.join(', ')}, not ${describe(policy)}`)
+  }
+  if (size !== undefined && !entries(size)) throw invalid(`The readCache size must be a non-negative integer (values kept per namespace; 0 turns the cache off), not ${describe(size)}`)
+  return /** @type {{ size?: number, policy?: CachePolicy }} */ ({ size, policy })
+}
+
+/**
  * The byte budget that the read caches of one database share (keys and
- * values, estimated). When their entries add up to more, the cache holding
- * the most drops a generation until they fit.
+ * values, estimated), and the policy they evict by. When their entries add
+ * up to more, the cache holding the most evicts until they fit.
  */
 export class CacheBudget {
-  /** @param {number} max bytes */
-  constructor (max) {
+  /** @param {number} max bytes @param {CachePolicy} [policy] */
+  constructor (max, policy = readCacheDefaults.policy) {
     this.max = max
+    this.policy = policy
     /** the largest entry a cache keeps */
     this.largest = Math.floor(max / LARGEST_SHARE)
     this.used = 0
@@ -23,7 +76,7 @@ export class CacheBudget {
     this.caches = new Set()
   }
 
-  /** Drop generations, fullest cache first, until the entries fit. */
+  /** Evict, fullest cache first, until the entries fit. */
   fit () {
     while (this.used > this.max) {
       /** @type {ReadCache | null} */
@@ -32,133 +85,111 @@ export class CacheBudget {
         if (fullest === null || cache.bytes > fullest.bytes) fullest = cache
       }
       if (fullest === null || fullest.bytes === 0) return
-      fullest.shed()
+      fullest.shed(this.used - this.max)
     }
   }
 }
 
 /**
- * A bounded map for the read caches of a Namespace: two generations. When the
- * recent one holds half the limit (of entries, or of the budget's bytes) it
- * becomes the older one and the previous older one is dropped; a hit in the
- * older one moves to the recent one. So it holds at most `limit` entries and
- * keeps the ones in use. (Evicting one entry at a time from a Map is slow:
- * deleted entries stay in its table until it is rebuilt.) With a budget, its
- * bytes count against what the database's caches may hold together.
+ * A bounded map for the read caches of a Namespace: a cache of
+ * levelkit/cache (`policy`: LRU, 2Q, ARC or W-TinyLFU) of `limit` entries,
+ * whose entries' bytes count against the database's budget when it has
+ * one. Values may be undefined (a cached absence).
  */
 export class ReadCache {
-  /** @param {number} limit @param {CacheBudget | null} [budget] */
-  constructor (limit, budget = null) {
+  /** @param {number} limit @param {CacheBudget | null} [budget] @param {CachePolicy} [policy] */
+  constructor (limit, budget = null, policy = budget?.policy ?? readCacheDefaults.policy) {
     this.limit = limit
     this.budget = budget
-    /** @type {Map<string, any>} */
-    this.recent = new Map()
-    /** @type {Map<string, any>} */
-    this.older = new Map()
-    // An entry promoted from the older generation counts in both until the
-    // older one is dropped: an overestimate, never an underestimate.
-    this.recentBytes = 0
-    this.olderBytes = 0
+    this.policy = policy
+    /** the estimated bytes of the entries held */
+    this.bytes = 0
+    // What the policy evicts gives its bytes back.
+    this.entries = cacheOf(policy, limit, (name, value) => this.#charge(-entrySize(name, value)))
     budget?.caches.add(this)
   }
 
   get size () {
-    return this.recent.size + this.older.size
-  }
-
-  get bytes () {
-    return this.recentBytes + this.olderBytes
+    return this.entries.size
   }
 
   /**
    * The entry for `name` as [value], or undefined when there is none (the
-   * value itself may be undefined: a cached absence).
+   * value itself may be undefined: a cached absence). Counts a hit or a miss.
    * @param {string} name
    * @returns {[any] | undefined}
    */
   lookup (name) {
-    const value = this.recent.get(name)
-    if (value !== undefined || this.recent.has(name)) return [value]
-    const older = this.older.get(name)
-    if (older === undefined && !this.older.has(name)) return undefined
-    this.set(name, older)
-    return [older]
+    const value = this.entries.get(name)
+    if (value !== undefined || this.entries.has(name)) return [value]
+    return undefined
   }
 
-  /** @param {string} name @param {any} value */
+  /** Keep `value` for `name`, read from the store. @param {string} name @param {any} value */
   set (name, value) {
     const size = entrySize(name, value)
     if (this.budget !== null && size > this.budget.largest) {
       this.delete(name)
       return
     }
-    const replaced = this.recent.get(name)
-    if (replaced !== undefined || this.recent.has(name)) this.#charge(-entrySize(name, replaced), 0)
-    this.recent.set(name, value)
-    this.#charge(size, 0)
-    if (this.recent.size * 2 >= this.limit || (this.budget !== null && this.recentBytes * 2 >= this.budget.max)) this.#rotate()
+    if (this.entries.has(name)) this.#charge(-entrySize(name, this.entries.peek(name)))
+    // Charged first: the policy may evict this very entry, which gives it back.
+    this.#charge(size)
+    this.entries.set(name, value)
     this.budget?.fit()
   }
 
-  /** Change the entry for `name` if there is one. @param {string} name @param {any} value */
+  /**
+   * Change the entry for `name` if there is one (a write landed): not a use
+   * of it, so the policy's order and statistics stay as they are.
+   * @param {string} name @param {any} value
+   */
   update (name, value) {
-    const inRecent = this.recent.has(name)
-    const inOlder = this.older.has(name)
-    if (!inRecent && !inOlder) return
+    if (!this.entries.has(name)) return
     const size = entrySize(name, value)
     if (this.budget !== null && size > this.budget.largest) {
       this.delete(name)
       return
     }
-    if (inRecent) {
-      this.#charge(size - entrySize(name, this.recent.get(name)), 0)
-      this.recent.set(name, value)
-    }
-    if (inOlder) {
-      this.#charge(0, size - entrySize(name, this.older.get(name)))
-      this.older.set(name, value)
-    }
+    this.#charge(size - entrySize(name, this.entries.peek(name)))
+    this.entries.replace(name, value)
     this.budget?.fit()
   }
 
   /** @param {string} name */
   delete (name) {
-    if (this.recent.has(name)) {
-      this.#charge(-entrySize(name, this.recent.get(name)), 0)
-      this.recent.delete(name)
-    }
-    if (this.older.has(name)) {
-      this.#charge(0, -entrySize(name, this.older.get(name)))
-      this.older.delete(name)
-    }
+    if (!this.entries.has(name)) return
+    this.#charge(-entrySize(name, this.entries.peek(name)))
+    this.entries.delete(name)
   }
 
   clear () {
-    this.#charge(-this.recentBytes, -this.olderBytes)
-    this.recent = new Map()
-    this.older = new Map()
+    this.#charge(-this.bytes)
+    this.entries.clear()
   }
 
-  /** Drop the older generation, or the recent one when that is all there is: for the budget. */
-  shed () {
-    if (this.olderBytes === 0) this.#rotate()
-    this.#charge(0, -this.olderBytes)
-    this.older = new Map()
+  /**
+   * For the budget: evict by the policy at least `over` bytes, and at least
+   * a sixteenth of what this cache holds, so that a budget under pressure
+   * looks for the fullest cache once per many entries, not once per entry.
+   * @param {number} over
+   */
+  shed (over) {
+    const target = Math.min(this.bytes - over, this.bytes - this.bytes / 16)
+    while (this.bytes > target) {
+      if (!this.entries.evict()) return
+    }
   }
 
-  #rotate () {
-    this.#charge(0, -this.olderBytes)
-    this.older = this.recent
-    this.olderBytes = this.recentBytes
-    this.recent = new Map()
-    this.recentBytes = 0
+  /** Hits, misses and evictions since it was made, and the entries it holds. */
+  stats () {
+    return { ...this.entries.stats(), size: this.entries.size }
   }
 
-  /** @param {number} recent @param {number} older bytes added to each generation */
-  #charge (recent, older) {
-    this.recentBytes += recent
-    this.olderBytes += older
-    if (this.budget !== null) this.budget.used += recent + older
+  /** @param {number} bytes added */
+  #charge (bytes) {
+    this.bytes += bytes
+    if (this.budget !== null) this.budget.used += bytes
   }
 }
 
@@ -167,7 +198,7 @@ export class ReadCache {
  * per character) and its value.
  * @param {string} name @param {any} value
  */
-function entrySize (name, value) {
+export function entrySize (name, value) {
   return ENTRY_OVERHEAD + name.length + valueSize(value)
 }
 

@@ -27,7 +27,22 @@ export class WriteScope {
     this.open = true
     /** Whether reads may run beside this scope while it is open (Writer.read()): a db.write() callback's scope */
     this.hostsReads = false
+    /** Whether this is a batch of a bulk load (lib/bulk.js): the writer writes it as a chained batch */
+    this.bulk = false
   }
+
+  /**
+   * Where reads are asynchronous (IndexedDB), what this section has read
+   * from the database, by key id: each read is a round trip there (an
+   * IndexedDB transaction), and a section often reads a key twice (a
+   * relation's list to check an endpoint, then to change it; a record to
+   * check, then to update). Kept for this section only: while it runs no
+   * other section decides ops and the cross-tab lock is held, so what it
+   * read from the database stays what is stored, except for its own ops,
+   * which get() looks up first. Null until the first such read.
+   * @type {Map<string, Promise<any>> | null}
+   */
+  #reads = null
 
   /** @type {Set<Promise<unknown>>} reads running beside this scope */
   #guests = new Set()
@@ -172,7 +187,10 @@ export class WriteScope {
       const op = this.local.get(id) || this.writer.lookup(id)
       if (op !== undefined) return op.type === 'put' ? op.value : undefined
     }
-    if (namespace.cache === null) return namespace.read(key, this.writer.syncReads)
+    if (namespace.cache === null) {
+      if (this.writer.syncReads) return namespace.read(key, true)
+      return this.#readOnce(namespace, key)
+    }
     // A cached namespace: what is not in the cache is read once and remembered.
     // Nothing is pending for the key here, so the stored value is current.
     const name = bytesToBinaryString(key)
@@ -181,6 +199,24 @@ export class WriteScope {
     if (value instanceof Promise) return value.then(v => { namespace.remember(key, v); return v })
     namespace.remember(key, value)
     return value
+  }
+
+  /**
+   * Read a key of a namespace that is not cached, from the database, once
+   * per section (see #reads). A failed read is not kept.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @returns {Promise<any>}
+   */
+  #readOnce (namespace, key) {
+    const reads = this.#reads || (this.#reads = new Map())
+    const id = namespace.keyId(key)
+    let read = reads.get(id)
+    if (read === undefined) {
+      read = Promise.resolve(namespace.read(key, false))
+      reads.set(id, read)
+      read.catch(() => { if (reads.get(id) === read) reads.delete(id) })
+    }
+    return read
   }
 
   /**

@@ -18,9 +18,11 @@ test('levelkit check reports, repairs, and exits with a meaningful status', asyn
   const dir = mkdtempSync(join(tmpdir(), 'levelkit-cli-'))
   try {
     const db = await open({ location: dir })
-    declare(db)
+    // Written through levelkit first, so its indexes are stored as ready:
+    // then a record without its entry is damage, not an index to build.
+    await declare(db).users.insert({ username: 'bob' })
     const users = db.level.sublevel('users', { keyEncoding: 'view', valueEncoding: 'utf8' })
-    await users.put(encodeTuple(1), JSON.stringify({ id: 1, username: 'ann' })) // record without its unique entry or sequence
+    await users.put(encodeTuple(2), JSON.stringify({ id: 2, username: 'ann' })) // record without its unique entry, past the sequence
     await db.level.sublevel('members.fwd', { keyEncoding: 'view' }).put(encodeTuple([9, 1]), '')
     await db.close()
 

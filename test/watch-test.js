@@ -112,3 +112,40 @@ for (const backend of ['memory', 'leveldb']) {
     await db.close()
   })
 }
+
+for (const backend of ['memory', 'leveldb']) {
+  for (const blockSize of [undefined, 16]) {
+    test(`${backend}, ${blockSize ? `blocks of ${blockSize}` : 'a key per child'}: a watcher reads what is new with point reads, no iterator, and skips children deleted meanwhile`, async t => {
+      const db = await openOn(backend)
+      const chats = db.collection('chats')
+      const messages = db.children('messages', blockSize ? { parent: chats, blockSize } : { parent: chats })
+      const c = await chats.insert({})
+      for (let i = 1; i <= 150; i++) await messages.append(c, `m${i}`)
+      await messages.del(c, 70)
+      let iterators = 0
+      const level = /** @type {any} */ (db).level
+      const iterator = level.iterator
+      level.iterator = function (/** @type {any[]} */ ...args) {
+        iterators++
+        return iterator.apply(this, args)
+      }
+      const controller = new AbortController()
+      /** @type {Array<[number, any]>} */
+      const got = []
+      const watching = (async () => {
+        for await (const entry of messages.watch(c, { after: 0, signal: controller.signal })) {
+          got.push(entry)
+          if (entry[0] === 160) controller.abort()
+        }
+      })()
+      for (let i = 151; i <= 160; i++) await messages.append(c, `m${i}`)
+      await watching
+      const expected = Array.from({ length: 160 }, (_, i) => i + 1).filter(seq => seq !== 70)
+      t.same(got.map(([seq]) => seq), expected, 'the history (less the deleted child), then each new child, in order')
+      t.same(got.map(([, value]) => value), expected.map(seq => `m${seq}`))
+      t.is(iterators, 0, 'without opening an iterator')
+      level.iterator = iterator
+      await db.close()
+    })
+  }
+}

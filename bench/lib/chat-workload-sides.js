@@ -39,10 +39,11 @@ export { hashPassword }
 /**
  * @param {string} location a directory
  * @param {{ scryptN: number }} passwordCost
+ * @param {0 | { policy: string, size?: number }} [readCache] open()'s readCache option (default: its default)
  * @returns {Promise<Side & { store: ChatStore, db: any }>}
  */
-export async function openLevelkit (location, passwordCost) {
-  const db = await open({ backend: 'leveldb', location })
+export async function openLevelkit (location, passwordCost, readCache) {
+  const db = await open({ backend: 'leveldb', location, ...(readCache === undefined ? {} : { readCache }) })
   const store = new ChatStore(db, { passwordCost: { scryptN: passwordCost.scryptN, pbkdf2Iterations: 1000 } })
   return {
     name: 'levelkit',

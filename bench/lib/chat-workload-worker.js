@@ -20,7 +20,7 @@ import { prng } from 'levelkit-testkit/prng'
  * @typedef {{
  *   users: number, chats: number, members: number, pairChats: number, messages: number,
  *   n: Record<string, number>, concurrency: number, slices: number, scryptN: number,
- *   seed: number, run: number, dbDir: string, keepDb: boolean, ops: string[], sides: string[],
+ *   seed: number, zipf?: number, readCache?: 0 | { policy: string, size?: number }, run: number, dbDir: string, keepDb: boolean, ops: string[], sides: string[],
  *   warmup: boolean, label: string, floorN: number
  * }} Config
  * @typedef {import('./chat-workload-sides.js').Side} Side
@@ -34,6 +34,38 @@ function text (random) {
   let s = WORDS[random.int(WORDS.length)]
   while (s.length < target) s += ' ' + WORDS[random.int(WORDS.length)]
   return s.slice(0, target)
+}
+
+/**
+ * A picker of 1..n: uniform, or with Zipf skew `s` over a fixed random
+ * permutation of the ids (so the hot ids are spread over the key space, not
+ * the first ones).
+ * @param {number} n @param {number} s @param {ReturnType<typeof prng>} random
+ * @returns {() => number}
+ */
+function picker (n, s, random) {
+  if (!(s > 0)) return () => 1 + random.int(n)
+  const cdf = new Float64Array(n)
+  let total = 0
+  for (let rank = 1; rank <= n; rank++) cdf[rank - 1] = (total += 1 / Math.pow(rank, s))
+  const ids = Array.from({ length: n }, (_, i) => i + 1)
+  for (let i = n - 1; i > 0; i--) {
+    const j = random.int(i + 1)
+    const id = ids[i]
+    ids[i] = ids[j]
+    ids[j] = id
+  }
+  return () => {
+    const x = random() * total
+    let lo = 0
+    let hi = n - 1
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (cdf[mid] < x) lo = mid + 1
+      else hi = mid
+    }
+    return ids[lo]
+  }
 }
 
 /**
@@ -96,18 +128,22 @@ export function makeWorkload (config) {
   }
   inputs.createUser = gen(n.createUser, newUser)
   inputs.createUserC = gen(n.createUserC, newUser)
-  inputs.getUser = gen(n.getUser, () => `user${1 + random.int(U)}`)
+  // The read rows pick users and chats with --zipf's skew (uniformly at 0).
+  const user = picker(U, config.zipf ?? 0, random)
+  const bigChat = picker(bigChats, config.zipf ?? 0, random)
+  const anyChat = picker(members.length, config.zipf ?? 0, random)
+  inputs.getUser = gen(n.getUser, () => `user${user()}`)
   inputs.createChat = gen(n.createChat, newChat)
   inputs.createChatC = gen(n.createChatC, newChat)
   inputs.addChatMessage = gen(n.addChatMessage, message)
   inputs.addChatMessageC = gen(n.addChatMessageC, message)
-  inputs.last50 = gen(n.last50, () => 1 + random.int(bigChats))
-  inputs.getChats = gen(n.getChats, () => 1 + random.int(U))
+  inputs.last50 = gen(n.last50, () => bigChat())
+  inputs.getChats = gen(n.getChats, () => user())
   // Half members, half (almost always) not.
   inputs.checkChatMember = gen(n.checkChatMember, () => {
-    const chatId = 1 + random.int(members.length)
+    const chatId = anyChat()
     const list = members[chatId - 1]
-    return [chatId, random() < 0.5 ? list[random.int(list.length)] : 1 + random.int(U)]
+    return [chatId, random() < 0.5 ? list[random.int(list.length)] : user()]
   })
   // Half pairs that have a chat of their own (when there are pair chats), half random pairs.
   inputs.existsChat = gen(n.existsChat, () => {
@@ -123,10 +159,10 @@ export function makeWorkload (config) {
     createUser: gen(20, () => ({ username: `warm${config.run}x${++fresh}`, password: 'pw' })),
     createChat: gen(10, newChat),
     addChatMessage: gen(100, message),
-    getUser: gen(300, () => `user${1 + random.int(U)}`),
-    last50: gen(100, () => 1 + random.int(bigChats)),
-    getChats: gen(300, () => 1 + random.int(U)),
-    checkChatMember: gen(300, () => [1 + random.int(members.length), 1 + random.int(U)]),
+    getUser: gen(300, () => `user${user()}`),
+    last50: gen(100, () => bigChat()),
+    getChats: gen(300, () => user()),
+    checkChatMember: gen(300, () => [anyChat(), user()]),
     existsChat: gen(300, () => pick(2))
   }
   return { users, chats, messages, inputs, warm, pairs, members }
@@ -219,7 +255,7 @@ export async function runOnce (config) {
   let lk = null
   /** @type {any} */
   let sq = null
-  if (config.sides.includes('levelkit')) sides.push(lk = await openLevelkit(levelDir, cost))
+  if (config.sides.includes('levelkit')) sides.push(lk = await openLevelkit(levelDir, cost, config.readCache))
   if (config.sides.includes('sqlite')) sides.push(sq = openSqlite(sqliteFile, cost))
 
   const populateTotal = work.users.length + work.chats.length + work.messages.length

@@ -7,8 +7,14 @@
 // The write loops are deliberately plain. Every loop records one row per
 // 1000 writes (a "window"): elapsed ms since the first write, and the mean
 // time per write over the window:
-//   batch, levelkit: window wall time / writes (one batch of 1000 is one
-//                    window, so this is the batch time / 1000, amortized);
+//   batch, raw, levelkit-scope: window wall time / writes (one batch of
+//                    1000 is one window, so this is the batch time / 1000,
+//                    amortized);
+//   levelkit:        one insertMany() call over a generator of all the
+//                    entries: a window ends when its last entry is pulled
+//                    (insertMany() pulls at most two batches ahead of what is
+//                    written, so the windows follow the writes; the total
+//                    time includes the last batches' writes);
 //   put, levelkit-put: the mean latency of the window's individual writes,
 //                    each timed from call to resolve with `concurrency` in
 //                    flight: the column the 2013 script wrote.
@@ -25,10 +31,15 @@ import { Progress } from './progress.js'
 import { serveOneRun } from './child-run.js'
 
 const WINDOW = 1000
+// The levelkit entries' collection, and the namespace the raw mode writes.
+const COLLECTION = 'entries'
+// Databases up to this many entries are hashed after the run, key and value
+// bytes of every entry: equal hashes, equal databases.
+const HASH_LIMIT = 100000
 
 /**
  * @typedef {{
- *   mode: 'put' | 'batch' | 'levelkit' | 'levelkit-put',
+ *   mode: 'put' | 'batch' | 'raw' | 'levelkit' | 'levelkit-scope' | 'levelkit-put',
  *   backend: 'leveldb' | 'memory',
  *   entries: number,
  *   batchSize: number,
@@ -40,6 +51,14 @@ const WINDOW = 1000
  *   label: string
  * }} Config
  */
+
+/**
+ * 256 random-looking bytes, the same in every run (so that databases written
+ * by different runs can be compared): SHA-256 of 8 fixed strings.
+ */
+function valueBytes () {
+  return Buffer.concat(Array.from({ length: 8 }, (_, i) => crypto.createHash('sha256').update(`sorted-write ${i}`).digest()))
+}
 
 /** The key of entry i: 16 ASCII digits, so byte order is numeric order. @param {number} i */
 function keyOf (i) {
@@ -89,6 +108,34 @@ async function batchLoop (n, size, writeBatch, rec, progress) {
       progress.update(i)
     }
   }
+  return performance.now() - start
+}
+
+/**
+ * One bulk call over all the entries: `load(entries)` writes what `source`
+ * yields (n entries). A window ends when its last entry is pulled.
+ * @param {number} n
+ * @param {Iterable<unknown>} source
+ * @param {(entries: Iterable<unknown>) => Promise<unknown>} load
+ * @param {Recorder} rec @param {Progress} progress
+ */
+async function pulledLoop (n, source, load, rec, progress) {
+  const start = performance.now()
+  let rowStart = start
+  let pulled = 0
+  function * counted () {
+    for (const entry of source) {
+      yield entry
+      if (++pulled % WINDOW === 0 || pulled === n) {
+        const now = performance.now()
+        const writes = pulled % WINDOW || WINDOW
+        rec.row(now - start, (now - rowStart) * 1e6 / writes, now - rowStart)
+        rowStart = now
+        progress.update(pulled)
+      }
+    }
+  }
+  await load(counted())
   return performance.now() - start
 }
 
@@ -163,23 +210,28 @@ function dirSize (dir) {
   return total
 }
 
-/** @param {Config} config */
-async function openRaw (config) {
+/**
+ * @param {Config} config
+ * @param {{ keyEncoding?: string, valueEncoding: string }} encodings
+ */
+async function openRaw (config, encodings) {
   if (config.backend === 'leveldb') {
     const { ClassicLevel } = await import('classic-level')
-    const db = new ClassicLevel(config.location, { ...config.levelOptions, valueEncoding: 'view', createIfMissing: true, errorIfExists: true })
+    const db = new ClassicLevel(config.location, { ...config.levelOptions, ...encodings, createIfMissing: true, errorIfExists: true })
     await db.open()
     return db
   }
   const { MemoryLevel } = await import('memory-level')
-  const db = new MemoryLevel({ valueEncoding: 'view' })
+  const db = new MemoryLevel(encodings)
   await db.open()
   return db
 }
 
 /** @param {Config} config */
 async function openLevelkit (config) {
-  const { open } = await import('levelkit')
+  // The levelkit of this tree (a worktree's own lib), whatever the
+  // `levelkit` package resolves to.
+  const { open } = await import('../../index.js')
   const options = config.backend === 'leveldb'
     ? { backend: 'leveldb', location: config.location, ...config.levelOptions, createIfMissing: true, errorIfExists: true }
     : { backend: 'memory' }
@@ -225,13 +277,18 @@ class MemorySampler {
 /** @param {Config} config */
 export async function run (config) {
   const { mode, entries: n } = config
-  const raw = crypto.randomBytes(256) // the same 256 bytes for every entry, as in 2013
+  const raw = valueBytes() // the same 256 bytes for every entry, as in 2013
   const rec = new Recorder(n)
   const progress = new Progress(config.label, n, { enabled: !config.bare && !!process.stderr.isTTY })
-  const levelkit = mode === 'levelkit' || mode === 'levelkit-put'
+  const levelkit = mode.startsWith('levelkit')
   const memory = new MemorySampler()
-  const db = levelkit ? await openLevelkit(config) : await openRaw(config)
+  const db = levelkit
+    ? await openLevelkit(config)
+    : await openRaw(config, mode === 'raw' ? { keyEncoding: 'view', valueEncoding: 'utf8' } : { valueEncoding: 'view' })
   const level = levelkit ? db.level : db
+  // levelkit stores JSON: the 256 bytes go in as a base64 string.
+  const base64 = raw.toString('base64')
+  const recordNote = `a JSON record { key, value } whose value is the same 256 random bytes as a ${base64.length}-char base64 string`
 
   let totalMs
   let valueNote
@@ -249,12 +306,34 @@ export async function run (config) {
     totalMs = config.bare
       ? await barePut(db, n, config.concurrency, raw)
       : await putLoop(n, config.concurrency, i => db.put(keyOf(i), raw), rec, progress)
+  } else if (mode === 'raw') {
+    // What levelkit writes for the same entries, written by hand with a
+    // chained batch: the key of its records namespace (the sublevel prefix,
+    // then the tuple encoding of a string: the tag 0x70 and its UTF-8
+    // bytes), and the record's JSON as its value (the `contentHash` of the
+    // result shows the two databases are the same, byte for byte).
+    valueNote = recordNote
+    const prefix = Buffer.from(`!${COLLECTION}!\x70`, 'latin1')
+    totalMs = await batchLoop(n, config.batchSize, (from, to) => {
+      const batch = db.batch()
+      for (let i = from; i < to; i++) {
+        const id = keyOf(i)
+        const key = Buffer.allocUnsafe(prefix.length + id.length)
+        prefix.copy(key, 0)
+        key.latin1Write(id, prefix.length)
+        batch.put(key, `{"key":"${id}","value":"${base64}"}`)
+      }
+      return batch.write()
+    }, rec, progress)
   } else {
-    // levelkit stores JSON: the 256 bytes go in as a base64 string.
-    const value = raw.toString('base64')
-    valueNote = `a JSON record { key, value } whose value is the same 256 random bytes as a ${value.length}-char base64 string`
-    const collection = db.collection('entries', { id: (/** @type {any} */ e) => e.key })
+    valueNote = recordNote
+    const value = base64
+    const collection = db.collection(COLLECTION, { id: (/** @type {any} */ e) => e.key })
     if (mode === 'levelkit') {
+      totalMs = await pulledLoop(n, (function * () {
+        for (let i = 0; i < n; i++) yield { key: keyOf(i), value }
+      })(), entries => collection.insertMany(entries, { batchSize: config.batchSize }), rec, progress)
+    } else if (mode === 'levelkit-scope') {
       totalMs = await batchLoop(n, config.batchSize, (from, to) => db.write(async (/** @type {any} */ w) => {
         const c = collection.in(w)
         for (let i = from; i < to; i++) await c.insert({ key: keyOf(i), value })
@@ -267,6 +346,7 @@ export async function run (config) {
 
   const bytes = await entryBytes(level)
   await assertLastWritten(level, n)
+  const contentHash = n <= HASH_LIMIT ? await hashOf(level) : null
   const closeStart = performance.now()
   await db.close()
   const closeMs = performance.now() - closeStart
@@ -288,6 +368,7 @@ export async function run (config) {
     dbBytes,
     entryBytes: bytes,
     valueNote,
+    contentHash,
     peakRssBytes: usage.maxRSS * 1024,
     peakRssAnonBytes: memory.available ? memory.peakAnonBytes : null,
     peakRssFileBytes: memory.available ? memory.peakFileBytes : null,
@@ -300,6 +381,24 @@ export async function run (config) {
       windowMs: Array.from(rec.windowMs.subarray(0, rec.count))
     }
   }
+}
+
+/**
+ * SHA-256 of every key and value of the database, in key order, each
+ * preceded by its length.
+ * @param {any} level
+ */
+async function hashOf (level) {
+  const hash = crypto.createHash('sha256')
+  const length = Buffer.alloc(4)
+  for await (const [key, value] of level.iterator({ keyEncoding: 'view', valueEncoding: 'view' })) {
+    for (const bytes of [key, value]) {
+      length.writeUInt32BE(bytes.byteLength)
+      hash.update(length)
+      hash.update(bytes)
+    }
+  }
+  return hash.digest('hex')
 }
 
 /**

@@ -96,7 +96,7 @@ CREATE TABLE IF NOT EXISTS kv (
 // outlive their chat, as levelkitKv()'s do (chat ids are never reused).
 
 const MESSAGE_COLUMNS = 'id, chat_id AS chatId, sender_id AS senderId, text, timestamp, recipients'
-const VISIBLE = '(recipients IS NULL OR sender_id = :viewer OR EXISTS (SELECT 1 FROM json_each(recipients) WHERE value = :viewer))'
+const VISIBLE = '(:all = 1 OR recipients IS NULL OR sender_id = :viewer OR EXISTS (SELECT 1 FROM json_each(recipients) WHERE value = :viewer))'
 const CHAT_COLUMNS = `c.id, c.name, c.admin_id AS adminId,
   (SELECT json_group_array(user_id) FROM (SELECT user_id FROM members WHERE chat_id = c.id ORDER BY user_id)) AS members,
   c.last_activity AS lastActivity, c.created_at AS createdAt, c.password_hash IS NOT NULL AS private`
@@ -443,20 +443,21 @@ export class SqliteChatStore {
   /**
    * Messages in ascending id order. With `from`: up to `n` from `from`
    * (inclusive). Without: the `n` just below `to` (exclusive), or the newest
-   * `n`. Whispers are shown only to their sender and recipients (`viewerId`).
+   * `n`. Whispers are shown only to their sender and recipients (`viewerId`),
+   * or all of them with `allWhispers`.
    * @param {number} chatId
-   * @param {{ from?: number, to?: number, n?: number, viewerId?: number }} [options]
+   * @param {{ from?: number, to?: number, n?: number, viewerId?: number, allWhispers?: boolean }} [options]
    * @returns {Promise<Message[] | null>} null if the chat does not exist
    */
   async getChatMessages (chatId, options) {
     assertId(chatId, 'chatId')
-    const { from, to, n = DEFAULT_PAGE, viewerId } = optionsObject(options, 'getChatMessages() options')
+    const { from, to, n = DEFAULT_PAGE, viewerId, allWhispers } = optionsObject(options, 'getChatMessages() options')
     if (from !== undefined) assertId(from, 'from')
     if (to !== undefined) assertId(to, 'to')
     if (!Number.isSafeInteger(n) || n < 1) throw invalid('n must be a positive integer')
-    if (viewerId !== undefined) assertId(viewerId, 'viewerId')
+    assertViewer(viewerId, allWhispers)
     this.#assertOpen()
-    const params = { chat: chatId, to: to === undefined ? Number.MAX_SAFE_INTEGER : to, n, viewer: viewerId === undefined ? null : viewerId }
+    const params = { chat: chatId, to: to === undefined ? Number.MAX_SAFE_INTEGER : to, n, viewer: viewerId === undefined ? null : viewerId, all: allWhispers ? 1 : 0 }
     const rows = from === undefined ? this.#q.newest.all(params).reverse() : this.#q.fromId.all({ ...params, from })
     // A deleted chat's messages go with it, in the same statement: rows
     // prove the chat exists.
@@ -467,26 +468,27 @@ export class SqliteChatStore {
   /**
    * New messages of a chat as they are committed, in id order, with no gap
    * and no duplicate after `after` (default: the last message now). Ends when
-   * `signal` aborts, the chat is deleted or the store closes.
+   * `signal` aborts, the chat is deleted or the store closes. Whispers as
+   * getChatMessages() shows them (`viewerId`, `allWhispers`).
    * @param {number} chatId
-   * @param {{ after?: number, signal?: AbortSignal, viewerId?: number }} [options]
+   * @param {{ after?: number, signal?: AbortSignal, viewerId?: number, allWhispers?: boolean }} [options]
    * @returns {AsyncGenerator<Message>}
    */
   watch (chatId, options) {
     // Checked and started now, as ChatStore does: the default starting point
     // is the last message at this call; what is wrong is thrown by next().
-    /** @type {{ chatId: number, after: number, signal?: AbortSignal, viewerId?: number } | Error} */
+    /** @type {{ chatId: number, after: number, signal?: AbortSignal, viewerId?: number, allWhispers?: boolean } | Error} */
     let args
     try {
       assertId(chatId, 'chatId')
-      const { after, signal, viewerId, ...rest } = optionsObject(options, 'watch() options')
+      const { after, signal, viewerId, allWhispers, ...rest } = optionsObject(options, 'watch() options')
       const unknown = Object.keys(rest)
-      if (unknown.length > 0) throw invalid(`watch() has unknown option(s): ${unknown.map(k => JSON.stringify(k)).join(', ')} (it takes after, signal, viewerId)`)
+      if (unknown.length > 0) throw invalid(`watch() has unknown option(s): ${unknown.map(k => JSON.stringify(k)).join(', ')} (it takes after, signal, viewerId, allWhispers)`)
       if (after !== undefined && !(Number.isSafeInteger(after) && after >= 0)) throw invalid(`The after option must be a non-negative integer, got ${String(after)}`)
       if (signal !== undefined && !(signal instanceof AbortSignal)) throw invalid('The signal option must be an AbortSignal')
-      if (viewerId !== undefined) assertId(viewerId, 'viewerId')
+      assertViewer(viewerId, allWhispers)
       this.#assertOpen()
-      args = { chatId, after: after === undefined ? (this.#q.lastMessageId.get(chatId) || 0) : after, signal, viewerId }
+      args = { chatId, after: after === undefined ? (this.#q.lastMessageId.get(chatId) || 0) : after, signal, viewerId, allWhispers }
     } catch (err) {
       args = /** @type {Error} */ (err)
     }
@@ -494,12 +496,12 @@ export class SqliteChatStore {
   }
 
   /**
-   * @param {{ chatId: number, after: number, signal?: AbortSignal, viewerId?: number } | Error} args
+   * @param {{ chatId: number, after: number, signal?: AbortSignal, viewerId?: number, allWhispers?: boolean } | Error} args
    * @returns {AsyncGenerator<Message>}
    */
   async * #watch (args) {
     if (args instanceof Error) throw args
-    const { chatId, signal, viewerId } = args
+    const { chatId, signal, viewerId, allWhispers } = args
     let last = args.after
     const ended = () => this.#closed || !!signal?.aborted
     const wakeup = new Wakeup()
@@ -520,7 +522,7 @@ export class SqliteChatStore {
           const rows = this.#q.after.all(chatId, last)
           page = rows.length
           for (const row of rows) {
-            if (row.recipients === null || row.senderId === viewerId || (viewerId !== undefined && JSON.parse(row.recipients).includes(viewerId))) {
+            if (allWhispers || row.recipients === null || row.senderId === viewerId || (viewerId !== undefined && JSON.parse(row.recipients).includes(viewerId))) {
               yield messageOf(row)
               if (ended()) return
             }
@@ -626,6 +628,16 @@ class Wakeup {
   wait () {
     return new Promise(resolve => { this.#resume = resolve })
   }
+}
+
+/**
+ * The viewerId and allWhispers options, checked as ChatStore checks them.
+ * @param {unknown} viewerId @param {unknown} allWhispers
+ */
+function assertViewer (viewerId, allWhispers) {
+  if (viewerId !== undefined) assertId(viewerId, 'viewerId')
+  if (allWhispers !== undefined && typeof allWhispers !== 'boolean') throw invalid('allWhispers must be a boolean')
+  if (allWhispers && viewerId !== undefined) throw invalid('Give viewerId or allWhispers, not both')
 }
 
 /** A chats row as ChatStore's chat. @param {any} row @returns {Chat} */

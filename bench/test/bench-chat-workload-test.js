@@ -27,9 +27,10 @@ test('bench/chat-workload.js with a tiny data set', async t => {
   try {
     const { code, stdout, stderr } = await run([
       '--runs', '1', '--users', '200', '--chats', '20', '--pair-chats', '10', '--messages', '500',
-      '--n', String(N), '--slices', '4', '--concurrency', '8', '--out', out, '--db-dir', out
+      '--n', String(N), '--slices', '4', '--concurrency', '8', '--zipf', '1', '--read-cache', 'arc:50', '--out', out, '--db-dir', out
     ])
     t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
+    t.match(stdout, /read rows: users and chats picked with Zipf skew 1; levelkit's read caches arc, 50 entries per namespace/, 'the skew and the read caches')
     t.match(stdout, /levelkit\/SQLite/, 'prints the ratio column')
     for (const label of ['getUser by username', 'last 50 messages', 'getChats of a user', 'checkChatMember', 'existsChat', 'createUser, 8 in flight', 'createChat, 20 members', 'addChatMessage, 8 in flight']) {
       t.ok(stdout.includes(label), `summary row: ${label}`)
@@ -85,4 +86,9 @@ test('bench/chat-workload.js refuses bad options', async t => {
   const { code, stderr } = await run(['--ops', 'nope'])
   t.is(code, 2, 'exit 2')
   t.match(stderr, /Unknown operation "nope"/)
+  for (const [args, message] of /** @type {Array<[string[], RegExp]>} */ ([[['--read-cache', 'fifo'], /unknown policy "fifo"/], [['--zipf', 'x'], /--zipf is a number from 0 to 5/]])) {
+    const refused = await run(args)
+    t.is(refused.code, 2, `${args.join(' ')}: exit 2`)
+    t.match(refused.stderr, message)
+  }
 })

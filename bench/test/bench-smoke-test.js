@@ -47,7 +47,7 @@ function checkSvg (t, file, series) {
 }
 
 for (const backend of ['leveldb', 'memory']) {
-  for (const mode of ['put', 'batch', 'levelkit', 'levelkit-put']) {
+  for (const mode of ['put', 'batch', 'raw', 'levelkit', 'levelkit-scope', 'levelkit-put']) {
     test(`bench/sorted-write.js --mode ${mode} --backend ${backend}`, async t => {
       const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-smoke-'))
       try {
@@ -80,16 +80,18 @@ test('bench/sorted-write.js --compare --overhead with classic-level options', as
     ])
     t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
     t.match(stdout, /levelkit\/batch leveldb/, 'prints ratios against batch')
+    t.match(stdout, /levelkit\/raw leveldb/, 'and levelkit against raw')
+    t.match(stdout, /raw, levelkit on leveldb wrote the same database, byte for byte/, 'raw writes what levelkit writes')
     t.match(stdout, /Script overhead/, 'prints the overhead')
     const dir = outputOf(t, out)
     const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
     t.same(summary.options.levelOptions, { writeBufferSize: 1 << 20, cacheSize: 1 << 20, compression: false }, 'classic-level options pass through')
-    t.same(Object.keys(summary.ratiosAgainstBatch).sort(), ['levelkit/batch leveldb', 'put/batch leveldb'])
+    t.same(Object.keys(summary.ratiosAgainstBatch).sort(), ['levelkit/batch leveldb', 'levelkit/raw leveldb', 'put/batch leveldb', 'raw/batch leveldb'])
     t.same(Object.keys(summary.overhead).sort(), ['batch leveldb', 'put leveldb'])
-    for (const mode of ['put', 'batch', 'levelkit']) {
+    for (const mode of ['put', 'batch', 'raw', 'levelkit']) {
       for (const round of [1, 2]) checkCsv(t, join(dir, `${mode}-leveldb-run${round}.csv`), ENTRIES)
     }
-    checkSvg(t, join(dir, 'sorted-write.svg'), 6)
+    checkSvg(t, join(dir, 'sorted-write.svg'), 8)
   } finally {
     rmSync(out, { recursive: true, force: true })
   }

@@ -10,11 +10,12 @@ import { prng } from 'levelkit-testkit/prng'
 import { MapChatStore } from '../lib/map-chat-store.js'
 import { makeWorkload } from '../lib/chat-workload-worker.js'
 
-// Date.now() as both stores see it: the same for the same call on each.
-const realNow = Date.now
-test.onFinish(() => { Date.now = realNow })
-
 test('the Maps store answers the benchmark\'s calls as ChatStore does', async t => {
+  // Date.now() as both stores see it: frozen while they are filled, given
+  // back as it was (another test file may have frozen it too).
+  const before = Date.now
+  const now = before()
+  t.teardown(() => { Date.now = before })
   const db = await open({ backend: 'memory' })
   const stores = [await ChatStore.open(db, { passwordCost: { scryptN: 16, pbkdf2Iterations: 1000 } }), new MapChatStore()]
   const work = makeWorkload({ users: 60, chats: 12, members: 8, messages: 400, seed: 3, pairChats: 0, run: 1, n: {} })
@@ -29,7 +30,7 @@ test('the Maps store answers the benchmark\'s calls as ChatStore does', async t 
     for (const user of work.users) await store.createUser(user)
     for (const chat of work.chats) await store.createChat(chat)
     for (const message of messages.slice(0, 300)) await store.addChatMessage(message)
-    for (const [i, sessionId] of tokens.entries()) await store.setUserSession({ sessionId, userId: i + 1, expiry: realNow() + (i % 7 === 0 ? -1 : 3600e3) })
+    for (const [i, sessionId] of tokens.entries()) await store.setUserSession({ sessionId, userId: i + 1, expiry: now + (i % 7 === 0 ? -1 : 3600e3) })
   }
   const answers = async (/** @type {any} */ store) => {
     const out = []
@@ -44,7 +45,7 @@ test('the Maps store answers the benchmark\'s calls as ChatStore does', async t 
     }
     return out
   }
-  Date.now = realNow
+  Date.now = before
   const first = [await answers(stores[1]), await answers(stores[0])]
   const at = first[0].findIndex((answer, i) => JSON.stringify(answer) !== JSON.stringify(first[1][i]))
   t.is(at, -1, at === -1 ? 'the same answers' : `answer ${at} differs: ${JSON.stringify(first[0][at]).slice(0, 400)} vs ${JSON.stringify(first[1][at]).slice(0, 400)}`)

@@ -561,20 +561,21 @@ export class ChatStore {
   /**
    * Messages in ascending id order. With `from`: up to `n` from `from`
    * (inclusive). Without: the `n` just below `to` (exclusive), or the newest
-   * `n`. Whispers are shown only to their sender and recipients (`viewerId`).
+   * `n`. Whispers are shown only to their sender and recipients (`viewerId`),
+   * or all of them with `allWhispers` (to a caller that shows each to its
+   * sender and recipients itself, like a server fanning messages out).
    * @param {number} chatId
-   * @param {{ from?: number, to?: number, n?: number, viewerId?: number }} [options]
+   * @param {{ from?: number, to?: number, n?: number, viewerId?: number, allWhispers?: boolean }} [options]
    * @returns {Promise<Message[] | null>} null if the chat does not exist
    */
   async getChatMessages (chatId, options) {
     assertId(chatId, 'chatId')
-    const { from, to, n = DEFAULT_PAGE, viewerId } = optionsObject(options, 'getChatMessages() options')
+    const { from, to, n = DEFAULT_PAGE, viewerId, allWhispers } = optionsObject(options, 'getChatMessages() options')
     if (from !== undefined) assertId(from, 'from')
     if (to !== undefined) assertId(to, 'to')
     if (!Number.isSafeInteger(n) || n < 1) throw invalid('n must be a positive integer')
-    if (viewerId !== undefined) assertId(viewerId, 'viewerId')
+    const visible = visibility(viewerId, allWhispers)
     if (!(await this.chats.has(chatId))) return null
-    const visible = (/** @type {Message} */ m) => !m.recipients || m.senderId === viewerId || (viewerId !== undefined && m.recipients.includes(viewerId))
     /** @type {Message[]} */
     const result = []
     // Message ids are gap-free (1 to lastSeq) and messages are never deleted
@@ -601,9 +602,10 @@ export class ChatStore {
   /**
    * New messages of a chat as they are committed, in id order, with no gap
    * and no duplicate after `after` (default: the last message now). Ends when
-   * `signal` aborts or the chat is deleted.
+   * `signal` aborts or the chat is deleted. Whispers as getChatMessages()
+   * shows them (`viewerId`, `allWhispers`).
    * @param {number} chatId
-   * @param {{ after?: number, signal?: AbortSignal, viewerId?: number }} [options]
+   * @param {{ after?: number, signal?: AbortSignal, viewerId?: number, allWhispers?: boolean }} [options]
    * @returns {AsyncGenerator<Message>}
    */
   watch (chatId, options) {
@@ -612,9 +614,8 @@ export class ChatStore {
     let error = null
     try {
       assertId(chatId, 'chatId')
-      const { viewerId, ...watchOptions } = optionsObject(options, 'watch() options')
-      if (viewerId !== undefined) assertId(viewerId, 'viewerId')
-      inner = { viewerId, messages: this.messages.watch(chatId, watchOptions) }
+      const { viewerId, allWhispers, ...watchOptions } = optionsObject(options, 'watch() options')
+      inner = { visible: visibility(viewerId, allWhispers), messages: this.messages.watch(chatId, watchOptions) }
     } catch (err) {
       error = err
     }
@@ -854,16 +855,28 @@ function characters (text) {
 }
 
 /**
- * @param {{ viewerId: number | undefined, messages: AsyncGenerator<[number, any]> } | null} inner
+ * @param {{ visible: (message: Message) => boolean, messages: AsyncGenerator<[number, any]> } | null} inner
  * @param {unknown} error
  * @returns {AsyncGenerator<Message>}
  */
 async function * visibleMessages (inner, error) {
   if (inner === null) throw error
-  const { viewerId, messages } = inner
+  const { visible, messages } = inner
   for await (const [, message] of messages) {
-    if (!message.recipients || message.senderId === viewerId || (viewerId !== undefined && message.recipients.includes(viewerId))) {
-      yield message
-    }
+    if (visible(message)) yield message
   }
+}
+
+/**
+ * Which messages a reader sees: every public one, and the whispers it sent
+ * or was sent (`viewerId`), or every whisper (`allWhispers`); checked.
+ * @param {unknown} viewerId @param {unknown} allWhispers
+ * @returns {(message: Message) => boolean}
+ */
+function visibility (viewerId, allWhispers) {
+  if (viewerId !== undefined) assertId(viewerId, 'viewerId')
+  if (allWhispers !== undefined && typeof allWhispers !== 'boolean') throw invalid('allWhispers must be a boolean')
+  if (allWhispers && viewerId !== undefined) throw invalid('Give viewerId or allWhispers, not both')
+  if (allWhispers) return () => true
+  return message => !message.recipients || message.senderId === viewerId || (viewerId !== undefined && message.recipients.includes(/** @type {number} */ (viewerId)))
 }

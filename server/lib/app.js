@@ -27,6 +27,7 @@ const HOUR = 3600 * 1000
  * @property {number} [sessionDays] how long a session lasts (default 7)
  * @property {number} [bodyLimit] largest request body in bytes (default 16 KiB)
  * @property {number} [purgeEvery] how often expired sessions are deleted, in ms (default: hourly)
+ * @property {import('./live.js').LiveOptions} [live] the WebSocket's limits and heartbeat (live.js), e.g. `{ pingInterval: 30000 }`
  */
 
 /**
@@ -36,7 +37,7 @@ const HOUR = 3600 * 1000
  * @param {AppOptions} options
  */
 export async function buildApp (options) {
-  const { store, kv, logger = false, staticDir = DEFAULT_STATIC_DIR, rateLimit: limits, sessionDays = 7, bodyLimit = 16 * 1024, purgeEvery = HOUR } = options
+  const { store, kv, logger = false, staticDir = DEFAULT_STATIC_DIR, rateLimit: limits, sessionDays = 7, bodyLimit = 16 * 1024, purgeEvery = HOUR, live: liveOptions } = options
   if (store === null || typeof store !== 'object') throw new TypeError('buildApp() needs a store (a ChatStore, or an object with its methods)')
   if (typeof sessionDays !== 'number' || !(sessionDays > 0)) throw new TypeError('sessionDays must be a positive number')
 
@@ -80,7 +81,7 @@ export async function buildApp (options) {
   await app.register(routes, { authByIp, authByUsername, sessionDays })
   // live.js registers @fastify/websocket with its limits, and on close tells
   // every socket the server is going away (1001).
-  await app.register(live)
+  await app.register(live, liveOptions ?? {})
   if (existsSync(staticDir)) await app.register(fastifyStatic, { root: staticDir })
 
   // Expired sessions are deleted now and then (a ChatStore's purge is a range

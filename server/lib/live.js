@@ -14,18 +14,33 @@ const DEFAULTS = Object.freeze({
   // Milliseconds a subscription waits for a client to read what is buffered
   // (past half of maxBufferedBytes) before the client is closed with 1008.
   drainTimeout: 10000,
-  // Subscriptions per socket: each is a watcher of the store.
+  // Subscriptions per socket.
   maxSubscriptions: 100,
   // Frames read from a socket and not yet answered: past this, the socket is
   // not read until they are (TCP holds back the client).
   maxQueuedFrames: 32,
   // Milliseconds a closed socket has to answer the close frame, on app
   // close and otherwise, before it is cut.
-  closeTimeout: 1000
+  closeTimeout: 1000,
+  // Milliseconds between pings: a socket that has not answered one by the
+  // next is terminated (its peer is gone without closing). 0: no pings.
+  pingInterval: 30000
 })
+
+/**
+ * The plugin's options (buildApp's `live`), each defaulting to DEFAULTS'.
+ * @typedef {{ [K in keyof typeof DEFAULTS]?: number }} LiveOptions
+ */
 
 const DRAIN_POLL = 20
 const OPEN = 1
+// Messages a subscription reads from the store at a time while it catches
+// up (its history, or what it fell behind on).
+const PAGE = 100
+// Messages a hub keeps for a subscription while it catches up; past this
+// they are dropped and the subscription reads them from the store.
+const MAX_PENDING = 256
+const TEXT = Object.freeze({ binary: false })
 
 /**
  * What the plugin needs of the app, decorated before it is registered.
@@ -34,19 +49,49 @@ const OPEN = 1
  * @property {import('./kv.js').Kv} kv the chatbot's key-value store
  * @property {(request: import('fastify').FastifyRequest) => Promise<{ userId: number, token: string } | null>} authenticate
  *
- * @typedef {Pick<import('levelkit/chat').ChatStore, 'checkChatMember' | 'getChat' | 'addChatMessage' | 'watch'>} Store
+ * @typedef {Pick<import('levelkit/chat').ChatStore, 'checkChatMember' | 'getChat' | 'getChatMessages' | 'addChatMessage' | 'watch'>} Store
+ * @typedef {import('levelkit/chat').Message} Message
  *
- * A client's socket: its user, the session it came with, and one
- * AbortController per subscribed chat, which stops that chat's watcher.
+ * A client's socket: its user, the session it came with, and its
+ * subscriptions by chat.
  * @typedef {object} Connection
  * @property {import('ws').WebSocket} socket
  * @property {number} userId
  * @property {string} token
- * @property {Map<number, AbortController>} subscriptions
+ * @property {Map<number, Subscription>} subscriptions
  * @property {Promise<void>} queue the frames read, answered one at a time in order
  * @property {number} queued
  * @property {boolean} closing
+ * @property {boolean} alive it answered the last ping
  * @property {Promise<void>} closed
+ *
+ * The one reader of a chat's new messages for every socket subscribed to
+ * it: a store watch of its own (whispers included), and one read of the
+ * chat's members per message.
+ * @typedef {object} Hub
+ * @property {number} chatId
+ * @property {Set<Subscription>} subscriptions
+ * @property {number} position the id of the last message it delivered (or the chat's last when it started)
+ * @property {Promise<void>} ready resolves once `position` is known
+ * @property {number} waiting subscribers waiting for it to be ready
+ * @property {AbortController} controller stops its watch
+ * @property {boolean} stopped
+ *
+ * One socket's subscription to one chat. Live, its hub hands it each new
+ * message; otherwise it reads from the store on its own (its history after
+ * `after`, or what it fell behind on while its client was slow) and its hub
+ * keeps the new messages for it meanwhile, in `pending`.
+ * @typedef {object} Subscription
+ * @property {Connection} connection
+ * @property {Hub} hub
+ * @property {number} last the id of the last message it is past: delivered, or not its to see
+ * @property {boolean} live
+ * @property {Delivery[]} pending
+ * @property {boolean} dropped pending overflowed since its last read began
+ * @property {boolean} ended
+ *
+ * A new message and its frame, serialized once for every socket.
+ * @typedef {{ message: Message, data: Buffer }} Delivery
  *
  * @typedef {{ type: 'subscribe', chatId: number, after?: number }
  *   | { type: 'unsubscribe', chatId: number }
@@ -56,17 +101,22 @@ const OPEN = 1
 
 /**
  * The live side of the chat service, `GET /api/ws`: a WebSocket per client,
- * one JSON object per frame (the protocol is in docs/server.md). Each
- * subscription is a ChatStore watch() of its own, so a client gets every
- * message after `after` in id order with no gap and no duplicate, at its own
- * pace. Decorates `app.live.endSession(token)`, which closes the sockets
- * opened with that session (call it on sign-out). On app close every socket
- * is closed with 1001 and every watcher stopped.
+ * one JSON object per frame (the protocol is in docs/server.md). A chat's
+ * subscribers share one reader of its new messages (a hub): each message is
+ * read and serialized once, whoever and however many are subscribed. A
+ * subscription first reads its history after `after` on its own, then takes
+ * the hub's messages: every message in id order, with no gap and no
+ * duplicate, at the client's pace. Decorates `app.live.endSession(token)`,
+ * which closes the sockets opened with that session (call it on sign-out).
+ * Pings every socket each pingInterval and terminates those that did not
+ * answer the last ping. On app close every socket is closed with 1001 and
+ * every watcher stopped.
  * @param {import('fastify').FastifyInstance} fastify
- * @param {Partial<typeof DEFAULTS>} [options]
+ * @param {LiveOptions} [options]
  */
 async function livePlugin (fastify, options = {}) {
   const settings = { ...DEFAULTS, ...options }
+  if (!(Number.isFinite(settings.pingInterval) && settings.pingInterval >= 0)) throw new TypeError('pingInterval must be a number of milliseconds (0: no pings)')
   const app = /** @type {import('fastify').FastifyInstance & LiveApp} */ (fastify)
   const { store, kv } = app
   /** @type {Set<Connection>} */
@@ -77,9 +127,12 @@ async function livePlugin (fastify, options = {}) {
    * @type {Map<number, Map<number, Set<Connection>>>}
    */
   const rooms = new Map()
+  /** @type {Map<number, Hub>} */
+  const hubs = new Map()
   /** @type {WeakMap<import('fastify').FastifyRequest, { userId: number, token: string }>} */
   const sessions = new WeakMap()
   let closing = false
+  const heartbeat = settings.pingInterval > 0 ? setInterval(ping, settings.pingInterval).unref() : null
 
   await app.register(websocket, {
     // closeTimeout (ws 8.23) is newer than @types/ws.
@@ -106,6 +159,7 @@ async function livePlugin (fastify, options = {}) {
   // the close frame, then cut the rest, so that none is open once app.close()
   // resolves (and the process can exit with the 1001 frames sent).
   app.addHook('onClose', async () => {
+    if (heartbeat !== null) clearInterval(heartbeat)
     let timer
     await Promise.race([
       Promise.all(Array.from(connections, connection => connection.closed)),
@@ -137,10 +191,30 @@ async function livePlugin (fastify, options = {}) {
 
   function shutDown () {
     closing = true
+    if (heartbeat !== null) clearInterval(heartbeat)
     // All marked first, so that no one is told of the others leaving.
     const open = Array.from(connections).filter(connection => !connection.closing)
     for (const connection of open) connection.closing = true
     for (const connection of open) hangUp(connection, 1001, 'The server is shutting down')
+  }
+
+  /**
+   * The heartbeat: a socket that has not answered the last ping is cut (a
+   * peer that vanished without closing, whose subscriptions would otherwise
+   * stay); the others are pinged again.
+   */
+  function ping () {
+    for (const connection of connections) {
+      if (connection.closing || connection.socket.readyState !== OPEN) continue
+      if (!connection.alive) {
+        connection.closing = true
+        drop(connection)
+        connection.socket.terminate()
+        continue
+      }
+      connection.alive = false
+      connection.socket.ping()
+    }
   }
 
   /** @param {import('ws').WebSocket} socket @param {{ userId: number, token: string }} session */
@@ -158,13 +232,18 @@ async function livePlugin (fastify, options = {}) {
       queue: Promise.resolve(),
       queued: 0,
       closing: false,
+      alive: true,
       closed: new Promise(resolve => socket.once('close', () => resolve()))
     }
     connections.add(connection)
     socket.on('close', () => {
+      // Closing too: a subscribe that was waiting on the store must not
+      // join a hub for a socket that is gone.
+      connection.closing = true
       connections.delete(connection)
       drop(connection)
     })
+    socket.on('pong', () => { connection.alive = true })
     socket.on('message', (data, isBinary) => receive(connection, /** @type {Buffer} */ (data), isBinary))
   }
 
@@ -205,7 +284,12 @@ async function livePlugin (fastify, options = {}) {
     }
   }
 
-  /** @param {Connection} connection @param {number} chatId @param {number | undefined} after */
+  /**
+   * Join the chat's hub. Without `after`, or with one at or past where the
+   * hub is, the subscription is live at once; with an earlier one it reads
+   * its history first (catchUp()).
+   * @param {Connection} connection @param {number} chatId @param {number | undefined} after
+   */
   async function subscribe (connection, chatId, after) {
     if (connection.subscriptions.has(chatId)) {
       throw coded('BAD_REQUEST', `Already subscribed to chat ${chatId} on this socket: unsubscribe first`)
@@ -215,45 +299,78 @@ async function livePlugin (fastify, options = {}) {
     }
     await assertMember(chatId, connection.userId)
     if (connection.closing) return
-    const controller = new AbortController()
-    connection.subscriptions.set(chatId, controller)
-    // Called now: without `after`, the watch starts at the chat's last
-    // message as of now.
-    const messages = store.watch(chatId, { after, signal: controller.signal, viewerId: connection.userId })
+    const hub = await readyHub(chatId)
+    if (connection.closing) {
+      if (hub.subscriptions.size === 0 && hub.waiting === 0) stopHub(hub)
+      return
+    }
+    /** @type {Subscription} */
+    const subscription = { connection, hub, last: after === undefined ? hub.position : after, live: true, pending: [], dropped: false, ended: false }
+    connection.subscriptions.set(chatId, subscription)
+    hub.subscriptions.add(subscription)
     send(connection, { type: 'subscribed', chatId })
     enter(connection, chatId)
-    pump(connection, chatId, controller, messages)
+    if (subscription.last < hub.position) catchUp(subscription)
   }
 
   /**
-   * Deliver a subscription's messages as its watcher yields them, at the
-   * pace the client reads: past half of maxBufferedBytes, wait for the
-   * socket to drain (the watcher reads on from where it was: nothing is
-   * lost or buffered meanwhile). The subscription ends when unsubscribed or
-   * closed (aborted), or, told with an `unsubscribed` frame, when the user
-   * is no longer a member, the chat is deleted or the store fails.
-   * @param {Connection} connection @param {number} chatId @param {AbortController} controller
-   * @param {AsyncIterable<import('levelkit/chat').Message>} messages
+   * The chat's hub, started if there is none, once it knows where it is.
+   * @param {number} chatId @returns {Promise<Hub>}
    */
-  async function pump (connection, chatId, controller, messages) {
-    const { signal } = controller
+  async function readyHub (chatId) {
+    while (true) {
+      const hub = hubs.get(chatId) ?? startHub(chatId)
+      hub.waiting++
+      try {
+        await hub.ready
+      } finally {
+        hub.waiting--
+      }
+      // Ended meanwhile (the chat was deleted, the store failed): a new one
+      // finds out why.
+      if (!hub.stopped) return hub
+    }
+  }
+
+  /** @param {number} chatId @returns {Hub} */
+  function startHub (chatId) {
+    /** @type {Hub} */
+    const hub = { chatId, subscriptions: new Set(), position: 0, ready: Promise.resolve(), waiting: 0, controller: new AbortController(), stopped: false }
+    hubs.set(chatId, hub)
+    hub.ready = (async () => {
+      // The chat's last message id, read before any subscription joins:
+      // whatever they read of the history afterwards reaches at least here,
+      // and the hub delivers everything after it.
+      const newest = await store.getChatMessages(chatId, { n: 1, allWhispers: true })
+      if (newest === null) throw coded(codes.NOT_FOUND, `Chat ${chatId} was deleted`)
+      hub.position = newest.length === 0 ? 0 : newest[0].id
+      run(hub)
+    })()
+    hub.ready.catch(() => stopHub(hub))
+    return hub
+  }
+
+  /**
+   * Read the chat's new messages, once for all its subscriptions, until the
+   * hub is stopped or the watch ends (the chat was deleted, the store closed
+   * or failed: then every subscription ends, told why).
+   * @param {Hub} hub
+   */
+  async function run (hub) {
+    const { chatId, controller: { signal } } = hub
     /** @type {{ code: string, message: string } | null} */
     let reason = null
     try {
-      for await (const message of messages) {
-        // A member removed since subscribing reads no more: checked per
-        // message, one point read, since removal does not reach the watcher.
-        const member = await store.checkChatMember(chatId, connection.userId)
+      for await (const message of store.watch(chatId, { after: hub.position, signal, allWhispers: true })) {
+        // A member removed since subscribing reads no more: the members
+        // are read per message (one point read for every subscription),
+        // since removal does not reach the watch.
+        const chat = await store.getChat(chatId)
         if (signal.aborted) return
-        if (!member) {
-          reason = { code: codes.FORBIDDEN, message: `You are no longer a member of chat ${chatId}` }
-          break
-        }
-        send(connection, { type: 'message', chatId, message })
-        if (connection.socket.bufferedAmount > settings.maxBufferedBytes / 2) await drain(connection, signal)
+        if (chat === null) break
+        deliver(hub, message, chat.members)
       }
-      if (reason === null && !signal.aborted) {
-        // The watch ended by itself: the chat was deleted, or the database closed.
+      if (!signal.aborted) {
         const chat = await store.getChat(chatId).catch((/** @type {Error} */ err) => err)
         reason = chat === null
           ? { code: codes.NOT_FOUND, message: `Chat ${chatId} was deleted` }
@@ -262,26 +379,134 @@ async function livePlugin (fastify, options = {}) {
     } catch (err) {
       reason = describeError(err)
     }
-    if (signal.aborted || connection.subscriptions.get(chatId) !== controller) return
-    leave(connection, chatId)
-    send(connection, { type: 'unsubscribed', chatId, ...reason })
+    if (signal.aborted || reason === null) return
+    stopHub(hub)
+    for (const subscription of Array.from(hub.subscriptions)) endSubscription(subscription, reason)
+  }
+
+  /** @param {Hub} hub */
+  function stopHub (hub) {
+    hub.stopped = true
+    hub.controller.abort()
+    if (hubs.get(hub.chatId) === hub) hubs.delete(hub.chatId)
+  }
+
+  /**
+   * A new message to every subscription of its chat that may see it: the
+   * frame is serialized once.
+   * @param {Hub} hub @param {Message} message @param {number[]} members
+   */
+  function deliver (hub, message, members) {
+    hub.position = message.id
+    /** @type {Delivery} */
+    const delivery = { message, data: Buffer.from(JSON.stringify({ type: 'message', chatId: hub.chatId, message })) }
+    for (const subscription of hub.subscriptions) {
+      if (!members.includes(subscription.connection.userId)) {
+        endSubscription(subscription, { code: codes.FORBIDDEN, message: `You are no longer a member of chat ${hub.chatId}` })
+      } else if (subscription.live) {
+        offer(subscription, delivery)
+      } else {
+        if (subscription.pending.length >= MAX_PENDING) {
+          subscription.pending = []
+          subscription.dropped = true
+        }
+        subscription.pending.push(delivery)
+      }
+    }
+  }
+
+  /**
+   * Send a live subscription a message it is not past and may see. A client
+   * that falls behind (past half of maxBufferedBytes waiting) is not sent
+   * more: its subscription catches up from the store at its pace.
+   * @param {Subscription} subscription @param {Delivery} delivery
+   */
+  function offer (subscription, { message, data }) {
+    if (message.id <= subscription.last) return
+    subscription.last = message.id
+    const { connection } = subscription
+    if (!visible(message, connection.userId)) return
+    send(connection, data)
+    if (connection.socket.bufferedAmount > settings.maxBufferedBytes / 2 && !connection.closing && !subscription.ended) catchUp(subscription)
+  }
+
+  /** @param {Subscription} subscription */
+  function catchUp (subscription) {
+    subscription.live = false
+    subscription.pending = []
+    read(subscription)
+  }
+
+  /**
+   * A subscription that is not live reads from the store, after the last
+   * message it is past, a page at a time as its client reads, until a page
+   * reaches the end. That read began after the hub delivered what it kept
+   * for it (or after its first read of the store, made before the
+   * subscription joined), so the messages it kept follow on without a gap;
+   * those the read already gave are skipped by id. Then it is live again.
+   * @param {Subscription} subscription
+   */
+  async function read (subscription) {
+    const { connection, hub: { chatId } } = subscription
+    try {
+      while (true) {
+        if (connection.socket.bufferedAmount > settings.maxBufferedBytes / 2) await drain(connection, subscription)
+        if (subscription.ended || connection.closing) return
+        subscription.dropped = false
+        const [page, member] = await Promise.all([
+          store.getChatMessages(chatId, { from: subscription.last + 1, n: PAGE, viewerId: connection.userId }),
+          store.checkChatMember(chatId, connection.userId)
+        ])
+        if (subscription.ended) return
+        if (page === null) return endSubscription(subscription, { code: codes.NOT_FOUND, message: `Chat ${chatId} was deleted` })
+        if (!member) return endSubscription(subscription, { code: codes.FORBIDDEN, message: `You are no longer a member of chat ${chatId}` })
+        for (const message of page) {
+          send(connection, JSON.stringify({ type: 'message', chatId, message }))
+          subscription.last = message.id
+          if (connection.socket.bufferedAmount > settings.maxBufferedBytes / 2) await drain(connection, subscription)
+          if (subscription.ended || connection.closing) return
+        }
+        if (page.length === PAGE || subscription.dropped) continue
+        const { pending } = subscription
+        subscription.pending = []
+        subscription.live = true
+        for (const delivery of pending) {
+          offer(subscription, delivery)
+          if (!subscription.live || subscription.ended) return
+        }
+        return
+      }
+    } catch (err) {
+      endSubscription(subscription, describeError(err))
+    }
   }
 
   /**
    * Wait until the socket has sent all but half of maxBufferedBytes; a
    * client that does not read for drainTimeout is closed with 1008.
-   * @param {Connection} connection @param {AbortSignal} signal
+   * @param {Connection} connection @param {Subscription} subscription
    */
-  async function drain (connection, signal) {
+  async function drain (connection, subscription) {
     const deadline = Date.now() + settings.drainTimeout
     while (connection.socket.bufferedAmount > settings.maxBufferedBytes / 2) {
-      if (signal.aborted || connection.closing) return
+      if (subscription.ended || connection.closing) return
       if (Date.now() >= deadline) {
         closeConnection(connection, 1008, 'Too slow: messages are not being read')
         return
       }
       await new Promise(resolve => setTimeout(resolve, DRAIN_POLL))
     }
+  }
+
+  /**
+   * The server ends a subscription, telling its client why.
+   * @param {Subscription} subscription @param {{ code: string, message: string }} reason
+   */
+  function endSubscription (subscription, reason) {
+    const { connection, hub: { chatId } } = subscription
+    if (subscription.ended || connection.subscriptions.get(chatId) !== subscription) return
+    leave(connection, chatId)
+    send(connection, { type: 'unsubscribed', chatId, ...reason })
   }
 
   /** @param {Connection} connection @param {number} chatId */
@@ -336,13 +561,20 @@ async function livePlugin (fastify, options = {}) {
   }
 
   /**
-   * End a subscription: stop its watcher, and if it was the user's last
-   * socket in the chat, tell the others they left.
+   * End a subscription: take it out of its hub (the last one out stops the
+   * hub's watch), and if it was the user's last socket in the chat, tell
+   * the others they left.
    * @param {Connection} connection @param {number} chatId
    */
   function leave (connection, chatId) {
-    connection.subscriptions.get(chatId)?.abort()
-    connection.subscriptions.delete(chatId)
+    const subscription = connection.subscriptions.get(chatId)
+    if (subscription !== undefined) {
+      subscription.ended = true
+      connection.subscriptions.delete(chatId)
+      const { hub } = subscription
+      hub.subscriptions.delete(subscription)
+      if (hub.subscriptions.size === 0 && hub.waiting === 0) stopHub(hub)
+    }
     const room = rooms.get(chatId)
     const sockets = room?.get(connection.userId)
     if (room === undefined || sockets === undefined || !sockets.delete(connection) || sockets.size > 0) return
@@ -368,11 +600,12 @@ async function livePlugin (fastify, options = {}) {
    * Send a frame (an object, or one already serialized), unless the socket
    * is closing. A client whose socket has more than maxBufferedBytes
    * waiting is closed with 1008: it is not reading.
-   * @param {Connection} connection @param {object | string} frame
+   * @param {Connection} connection @param {object | string | Buffer} frame
    */
   function send (connection, frame) {
     if (connection.closing || connection.socket.readyState !== OPEN) return
-    connection.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame))
+    if (Buffer.isBuffer(frame)) connection.socket.send(frame, TEXT)
+    else connection.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame))
     if (connection.socket.bufferedAmount > settings.maxBufferedBytes) closeConnection(connection, 1008, 'Too slow: messages are not being read')
   }
 
@@ -401,6 +634,14 @@ async function livePlugin (fastify, options = {}) {
     app.log.error({ err }, 'live: unexpected error')
     return { code: 'INTERNAL', message: 'Internal error' }
   }
+}
+
+/**
+ * Whether a user sees a message: whispers only their sender and recipients.
+ * @param {Message} message @param {number} userId
+ */
+function visible (message, userId) {
+  return message.recipients === undefined || message.senderId === userId || message.recipients.includes(userId)
 }
 
 const ownCodes = new Set(['BAD_REQUEST', 'TOO_MANY_SUBSCRIPTIONS'])

@@ -8,6 +8,7 @@ import { open, codes } from 'levelkit'
 import { ChatStore } from 'levelkit/chat'
 import { live } from '../lib/live.js'
 import { levelkitKv } from '../lib/kv.js'
+import { startServer, signUp } from './util.js'
 
 // Hashing at the lowest cost: these tests are not about passwords.
 const FAST = { passwordCost: { scryptN: 2, pbkdf2Iterations: 1 } }
@@ -510,7 +511,9 @@ test('app.endSession: the sockets opened with a session are closed with 1008', a
   app.live.endSession(ann.token)
   t.same([(await one.closed).code, (await two.closed).code], [1008, 1008], 'both sockets of that session')
   t.same(await other.request({ type: 'active', chatId }), { type: 'active', chatId, userIds: [ann.id] }, 'the other session stays')
-  t.is(server.watchers(), watching - 2, 'their watchers stopped')
+  t.is(server.watchers(), watching, "the chat's one watcher stays, for the other session")
+  t.same(await other.request({ type: 'unsubscribe', chatId }), { type: 'unsubscribed', chatId })
+  t.is(server.watchers(), watching - 1, 'and stops with its last subscription')
   await other.close()
   await server.close()
 })
@@ -568,6 +571,204 @@ test('answers past maxBufferedBytes to a client that does not read close it with
   await server.close()
 })
 
+test('fan-out costs per message, not per socket: one watcher and the same store reads per message for 2 or 12 subscribers', async t => {
+  /** @type {Record<string, number>} */
+  const calls = {}
+  /** @param {string} name */
+  const counted = name => (/** @type {any} */ store) => (/** @type {any[]} */ ...args) => {
+    calls[name] = (calls[name] || 0) + 1
+    return store[name](...args)
+  }
+  const methods = ['getChat', 'checkChatMember', 'getChatMessages', 'watch']
+  const server = await start({}, Object.fromEntries(methods.map(name => [name, counted(name)])))
+  const { store } = server
+  /** @type {Array<{ id: number, token: string }>} */
+  const users = []
+  for (let i = 0; i < 12; i++) users.push(await server.user(`u${i}`))
+  const chatId = await chatOf(store, users)
+  const idle = server.watchers()
+  const clients = await Promise.all(users.map(user => server.connect(user.token)))
+  const MESSAGES = 10
+  /** @param {Client[]} subscribed */
+  const readsPerMessage = async subscribed => {
+    for (const client of subscribed) await client.request({ type: 'subscribe', chatId })
+    t.is(server.watchers(), idle + 1, `${subscribed.length} subscribers: one watcher`)
+    for (const key of methods) calls[key] = 0
+    const ids = []
+    for (let i = 0; i < MESSAGES; i++) ids.push(await store.addChatMessage({ chatId, senderId: users[i % users.length].id, text: `m${i}` }))
+    for (const client of subscribed) {
+      const got = []
+      for (let i = 0; i < MESSAGES; i++) got.push((await client.nextOf('message')).message.id)
+      t.same(got, ids, 'every subscriber gets every message, in order')
+    }
+    const counts = { ...calls }
+    for (const client of subscribed) await client.request({ type: 'unsubscribe', chatId })
+    return counts
+  }
+  const few = await readsPerMessage(clients.slice(0, 2))
+  const many = await readsPerMessage(clients)
+  t.same(many, few, `store calls for ${MESSAGES} messages: the same for 12 subscribers as for 2 (${JSON.stringify(many)})`)
+  t.ok(many.getChat <= MESSAGES && many.checkChatMember === 0 && many.getChatMessages === 0 && many.watch === 0, 'at most one member read per message, and no read per socket')
+  t.is(server.watchers(), idle, 'no watcher once no one is subscribed')
+  await Promise.all(clients.map(client => client.close()))
+  await server.close()
+})
+
+test('a frame is serialized once per message, and whispers go to their sender and recipients only', async t => {
+  const server = await start()
+  const { store } = server
+  const users = [await server.user('ann'), await server.user('bob'), await server.user('cat'), await server.user('dan')]
+  const chatId = await chatOf(store, users)
+  const clients = await Promise.all(users.map(user => server.connect(user.token)))
+  // Two sockets for bob: both get his whispers.
+  const bob2 = await server.connect(users[1].token)
+  for (const client of [...clients, bob2]) await client.request({ type: 'subscribe', chatId })
+  /** @type {any[]} */
+  const sent = []
+  for (const socket of server.app.websocketServer.clients) {
+    const original = socket.send.bind(socket)
+    socket.send = (/** @type {any} */ data, /** @type {any} */ ...rest) => {
+      sent.push(data)
+      return original(data, ...rest)
+    }
+  }
+  await store.addChatMessage({ chatId, senderId: users[0].id, text: 'to bob', recipients: [users[1].id] })
+  await store.addChatMessage({ chatId, senderId: users[2].id, text: 'all' })
+  const [a, b, c, d] = clients
+  const ids = async (/** @type {Client} */ client, /** @type {number} */ n) => {
+    const got = []
+    for (let i = 0; i < n; i++) got.push((await client.nextOf('message')).message.id)
+    return got
+  }
+  t.same([await ids(a, 2), await ids(b, 2), await ids(bob2, 2), await ids(c, 1), await ids(d, 1)], [[1, 2], [1, 2], [1, 2], [2], [2]], 'the whisper to ann, bob (both sockets); the message to all')
+  await sleep(20)
+  t.same([c.take('message'), d.take('message')], [[], []], 'cat and dan never see the whisper')
+  const frames = sent.filter(data => Buffer.isBuffer(data))
+  t.is(frames.length, 8, 'eight deliveries')
+  t.is(new Set(frames).size, 2, 'of two frames, each serialized once')
+  await Promise.all([...clients, bob2].map(client => client.close()))
+  await server.close()
+})
+
+test('a live subscriber that falls behind catches up from the store, without a gap or a duplicate, then is live again', async t => {
+  /** @type {number[]} */
+  const reads = []
+  const spy = (/** @type {ChatStore} */ store) => (/** @type {number} */ chatId, /** @type {any} */ options) => {
+    if (options?.viewerId !== undefined) reads.push(options.viewerId)
+    return store.getChatMessages(chatId, options)
+  }
+  const server = await start({ maxBufferedBytes: 64 * 1024, drainTimeout: 20000 }, { getChatMessages: spy })
+  const { store } = server
+  const [ann, bob] = [await server.user('ann'), await server.user('bob')]
+  const chatId = await chatOf(store, [ann, bob])
+  const slow = await server.connect(bob.token)
+  await slow.request({ type: 'subscribe', chatId })
+  const fast = await server.connect(ann.token)
+  await fast.request({ type: 'subscribe', chatId })
+  const raw = /** @type {any} */ (slow.ws)._socket
+  raw.pause()
+  // 6 MiB while bob does not read: past what the kernel holds for his socket.
+  const COUNT = 7500
+  const text = '😀'.repeat(200)
+  for (let from = 1; from <= COUNT; from += 500) {
+    await store.db.write(async (w) => {
+      for (let id = from; id < from + 500 && id <= COUNT; id++) await store.messages.in(w).append(chatId, { id, chatId, senderId: ann.id, text, timestamp: Date.now() })
+    })
+  }
+  let got = 0
+  while (got < COUNT && (await fast.nextOf('message', 10000)).message.id === got + 1) got++
+  t.is(got, COUNT, 'the reading client got every message')
+  await sleep(100)
+  raw.resume()
+  /** @type {number[]} */
+  const seen = []
+  while (seen.length < COUNT) seen.push((await slow.nextOf('message', 10000)).message.id)
+  t.same(seen, Array.from({ length: COUNT }, (_, i) => i + 1), 'the slow one too: each once, in order')
+  t.ok(reads.includes(bob.id), 'it read from the store while behind')
+  const readsBefore = reads.length
+  await store.addChatMessage({ chatId, senderId: ann.id, text: 'and now' })
+  t.is((await slow.nextOf('message')).message.id, COUNT + 1, 'then it is live again')
+  t.is(reads.length, readsBefore, 'without another read of its own')
+  await Promise.all([slow.close(), fast.close()])
+  await server.close()
+})
+
+test('joining with history while messages pour in: what the hub kept meanwhile overflows, and the subscription reads again, without a gap', async t => {
+  let delayed = 0
+  // The subscription's first read returns late, with what was there when
+  // it began: meanwhile 300 messages come, more than the hub keeps for it.
+  const late = (/** @type {ChatStore} */ store) => async (/** @type {number} */ chatId, /** @type {any} */ options) => {
+    const page = await store.getChatMessages(chatId, options)
+    if (options?.viewerId !== undefined && delayed++ === 0) await sleep(300)
+    return page
+  }
+  const server = await start({}, { getChatMessages: late })
+  const { store } = server
+  const [ann, bob] = [await server.user('ann'), await server.user('bob')]
+  const chatId = await chatOf(store, [ann, bob])
+  for (let i = 1; i <= 50; i++) await store.addChatMessage({ chatId, senderId: ann.id, text: `old ${i}` })
+  const live = await server.connect(ann.token)
+  await live.request({ type: 'subscribe', chatId })
+  const joining = await server.connect(bob.token)
+  await joining.request({ type: 'subscribe', chatId, after: 0 })
+  for (let i = 1; i <= 300; i++) await store.addChatMessage({ chatId, senderId: ann.id, text: `new ${i}` })
+  /** @type {number[]} */
+  const seen = []
+  while (seen.length < 350) seen.push((await joining.nextOf('message')).message.id)
+  t.same(seen, Array.from({ length: 350 }, (_, i) => i + 1), 'history and new messages, each once, in order')
+  t.ok(delayed >= 2, 'it read again')
+  await sleep(50)
+  t.same(joining.take('message'), [], 'and nothing more')
+  await Promise.all([live.close(), joining.close()])
+  await server.close()
+})
+
+test('heartbeat: a socket that does not answer pings is terminated; one that does stays', async t => {
+  const server = await start({ pingInterval: 50 })
+  const { store } = server
+  const [ann, bob] = [await server.user('ann'), await server.user('bob')]
+  const chatId = await chatOf(store, [ann, bob])
+  const answering = await server.connect(ann.token)
+  await answering.request({ type: 'subscribe', chatId })
+  const idle = server.watchers()
+  // Answers pings by hand until subscribed, then no more: a peer that is
+  // gone without closing.
+  let pings = 0
+  let answer = true
+  const silent = new Client(await new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://${server.base}/api/ws?token=${bob.token}`, { autoPong: false })
+    ws.on('ping', () => {
+      if (answer) ws.pong()
+      else pings++
+    })
+    ws.once('open', () => resolve(ws))
+    ws.once('error', reject)
+  }))
+  await silent.request({ type: 'subscribe', chatId })
+  t.same(await answering.next(frame => frame.type === 'joined' && frame.userId === bob.id), { type: 'joined', chatId, userId: bob.id })
+  answer = false
+  t.is((await silent.closed).code, 1006, 'terminated without a close frame')
+  t.ok(pings >= 1, `after ${pings} ping(s) unanswered`)
+  t.same(await answering.nextOf('left'), { type: 'left', chatId, userId: bob.id }, 'and its user left')
+  t.is(server.watchers(), idle, 'its subscription ended')
+  await sleep(200)
+  t.same(await answering.request({ type: 'active', chatId }), { type: 'active', chatId, userIds: [ann.id] }, 'the answering socket stays open through several pings')
+  await answering.close()
+  await server.close()
+  try {
+    await start({ pingInterval: -1 })
+    t.fail('a negative pingInterval was taken')
+  } catch (err) {
+    t.match(String(err), /pingInterval/, 'a negative pingInterval is refused')
+  }
+  const app = await startServer({ live: { pingInterval: 50 } })
+  const { token } = await signUp(app.api, 'eve')
+  const ws = new WebSocket(`${app.base.replace('http', 'ws')}/api/ws?token=${token}`, { autoPong: false })
+  const code = await new Promise(resolve => ws.once('close', resolve))
+  t.is(code, 1006, "buildApp's live option reaches the plugin: a silent socket of the full app is terminated")
+  await app.close()
+})
+
 test('app.close() closes every socket with 1001 and stops every watcher', async t => {
   const server = await start()
   const { store } = server
@@ -577,7 +778,7 @@ test('app.close() closes every socket with 1001 and stops every watcher', async 
   const clients = [await server.connect(ann.token), await server.connect(bob.token), await server.connect(bob.token)]
   for (const client of clients) await client.request({ type: 'subscribe', chatId })
   const quiet = await server.connect(ann.token)
-  t.is(server.watchers(), idle + 3, 'a watcher per subscription')
+  t.is(server.watchers(), idle + 1, 'one watcher for the chat, whoever is subscribed')
   const closing = server.app.close()
   const codes = await Promise.all([...clients, quiet].map(client => client.closed))
   t.same(codes.map(closed => closed.code), [1001, 1001, 1001, 1001], 'every socket closed with 1001 (going away)')

@@ -1,3 +1,4 @@
+/* global indexedDB */
 // The model conformance suite, the chat suite and the hostile-input cases
 // (test/hostile/), unchanged, on IndexedDB in a browser page:
 // test/browser-suites-test.js bundles this file, opens it in Chromium and
@@ -29,6 +30,16 @@ test('browser: open() picks IndexedDB and explains what it cannot do', async (/*
   const named = await open({ location: `levelkit-named-${run_}` })
   t.is(named.level.location, `levelkit-named-${run_}`, 'or in the one named by location')
   await named.close()
+  const names = (await indexedDB.databases()).map(d => d.name)
+  t.ok(names.includes('levelkit') && names.includes(`levelkit-named-${run_}`), `the IndexedDB databases have exactly those names (${names.filter(n => n !== undefined && n.includes('named')).join(', ')})`)
+  // A database made with browser-level's default prefix (levelkit 0.1) opens with it.
+  const old = await open({ location: `old-${run_}`, prefix: 'level-js-' })
+  await old.collection('things').insert({ kept: true })
+  await old.close()
+  t.ok((await indexedDB.databases()).some(d => d.name === `level-js-old-${run_}`), 'prefix: \'level-js-\' opens the prefixed name')
+  const again = await open({ location: `old-${run_}`, prefix: 'level-js-' })
+  t.same(await again.collection('things').get(1), { kept: true, id: 1 }, 'and finds its data again')
+  await again.close()
   const memory = await open({ backend: 'memory' })
   t.is(memory.level.type, undefined, 'memory on request')
   t.is(memory.level.supports.permanence, false, 'a memory database is not permanent')

@@ -771,7 +771,13 @@ export function chatSuite (test, common) {
     t.same(await ids({ to: 6, n: 2, viewerId: d }), [4, 5])
     t.same(await ids({ from: 2, to: 6, viewerId: b }), [2, 3])
     t.same(await ids({ from: 4, to: 6 }), [], 'a range of whispers only, seen by nobody in particular')
+    t.same(await ids({ allWhispers: true }), [1, 2, 3, 4, 5, 6], 'allWhispers: every whisper, for a caller that filters them itself')
+    t.same(await ids({ n: 1, allWhispers: true }), [6])
+    t.same(await ids({ from: 4, to: 6, allWhispers: true }), [4, 5])
+    t.same(await ids({ allWhispers: false }), [1, 3, 6], 'allWhispers: false is the default')
     t.is(await store.getChatMessages(99, { viewerId: a }), null)
+    await rejects(t, store.getChatMessages(chat, /** @type {any} */ ({ allWhispers: 'yes' })), INVALID, 'allWhispers is a boolean')
+    await rejects(t, store.getChatMessages(chat, { allWhispers: true, viewerId: a }), INVALID, 'allWhispers or viewerId, not both')
     await finish(t, db, store)
   })
 
@@ -944,7 +950,7 @@ export function chatSuite (test, common) {
     await finish(t, db, store)
   })
 
-  test(name('watch with viewerId: whispers only for their sender and recipients'), async t => {
+  test(name('watch with viewerId: whispers only for their sender and recipients; allWhispers: all of them'), async t => {
     const { db, store, ids: [a, b, c] } = await setup(['alice', 'bob', 'carol'])
     const chat = await store.createChat({ name: 'r', adminId: a, userIds: [b, c] })
     const watchAs = async (/** @type {number | undefined} */ viewerId) => {
@@ -955,14 +961,24 @@ export function chatSuite (test, common) {
       }
       return ids
     }
-    const watchers = background(Promise.all([watchAs(undefined), watchAs(a), watchAs(b), watchAs(c)]))
+    const everything = async () => {
+      const ids = []
+      for await (const message of store.watch(chat, { after: 0, allWhispers: true })) {
+        ids.push(message.id)
+        if (message.id === 5) break
+      }
+      return ids
+    }
+    const watchers = background(Promise.all([watchAs(undefined), watchAs(a), watchAs(b), watchAs(c), everything()]))
     await store.addChatMessage({ chatId: chat, senderId: a, text: 'all' }) // 1
     await store.addChatMessage({ chatId: chat, senderId: a, text: 'a to b', recipients: [b] }) // 2
     await store.addChatMessage({ chatId: chat, senderId: c, text: 'c to a', recipients: [a] }) // 3
     await store.addChatMessage({ chatId: chat, senderId: b, text: 'b to b', recipients: [b] }) // 4
     await store.addChatMessage({ chatId: chat, senderId: b, text: 'all' }) // 5
     const got = await within(watchers, 5000)
-    t.same(got, [[1, 5], [1, 2, 3, 5], [1, 2, 4, 5], [1, 3, 5]], 'nobody / a / b / c')
+    t.same(got, [[1, 5], [1, 2, 3, 5], [1, 2, 4, 5], [1, 3, 5], [1, 2, 3, 4, 5]], 'nobody / a / b / c / allWhispers: everything')
+    await rejects(t, store.watch(chat, { after: 0, allWhispers: true, viewerId: a }).next(), INVALID, 'watch: allWhispers or viewerId, not both')
+    await rejects(t, store.watch(chat, /** @type {any} */ ({ after: 0, allWhispers: 1 })).next(), INVALID, 'watch: allWhispers is a boolean')
     await finish(t, db, store)
   })
 

@@ -12,6 +12,7 @@ import watch from './watch.js'
 import versions from './versions.js'
 import transactions from './transactions.js'
 import queries, { options } from './queries.js'
+import schema from './schema.js'
 
 /**
  * The model conformance suite. It imports nothing environment-specific: the
@@ -22,7 +23,7 @@ import queries, { options } from './queries.js'
  * @param {{ backend: string, open: () => Promise<import('../../index.js').Database> }} common
  */
 export function conformance (test, common) {
-  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries, options, watch, versions, transactions]) {
+  for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries, options, watch, versions, transactions, schema]) {
     suite(test, common)
   }
 }

@@ -1,6 +1,6 @@
 // Compiled by `tsc` in `npm test`: the declarations must describe real usage.
 import { open, codes, tupleEncoding, encodeTuple, decodeTuple } from '../../index.js'
-import type { Collection, CheckReport, IdOf, Page, WriteScope, Transaction, LockMode } from '../../index.js'
+import type { Collection, CheckReport, IdOf, Page, WriteScope, Transaction, LockMode, ReadCachePolicy } from '../../index.js'
 
 interface User { username: string, age?: number, tags?: string[] }
 
@@ -64,6 +64,22 @@ export async function usage (): Promise<void> {
   await db.transaction(async () => 1, { maxRetries: 'ten' })
   await open({ backend: 'memory', durability: 'sync' })
   const report: CheckReport = await db.check({ repair: true })
+  const tagged = db.collection<{ tag: string }>('tagged', { indexes: { byTag: { key: r => r.tag, unique: true, version: 2 } } })
+  await tagged.getBy('byTag', 'x', { wait: false })
+  const building: number = await tagged.count({ index: 'byTag', wait: false })
+  await tagged.query({ index: 'byTag', wait: true }).all()
+  await db.buildIndexes()
+  await open({ backend: 'memory', readCache: { policy: 'arc', size: 100 } })
+  await open({ backend: 'memory', readCache: 500 })
+  // @ts-expect-error policies are 'lru', '2q', 'arc' and 'tinylfu'
+  await open({ backend: 'memory', readCache: { policy: 'fifo' } })
+  const hits: number = db.stats().users.hits
+  const policy: ReadCachePolicy = db.readCachePolicy
+  const states: string = (await db.schemaStatus()).tagged.byTag.state
+  const dropped: Array<{ collection: string, index: string }> = await db.dropUndeclared()
+  // @ts-expect-error wait is a boolean
+  await tagged.count({ index: 'byTag', wait: 'no' })
+  console.log(building, states, dropped, codes.INDEX_BUILDING)
   const code: string = codes.UNIQUE
   const key: Uint8Array = encodeTuple([1, 'a', [true, null]])
   const back = decodeTuple(key)
@@ -162,6 +178,25 @@ export async function idUsage (): Promise<void> {
   await reads.has(1, hobbit)
 
   const seq: number = await chapters.append(hobbit, { title: 'An Unexpected Party' })
+  const appended: number = await chapters.appendMany(hobbit, [{ title: 'A' }, { title: 'B' }], { batchSize: 100 })
+  // @ts-expect-error the values are the children's type
+  await chapters.appendMany(hobbit, [{ name: 'A' }])
+  async function * bookStream (): AsyncGenerator<Book> { yield { title: 'Unfinished Tales', authorId: tolkien, year: 1980 } }
+  const loaded: number = await books.insertMany(bookStream(), { batchSize: 500 })
+  await books.insertMany([{ title: 'Beren', authorId: tolkien, year: 2017 }])
+  await sessions.putMany(new Map([['abc', { sessionId: 'abc', userId: 2 }]]))
+  await sessions.putMany([['abd', { sessionId: 'abd', userId: 3 }]], { batchSize: 10 })
+  // @ts-expect-error an entry's id is the collection's id type
+  await sessions.putMany([[1, { sessionId: 'x', userId: 1 }]])
+  // @ts-expect-error a record must have the collection's type
+  await books.insertMany([{ name: 'x' }])
+  // @ts-expect-error batchSize is a number
+  await books.insertMany([], { batchSize: '10' })
+  try {
+    await books.insertMany([])
+  } catch (err) {
+    if (err instanceof Error && 'written' in err) console.log(appended, loaded, err.written)
+  }
   // @ts-expect-error the parent's ids are numbers
   await chapters.append('The Hobbit', { title: 'Roast Mutton' })
   await notes.append(sessionId, { text: 'remember the ring' })

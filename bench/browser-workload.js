@@ -1,0 +1,461 @@
+// The chat workload in a browser: levelkit's ChatStore on IndexedDB (the
+// browser bundle, browser-level) against the same methods on Dexie.js
+// (bench/lib/browser-workload-dexie.js: the schema a competent Dexie user
+// writes), in one headless Chromium, same data, same answers (issue 15).
+//
+// Each run launches Chromium (Debian's, through playwright-core, as the
+// browser tests do: test/util/browser.js) on a fresh profile on disk, so
+// IndexedDB is on disk as for a user, and opens a page per side (bench/lib/
+// browser-workload-page.js), each on an origin of its own (127.0.0.1 and
+// localhost, swapped every run): Chromium keeps an origin's IndexedDB
+// databases in one backing store, so on one origin a side's writes (and
+// their compactions) would land on the other's, and the storage estimate
+// could not tell the sides apart. Each page makes the data set from --seed
+// (--users, --chats of --members, --messages spread over the chats) and
+// bulk-loads it (levelkit: a db.write() per --chunk records doing what
+// ChatStore's methods do; Dexie: a bulkAdd() per --chunk), which side first
+// alternating per run; then the sides answer the same sample of reads,
+// which must agree.
+//
+// Rows, each awaited one by one and with --concurrency (16) in flight:
+// getUser by username, the last 50 messages of a chat, a user's chats,
+// membership (half members), createUser, createChat with --members members,
+// addChatMessage. A row's operations are split into --slices slices that
+// alternate between the sides (which side starts alternates per run and
+// row), timed in the page. Every answer is hashed into the row's digest
+// (a sum, so order does not count), which must be the same on both sides;
+// after the writes the sides answer a sample again, and ChatStore's check()
+// must be clean. Passwords are hashed by ChatStore's browser function
+// (PBKDF2) on both sides at --pbkdf2 iterations (a token cost: storage is
+// what is measured).
+//
+// IndexedDB calls per operation, counted in the page (wrappers installed
+// before either side opens): transactions (and how many readwrite), requests
+// (IDBObjectStore / IDBIndex methods), cursor steps, Web Lock requests.
+// Sizes: navigator.storage.estimate() of each side's origin, before and
+// after its preload, and the bundles: levelkit's (built by
+// scripts/build.js's buildBundles(), as `npm run build` does, which also
+// rewrites dist/) beside Dexie's dist/dexie.min.js, minified and gzipped.
+//
+// Output: tables of medians over runs (ratio = levelkit / Dexie ops/s in
+// each run, then the median: > 1 is levelkit faster); under --out (default
+// bench/out/, ignored by git) a folder browser-workload-<time>/ with
+// results.csv (one row per run, row and side), summary.json and
+// browser-workload.svg (ops/s per row, both sides).
+//
+// Usage: node bench/browser-workload.js [--runs 3] [--users 2000] [--chats 200]
+//   [--members 20] [--messages 20000] [--concurrency 16] [--scale 1] [--n N]
+//   [--ops a,b] [--slices 10] [--chunk 1000] [--pbkdf2 1] [--seed 1]
+//   [--no-warmup] [--trace] [--out bench/out]
+
+import os from 'node:os'
+import fs from 'node:fs'
+import path from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+import { bundleForBrowser, launchPersistentChromium, modulePage, serve, root } from '../test/util/browser.js'
+import { buildBundles } from '../scripts/build.js'
+import { median, min, max, fmt, mb, parseCount } from './lib/stats.js'
+import { barSvg } from './lib/svg-plot.js'
+import { parseCli, failWith, optionOf, writeCsv, printTable, finishRun, printProblems, startRun, printMachine } from './lib/seeds-common.js'
+
+const require = createRequire(import.meta.url)
+const here = path.dirname(fileURLToPath(import.meta.url))
+const NAME = 'browser-workload'
+const SIDES = ['levelkit', 'dexie']
+const SIDE_LABEL = /** @type {Record<string, string>} */ ({ levelkit: 'levelkit (ChatStore)', dexie: 'Dexie' })
+
+// Operations per measurement and side at --scale 1.
+const DEFAULT_N = {
+  getUser: 2000,
+  getUserC: 2000,
+  last50: 400,
+  last50C: 400,
+  getChats: 1000,
+  getChatsC: 1000,
+  checkChatMember: 2000,
+  checkChatMemberC: 2000,
+  createUser: 400,
+  createUserC: 400,
+  createChat: 100,
+  createChatC: 100,
+  addChatMessage: 600,
+  addChatMessageC: 600
+}
+const OP_KEYS = Object.keys(DEFAULT_N)
+/** @param {string} op @param {number} c */
+function labelOf (op, c) {
+  const base = op.endsWith('C') ? op.slice(0, -1) : op
+  const text = /** @type {Record<string, string>} */ ({
+    getUser: 'getUser',
+    last50: 'last 50 messages',
+    getChats: 'a user\'s chats',
+    checkChatMember: 'membership',
+    createUser: 'createUser',
+    createChat: 'createChat',
+    addChatMessage: 'addChatMessage'
+  })[base]
+  return op.endsWith('C') ? `${text}, ${c} in flight` : text
+}
+
+const USAGE = `Usage: node bench/${NAME}.js [options]
+  --runs K          runs, each a fresh Chromium profile (default 3)
+  --users N         pre-loaded users (default 2000)
+  --chats N         pre-loaded chats of --members members (default 200)
+  --members N       members per chat, the admin included; also createChat's (default 20)
+  --messages N      pre-loaded messages, spread over the chats (default 20000)
+  --concurrency N   operations in flight for the "in flight" rows (default 16)
+  --scale X         multiply the operations per measurement (default 1)
+  --n N             operations per measurement for every row (overrides --scale)
+  --ops a,b,...     only these rows (${OP_KEYS.join(', ')})
+  --slices N        alternating slices per measurement (default 10)
+  --chunk N         records per write of the bulk preload, both sides (default 1000)
+  --pbkdf2 N        PBKDF2 iterations of the password hash, both sides (default 1)
+  --seed N          seed of the data set and the inputs (default 1)
+  --no-warmup       skip the untimed warm-up of every row on both sides
+  --trace           after the first run, list the IndexedDB transactions and requests of
+                    one operation of each row, on both sides (which namespaces levelkit reads)
+  --out DIR         output folder (default bench/out)`
+
+const args = parseCli(NAME, USAGE, {
+  runs: { type: 'string', default: '3' },
+  users: { type: 'string', default: '2000' },
+  chats: { type: 'string', default: '200' },
+  members: { type: 'string', default: '20' },
+  messages: { type: 'string', default: '20000' },
+  concurrency: { type: 'string', default: '16' },
+  scale: { type: 'string', default: '1' },
+  n: { type: 'string' },
+  ops: { type: 'string' },
+  slices: { type: 'string', default: '10' },
+  chunk: { type: 'string', default: '1000' },
+  pbkdf2: { type: 'string', default: '1' },
+  seed: { type: 'string', default: '1' },
+  'no-warmup': { type: 'boolean', default: false },
+  trace: { type: 'boolean', default: false },
+  out: { type: 'string', default: path.join(here, 'out') }
+})
+
+/** @param {string} message @returns {never} */
+const fail = message => failWith(NAME, USAGE, message)
+/** @param {string} flag */
+const count = flag => optionOf(NAME, USAGE, () => parseCount(args[flag]))
+
+const opts = {
+  runs: count('runs'),
+  users: count('users'),
+  chats: count('chats'),
+  members: count('members'),
+  messages: count('messages'),
+  concurrency: count('concurrency'),
+  slices: count('slices'),
+  chunk: count('chunk'),
+  pbkdf2: count('pbkdf2'),
+  seed: count('seed'),
+  warmup: !args['no-warmup'],
+  trace: Boolean(args.trace)
+}
+if (opts.members < 2 || opts.members > 30) fail('--members is 2..30 (ChatStore\'s default maxMembers is 30)')
+if (opts.members > opts.users) fail('--members cannot exceed --users')
+const scale = Number(args.scale)
+if (!(scale > 0)) fail('--scale is a positive number')
+const ops = args.ops ? String(args.ops).split(',').map(s => s.trim()).filter(Boolean) : OP_KEYS
+for (const op of ops) if (!OP_KEYS.includes(op)) fail(`Unknown row ${JSON.stringify(op)} (${OP_KEYS.join(', ')})`)
+/** @type {Record<string, number>} */
+const n = {}
+for (const op of ops) n[op] = args.n !== undefined ? count('n') : Math.max(4, Math.round(DEFAULT_N[/** @type {keyof typeof DEFAULT_N} */ (op)] * scale))
+const concurrencyOf = (/** @type {string} */ op) => op.endsWith('C') ? opts.concurrency : 1
+
+const run0 = startRun(NAME, args.out, ['dexie', 'browser-level', 'playwright-core'])
+const bundles = await bundleSizes()
+console.log(`${NAME}: levelkit ChatStore (browser bundle, IndexedDB) vs Dexie ${run0.versions.dexie}, one headless Chromium, ${opts.runs} run(s)`)
+console.log(`  data: ${fmt(opts.users)} users, ${fmt(opts.chats)} chats of ${opts.members} members, ${fmt(opts.messages)} messages; ${opts.concurrency} in flight; preload in writes of ${fmt(opts.chunk)}; PBKDF2 ${opts.pbkdf2} iteration(s)`)
+printMachine(run0, ['levelkit', 'browser-level', 'dexie', 'playwright-core'])
+
+const code = await bundleForBrowser('bench/lib/browser-workload-page.js')
+const server = await serve({ '/': modulePage('/page.js'), '/page.js': { body: code } })
+const origins = [server.url, server.url.replace('127.0.0.1', 'localhost')]
+
+/** @type {any[]} */
+const perRun = []
+/** @type {string[]} */
+const problems = []
+try {
+  for (let run = 1; run <= opts.runs; run++) {
+    const result = await runOnce(run)
+    perRun.push(result)
+    problems.push(...result.problems.map((/** @type {string} */ p) => `run ${run}: ${p}`))
+    const cells = ops.map(op => `${op} ${(result.rows[op].levelkit.opsPerSec / result.rows[op].dexie.opsPerSec).toFixed(2)}×`)
+    console.log(`  run ${run}: load ${os.loadavg()[0].toFixed(2)}; levelkit/Dexie ${cells.join(', ')}`)
+  }
+} finally {
+  await server.close()
+}
+const loadAfter = os.loadavg()
+
+/**
+ * One run: a fresh Chromium profile, both sides loaded, every row measured.
+ * @param {number} run
+ */
+async function runOnce (run) {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), `levelkit-${NAME}-`))
+  const context = await launchPersistentChromium(profile)
+  /** @type {string[]} */
+  const problems = []
+  try {
+    /** @type {string[]} */
+    const pageErrors = []
+    /** @type {Record<string, import('playwright-core').Page>} */
+    const pages = {}
+    for (const [k, side] of SIDES.entries()) {
+      const page = k === 0 && context.pages()[0] ? context.pages()[0] : await context.newPage()
+      page.on('pageerror', err => pageErrors.push(`${side}: ${err.message}`))
+      await page.goto(origins[(k + run + 1) % 2] + '/')
+      await page.waitForFunction(() => /** @type {any} */ (window).browserWorkload !== undefined)
+      pages[side] = page
+    }
+    /** Call the page's browserWorkload[fn](...args) on one side. @param {string} side @param {string} fn @param {any[]} args */
+    const call = (side, fn, ...args) => pages[side].evaluate(([f, a]) => /** @type {any} */ (window).browserWorkload[f](...a), /** @type {[string, any[]]} */ ([fn, args]))
+    const userAgent = await pages.levelkit.evaluate(() => /** @type {any} */ (window).browserWorkload.userAgent)
+    const warm = opts.warmup ? Math.max(2, Math.min(50, Math.round(Math.min(...Object.values(n)) / 10))) : 0
+    const config = { users: opts.users, chats: opts.chats, members: opts.members, messages: opts.messages, n, warm, seed: opts.seed + run - 1, pbkdf2Iterations: opts.pbkdf2, tag: `run${run}` }
+    for (const side of SIDES) await call(side, 'setup', { ...config, side })
+
+    // The bulk preload, which side first alternating per run; the storage
+    // estimate of the side's origin before and after.
+    /** @type {Record<string, any>} */
+    const preload = {}
+    /** @type {Record<string, number>} */
+    const storedBytes = {}
+    for (const side of run % 2 === 1 ? SIDES : [...SIDES].reverse()) {
+      const before = (await call(side, 'estimate')).usage
+      preload[side] = await call(side, 'preload', side, opts.chunk)
+      storedBytes[side] = (await call(side, 'estimate')).usage - before
+    }
+    const samples = Math.min(20, opts.users, opts.chats)
+    /** @param {boolean} after @param {string} when */
+    const compare = async (after, when) => {
+      const [a, b] = await Promise.all(SIDES.map(side => call(side, 'answers', samples, after)))
+      for (let i = 0; i < a.length; i++) {
+        if (a[i][1] !== b[i][1]) problems.push(`${when}, ${a[i][0]}: levelkit ${a[i][1].slice(0, 160)} | dexie ${b[i][1].slice(0, 160)}`)
+      }
+    }
+    await compare(false, 'after the preload')
+
+    /** @type {Record<string, any>} */
+    const rows = {}
+    for (const [k, op] of ops.entries()) {
+      const c = concurrencyOf(op)
+      const slice = (/** @type {string} */ side, /** @type {number} */ from, /** @type {number} */ to, /** @type {boolean} */ warmup) => call(side, 'runSlice', side, op, from, to, c, warmup)
+      if (warm > 0) for (const side of SIDES) await slice(side, 0, warm, true)
+      /** @type {Record<string, any>} */
+      const totals = Object.fromEntries(SIDES.map(side => [side, { ms: 0, ops: 0, tx: 0, txReadwrite: 0, requests: 0, cursorSteps: 0, locks: 0, sliceOpsPerSec: [] }]))
+      const slices = Math.max(1, Math.min(opts.slices, n[op]))
+      for (let s = 0; s < slices; s++) {
+        const from = Math.floor(s * n[op] / slices)
+        const to = Math.floor((s + 1) * n[op] / slices)
+        for (const side of (s + run + k) % 2 === 0 ? SIDES : [...SIDES].reverse()) {
+          const r = await slice(side, from, to, false)
+          const t = totals[side]
+          for (const key of ['ms', 'ops', 'tx', 'txReadwrite', 'requests', 'cursorSteps', 'locks']) t[key] += r[key]
+          t.sliceOpsPerSec.push(r.ops / (r.ms / 1000))
+        }
+      }
+      for (const side of SIDES) totals[side].opsPerSec = totals[side].ops / (totals[side].ms / 1000)
+      rows[op] = totals
+    }
+    const digests = Object.fromEntries(await Promise.all(SIDES.map(async side => [side, await call(side, 'answerDigests')])))
+    for (const op of ops) {
+      if (digests.levelkit[op] !== digests.dexie[op]) problems.push(`${op}: the answers differ between the sides (digest ${digests.levelkit[op]} vs ${digests.dexie[op]})`)
+    }
+    await compare(true, 'after the writes')
+    const check = await call('levelkit', 'checkLevelkit')
+    if (!check.ok) problems.push(`ChatStore check() after the writes: ${check.problems.join('; ')}`)
+    /** @type {Record<string, Record<string, any>> | null} */
+    let traces = null
+    if (opts.trace && run === 1) {
+      const byRow = ops.filter(op => !op.endsWith('C'))
+      const bySide = Object.fromEntries(await Promise.all(SIDES.map(async side => [side, await call(side, 'traceOps', byRow)])))
+      traces = Object.fromEntries(byRow.map(op => [op, Object.fromEntries(SIDES.map(side => [side, bySide[side][op]]))]))
+    }
+    for (const side of SIDES) await call(side, 'close')
+    problems.push(...pageErrors.map(m => `uncaught in the page of ${m}`))
+    return { run, userAgent, preload, storedBytes, rows, problems, traces, loadAverage: os.loadavg() }
+  } finally {
+    await context.close()
+    fs.rmSync(profile, { recursive: true, force: true })
+  }
+}
+
+/**
+ * The bundles, measured here: levelkit's as scripts/build.js builds it (and
+ * writes it to dist/, where the page loads it from), Dexie's dist file.
+ */
+function bundleSizes () {
+  return buildBundles().then(built => {
+    // What `npm run build` writes beside the bundles, so dist/ stays one build.
+    fs.writeFileSync(path.join(root, 'dist', 'size.json'), JSON.stringify(built, null, 2) + '\n')
+    const dexieDir = path.dirname(require.resolve('dexie/package.json'))
+    const dexieMin = fs.readFileSync(path.join(dexieDir, 'dist', 'dexie.min.js'))
+    return {
+      levelkit: { file: 'dist/levelkit.browser.min.js', ...built.files['levelkit.browser.min.js'] },
+      dexie: { file: 'dexie/dist/dexie.min.js', bytes: dexieMin.length, gzip: gzipSync(dexieMin, { level: 9 }).length }
+    }
+  })
+}
+
+// Aggregate: per row, medians over runs; the ratio per run, then its median.
+/** @type {Record<string, any>} */
+const summary = {}
+for (const op of ops) {
+  const lk = perRun.map(r => r.rows[op].levelkit.opsPerSec)
+  const dx = perRun.map(r => r.rows[op].dexie.opsPerSec)
+  const ratios = lk.map((v, i) => v / dx[i])
+  const per = (/** @type {string} */ side, /** @type {string} */ key) => median(perRun.map(r => r.rows[op][side][key] / r.rows[op][side].ops))
+  summary[op] = {
+    label: labelOf(op, opts.concurrency),
+    concurrency: concurrencyOf(op),
+    ops: n[op],
+    levelkitOpsPerSec: median(lk),
+    dexieOpsPerSec: median(dx),
+    ratio: median(ratios),
+    ratioMin: min(ratios),
+    ratioMax: max(ratios),
+    sliceRatio: median(perRun.map(r => median(r.rows[op].levelkit.sliceOpsPerSec) / median(r.rows[op].dexie.sliceOpsPerSec))),
+    perOp: Object.fromEntries(SIDES.map(side => [side, Object.fromEntries(['tx', 'txReadwrite', 'requests', 'cursorSteps', 'locks'].map(key => [key, per(side, key)]))]))
+  }
+}
+const preloadOf = (/** @type {string} */ side) => {
+  const ms = perRun.map(r => r.preload[side].ms.users + r.preload[side].ms.chats + r.preload[side].ms.messages)
+  const records = perRun[0].preload[side].records
+  return {
+    ms: median(ms),
+    recordsPerSec: median(ms.map(m => records / (m / 1000))),
+    byTable: Object.fromEntries(['users', 'chats', 'messages'].map(t => [t, median(perRun.map(r => r.preload[side].ms[t]))])),
+    counts: Object.fromEntries(['tx', 'txReadwrite', 'requests', 'cursorSteps', 'locks'].map(key => [key, median(perRun.map(r => r.preload[side].counts[key]))])),
+    storedBytes: median(perRun.map(r => r.storedBytes[side]))
+  }
+}
+const preload = { levelkit: preloadOf('levelkit'), dexie: preloadOf('dexie') }
+const preloadRatio = median(perRun.map(r => {
+  const total = (/** @type {string} */ side) => r.preload[side].ms.users + r.preload[side].ms.chats + r.preload[side].ms.messages
+  return total('dexie') / total('levelkit')
+}))
+
+const perOpText = (/** @type {any} */ c) => `${fmt(c.tx, c.tx < 10 ? 2 : 1)} (${fmt(c.txReadwrite, 2)} rw)`
+const table = [['operation', 'ops', 'levelkit ops/s', 'Dexie ops/s', 'levelkit/Dexie', 'min..max', 'slice check', 'IDB tx/op levelkit', 'IDB tx/op Dexie', 'requests/op lk', 'requests/op Dexie', 'locks/op lk']]
+for (const op of ops) {
+  const s = summary[op]
+  table.push([
+    s.label, fmt(s.ops), fmt(s.levelkitOpsPerSec), fmt(s.dexieOpsPerSec), `${s.ratio.toFixed(2)}×`,
+    `${s.ratioMin.toFixed(2)}..${s.ratioMax.toFixed(2)}`, `${s.sliceRatio.toFixed(2)}×`,
+    perOpText(s.perOp.levelkit), perOpText(s.perOp.dexie),
+    fmt(s.perOp.levelkit.requests + s.perOp.levelkit.cursorSteps, 1), fmt(s.perOp.dexie.requests + s.perOp.dexie.cursorSteps, 1), fmt(s.perOp.levelkit.locks, 2)
+  ])
+}
+const records = opts.users + opts.chats + opts.messages
+table.push([
+  `bulk preload (${fmt(records)} records)`, '1', `${fmt(preload.levelkit.recordsPerSec)} rec/s`, `${fmt(preload.dexie.recordsPerSec)} rec/s`, `${preloadRatio.toFixed(2)}×`, '', '',
+  `${fmt(preload.levelkit.counts.tx)} (${fmt(preload.levelkit.counts.txReadwrite)} rw)`, `${fmt(preload.dexie.counts.tx)} (${fmt(preload.dexie.counts.txReadwrite)} rw)`,
+  fmt(preload.levelkit.counts.requests + preload.levelkit.counts.cursorSteps), fmt(preload.dexie.counts.requests + preload.dexie.counts.cursorSteps), fmt(preload.levelkit.counts.locks)
+])
+const storedRange = (/** @type {string} */ side) => perRun.map(r => r.storedBytes[side] / 1e6)
+table.push(['stored (storage.estimate)', '', mb(preload.levelkit.storedBytes), mb(preload.dexie.storedBytes), `${(preload.levelkit.storedBytes / preload.dexie.storedBytes).toFixed(2)}×`,
+  `MB: ${SIDES.map(side => `${fmt(min(storedRange(side)), 1)}..${fmt(max(storedRange(side)), 1)}`).join(', ')}`, '', '', '', '', '', ''])
+table.push(['bundle, minified', '', kib(bundles.levelkit.bytes), kib(bundles.dexie.bytes), `${(bundles.levelkit.bytes / bundles.dexie.bytes).toFixed(2)}×`, '', '', '', '', '', '', ''])
+table.push(['bundle, gzipped', '', kib(bundles.levelkit.gzip), kib(bundles.dexie.gzip), `${(bundles.levelkit.gzip / bundles.dexie.gzip).toFixed(2)}×`, '', '', '', '', '', '', ''])
+console.log()
+printTable(table)
+console.log()
+console.log(`  Medians over ${opts.runs} run(s). levelkit/Dexie: the ratio of ops/s within each run, then the median (> 1: levelkit faster);`)
+console.log('  slice check: the ratio of median slice rates. IDB tx/op: IndexedDB transactions per operation (readwrite ones in brackets);')
+console.log('  requests/op: IDBObjectStore/IDBIndex requests plus cursor steps; locks/op: navigator.locks.request() per operation.')
+console.log(`  Bulk preload: levelkit a db.write() per ${fmt(opts.chunk)} records doing ChatStore's writes, Dexie a bulkAdd() per ${fmt(opts.chunk)}; the ratio is Dexie's time / levelkit's;`)
+console.log(`  levelkit ${secs(preload.levelkit.byTable)}; Dexie ${secs(preload.dexie.byTable)}. Counts of the preload are totals, not per operation.`)
+console.log('  stored: navigator.storage.estimate().usage of the side\'s origin after its preload minus before (on disk, so it depends on when the')
+console.log('  backing store last compacted: min..max over runs, levelkit then Dexie).')
+console.log(`  Bundles: ${bundles.levelkit.file} (core + chat model, built now by scripts/build.js) and ${bundles.dexie.file}; ratios levelkit/Dexie.`)
+console.log(`  ${perRun[0].userAgent.replace(/^.*?(Chrome\/[\d.]+).*$/, '$1')} (Debian chromium, headless, on-disk profile); answers checked on both sides in every run (digests of every row, samples before and after the writes, ChatStore check()).`)
+if (perRun[0].traces) {
+  console.log()
+  console.log('  One operation of each row, traced (run 1, after the measurements): IndexedDB transactions, and the requests in them by method and namespace')
+  for (const [op, bySide] of Object.entries(perRun[0].traces)) {
+    for (const side of SIDES) console.log(`  ${`${labelOf(op, opts.concurrency)}, ${side}:`.padEnd(30)} ${traceText(bySide[side])}`)
+  }
+}
+printProblems(problems)
+
+const files = ['results.csv', `${NAME}.svg`]
+writeCsv(path.join(run0.outDir, 'results.csv'),
+  ['run', 'operation', 'label', 'side', 'concurrency', 'ops', 'ms', 'ops_per_sec', 'idb_tx', 'idb_tx_readwrite', 'idb_requests', 'cursor_steps', 'locks'],
+  perRun.flatMap(r => [
+    ...ops.flatMap(op => SIDES.map(side => {
+      const t = r.rows[op][side]
+      return [r.run, op, labelOf(op, opts.concurrency), side, concurrencyOf(op), t.ops, t.ms, t.opsPerSec, t.tx, t.txReadwrite, t.requests, t.cursorSteps, t.locks]
+    })),
+    ...SIDES.map(side => {
+      const p = r.preload[side]
+      const ms = p.ms.users + p.ms.chats + p.ms.messages
+      return [r.run, 'preload', 'bulk preload', side, 1, p.records, ms, p.records / (ms / 1000), p.counts.tx, p.counts.txReadwrite, p.counts.requests, p.counts.cursorSteps, p.counts.locks]
+    })
+  ]))
+const categories = [...ops.map(op => summary[op].label), 'bulk preload (records/s)']
+fs.writeFileSync(path.join(run0.outDir, `${NAME}.svg`), barSvg({
+  title: `levelkit ChatStore vs Dexie in Chromium (IndexedDB): ops/s, median of ${opts.runs} run${opts.runs === 1 ? '' : 's'}`,
+  subtitle: `${fmt(opts.users)} users, ${fmt(opts.chats)} chats × ${opts.members}, ${fmt(opts.messages)} messages; ${perRun[0].userAgent.replace(/^.*?(Chrome\/[\d.]+).*$/, '$1')} headless, levelkit ${run0.versions.levelkit}, Dexie ${run0.versions.dexie}; ${run0.machine.cores} cores; ${run0.startedAt.toISOString().slice(0, 10)}`,
+  xLabel: 'operations per second (preload: records per second)',
+  xScale: 'log',
+  categories,
+  series: [
+    { name: SIDE_LABEL.levelkit, values: [...ops.map(op => summary[op].levelkitOpsPerSec), preload.levelkit.recordsPerSec], color: '#d62728' },
+    { name: SIDE_LABEL.dexie, values: [...ops.map(op => summary[op].dexieOpsPerSec), preload.dexie.recordsPerSec], color: '#1f77b4' }
+  ],
+  labels: [
+    [...ops.map(op => `${compact(summary[op].levelkitOpsPerSec)} (${summary[op].ratio.toFixed(2)}×, ${fmt(summary[op].perOp.levelkit.tx, 1)} tx/op)`), `${compact(preload.levelkit.recordsPerSec)} (${preloadRatio.toFixed(2)}×)`],
+    [...ops.map(op => `${compact(summary[op].dexieOpsPerSec)} (${fmt(summary[op].perOp.dexie.tx, 1)} tx/op)`), compact(preload.dexie.recordsPerSec)]
+  ]
+}))
+finishRun(run0.outDir, { name: NAME, ...run0, loadAfter }, {
+  options: { ...opts, n, ops },
+  userAgent: perRun[0].userAgent,
+  bundles,
+  summary,
+  preload: { ...preload, ratio: preloadRatio },
+  problems,
+  runs: perRun
+}, files)
+if (problems.length > 0) process.exitCode = 1
+
+/**
+ * A traced operation in a line: its transactions by mode, and the requests
+ * in them counted by method and namespace (a cursor's steps as one count).
+ * @param {Array<{ mode: string, requests: string[] }>} transactions
+ */
+function traceText (transactions) {
+  const parts = []
+  for (const mode of ['readonly', 'readwrite']) {
+    const of = transactions.filter(t => t.mode === mode)
+    if (of.length === 0) continue
+    /** @type {Map<string, number>} */
+    const tally = new Map()
+    for (const t of of) for (const r of t.requests) tally.set(r, (tally.get(r) || 0) + 1)
+    parts.push(`${of.length} ${mode} [${[...tally].map(([r, k]) => k > 1 ? `${k}× ${r}` : r).join(', ')}]`)
+  }
+  return `${transactions.length} tx: ${parts.join('; ')}`
+}
+
+/** @param {number} bytes */
+function kib (bytes) {
+  return `${fmt(bytes / 1024, 1)} KiB`
+}
+
+/** @param {number} v */
+function compact (v) {
+  return v >= 1e4 ? `${fmt(v / 1e3, 1)}k` : fmt(v, v < 10 ? 1 : 0)
+}
+
+/** @param {Record<string, number>} byTable */
+function secs (byTable) {
+  return Object.entries(byTable).map(([t, ms]) => `${t} ${fmt(ms / 1000, 2)} s`).join(', ')
+}

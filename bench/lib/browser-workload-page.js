@@ -1,0 +1,277 @@
+/* global IDBKeyRange */
+// The page of bench/browser-workload.js, bundled with esbuild (levelkit's
+// entry points resolve to the built bundle, dist/levelkit.browser.js, as in
+// the browser tests). Exposes window.browserWorkload, which the script drives
+// one slice at a time through page.evaluate(). A page holds one side (the
+// script opens one page per side, each on an origin of its own, so each
+// side's storage estimate is its own and neither shares the other's
+// IndexedDB backing store); every time is taken here.
+//
+// Counting: IDBDatabase.prototype.transaction, the request methods of
+// IDBObjectStore and IDBIndex, IDBCursor steps and navigator.locks.request
+// are wrapped before either side opens, so both pay the same for it. The
+// counts of a slice are what it made, divided by its operations.
+
+import { open } from '../../browser.js'
+import { ChatStore } from '../../chat.js'
+import { hashPassword } from '../../lib/chat/password-browser.js'
+import { DexieChatStore } from './browser-workload-dexie.js'
+import { makeData, baseOp, hash, normal } from './browser-workload-data.js'
+
+const REQUESTS = ['get', 'getKey', 'getAll', 'getAllKeys', 'getAllRecords', 'count', 'openCursor', 'openKeyCursor', 'put', 'add', 'delete', 'clear']
+const counts = { tx: 0, txReadwrite: 0, requests: 0, cursorSteps: 0, locks: 0 }
+/** @type {Array<{ mode: string, requests: string[] }> | null} while tracing: each transaction opened, with its requests */
+let trace = null
+
+/**
+ * What a request is about: for levelkit's keys (bytes, `!namespace!...`)
+ * the namespace, for Dexie's the table's key kind.
+ * @param {any} key
+ * @returns {string}
+ */
+function namespaceOf (key) {
+  if (key instanceof IDBKeyRange) return `${namespaceOf(key.lower ?? key.upper)} (range)`
+  if (ArrayBuffer.isView(key)) {
+    const text = new TextDecoder().decode(/** @type {Uint8Array} */ (key).subarray(0, 80))
+    const match = /^!([^!]*)!/.exec(text)
+    return match ? match[1] : '?'
+  }
+  if (Array.isArray(key)) return 'compound key'
+  return key === undefined ? '' : typeof key
+}
+
+function installCounters () {
+  const g = /** @type {any} */ (globalThis)
+  const transaction = g.IDBDatabase.prototype.transaction
+  g.IDBDatabase.prototype.transaction = function (/** @type {any[]} */ ...args) {
+    counts.tx++
+    if (args[1] === 'readwrite') counts.txReadwrite++
+    if (trace !== null) trace.push({ mode: args[1] || 'readonly', requests: [] })
+    return transaction.apply(this, args)
+  }
+  for (const proto of [g.IDBObjectStore.prototype, g.IDBIndex.prototype]) {
+    for (const name of REQUESTS) {
+      const method = proto[name]
+      if (typeof method !== 'function') continue
+      proto[name] = function (/** @type {any[]} */ ...args) {
+        counts.requests++
+        if (trace !== null && trace.length > 0) trace[trace.length - 1].requests.push(`${name} ${namespaceOf(name === 'put' || name === 'add' ? args[1] ?? args[0] : args[0])}`)
+        return method.apply(this, args)
+      }
+    }
+  }
+  for (const name of ['continue', 'advance', 'continuePrimaryKey']) {
+    const method = g.IDBCursor.prototype[name]
+    g.IDBCursor.prototype[name] = function (/** @type {any[]} */ ...args) {
+      counts.cursorSteps++
+      if (trace !== null && trace.length > 0) trace[trace.length - 1].requests.push('cursor step')
+      return method.apply(this, args)
+    }
+  }
+  const request = g.LockManager.prototype.request
+  g.LockManager.prototype.request = function (/** @type {any[]} */ ...args) {
+    counts.locks++
+    return request.apply(this, args)
+  }
+}
+installCounters()
+
+const snapshot = () => ({ ...counts })
+/** @param {typeof counts} before */
+const since = before => Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, v - /** @type {any} */ (before)[k]]))
+
+/** @type {any} */
+let data = null
+/** @type {Record<string, any>} */
+const sides = {}
+/** @type {Record<string, Record<string, number>>} order-independent sums of the answers' hashes */
+const digests = { levelkit: {}, dexie: {} }
+/** @type {string} the side this page holds */
+let mine = ''
+
+/** What each row calls on a side. @type {Record<string, (s: any, x: any) => Promise<any>>} */
+const CALLS = {
+  getUser: (s, x) => s.getUser(x),
+  last50: (s, x) => s.getChatMessages(x, { n: 50 }),
+  getChats: (s, x) => s.getChats(x),
+  checkChatMember: (s, x) => s.checkChatMember(x[0], x[1]),
+  createUser: (s, x) => s.createUser(x),
+  createChat: (s, x) => s.createChat(x),
+  addChatMessage: (s, x) => s.addChatMessage(x)
+}
+
+/**
+ * Make the data set, open this page's side on a fresh database and hash
+ * the pre-loaded users' passwords.
+ * @param {import('./browser-workload-data.js').DataConfig & { pbkdf2Iterations: number, tag: string, side: string }} config
+ */
+async function setup (config) {
+  data = makeData(config)
+  mine = config.side
+  const cost = { pbkdf2Iterations: config.pbkdf2Iterations }
+  if (mine === 'levelkit') sides.levelkit = await ChatStore.open(await open({ location: `levelkit-${config.tag}` }), { passwordCost: cost })
+  else sides.dexie = await new DexieChatStore(`dexie-${config.tag}`, cost).open()
+  data.hashes = await Promise.all(data.users.map((/** @type {any} */ u) => hashPassword(u.password, cost)))
+  data.params = `pbkdf2-sha256$${config.pbkdf2Iterations}`
+  return { users: data.users.length, chats: data.chats.length, messages: data.messages.length }
+}
+
+/**
+ * Load the data set into one side in chunks of `chunk` records, each one
+ * write: on levelkit a db.write() doing what ChatStore's methods do (the
+ * models' writes, the hash counter, both directions of the members
+ * relation, the messages' sequence); on Dexie a bulkAdd(). Times each table.
+ * @param {string} side @param {number} chunk
+ */
+async function preload (side, chunk) {
+  const before = snapshot()
+  const ms = { users: 0, chats: 0, messages: 0 }
+  const now = Date.now()
+  const users = data.users.map((/** @type {any} */ u, /** @type {number} */ i) => ({ username: u.username, passwordHash: data.hashes[i], createdAt: now }))
+  const chunks = (/** @type {any[]} */ rows) => Array.from({ length: Math.ceil(rows.length / chunk) }, (_, k) => rows.slice(k * chunk, (k + 1) * chunk))
+  const timed = async (/** @type {'users' | 'chats' | 'messages'} */ table, /** @type {any[]} */ rows, /** @type {(rows: any[]) => Promise<unknown>} */ load) => {
+    const start = performance.now()
+    for (const part of chunks(rows)) await load(part)
+    ms[table] = performance.now() - start
+  }
+  if (side === 'dexie') {
+    const store = sides.dexie
+    await timed('users', users, rows => store.bulkLoad('users', rows))
+    await timed('chats', data.chats, rows => store.bulkLoad('chats', rows))
+    await timed('messages', data.messages, rows => store.bulkLoad('messages', rows))
+  } else {
+    const store = sides.levelkit
+    const db = store.db
+    await timed('users', users, rows => db.write(async (/** @type {any} */ w) => {
+      for (const user of rows) await store.users.in(w).insert(user)
+      await store.passwordCosts.in(w).add(data.params, rows.length)
+    }))
+    await timed('chats', data.chats, rows => db.write(async (/** @type {any} */ w) => {
+      for (const { lastMessageId, ...chat } of rows) {
+        const id = await store.chats.in(w).insert({ ...chat, private: false, passwordHash: null })
+        await store.members.in(w).addMany(id, chat.members)
+      }
+    }))
+    await timed('messages', data.messages, rows => db.write(async (/** @type {any} */ w) => {
+      for (const message of rows) {
+        const seq = await store.messages.in(w).append(message.chatId, message)
+        if (seq !== message.id) throw new Error(`Message ${message.chatId}/${message.id} got sequence number ${seq}`)
+      }
+    }))
+  }
+  return { ms, counts: since(before), records: users.length + data.chats.length + data.messages.length }
+}
+
+/**
+ * One slice of one row on one side: inputs [from, to) of the measured (or,
+ * with `warm`, the warm-up) inputs, `concurrency` in flight. Resolves with
+ * the time and the IndexedDB calls it made; adds the answers' hashes to the
+ * row's digest (a sum, so the order the answers come in does not count).
+ * @param {string} side @param {string} op @param {number} from @param {number} to @param {number} concurrency @param {boolean} warm
+ */
+async function runSlice (side, op, from, to, concurrency, warm) {
+  const store = sides[side]
+  const call = CALLS[baseOp(op)]
+  const inputs = (warm ? data.warm : data.inputs)[op]
+  let digest = 0
+  const one = async (/** @type {number} */ i) => {
+    const answer = await call(store, inputs[i])
+    digest = (digest + hash(normal(answer))) >>> 0
+  }
+  const before = snapshot()
+  const start = performance.now()
+  if (concurrency <= 1) {
+    for (let i = from; i < to; i++) await one(i)
+  } else {
+    let i = from
+    const lane = async () => {
+      while (i < to) await one(i++)
+    }
+    await Promise.all(Array.from({ length: Math.min(concurrency, to - from) }, lane))
+  }
+  const ms = performance.now() - start
+  const made = since(before)
+  if (!warm) digests[side][op] = ((digests[side][op] || 0) + digest) >>> 0
+  return { ms, ops: to - from, ...made }
+}
+
+/**
+ * This side's answers to a sample of questions, each as compared (see
+ * normal()), for the script to compare with the other side's. `after`
+ * (after the writes): chats in id order, without lastActivity (Date.now()
+ * on each side), and the users created one at a time too.
+ * @param {number} samples @param {boolean} after
+ * @returns {Promise<Array<[string, string]>>}
+ */
+async function answers (samples, after) {
+  const store = sides[mine]
+  /** @type {Array<[string, string]>} */
+  const list = []
+  const ask = async (/** @type {string} */ what, /** @type {(s: any) => Promise<any>} */ fn, /** @type {(v: any) => any} */ shape = v => v) => {
+    list.push([what, normal(shape(await fn(store)))])
+  }
+  const chats = after ? (/** @type {any[]} */ list) => list.map(({ lastActivity, ...c }) => c).sort((p, q) => p.id - q.id) : (/** @type {any} */ v) => v
+  const U = data.users.length
+  const C = data.chats.length
+  for (let k = 0; k < samples; k++) {
+    const user = 1 + ((k * 7919) % U)
+    const chat = 1 + ((k * 104729) % C)
+    await ask(`getUser(user${user})`, s => s.getUser(`user${user}`))
+    await ask(`getChats(${user})`, s => s.getChats(user), chats)
+    await ask(`last50(${chat})`, s => s.getChatMessages(chat, { n: 50 }))
+    await ask(`checkChatMember(${chat}, ${user})`, s => s.checkChatMember(chat, user))
+  }
+  await ask('last50 of a missing chat', s => s.getChatMessages(C + 1_000_000, { n: 50 }))
+  await ask('getUser of nobody', s => s.getUser('nobody'))
+  if (after) {
+    for (const x of (data.inputs.createUser || []).slice(0, samples)) await ask(`getUser(${x.username})`, s => s.getUser(x.username))
+  }
+  return list
+}
+
+/**
+ * The IndexedDB transactions and requests one operation of each row makes
+ * on this side, in order. Run last: its writes make the sides differ.
+ * @param {string[]} ops
+ */
+async function traceOps (ops) {
+  /** @type {Record<string, Array<{ mode: string, requests: string[] }>>} */
+  const traces = {}
+  for (const op of ops) {
+    const kind = baseOp(op)
+    let input = data.inputs[op][0]
+    if (kind === 'createUser') input = { ...input, username: `trace-${op}` }
+    trace = []
+    try {
+      await CALLS[kind](sides[mine], input)
+      traces[op] = trace
+    } finally {
+      trace = null
+    }
+  }
+  return traces
+}
+
+/** This side's digests of the rows' answers. */
+function answerDigests () {
+  return digests[mine]
+}
+
+/** navigator.storage.estimate(), what the origin uses. */
+async function estimate () {
+  const e = /** @type {any} */ (await navigator.storage.estimate())
+  return { usage: e.usage, indexedDB: e.usageDetails?.indexedDB ?? null }
+}
+
+/** ChatStore's own check of the levelkit side (db.check() and the chat invariants). */
+async function checkLevelkit () {
+  const { ok, problems } = await sides.levelkit.check()
+  return { ok, problems: problems.slice(0, 5).map((/** @type {any} */ p) => `${p.type}: ${p.message}`) }
+}
+
+async function close () {
+  if (mine === 'levelkit') await sides.levelkit.db.close()
+  else sides.dexie.close()
+}
+
+/** @type {any} */ (window).browserWorkload = { setup, preload, runSlice, answers, traceOps, answerDigests, estimate, checkLevelkit, close, userAgent: navigator.userAgent }

@@ -1,0 +1,71 @@
+// Smoke test of bench/browser-workload.js: one run in Chromium with a tiny
+// data set and a few operations per row, then the shape of what it prints
+// and writes (CSV, JSON, SVG). It never asserts a time: a benchmark
+// measures, it is not a timed test. It does assert what the counts must be
+// on any machine: Dexie makes one IndexedDB transaction per operation here.
+
+import test from 'tape'
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const script = fileURLToPath(new URL('../browser-workload.js', import.meta.url))
+const OPS = ['getUser', 'last50', 'getChats', 'checkChatMember', 'createUser', 'createUserC', 'createChat', 'createChatC', 'addChatMessage', 'addChatMessageC']
+const N = 6
+
+/** @param {string[]} args @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
+function run (args) {
+  return new Promise(resolve => {
+    execFile(process.execPath, [script, ...args], { timeout: 120000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? /** @type {any} */ (err).code ?? 1 : 0, stdout, stderr })
+    })
+  })
+}
+
+test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-browser-'))
+  try {
+    const { code, stdout, stderr } = await run([
+      '--runs', '1', '--users', '40', '--chats', '4', '--members', '5', '--messages', '120',
+      '--n', String(N), '--slices', '2', '--concurrency', '4', '--chunk', '50', '--no-warmup',
+      '--ops', OPS.join(','), '--out', out
+    ])
+    t.is(code, 0, `exit 0${code ? `: ${stderr}${stdout}` : ''}`)
+    t.notOk(/PROBLEM/.test(stdout), 'the sides answered the same, and ChatStore check() is clean')
+    for (const label of ['getUser', 'last 50 messages', 'a user\'s chats', 'membership', 'createUser, 4 in flight', 'createChat', 'addChatMessage, 4 in flight', 'bulk preload (164 records)', 'stored (storage.estimate)', 'bundle, minified', 'bundle, gzipped']) {
+      t.ok(stdout.includes(label), `table row: ${label}`)
+    }
+
+    const dirs = readdirSync(out).filter(name => name.startsWith('browser-workload-'))
+    t.is(dirs.length, 1, 'one output folder')
+    const dir = join(out, dirs[0])
+
+    const lines = readFileSync(join(dir, 'results.csv'), 'utf8').trimEnd().split('\n')
+    t.is(lines[0], 'run,operation,label,side,concurrency,ops,ms,ops_per_sec,idb_tx,idb_tx_readwrite,idb_requests,cursor_steps,locks', 'CSV header')
+    const rows = lines.slice(1).map(line => line.replace(/"[^"]*"/, 'label').split(','))
+    t.is(rows.length, (OPS.length + 1) * 2, 'one row per operation (and the preload) and side')
+    for (const op of [...OPS, 'preload']) {
+      t.same(rows.filter(row => row[1] === op).map(row => row[3]).sort(), ['dexie', 'levelkit'], `${op}: both sides`)
+    }
+    t.ok(rows.every(row => Number(row[7]) > 0 && Number(row[8]) > 0), 'a rate and IndexedDB transactions on every row')
+
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+    t.is(summary.benchmark, 'browser-workload')
+    t.same(Object.keys(summary.summary), OPS, 'a summary per row, in order')
+    for (const op of OPS) {
+      const s = summary.summary[op]
+      t.ok(s.levelkitOpsPerSec > 0 && s.dexieOpsPerSec > 0 && s.ratio > 0, `${op}: ops/s of both sides and a ratio`)
+      t.is(s.perOp.dexie.tx, 1, `${op}: Dexie makes one IndexedDB transaction per operation`)
+    }
+    t.is(summary.summary.createChat.perOp.dexie.txReadwrite, 1, 'createChat is one readwrite transaction on Dexie')
+    t.ok(summary.summary.createUser.perOp.levelkit.locks >= 1, 'levelkit takes the cross-tab Web Lock for a write awaited alone')
+    t.ok(summary.bundles.levelkit.gzip > 0 && summary.bundles.levelkit.gzip < summary.bundles.levelkit.bytes, 'levelkit\'s bundle size, minified and gzipped')
+    t.ok(summary.bundles.dexie.gzip > 0 && summary.bundles.dexie.gzip < summary.bundles.dexie.bytes, 'Dexie\'s, too')
+    t.ok(summary.preload.levelkit.storedBytes > 0 && summary.preload.dexie.storedBytes > 0, 'the storage estimate grew with each side\'s preload')
+    t.match(readFileSync(join(dir, 'browser-workload.svg'), 'utf8'), /^<svg[\s\S]*Dexie[\s\S]*<\/svg>\n$/, 'an SVG plot')
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})

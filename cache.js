@@ -1,0 +1,1 @@
+export { createCache, policies } from './lib/cache/index.js'

@@ -1,0 +1,538 @@
+import { encode } from './tuple.js'
+import { compareBytes } from './bytes.js'
+import { tupleBounds } from './bounds.js'
+import { Namespace } from './namespace.js'
+import { layout } from './names.js'
+import { levelkitError, codes } from './errors.js'
+import { parseJson, parseRecord, decodeKey } from './stored.js'
+import { ownerKey, holdsEntry } from './indexes.js'
+import { describe, errorMessage, deepFreeze, noop } from './common.js'
+
+/**
+ * @typedef {import('./collection.js').CollectionModel} CollectionModel
+ * @typedef {import('./indexes.js').SecondaryIndex} SecondaryIndex
+ * @typedef {import('./write-scope.js').WriteScope} WriteScope
+ * @typedef {{ unique: boolean, multi: boolean, covering: boolean, version: number }} Declaration
+ * @typedef {Declaration & { state: 'ready' | 'clearing' | 'building' | 'failed' | 'undeclared' | 'dropping', after?: string | null, done?: number, total?: number, error?: StoredError }} StoredIndex
+ *   `after`: the key of the last record the build indexed (hex), null before the first;
+ *   `undeclared`: a process used the collection without declaring the index, so its
+ *   entries were not kept: declared again, it is rebuilt; `dropping`: dropUndeclared()
+ *   is deleting its entries
+ * @typedef {{ code: string, message: string, [detail: string]: unknown }} StoredError
+ * @typedef {{ state: string, declared: boolean, done?: number, total?: number, error?: Error }} IndexStatus
+ */
+
+// Records indexed (or entries cleared) per critical section: each batch
+// holds the write path this long, and writes queued meanwhile go first.
+let batchSize = 256
+
+/**
+ * How many records a build batch indexes (entries a clearing batch
+ * deletes): tests make it small to have many batches.
+ * @param {number} n
+ */
+export function setBuildBatchSize (n) {
+  batchSize = n
+}
+
+// The stored schema's keys: ['index', collection, index] for an index's
+// declaration and state (room for relations, children and a schema version).
+const INDEX = 'index'
+
+/**
+ * What levelkit knows about a database's declarations across runs: for each
+ * index, the declaration it was built for and how far it is built, in
+ * `:levelkit.meta`. Declaring a collection compares its indexes with that
+ * record, in a critical section queued at once, so every write to the
+ * collection comes after it and sees each index's state; an index that
+ * needs it is then built in the background, a bounded batch per critical
+ * section, each batch atomic with its progress marker.
+ */
+export class Schema {
+  /** @type {import('./database.js').Database} */
+  #db
+  #namespace
+  /** @type {Map<CollectionModel, Promise<void>>} comparisons not yet done */
+  #comparing = new Map()
+  /** @type {Map<SecondaryIndex, Promise<void>>} builds running */
+  #builds = new Map()
+
+  /** @param {import('./database.js').Database} db */
+  constructor (db) {
+    this.#db = db
+    this.#namespace = new Namespace(db.level, layout.schema(), 'utf8')
+  }
+
+  /**
+   * Compare a collection just declared with the stored schema, and start
+   * the builds it needs. Returns at once.
+   * @param {CollectionModel} model
+   */
+  declare (model) {
+    const writer = this.#db.writer
+    if (writer.closed) return
+    // run() takes its place in the write path's queue now, before any write
+    // the caller makes next: each sees the state of every index.
+    const compared = writer.run(() => this.#compare(model)).finally(() => { this.#comparing.delete(model) })
+    compared.catch(noop)
+    this.#comparing.set(model, compared)
+  }
+
+  /** Resolves once every declaration so far is compared with the stored schema. */
+  async compared () {
+    await Promise.allSettled(this.#comparing.values())
+  }
+
+  /**
+   * Wait until `index` can be read: ready, or (with `wait: false`, or where
+   * waiting would never end) reject with LEVELKIT_INDEX_BUILDING; a failed
+   * build rejects with its error.
+   * @param {CollectionModel} model @param {SecondaryIndex} index
+   * @param {boolean} canWait false inside a db.write() callback, which holds the write path the build needs
+   * @param {unknown} wait the read's `wait` option
+   */
+  async whenReady (model, index, canWait, wait) {
+    const status = index.status
+    if (status.state === 'unknown') {
+      const comparing = this.#comparing.get(model)
+      // Inside a db.write() callback the comparison may be queued behind it:
+      // the callback then reads the index as its writes keep it.
+      if (comparing !== undefined && canWait) await comparing
+    }
+    switch (status.state) {
+      case 'ready':
+      case 'unknown':
+        return
+      case 'failed':
+        throw status.error
+    }
+    if (model.writer.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
+    if (model.schemaWork !== null) this.#startBuilds(model)
+    // Whatever stopped it, a build that is waited for runs.
+    this.#start(model, index)
+    if (wait === false || !canWait) {
+      const why = wait === false
+        ? 'and the read was made with { wait: false }'
+        : 'and inside a db.write() callback a read cannot wait for it (the build needs the write path): read it outside, or after db.buildIndexes()'
+      throw levelkitError(codes.INDEX_BUILDING, `Index "${index.name}" of "${model.name}" is being built (${status.done} of about ${Math.max(status.total, status.done)} records) ${why}`, {
+        collection: model.name, index: index.name, done: status.done, total: Math.max(status.total, status.done)
+      })
+    }
+    return status.settled()
+  }
+
+  /**
+   * Build every declared index that is not ready: resolves when all are,
+   * rejects with the error of one that failed (after all have settled).
+   */
+  async buildIndexes () {
+    await this.compared()
+    const indexes = this.#declaredIndexes()
+    for (const { model, index } of indexes) {
+      if (model.schemaWork !== null) this.#startBuilds(model)
+      if (index.status.state === 'failed') this.#start(model, index)
+    }
+    await Promise.all(this.#builds.values())
+    for (const { index } of indexes) {
+      if (index.status.state === 'failed') throw index.status.error
+    }
+  }
+
+  /**
+   * The state of each index of each declared collection, and of the
+   * indexes still stored for them but no longer declared.
+   * @returns {Promise<Record<string, Record<string, IndexStatus>>>}
+   */
+  async status () {
+    await this.compared()
+    /** @type {Record<string, Record<string, IndexStatus>>} */
+    const result = {}
+    for (const { model, index } of this.#declaredIndexes()) {
+      const { state, done, total, error } = index.status
+      const collection = result[model.name] || (result[model.name] = {})
+      /** @type {IndexStatus} */
+      const status = { state, declared: true }
+      if (state !== 'ready' || done > 0) Object.assign(status, { done, total: Math.max(total, done) })
+      if (error !== null) status.error = error
+      collection[index.name] = status
+    }
+    for (const { collection, name, stored } of await this.#undeclared()) {
+      (result[collection] || (result[collection] = {}))[name] = { state: stored.state === 'dropping' ? 'dropping' : 'undeclared', declared: false }
+    }
+    return result
+  }
+
+  /**
+   * Delete the entries and the stored declaration of every index stored for
+   * a declared collection but no longer declared, in bounded batches.
+   * @returns {Promise<Array<{ collection: string, index: string }>>} what was dropped
+   */
+  async dropUndeclared () {
+    await this.compared()
+    const writer = this.#db.writer
+    const dropped = []
+    for (const { collection, name, key, stored } of await this.#undeclared()) {
+      const namespace = new Namespace(this.#db.level, layout.index(collection, name), 'view')
+      // Marked first: declared again before it is gone, it is rebuilt.
+      if (stored.state !== 'dropping') {
+        await writer.run(scope => scope.put(this.#namespace, key, JSON.stringify({ ...stored, state: 'dropping' })))
+      }
+      for (let finished = false; !finished;) {
+        finished = await writer.run(async scope => {
+          await writer.drain()
+          const keys = await namespace.sublevel.keys({ limit: batchSize }).all()
+          for (const entry of keys) scope.del(namespace, entry)
+          if (keys.length < batchSize) scope.del(this.#namespace, key)
+          return keys.length < batchSize
+        })
+      }
+      dropped.push({ collection, index: name })
+    }
+    return dropped
+  }
+
+  /** @returns {Array<{ model: CollectionModel, index: SecondaryIndex }>} */
+  #declaredIndexes () {
+    const found = []
+    for (const { kind, model } of this.#db.models()) {
+      if (kind !== 'collection') continue
+      for (const index of model.indexes.values()) found.push({ model, index })
+    }
+    return found
+  }
+
+  /** The stored indexes of declared collections that are not declared. */
+  async #undeclared () {
+    const declared = new Map()
+    for (const { kind, model } of this.#db.models()) if (kind === 'collection') declared.set(model.name, model)
+    const found = []
+    await this.#db.writer.drain()
+    for (const [key, value] of await this.#namespace.sublevel.iterator(tupleBounds([INDEX], {})).all()) {
+      const [, collection, name] = decodeKey(key, this.#namespace)
+      const model = declared.get(collection)
+      if (model === undefined || model.indexes.has(name)) continue
+      found.push({ collection, name, key, stored: parseStored(value, this.#namespace, key) })
+    }
+    return found
+  }
+
+  /**
+   * The comparison, as a critical section that writes nothing: each
+   * declared index gets its state. What it has to store (the declarations
+   * of a collection that holds nothing, the mark of a stored index no
+   * longer declared) is stored with the first write to the collection, and
+   * the builds it needs start at the first use of the collection (a write,
+   * a read of the index) or at db.buildIndexes(): declaring models on a
+   * database, even one that is not the program's own, writes nothing.
+   * @param {CollectionModel} model
+   */
+  async #compare (model) {
+    await model.writer.drain()
+    /** @type {Map<string, { key: Uint8Array, stored: StoredIndex }>} */
+    const stored = new Map()
+    for (const [key, value] of await this.#namespace.sublevel.iterator(tupleBounds([INDEX, model.name], {})).all()) {
+      stored.set(decodeKey(key, this.#namespace)[2], { key, stored: parseStored(value, this.#namespace, key) })
+    }
+    const hasRecords = await isNotEmpty(model.records)
+    /** @type {Array<[SecondaryIndex, StoredIndex]>} */
+    const decided = []
+    /** @type {Map<string, { key: Uint8Array, value: string }>} */
+    const ops = new Map()
+    const store = (/** @type {Uint8Array} */ key, /** @type {StoredIndex} */ value) => ops.set(this.#namespace.keyId(key), { key, value: JSON.stringify(value) })
+    for (const index of model.indexes.values()) {
+      const found = stored.get(index.name)
+      stored.delete(index.name)
+      const declaration = declarationOf(index)
+      /** @type {StoredIndex} */
+      let next
+      if (found !== undefined && sameDeclaration(found.stored, declaration) && found.stored.state !== 'undeclared' && found.stored.state !== 'dropping') {
+        // As built; a build that failed is tried again.
+        next = found.stored
+      } else if (found !== undefined && await isNotEmpty(index.namespace)) {
+        // Entries of another declaration (or of a key function since
+        // changed): cleared first, then every record is indexed.
+        next = { ...declaration, state: 'clearing', after: null, done: 0, total: 0 }
+      } else if (hasRecords) {
+        // Not stored: a new index, or one of a database written before
+        // levelkit stored its schema. Its build only adds entries.
+        next = { ...declaration, state: 'building', after: null, done: 0, total: 0 }
+      } else {
+        // Nothing to build: from its first record on, it is kept as declared.
+        next = { ...declaration, state: 'ready' }
+        if (found === undefined || found.stored.state !== 'ready' || !sameDeclaration(found.stored, declaration)) store(encode([INDEX, model.name, index.name]), next)
+      }
+      decided.push([index, next])
+    }
+    // Writes from now on do not keep them: declared again, they are rebuilt.
+    for (const { key, stored: left } of stored.values()) {
+      if (left.state !== 'undeclared' && left.state !== 'dropping') store(key, { ...left, state: 'undeclared' })
+    }
+    for (const [index, next] of decided) {
+      index.status.done = next.done ?? 0
+      index.status.total = next.total ?? 0
+      index.status.set(next.state === 'failed' ? 'building' : /** @type {any} */ (next.state))
+    }
+    const builds = decided.filter(([, next]) => next.state !== 'ready').map(([index]) => index)
+    if (ops.size > 0 || builds.length > 0) this.#pending(model, ops, builds)
+  }
+
+  /**
+   * Keep what a comparison has to store until a batch that writes it is
+   * written, and the builds it needs until the collection is used.
+   * @param {CollectionModel} model @param {Map<string, { key: Uint8Array, value: string }>} ops @param {SecondaryIndex[]} builds
+   */
+  #pending (model, ops, builds) {
+    const work = { ops, builds }
+    model.schemaWork = work
+    if (ops.size === 0) return
+    const stop = model.writer.onWritten(written => {
+      for (const op of written) if (op.namespace === this.#namespace) ops.delete(op.id ?? op.namespace.keyId(op.key))
+      if (ops.size > 0) return
+      stop()
+      if (work.builds.length === 0 && model.schemaWork === work) model.schemaWork = null
+    })
+    model.writer.onClose(stop)
+  }
+
+  /**
+   * A write to the collection, in its critical section: what the comparison
+   * has to store goes into the same batch, and its builds start (after it).
+   * @param {WriteScope} scope @param {CollectionModel} model
+   */
+  onWrite (scope, model) {
+    const work = /** @type {{ ops: Map<string, { key: Uint8Array, value: string }>, builds: SecondaryIndex[] }} */ (model.schemaWork)
+    for (const [id, { key, value }] of work.ops) {
+      scope.push({ type: 'put', id, key, value, sublevel: this.#namespace.sublevel, namespace: this.#namespace })
+    }
+    if (work.builds.length > 0) this.#startBuilds(model)
+  }
+
+  /** Start the builds a collection's comparison left for its first use. @param {CollectionModel} model */
+  #startBuilds (model) {
+    const work = /** @type {{ ops: Map<string, any>, builds: SecondaryIndex[] }} */ (model.schemaWork)
+    const builds = work.builds
+    work.builds = []
+    if (work.ops.size === 0) model.schemaWork = null
+    for (const index of builds) this.#start(model, index)
+  }
+
+  /** @param {CollectionModel} model @param {SecondaryIndex} index */
+  #start (model, index) {
+    if (this.#builds.has(index)) return
+    const build = this.#build(model, index).finally(() => { this.#builds.delete(index) })
+    this.#builds.set(index, build)
+  }
+
+  /**
+   * Clear and build `index` batch by batch until it is ready or fails. It
+   * settles, never rejects: a failure is the index's state. A database
+   * closed meanwhile stops it where it is; the next open resumes it.
+   * @param {CollectionModel} model @param {SecondaryIndex} index
+   */
+  async #build (model, index) {
+    const status = index.status
+    await this.#run(model, index)
+    if (status.state !== 'ready' && status.state !== 'failed') {
+      status.interrupt(levelkitError(codes.NOT_OPEN, `The database was closed before index "${index.name}" of "${model.name}" was built (the next open resumes it)`))
+    }
+  }
+
+  /** @param {CollectionModel} model @param {SecondaryIndex} index */
+  async #run (model, index) {
+    const writer = model.writer
+    const status = index.status
+    const key = encode([INDEX, model.name, index.name])
+    // Tried again (buildIndexes()): waiting again, from where it stopped.
+    if (status.state === 'failed') status.set('building')
+    await writer.drain()
+    const stored = await this.#namespace.read(key, false)
+    /** @type {{ after: Uint8Array | null, done: number, total: number }} */
+    const progress = { after: null, done: 0, total: 0 }
+    if (stored !== undefined) {
+      const { after, done, total } = parseStored(stored, this.#namespace, key)
+      progress.after = typeof after === 'string' ? hexToBytes(after) : null
+      progress.done = done ?? 0
+      progress.total = total ?? 0
+    }
+    try {
+      while (status.state === 'clearing') {
+        if (writer.closed) return
+        await writer.run(scope => this.#clearBatch(scope, model, index, key))
+      }
+      if (progress.after === null && status.state === 'building') {
+        progress.done = 0
+        progress.total = status.total = await countRecords(model)
+      }
+      while (status.state === 'building') {
+        if (writer.closed) return
+        const finished = await writer.run(scope => this.#buildBatch(scope, model, index, key, progress))
+        // Ready once its last batch is written: a read it lets through reads what is written.
+        if (finished) status.set('ready')
+      }
+    } catch (err) {
+      if (writer.closed || /** @type {any} */ (err)?.code === codes.NOT_OPEN) return
+      status.set('failed', /** @type {Error} */ (err))
+      // A fault of the data (not of the backend) is kept: reads reject with it until a build succeeds.
+      const code = /** @type {any} */ (err)?.code
+      if (code !== codes.UNIQUE && code !== codes.INVALID && code !== codes.DECODE_ERROR) return
+      const failed = { ...declarationOf(index), state: 'failed', after: progress.after === null ? null : bytesToHex(progress.after), done: progress.done, total: progress.total, error: storedError(err) }
+      await writer.run(scope => scope.put(this.#namespace, key, JSON.stringify(failed))).catch(noop)
+    }
+  }
+
+  /**
+   * Delete a batch of the entries of an older declaration; after the last,
+   * the index is built from its first record on, and writes maintain it.
+   * @param {WriteScope} scope @param {CollectionModel} model @param {SecondaryIndex} index @param {Uint8Array} key
+   */
+  async #clearBatch (scope, model, index, key) {
+    await model.writer.drain()
+    const keys = await index.namespace.sublevel.keys({ limit: batchSize }).all()
+    for (const entry of keys) scope.del(index.namespace, entry)
+    const cleared = keys.length < batchSize
+    scope.put(this.#namespace, key, JSON.stringify({ ...declarationOf(index), state: cleared ? 'building' : 'clearing', after: null, done: 0, total: 0 }))
+    // Decided here: the next critical section (a write) keeps the index.
+    if (cleared) index.status.set('building')
+  }
+
+  /**
+   * Index the next batch of records after the marker and advance it, in
+   * one critical section: the records are read as they are now (every
+   * write decided before is written first), and a write that comes after
+   * keeps the entries of the record it writes, as it does for every
+   * declared index. Returns whether it was the last batch.
+   * @param {WriteScope} scope @param {CollectionModel} model @param {SecondaryIndex} index
+   * @param {Uint8Array} key @param {{ after: Uint8Array | null, done: number, total: number }} progress
+   */
+  async #buildBatch (scope, model, index, key, progress) {
+    await model.writer.drain()
+    const records = model.records
+    /** @type {any} */
+    const range = { limit: batchSize }
+    if (progress.after !== null) range.gt = progress.after
+    const page = await records.sublevel.iterator(range).all()
+    for (const [recordKey, json] of page) {
+      const id = decodeKey(recordKey, records)
+      // Key functions see a frozen record, as on every write.
+      const record = deepFreeze(parseRecord(json, records, recordKey))
+      for (const entry of index.entries(record, id, recordKey, json)) {
+        if (index.unique) await this.#claim(scope, model, index, entry, id, recordKey)
+        scope.put(index.namespace, entry.key, entry.value)
+      }
+    }
+    const finished = page.length < batchSize
+    const after = page.length > 0 ? page[page.length - 1][0] : progress.after
+    const done = progress.done + page.length
+    const total = Math.max(progress.total, done)
+    scope.put(this.#namespace, key, JSON.stringify(finished
+      ? { ...declarationOf(index), state: 'ready', done, total }
+      : { ...declarationOf(index), state: 'building', after: after === null ? null : bytesToHex(after), done, total }))
+    // Advanced only as the batch is decided: a batch that throws is done again.
+    progress.after = after
+    progress.done = index.status.done = done
+    progress.total = index.status.total = total
+    return finished
+  }
+
+  /**
+   * Refuse a unique value another record holds (LEVELKIT_UNIQUE naming
+   * both). An entry whose record does not hold its value (left by an index
+   * of an earlier levelkit, or damage) is replaced.
+   * @param {WriteScope} scope @param {CollectionModel} model @param {SecondaryIndex} index
+   * @param {import('./indexes.js').IndexEntry} entry @param {unknown} id @param {Uint8Array} idBytes
+   */
+  async #claim (scope, model, index, entry, id, idBytes) {
+    const owner = await current(scope, index.namespace, entry.key)
+    if (owner === undefined) return
+    const ownerBytes = ownerKey(model, index, owner)
+    if (compareBytes(ownerBytes, idBytes) === 0) return
+    const stored = await current(scope, model.records, ownerBytes)
+    if (stored === undefined) return
+    const ownerId = decodeKey(ownerBytes, model.records)
+    if (!holdsEntry(index, parseRecord(stored, model.records, ownerBytes), ownerId, ownerBytes, entry.key)) return
+    throw levelkitError(codes.UNIQUE, `Index "${index.name}" of "${model.name}" cannot be built: records ${describe(ownerId)} and ${describe(id)} share its value ${describe(entry.indexValue)}; it cannot be read until one of them changes, then db.buildIndexes() builds it`, {
+      collection: model.name, index: index.name, value: entry.indexValue, ids: [ownerId, id]
+    })
+  }
+}
+
+/**
+ * The value of `key` as a critical section that has drained the write path
+ * sees it: its own ops, else what is stored, read past the read cache (a
+ * build would fill it with values nobody asked for).
+ * @param {WriteScope} scope @param {Namespace} namespace @param {Uint8Array} key
+ */
+function current (scope, namespace, key) {
+  if (scope.ops.length > 0) {
+    scope.index()
+    const op = scope.local.get(namespace.keyId(key))
+    if (op !== undefined) return op.type === 'put' ? op.value : undefined
+  }
+  return namespace.read(key, scope.writer.syncReads, { keyEncoding: 'view', valueEncoding: namespace.valueEncoding })
+}
+
+/** @param {SecondaryIndex} index @returns {Declaration} */
+function declarationOf (index) {
+  return { unique: index.unique, multi: index.multi, covering: index.covering, version: index.version }
+}
+
+/** @param {StoredIndex} stored @param {Declaration} declared */
+function sameDeclaration (stored, declared) {
+  return stored.unique === declared.unique && stored.multi === declared.multi && stored.covering === declared.covering && stored.version === declared.version
+}
+
+/**
+ * @param {string} value @param {Namespace} namespace @param {Uint8Array} key
+ * @returns {StoredIndex}
+ */
+function parseStored (value, namespace, key) {
+  const stored = parseJson(value, namespace, key)
+  if (stored === null || typeof stored !== 'object' || typeof stored.state !== 'string') {
+    throw levelkitError(codes.DECODE_ERROR, `"${namespace.name}" holds ${describe(stored)}, not an index's declaration and state: it was written behind levelkit's back, or is damaged`, { namespace: namespace.name })
+  }
+  return stored
+}
+
+/** @param {Namespace} namespace */
+async function isNotEmpty (namespace) {
+  return (await namespace.sublevel.keys({ limit: 1 }).all()).length > 0
+}
+
+/** How many records a collection holds now (for progress: an estimate by the time it is read). @param {CollectionModel} model */
+async function countRecords (model) {
+  const it = model.records.sublevel.keys()
+  let n = 0
+  try {
+    for (let keys = await it.nextv(1024); keys.length > 0; keys = await it.nextv(1024)) n += keys.length
+  } finally {
+    await it.close()
+  }
+  return n
+}
+
+/** @param {unknown} err @returns {StoredError} */
+function storedError (err) {
+  const { code, message, collection, index, value, ids } = /** @type {any} */ (err)
+  const stored = { code, message: message ?? errorMessage(err), collection, index, value, ids }
+  try {
+    JSON.stringify(stored)
+    return stored
+  } catch {
+    // A value JSON cannot hold (bytes): the message names it.
+    return { code, message: stored.message, collection, index }
+  }
+}
+
+/** @param {Uint8Array} bytes */
+function bytesToHex (bytes) {
+  let hex = ''
+  for (const byte of bytes) hex += byte.toString(16).padStart(2, '0')
+  return hex
+}
+
+/** @param {string} hex */
+function hexToBytes (hex) {
+  const bytes = new Uint8Array(hex.length / 2)
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16)
+  return bytes
+}

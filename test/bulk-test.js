@@ -1,0 +1,331 @@
+// Bulk loads: collection.insertMany() / putMany() and children.appendMany()
+// write their input in batches, each batch atomic with its index entries
+// and counters; a refusal leaves whole batches only and says how many
+// records were written before it. A SIGKILL mid-load leaves whole batches
+// and a clean check() (a real child process on LevelDB).
+import test from 'tape'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import fc from 'fast-check'
+import { MemoryLevel } from 'memory-level'
+import { open } from '../index.js'
+import { encodeJson, encodeJsonWithCopy } from '../lib/json-value.js'
+import { killCycle } from './util/worker.js'
+
+const WORKER = fileURLToPath(new URL('./fixtures/bulk-worker.js', import.meta.url))
+
+/** @param {Promise<unknown>} promise @returns {Promise<any>} the rejection, or null */
+async function rejection (promise) {
+  try {
+    await promise
+    return null
+  } catch (err) {
+    return err
+  }
+}
+
+async function usersDb () {
+  const db = await open({ backend: 'memory' })
+  const users = db.collection('users', { indexes: { email: { unique: true, key: u => u.email } } })
+  return { db, users }
+}
+
+const user = (/** @type {number} */ i) => ({ email: `u${i}@x`, n: i })
+
+test('encodeJsonWithCopy: the JSON of encodeJson() and the copy JSON.parse() would make, or the same refusal', t => {
+  const special = [
+    { ['__proto__']: { polluted: true }, a: 1 }, // eslint-disable-line no-useless-computed-key
+    JSON.parse('{"__proto__": [1, {"x": 2}]}'),
+    { 2: 'b', 1: 'a', z: 0, '-1': 'n' },
+    { s: 'lone \ud800 and pair \ud83d\ude00 and "quotes" \n', deep: [[[{}]], [], { a: [null, false, 1.5e300] }] },
+    Object.assign(Object.create(null), { a: 1 }),
+    { skipped: undefined, kept: 1 }
+  ]
+  for (const value of special) {
+    const [json, copy] = encodeJsonWithCopy(value, 'v')
+    t.is(json, encodeJson(value, 'v'), `JSON of ${json}`)
+    t.same(copy, JSON.parse(json), 'the copy')
+    t.is(JSON.stringify(copy), json, 'in the same order')
+    t.is(Object.getPrototypeOf(copy), Object.prototype, 'a plain object')
+  }
+  const outcome = (/** @type {() => any} */ f) => { try { return f() } catch (err) { return err.message } }
+  fc.assert(fc.property(fc.dictionary(fc.string(), fc.jsonValue()), value => {
+    const expected = outcome(() => encodeJson(value, 'v'))
+    const got = outcome(() => encodeJsonWithCopy(value, 'v'))
+    // A refusal (-0) alike, else the same JSON and a copy that writes it.
+    return typeof got === 'string' ? got === expected : got[0] === expected && JSON.stringify(got[1]) === expected
+  }), { numRuns: 300 })
+  for (const bad of [{ a: -0 }, { a: [1, , 2] }, { when: new Date(0) }, { a: { toJSON: () => 1 } }]) { // eslint-disable-line no-sparse-arrays
+    let expected = null
+    let got = null
+    try { encodeJson(bad, 'v') } catch (err) { expected = err.message }
+    try { encodeJsonWithCopy(bad, 'v') } catch (err) { got = err.message }
+    t.is(got, expected, `refused alike: ${expected}`)
+  }
+  t.end()
+})
+
+test('insertMany: an array in batches, ids from the sequence, index entries with them', async t => {
+  const { db, users } = await usersDb()
+  await users.insert(user(0))
+  t.is(await users.insertMany([1, 2, 3, 4, 5, 6, 7].map(user), { batchSize: 3 }), 7, 'resolves with how many were written')
+  t.same((await users.query().all()).map(r => r.id), [1, 2, 3, 4, 5, 6, 7, 8], 'ids go on from the sequence, in input order')
+  t.is((await users.getBy('email', 'u7@x')).id, 8, 'index entries written with the records')
+  t.is(await users.insert(user(8)), 9, 'the sequence was raised')
+  t.is(await users.insertMany([]), 0, 'empty input')
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('insertMany: a unique conflict inside the input refuses its batch only, with error.written', async t => {
+  const { db, users } = await usersDb()
+  const records = [1, 2, 3, 4, 5].map(user)
+  records.push({ email: 'u4@x', n: 6 }) // the same email as record 4, in the same batch of 3
+  records.push(user(7))
+  const err = await rejection(users.insertMany(records, { batchSize: 3 }))
+  t.is(err && err.code, 'LEVELKIT_UNIQUE', 'LEVELKIT_UNIQUE')
+  t.is(err && err.written, 3, 'error.written: the first batch')
+  t.same((await users.query().all()).map(r => r.n), [1, 2, 3], 'nothing of the failing batch, nothing after it')
+  t.is(await users.getBy('email', 'u4@x'), undefined, 'no index entry of the failing batch')
+  t.is(await users.insert(user(9)), 4, 'no id of the failing batch was used')
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('insertMany: a unique conflict with a stored record, and across batches', async t => {
+  const { db, users } = await usersDb()
+  await users.insert(user(5))
+  const err = await rejection(users.insertMany([1, 2, 3, 4, 5, 6].map(user), { batchSize: 2 }))
+  t.is(err && err.code, 'LEVELKIT_UNIQUE')
+  t.is(err && err.written, 4, 'two whole batches were written before the refusal')
+  t.is(await users.count(), 5)
+  const across = await rejection(users.insertMany([user(10), user(11), user(10)], { batchSize: 2 }))
+  t.is(across && across.code, 'LEVELKIT_UNIQUE', 'a value taken by an earlier batch of the same call')
+  t.is(across && across.written, 2)
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('insertMany: bad input is LEVELKIT_INVALID, nothing of its batch written', async t => {
+  const { db, users } = await usersDb()
+  const bad = await rejection(users.insertMany([user(1), user(2), user(3), 'nope', user(5)], { batchSize: 2 }))
+  t.is(bad && bad.code, 'LEVELKIT_INVALID')
+  t.is(bad && bad.written, 2)
+  t.match(bad && bad.message, /insertMany/, 'the message names the call')
+  t.is(await users.count(), 2)
+  const withId = await rejection(users.insertMany([{ id: 7, email: 'a' }]))
+  t.is(withId && withId.code, 'LEVELKIT_INVALID', 'records of a sequence collection come without ids')
+  t.is((await rejection(users.insertMany(42))).code, 'LEVELKIT_INVALID', 'not iterable')
+  t.is((await rejection(users.insertMany([], { batchsize: 3 }))).code, 'LEVELKIT_INVALID', 'unknown option')
+  for (const batchSize of [0, 1.5, -1, '10', 1e9]) {
+    t.is((await rejection(users.insertMany([], { batchSize }))).code, 'LEVELKIT_INVALID', `batchSize ${JSON.stringify(batchSize)}`)
+  }
+  let closed = false
+  async function * stream () {
+    try {
+      for (let i = 30; ; i++) yield i === 33 ? user(1) : user(i)
+    } finally {
+      closed = true
+    }
+  }
+  const refused = await rejection(users.insertMany(stream(), { batchSize: 2 }))
+  t.is(refused && refused.code, 'LEVELKIT_UNIQUE')
+  t.is(refused && refused.written, 2)
+  t.ok(closed, 'the input is closed (return()) when the load stops early')
+  const thrown = await rejection(users.insertMany((function * () { yield user(20); throw new Error('source broke') })(), { batchSize: 1 }))
+  t.is(thrown && thrown.message, 'source broke', 'an error of the input itself is passed on')
+  t.is(thrown && thrown.written, 1, 'with error.written')
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('insertMany streams an async iterable: it never pulls far ahead of what is written', async t => {
+  const { db, users } = await usersDb()
+  const total = 5000
+  const batchSize = 100
+  let pulled = 0
+  let ahead = 0
+  async function * source () {
+    for (let i = 1; i <= total; i++) {
+      // Record i - 3 batches must be written by the time record i is pulled.
+      if (i % 50 === 0 && i > 3 * batchSize && !(await users.has(i - 3 * batchSize))) ahead++
+      pulled++
+      yield user(i)
+    }
+  }
+  t.is(await users.insertMany(source(), { batchSize }), total)
+  t.is(pulled, total)
+  t.is(ahead, 0, 'every record 3 batches back was written when a record was pulled')
+  t.is(await users.count(), total)
+  await db.close()
+})
+
+test('insertMany with function ids: an existing id is LEVELKIT_EXISTS; a sync iterable on LevelDB', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-bulk-'))
+  try {
+    let db = await open({ backend: 'leveldb', location: dir })
+    let entries = db.collection('entries', { id: e => e.key, indexes: { tag: { key: e => e.tag } } })
+    function * source (from, to) {
+      for (let i = from; i < to; i++) yield { key: String(i).padStart(8, '0'), tag: i % 7 }
+    }
+    t.is(await entries.insertMany(source(0, 2500), { batchSize: 1000 }), 2500)
+    const err = await rejection(entries.insertMany(source(2400, 2600), { batchSize: 50 }))
+    t.is(err && err.code, 'LEVELKIT_EXISTS', 'an id that is stored')
+    t.is(err && err.written, 0)
+    const dup = await rejection(entries.insertMany([{ key: 'a', tag: 1 }, { key: 'b', tag: 1 }, { key: 'a', tag: 2 }]))
+    t.is(dup && dup.code, 'LEVELKIT_EXISTS', 'an id twice in one batch')
+    await db.close()
+    db = await open({ backend: 'leveldb', location: dir })
+    entries = db.collection('entries', { id: e => e.key, indexes: { tag: { key: e => e.tag } } })
+    t.is(await entries.count(), 2500, 'every batch on disk after a reopen')
+    t.is(await entries.count({ index: 'tag', eq: 3 }), 357, 'with its index entries')
+    t.ok((await db.check()).ok, 'check() is clean')
+    await db.close()
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('insertMany with function ids sees writes decided and not yet written', async t => {
+  const db = await open({ backend: 'memory' })
+  const entries = db.collection('entries', { id: e => e.key })
+  await entries.insertMany([{ key: 'a' }, { key: 'c' }])
+  // Neither awaited: decided, maybe not yet written, when the batch is decided.
+  const deleting = entries.del('a')
+  const inserting = entries.insert({ key: 'b' })
+  t.is(await entries.insertMany([{ key: 'a', again: true }, { key: 'd' }]), 2, 'a key deleted just before is free')
+  const err = await rejection(entries.insertMany([{ key: 'e' }, { key: 'b' }]))
+  t.is(err && err.code, 'LEVELKIT_EXISTS', 'a key inserted just before is taken')
+  await Promise.all([deleting, inserting])
+  t.same((await entries.query().all()).map(e => e.key), ['a', 'b', 'c', 'd'])
+  t.is((await entries.get('a')).again, true)
+  await db.close()
+})
+
+test('insertMany with function ids between stored ids: point reads, one range read, or getMany()', async t => {
+  const db = await open({ backend: 'memory' })
+  const entries = db.collection('entries', { id: e => e.key })
+  const key = (/** @type {number} */ i) => String(i).padStart(4, '0')
+  const all = Array.from({ length: 1000 }, (_, i) => i)
+  t.is(await entries.insertMany(all.filter(i => i % 10 !== 5).map(i => ({ key: key(i) }))), 900)
+  // 100 new ids spread among 900 stored ones: too many in their span for one range read.
+  t.is(await entries.insertMany(all.filter(i => i % 10 === 5).map(i => ({ key: key(i) })), { batchSize: 100 }), 100)
+  const again = await rejection(entries.insertMany(all.filter(i => i % 10 === 0).map(i => ({ key: key(i + 1) })), { batchSize: 100 }))
+  t.is(again && again.code, 'LEVELKIT_EXISTS', 'taken ids among many stored ones are found')
+  for (const [batchSize, n, base] of [[100, 100, 1000], [200, 200, 2000], [10, 10, 3000]]) {
+    const ids = all.slice(0, n).map(i => ({ key: key(base + i) }))
+    ids.push({ key: key(500) })
+    const err = await rejection(entries.insertMany(ids, { batchSize }))
+    t.is(err && err.code, 'LEVELKIT_EXISTS', `batches of ${batchSize}: a stored id is found`)
+    t.is(err && err.written, n, 'after the batches before it')
+  }
+  t.is(await entries.count(), 1310)
+  t.ok((await db.check()).ok)
+  await db.close()
+})
+
+test('insertMany while a newly declared index is built', async t => {
+  const level = new MemoryLevel()
+  let db = await open({ db: level })
+  let items = db.collection('items', { id: r => r.code })
+  t.is(await items.insertMany(Array.from({ length: 3000 }, (_, i) => ({ code: `c${i}`, n: i % 100 }))), 3000)
+  await db.close()
+  db = await open({ db: level })
+  items = db.collection('items', { id: r => r.code, indexes: { n: { key: r => r.n } } })
+  t.is(await items.insertMany(Array.from({ length: 2000 }, (_, i) => ({ code: `d${i}`, n: i % 100 })), { batchSize: 500 }), 2000)
+  t.is(await items.count({ index: 'n', eq: 7 }), 50, 'the index holds the records loaded before and during its build')
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('insertMany in a db.write() scope is part of its one batch', async t => {
+  const { db, users } = await usersDb()
+  const err = await rejection(db.write(async w => {
+    await users.in(w).insertMany([user(1), user(2)], { batchSize: 1 })
+    await users.in(w).insert(user(1))
+  }))
+  t.is(err && err.code, 'LEVELKIT_UNIQUE')
+  t.is(await users.count(), 0, 'nothing written: the scope failed')
+  await db.write(async w => {
+    t.is(await users.in(w).insertMany([user(1), user(2)]), 2)
+  })
+  t.is(await users.count(), 2)
+  await db.close()
+})
+
+test('putMany: [id, record] entries, replacing records and their index entries, in batches', async t => {
+  const { db, users } = await usersDb()
+  await users.insertMany([1, 2, 3].map(user))
+  t.is(await users.putMany([[2, { email: 'two@x' }], [10, user(10)], [3, user(3)]], { batchSize: 2 }), 3)
+  t.is(await users.getBy('email', 'u2@x'), undefined, 'the old entry is gone')
+  t.is((await users.getBy('email', 'two@x')).id, 2)
+  t.is(await users.insert(user(11)), 11, 'the sequence was raised past a put id')
+  const err = await rejection(users.putMany(new Map([[20, user(20)], [21, user(21)], [22, { email: 'two@x' }]]), { batchSize: 2 }))
+  t.is(err && err.code, 'LEVELKIT_UNIQUE', 'a value another stored record holds')
+  t.is(err && err.written, 2)
+  const swap = await rejection(users.putMany([[1, { email: 'u3@x' }], [3, { email: 'u1@x' }]]))
+  t.is(swap && swap.code, 'LEVELKIT_UNIQUE', 'records are put one after the other')
+  for (const bad of [[[1]], [5], [[0, {}]], [[1, 'x']]]) {
+    t.is((await rejection(users.putMany(bad))).code, 'LEVELKIT_INVALID', `bad entry ${JSON.stringify(bad)}`)
+  }
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('appendMany: gap-free sequence numbers per parent, in batches', async t => {
+  const db = await open({ backend: 'memory' })
+  const chats = db.collection('chats')
+  const messages = db.children('messages', { parent: chats })
+  const blocks = db.children('blocked', { parent: chats, blockSize: 4 })
+  const chat = await chats.insert({})
+  await messages.append(chat, 'first')
+  async function * texts (n) { for (let i = 0; i < n; i++) yield `m${i}` }
+  t.is(await messages.appendMany(chat, texts(25), { batchSize: 10 }), 25)
+  t.is(await messages.append(chat, 'last'), 27, 'the sequence went on')
+  t.same(await messages.range(chat).all(), ['first', ...Array.from({ length: 25 }, (_, i) => `m${i}`), 'last'])
+  t.is(await blocks.appendMany(chat, ['a', 'b', 'c', 'd', 'e', 'f'], { batchSize: 4 }), 6)
+  const seqs = []
+  for await (const seq of blocks.range(chat).keys()) seqs.push(seq)
+  t.same(seqs, [1, 2, 3, 4, 5, 6], 'blocks too')
+  const missing = await rejection(messages.appendMany(999, ['x']))
+  t.is(missing && missing.code, 'LEVELKIT_NOT_FOUND')
+  t.is(missing && missing.written, 0)
+  const bad = await rejection(messages.appendMany(chat, ['ok', 'ok', undefined], { batchSize: 2 }))
+  t.is(bad && bad.code, 'LEVELKIT_INVALID')
+  t.is(bad && bad.written, 2)
+  t.is(await messages.append(chat, 'after'), 30, 'no seq of the refused batch was used')
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('crash: SIGKILL mid-load leaves whole batches only and a clean check()', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-bulk-crash-'))
+  const location = path.join(dir, 'db')
+  const batchSize = 500
+  try {
+    let loaded = 0
+    for (let cycle = 0; cycle < 3; cycle++) {
+      const wrong = await killCycle(WORKER, [location, String(batchSize)], async child => {
+        // Kill it once it has written a few batches, mid-load.
+        await new Promise(resolve => child.on('message', message => { if (message === 'batches') resolve() }))
+        await new Promise(resolve => setTimeout(resolve, 20 + cycle * 15))
+      })
+      t.is(wrong, null, `cycle ${cycle}: killed mid-load`)
+      const db = await open({ backend: 'leveldb', location })
+      const items = db.collection('items', { indexes: { code: { unique: true, key: r => r.code } } })
+      const all = await items.query().all()
+      t.is(all.length % batchSize, 0, `cycle ${cycle}: ${all.length} records, whole batches only`)
+      t.ok(all.length > loaded, `cycle ${cycle}: the load made progress`)
+      t.ok(all.every((r, i) => r.id === i + 1 && r.code === `c${i}`), 'the records in input order, ids from 1')
+      t.is(await items.count({ index: 'code' }), all.length, 'one index entry per record')
+      const report = await db.check()
+      t.ok(report.ok, `cycle ${cycle}: check() is clean`)
+      loaded = all.length
+      await db.close()
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
