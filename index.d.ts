@@ -61,10 +61,21 @@ export type Stored<T, K extends TupleValue = number> = T & { id: K }
 
 export interface OpenOptions {
   /**
-   * 'leveldb' (classic-level, Node), 'memory' (memory-level) or 'indexeddb' (browser-level, browsers).
+   * 'leveldb' (classic-level, Node), 'memory' (memory-level), 'indexeddb' (browser-level, browsers) or 'postgres' (a PostgreSQL table through pg, Node).
    * In Node: 'leveldb' when `location` is given, else 'memory'. In browsers: 'indexeddb' (database 'levelkit' when no `location` is given).
    */
-  backend?: 'leveldb' | 'memory' | 'indexeddb'
+  backend?: 'leveldb' | 'memory' | 'indexeddb' | 'postgres'
+  /** postgres: what pg connects with (else the PG* environment variables). */
+  connectionString?: string
+  /** postgres: the table holding the database (default 'levelkit'; [a-z_][a-z0-9_]{0,62}). */
+  table?: string
+  /** postgres: connections the pool opens at most (default 10); the table lock and snapshots take connections of their own. */
+  poolSize?: number
+  /**
+   * postgres: a pg `Pool` to use instead of one of its own (not ended at
+   * close). Typed by shape, so projects without `@types/pg` compile.
+   */
+  pool?: { query (...args: any[]): Promise<any>, connect (): Promise<any>, end (): Promise<void> }
   /**
    * Directory (leveldb) or database name (indexeddb: exactly this name;
    * databases made by levelkit 0.1 are named `level-js-<location>`: pass
