@@ -541,95 +541,49 @@ class ChunkReader {
   }
 }
 
-/** @extends {AbstractIterator<PostgresLevel, any, any>} */
-class PostgresIterator extends AbstractIterator {
-  #reader
+/**
+ * abstract-level's three iterator kinds differ here only in their base
+ * class: each reads through a ChunkReader.
+ * @template {new (...args: any[]) => any} Base
+ * @param {Base} Base
+ * @returns {new (db: PostgresLevel, options: any, reader: ChunkReader) => InstanceType<Base>}
+ */
+function chunkedIterator (Base) {
+  // (The cast: TypeScript gives a mixin the base's constructor signature.)
+  return /** @type {any} */ (class extends Base {
+    /** @type {ChunkReader} */
+    #reader
 
-  /** @param {PostgresLevel} db @param {any} options @param {ChunkReader} reader */
-  constructor (db, options, reader) {
-    super(db, options)
-    this.#reader = reader
-  }
+    /** @param {any[]} args db, options, and the ChunkReader */
+    constructor (...args) {
+      super(args[0], args[1])
+      this.#reader = args[2]
+    }
 
-  async _next () {
-    const [item] = await this.#reader.next(1, this.count)
-    return item
-  }
+    async _next () {
+      const [item] = await this.#reader.next(1, this.count)
+      return item
+    }
 
-  /** @param {number} size */
-  async _nextv (size) {
-    return this.#reader.next(size, this.count)
-  }
+    /** @param {number} size */
+    async _nextv (size) {
+      return this.#reader.next(size, this.count)
+    }
 
-  async _all () {
-    return this.#reader.all(this.count)
-  }
+    async _all () {
+      return this.#reader.all(this.count)
+    }
 
-  /** @param {Buffer} target */
-  _seek (target) {
-    this.#reader.seek(target)
-  }
+    /** @param {Buffer} target */
+    _seek (target) {
+      this.#reader.seek(target)
+    }
+  })
 }
 
-/** @extends {AbstractKeyIterator<PostgresLevel, any>} */
-class PostgresKeyIterator extends AbstractKeyIterator {
-  #reader
-
-  /** @param {PostgresLevel} db @param {any} options @param {ChunkReader} reader */
-  constructor (db, options, reader) {
-    super(db, options)
-    this.#reader = reader
-  }
-
-  async _next () {
-    const [item] = await this.#reader.next(1, this.count)
-    return item
-  }
-
-  /** @param {number} size */
-  async _nextv (size) {
-    return this.#reader.next(size, this.count)
-  }
-
-  async _all () {
-    return this.#reader.all(this.count)
-  }
-
-  /** @param {Buffer} target */
-  _seek (target) {
-    this.#reader.seek(target)
-  }
-}
-
-/** @extends {AbstractValueIterator<PostgresLevel, any, any>} */
-class PostgresValueIterator extends AbstractValueIterator {
-  #reader
-
-  /** @param {PostgresLevel} db @param {any} options @param {ChunkReader} reader */
-  constructor (db, options, reader) {
-    super(db, options)
-    this.#reader = reader
-  }
-
-  async _next () {
-    const [item] = await this.#reader.next(1, this.count)
-    return item
-  }
-
-  /** @param {number} size */
-  async _nextv (size) {
-    return this.#reader.next(size, this.count)
-  }
-
-  async _all () {
-    return this.#reader.all(this.count)
-  }
-
-  /** @param {Buffer} target */
-  _seek (target) {
-    this.#reader.seek(target)
-  }
-}
+const PostgresIterator = chunkedIterator(AbstractIterator)
+const PostgresKeyIterator = chunkedIterator(AbstractKeyIterator)
+const PostgresValueIterator = chunkedIterator(AbstractValueIterator)
 
 /**
  * @typedef {object} LockHolder
