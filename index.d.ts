@@ -477,6 +477,8 @@ export interface CheckReport {
   ok: boolean
   problems: Problem[]
   repaired: number
+  /** Indexes left out because they are being built or cleared (only when there are any): run `db.buildIndexes()` first to check them. */
+  unchecked?: Array<{ collection: string, index: string, state: 'building' | 'clearing' }>
 }
 
 /** How the read caches evict (see `levelkit/cache`). */

@@ -95,6 +95,8 @@ async function main (argv) {
       }
       const left = report.problems.length - report.repaired
       console.log(report.problems.length === 0 ? 'ok: no problems found' : `${report.problems.length} problem(s), ${report.repaired} repaired, ${left} left`)
+      const unchecked = report.unchecked ?? []
+      if (unchecked.length > 0) console.log(`not checked, being built or cleared: ${unchecked.map((/** @type {any} */ u) => `${u.collection}.${u.index} (${u.state})`).join(', ')}; they build at their collection's first use, or with db.buildIndexes()`)
     }
     return report.problems.length === report.repaired ? 0 : 1
   } finally {

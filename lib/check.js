@@ -27,7 +27,7 @@ import { COUNTER_KEY } from './versions.js'
  *
  * @param {import('./database.js').Database} db
  * @param {unknown} options { repair }
- * @returns {Promise<{ ok: boolean, problems: Problem[], repaired: number }>}
+ * @returns {Promise<{ ok: boolean, problems: Problem[], repaired: number, unchecked?: Array<{ collection: string, index: string, state: string }> }>}
  */
 export async function checkDatabase (db, options) {
   const { repair = false } = optionsOf(options, 'db.check()')
@@ -41,10 +41,10 @@ export async function checkDatabase (db, options) {
   const unbuilt = unbuiltIndexes(db)
 
   if (!repair) {
-    if (!root.supports.explicitSnapshots) return db.writer.read(async () => report(await scan(db, undefined, unbuilt), new Set()))
+    if (!root.supports.explicitSnapshots) return db.writer.read(async () => report(await scan(db, undefined, new Set(unbuilt.keys())), new Set(), unbuilt))
     const snapshot = root.snapshot()
     try {
-      return report(await scan(db, snapshot, unbuilt), new Set())
+      return report(await scan(db, snapshot, new Set(unbuilt.keys())), new Set(), unbuilt)
     } finally {
       await snapshot.close()
     }
@@ -52,24 +52,28 @@ export async function checkDatabase (db, options) {
   return db.writer.run(async scope => {
     await db.writer.drain()
     clearReadCaches(root)
-    const found = await scan(db, undefined, unbuiltIndexes(db))
+    const unbuiltNow = unbuiltIndexes(db)
+    const found = await scan(db, undefined, new Set(unbuiltNow.keys()))
     const applied = applicable(found)
     for (const { fix } of found) {
       if (fix === null || !applied.has(fix)) continue
       if (fix.type === 'put') scope.put(fix.namespace, fix.key, fix.value)
       else scope.del(fix.namespace, fix.key)
     }
-    return report(found, applied)
+    return report(found, applied, unbuiltNow)
   })
 }
 
 /**
  * @param {Array<{ problem: Omit<Problem, 'repaired'>, fix: Fix | null }>} found
  * @param {Set<Fix>} applied
+ * @param {Map<import('./indexes.js').SecondaryIndex, string>} unbuilt the indexes left out, with their state then
  */
-function report (found, applied) {
+function report (found, applied, unbuilt) {
   const problems = found.map(({ problem, fix }) => ({ ...problem, repaired: fix !== null && applied.has(fix) }))
-  return { ok: problems.length === 0, problems, repaired: problems.filter(p => p.repaired).length }
+  const result = { ok: problems.length === 0, problems, repaired: problems.filter(p => p.repaired).length }
+  if (unbuilt.size === 0) return result
+  return { ...result, unchecked: Array.from(unbuilt, ([index, state]) => ({ collection: index.collection, index: index.name, state })) }
 }
 
 /**
@@ -108,16 +112,17 @@ function needsOf (fixes) {
 }
 
 /**
- * The indexes whose entries are being cleared or built (lib/schema.js).
+ * The indexes whose entries are being cleared or built (lib/schema.js),
+ * with that state.
  * @param {import('./database.js').Database} db
- * @returns {Set<import('./indexes.js').SecondaryIndex>}
+ * @returns {Map<import('./indexes.js').SecondaryIndex, string>}
  */
 function unbuiltIndexes (db) {
-  const unbuilt = new Set()
+  const unbuilt = new Map()
   for (const { kind, model } of db.models()) {
     if (kind !== 'collection') continue
     for (const index of model.indexes.values()) {
-      if (index.status.state === 'building' || index.status.state === 'clearing') unbuilt.add(index)
+      if (index.status.state === 'building' || index.status.state === 'clearing') unbuilt.set(index, index.status.state)
     }
   }
   return unbuilt

@@ -273,7 +273,9 @@ export default function (test, common) {
 
     const { db, books } = await session(base.level, { byTitle: KINDS.unique })
     t.same((await db.schemaStatus()).books.byTitle, { state: 'building', declared: true, done: 0, total: 0 }, 'to be built')
-    t.ok((await db.check()).ok, 'check() leaves it out')
+    const report = await db.check()
+    t.ok(report.ok, 'check() leaves it out')
+    t.same(report.unchecked, [{ collection: 'books', index: 'byTitle', state: 'building' }], 'and says so')
     t.is((await base.level.keys().all()).length, before, 'nothing written: a program may still find the database is not its own')
     const waiting = books.getBy('byTitle', title(500))
     const closing = db.close()
