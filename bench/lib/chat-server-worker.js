@@ -25,7 +25,8 @@ import { buildApp } from '../../server/lib/app.js'
 import { levelkitKv } from '../../server/lib/kv.js'
 import { SqliteChatStore, sqliteKv } from './sqlite-chat-store.js'
 import { MapChatStore } from './map-chat-store.js'
-import { makeWorkload } from './chat-workload-worker.js'
+import { makeWorkload, pump } from './chat-workload-worker.js'
+import { dirSize } from './seeds-common.js'
 
 /** What the no-op app answers to every request. */
 export const NOOP_BODY = Object.freeze({ ok: true })
@@ -118,30 +119,11 @@ async function start (config) {
   const stop = async () => {
     await app.close()
     if (opened) await opened.close()
-    const bytes = sizeOf(dir)
+    const bytes = dirSize(dir)
     fs.rmSync(dir, { recursive: true, force: true })
     return { dbBytes: bytes, peakRssBytes: process.resourceUsage().maxRSS * 1024 }
   }
   return { port: app.server.address().port, populate: opened ? opened.populate : null, stop }
-}
-
-/** Run `fn` over `items` with `concurrency` in flight. @template T @param {T[]} items @param {number} concurrency @param {(x: T) => Promise<unknown>} fn */
-async function pump (items, concurrency, fn) {
-  let i = 0
-  const lane = async () => {
-    while (i < items.length) await fn(items[i++])
-  }
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane))
-}
-
-/** @param {string} dir */
-function sizeOf (dir) {
-  if (!fs.existsSync(dir)) return 0
-  const stat = fs.statSync(dir)
-  if (!stat.isDirectory()) return stat.size
-  let total = 0
-  for (const name of fs.readdirSync(dir)) total += sizeOf(path.join(dir, name))
-  return total
 }
 
 if (process.send) {

@@ -15,6 +15,7 @@ import { Progress } from './progress.js'
 import { serveOneRun } from './child-run.js'
 import { openLevelkit, openSqlite, hashPassword } from './chat-workload-sides.js'
 import { prng } from 'levelkit-testkit/prng'
+import { dirSize } from './seeds-common.js'
 
 /**
  * @typedef {{
@@ -212,22 +213,12 @@ async function timed (call, inputs, from, to, concurrency) {
 }
 
 /** Run `fn` over `items` with `concurrency` in flight. @param {any[]} items @param {number} concurrency @param {(x: any) => Promise<unknown>} fn */
-async function pump (items, concurrency, fn) {
+export async function pump (items, concurrency, fn) {
   let i = 0
   const lane = async () => {
     while (i < items.length) await fn(items[i++])
   }
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane))
-}
-
-/** @param {string} dir */
-function sizeOf (dir) {
-  let total = 0
-  if (!fs.existsSync(dir)) return 0
-  const stat = fs.statSync(dir)
-  if (!stat.isDirectory()) return stat.size
-  for (const name of fs.readdirSync(dir)) total += sizeOf(path.join(dir, name))
-  return total
 }
 
 /** Strip what legitimately differs between the sides (creation times). @param {any} value */
@@ -379,7 +370,7 @@ export async function runOnce (config) {
   for (let i = 0; i < 200; i++) await hashPassword(`pw${i}`, cost)
   const hashUs = (performance.now() - hashStart) / 200 * 1000
 
-  const dbBytes = { levelkit: lk ? sizeOf(levelDir) : null, sqlite: sq ? sizeOf(sqliteFile) + sizeOf(sqliteFile + '-wal') : null }
+  const dbBytes = { levelkit: lk ? dirSize(levelDir) : null, sqlite: sq ? dirSize(sqliteFile) + dirSize(sqliteFile + '-wal') : null }
   for (const side of sides) await side.close()
   if (!config.keepDb) fs.rmSync(base, { recursive: true, force: true })
   return { run: config.run, results, populate, hashUs, floor, dbBytes, mismatches, loadAverage: os.loadavg(), peakRssBytes: process.resourceUsage().maxRSS * 1024 }

@@ -17,7 +17,7 @@
 import { performance } from 'node:perf_hooks'
 import { prng } from 'levelkit-testkit/prng'
 import { quantile } from './stats.js'
-import { GIVE_UPS } from './transactions-drive.js'
+import { countGiveUp } from './transactions-drive.js'
 
 /** The modes: optimistic, or pessimistic with soft locks (like GetForUpdate). */
 export const RT_MODES = Object.freeze({
@@ -71,9 +71,7 @@ export async function randomTransaction ({ db, rows, mode, sets, keys, clients, 
         committed++
         latencies.push(performance.now() - t0)
       } catch (err) {
-        const code = /** @type {any} */ (err)?.code
-        if (!GIVE_UPS.includes(code)) throw err
-        gaveUpBy[code] = (gaveUpBy[code] ?? 0) + 1
+        countGiveUp(err, gaveUpBy)
       }
     }
   }

@@ -148,8 +148,10 @@ export function printTable (table, left = 1) {
   }
 }
 
-/** Total size of the files under a directory. @param {string} dir @returns {number} bytes */
+/** Total size of the files under a directory (of a file; 0 if missing). @param {string} dir @returns {number} bytes */
 export function dirSize (dir) {
+  if (!fs.existsSync(dir)) return 0
+  if (!fs.statSync(dir).isDirectory()) return fs.statSync(dir).size
   let total = 0
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const file = path.join(dir, entry.name)

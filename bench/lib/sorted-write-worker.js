@@ -25,10 +25,10 @@
 
 import crypto from 'node:crypto'
 import fs from 'node:fs'
-import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Progress } from './progress.js'
 import { serveOneRun } from './child-run.js'
+import { dirSize } from './seeds-common.js'
 
 const WINDOW = 1000
 // The levelkit entries' collection, and the namespace the raw mode writes.
@@ -198,16 +198,6 @@ async function barePut (db, n, concurrency, value) {
   }
   await Promise.all(Array.from({ length: Math.min(concurrency, n) }, pump))
   return performance.now() - start
-}
-
-/** @param {string} dir @returns {number} bytes */
-function dirSize (dir) {
-  let total = 0
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const file = path.join(dir, entry.name)
-    total += entry.isDirectory() ? dirSize(file) : fs.statSync(file).size
-  }
-  return total
 }
 
 /**

@@ -15,6 +15,17 @@ import { MAX_AMOUNT } from './transactions-sides.js'
 export const GIVE_UPS = Object.freeze([codes.CONFLICT, codes.DEADLOCK, codes.LOCK_TIMEOUT, codes.TX_EXPIRED])
 
 /**
+ * Count a transaction that gave up (one of GIVE_UPS) by its code; rethrow
+ * anything else.
+ * @param {unknown} err @param {Record<string, number>} gaveUpBy
+ */
+export function countGiveUp (err, gaveUpBy) {
+  const code = /** @type {any} */ (err)?.code
+  if (!GIVE_UPS.includes(code)) throw err
+  gaveUpBy[code] = (gaveUpBy[code] ?? 0) + 1
+}
+
+/**
  * @typedef {{
  *   ops: number, reads: number, transfers: number, declined: number, retries: number,
  *   gaveUp: number, gaveUpBy: Record<string, number>, ms: number, opsPerSec: number, p50Ms: number, p99Ms: number,
@@ -67,9 +78,7 @@ export async function drive ({ side, loops, seconds, seed, readShare, choose }) 
         }
         latencies.push(performance.now() - t0)
       } catch (err) {
-        const code = /** @type {any} */ (err)?.code
-        if (!GIVE_UPS.includes(code)) throw err
-        gaveUpBy[code] = (gaveUpBy[code] ?? 0) + 1
+        countGiveUp(err, gaveUpBy)
       }
     }
   }
