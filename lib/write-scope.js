@@ -195,7 +195,8 @@ export class WriteScope {
     // Nothing is pending for the key here, so the stored value is current.
     const name = bytesToBinaryString(key)
     if (namespace.cache.has(name)) return namespace.cache.get(name)
-    const value = namespace.read(key, this.writer.syncReads)
+    const idb = this.writer.idb
+    const value = idb !== null && idb.ready ? idb.get(namespace, key, true) : namespace.read(key, this.writer.syncReads)
     if (value instanceof Promise) return value.then(v => { namespace.remember(key, v); return v })
     namespace.remember(key, value)
     return value
@@ -212,7 +213,9 @@ export class WriteScope {
     const id = namespace.keyId(key)
     let read = reads.get(id)
     if (read === undefined) {
-      read = Promise.resolve(namespace.read(key, false))
+      const idb = this.writer.idb
+      // On IndexedDB, in the transaction the section's batch is written in.
+      read = Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, true) : namespace.read(key, false))
       reads.set(id, read)
       read.catch(() => { if (reads.get(id) === read) reads.delete(id) })
     }
@@ -276,7 +279,10 @@ export class WriteScope {
   async entries (namespace, bounds, options) {
     await this.writer.drain()
     const values = options?.values !== false
-    const stored = await namespace.sublevel.iterator({ ...bounds, values }).all()
+    const idb = this.writer.idb
+    const stored = idb !== null && idb.ready
+      ? await idb.entries(namespace, bounds, { values }, true)
+      : await namespace.sublevel.iterator({ ...bounds, values }).all()
     /** @type {Map<string, [Uint8Array, any]>} */
     const merged = new Map()
     for (const [key, value] of stored) merged.set(namespace.keyId(key), [key, value])
