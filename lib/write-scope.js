@@ -223,6 +223,31 @@ export class WriteScope {
   }
 
   /**
+   * Start reading `keys` of `namespace` at once where each read is a round
+   * trip (IndexedDB): the get()s of them that follow in this section take
+   * these reads (see #readOnce) instead of making requests one after
+   * another. Keys decided and not yet written are left to get(), which
+   * answers them from the ops; elsewhere this does nothing.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys
+   */
+  prefetch (namespace, keys) {
+    const idb = this.writer.idb
+    // Not for a transaction (defersCounters): it reads outside the critical
+    // section, as of its own start, and not through #reads.
+    if (idb === null || !idb.ready || namespace.cache !== null || !this.open || keys.length < 2 || this.defersCounters) return
+    const reads = this.#reads || (this.#reads = new Map())
+    if (this.indexed < this.ops.length) this.index()
+    const pending = this.ops.length > 0 || this.writer.pending
+    for (const key of keys) {
+      const id = namespace.keyId(key)
+      if (reads.has(id) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
+      const read = idb.get(namespace, key, true)
+      reads.set(id, read)
+      read.catch(() => { if (reads.get(id) === read) reads.delete(id) })
+    }
+  }
+
+  /**
    * Whether counters (a collection's id sequence, its version counter) are
    * raised at commit rather than read and written (see Transaction): then
    * the ids and versions it takes are reserved in memory.
