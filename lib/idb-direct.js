@@ -50,6 +50,9 @@ export function idbDirectFor (level) {
  * @typedef {{ transaction: IDBTransaction, store: IDBObjectStore, done: boolean, strict: boolean, sealed: boolean, since: number, writes: number }} Slot
  *   `sealed`: holds a batch; `since`: when it was opened, or got its batch; `writes`: write path transactions opened before it
  * @typedef {import('./write-scope.js').Bounds} Bounds
+ * @typedef {boolean | 'strict'} Mode where a read is made: false outside the write path (a readonly
+ *   transaction), true inside a critical section (the write path's readwrite transaction), 'strict' inside
+ *   one whose batch is to be durable (a readwrite transaction with 'strict' durability, which the batch joins)
  */
 
 export class IdbDirect {
@@ -78,7 +81,7 @@ export class IdbDirect {
    * The raw value of `key` in `namespace` (a string or bytes, as the
    * namespace's sublevel would return it), or undefined.
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
-   * @param {boolean} write in the write path's transaction (inside a critical section)
+   * @param {Mode} write
    * @returns {Promise<any>}
    */
   get (namespace, key, write) {
@@ -89,7 +92,7 @@ export class IdbDirect {
   /**
    * The raw values of `keys`, in order: every request made at once, in one
    * transaction.
-   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys @param {boolean} write
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys @param {Mode} write
    * @returns {Promise<any[]>}
    */
   getMany (namespace, keys, write) {
@@ -107,7 +110,7 @@ export class IdbDirect {
    * cursor, in one transaction.
    * @param {import('./namespace.js').Namespace} namespace @param {Bounds} bounds
    * @param {{ values?: boolean, reverse?: boolean, limit?: number }} options
-   * @param {boolean} write
+   * @param {Mode} write
    * @returns {Promise<Array<[Uint8Array, any]>>}
    */
   entries (namespace, bounds, options, write) {
@@ -197,24 +200,26 @@ export class IdbDirect {
    * (a batch's failure aborts it: a read that was only passing through is
    * then made again, and the write path refuses what rests on the batch).
    * @template T
-   * @param {boolean} write @param {(store: IDBObjectStore) => Promise<T>} request
+   * @param {Mode} mode @param {(store: IDBObjectStore) => Promise<T>} request
    * @returns {Promise<T>}
    */
-  #retrying (write, request) {
-    let slot = this.#slot(write, false)
+  #retrying (mode, request) {
+    const write = mode !== false
+    const strict = mode === 'strict'
+    let slot = this.#slot(write, strict)
     let answer
     try {
       answer = request(slot.store)
     } catch (err) {
       if (!isInactive(err)) return Promise.reject(err)
       slot.done = true
-      slot = this.#slot(write, false)
+      slot = this.#slot(write, strict)
       answer = request(slot.store)
     }
     if (!write) return answer
     return answer.catch(err => {
       if (/** @type {any} */ (err)?.name !== 'AbortError') throw err
-      return request(this.#slot(write, false).store)
+      return request(this.#slot(write, strict).store)
     })
   }
 

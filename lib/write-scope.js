@@ -29,6 +29,8 @@ export class WriteScope {
     this.hostsReads = false
     /** Whether this is a batch of a bulk load (lib/bulk.js): the writer writes it as a chained batch */
     this.bulk = false
+    /** Whether its batch is to be flushed to disk: on IndexedDB its reads then go in a 'strict' transaction, which the batch joins */
+    this.durable = false
   }
 
   /**
@@ -196,7 +198,7 @@ export class WriteScope {
     const name = bytesToBinaryString(key)
     if (namespace.cache.has(name)) return namespace.cache.get(name)
     const idb = this.writer.idb
-    const value = idb !== null && idb.ready ? idb.get(namespace, key, true) : namespace.read(key, this.writer.syncReads)
+    const value = idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, this.writer.syncReads)
     if (value instanceof Promise) return value.then(v => { namespace.remember(key, v); return v })
     namespace.remember(key, value)
     return value
@@ -215,11 +217,16 @@ export class WriteScope {
     if (read === undefined) {
       const idb = this.writer.idb
       // On IndexedDB, in the transaction the section's batch is written in.
-      read = Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, true) : namespace.read(key, false))
+      read = Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, false))
       reads.set(id, read)
       read.catch(() => { if (reads.get(id) === read) reads.delete(id) })
     }
     return read
+  }
+
+  /** Where this section reads on IndexedDB (see lib/idb-direct.js). @returns {import('./idb-direct.js').Mode} */
+  #mode () {
+    return this.durable ? 'strict' : true
   }
 
   /**
@@ -241,7 +248,7 @@ export class WriteScope {
     for (const key of keys) {
       const id = namespace.keyId(key)
       if (reads.has(id) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
-      const read = idb.get(namespace, key, true)
+      const read = idb.get(namespace, key, this.#mode())
       reads.set(id, read)
       read.catch(() => { if (reads.get(id) === read) reads.delete(id) })
     }
@@ -306,7 +313,7 @@ export class WriteScope {
     const values = options?.values !== false
     const idb = this.writer.idb
     const stored = idb !== null && idb.ready
-      ? await idb.entries(namespace, bounds, { values }, true)
+      ? await idb.entries(namespace, bounds, { values }, this.#mode())
       : await namespace.sublevel.iterator({ ...bounds, values }).all()
     /** @type {Map<string, [Uint8Array, any]>} */
     const merged = new Map()

@@ -260,6 +260,7 @@ export class Writer {
     let failure
     const pending = this.#newest
     const scope = new WriteScope(this)
+    if (sync || this.durable) scope.durable = true
     try {
       if (this.#crossTab) await this.#holdCrossTab()
       this.#holder = scope
