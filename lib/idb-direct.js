@@ -47,7 +47,7 @@ export function idbDirectFor (level) {
 }
 
 /**
- * @typedef {{ transaction: IDBTransaction, store: IDBObjectStore, done: boolean, strict: boolean, sealed: boolean, since: number, writes: number }} Slot
+ * @typedef {{ transaction: IDBTransaction, store: IDBObjectStore, write: boolean, done: boolean, strict: boolean, sealed: boolean, since: number, writes: number }} Slot
  *   `sealed`: holds a batch; `since`: when it was opened, or got its batch; `writes`: write path transactions opened before it
  * @typedef {import('./write-scope.js').Bounds} Bounds
  * @typedef {boolean | 'strict'} Mode where a read is made: false outside the write path (a readonly
@@ -86,7 +86,7 @@ export class IdbDirect {
    */
   get (namespace, key, write) {
     const stored = this.#prefixed(namespace, key)
-    return this.#retrying(write, store => settle(store.get(stored))).then(value => decodeValue(value, namespace))
+    return this.#retrying(write, store => this.#settle(store.get(stored))).then(value => decodeValue(value, namespace))
   }
 
   /**
@@ -98,7 +98,7 @@ export class IdbDirect {
   getMany (namespace, keys, write) {
     if (keys.length === 0) return Promise.resolve([])
     const stored = keys.map(key => this.#prefixed(namespace, key))
-    return this.#retrying(write, store => Promise.all(stored.map(key => settle(store.get(key)))))
+    return this.#retrying(write, store => Promise.all(stored.map(key => this.#settle(store.get(key)))))
       .then(values => values.map(value => decodeValue(value, namespace)))
   }
 
@@ -124,15 +124,15 @@ export class IdbDirect {
     const entry = (key, value) => [unprefixed(key, prefix.length), values ? decodeValue(value, namespace) : undefined]
     return this.#retrying(write, store => {
       if (!options.reverse) {
-        const keys = settle(store.getAllKeys(range, count))
+        const keys = this.#settle(store.getAllKeys(range, count))
         if (!values) return keys.then(keys => keys.map(key => entry(key, undefined)))
-        return Promise.all([keys, settle(store.getAll(range, count))]).then(([keys, found]) => keys.map((key, i) => entry(key, found[i])))
+        return Promise.all([keys, this.#settle(store.getAll(range, count))]).then(([keys, found]) => keys.map((key, i) => entry(key, found[i])))
       }
       if (typeof (/** @type {any} */ (store).getAllRecords) === 'function') {
-        return settle(/** @type {any} */ (store).getAllRecords({ query: range, count, direction: 'prev' }))
+        return this.#settle(/** @type {any} */ (store).getAllRecords({ query: range, count, direction: 'prev' }))
           .then(records => records.map((/** @type {any} */ record) => entry(record.key, record.value)))
       }
-      return cursorEntries(values ? store.openCursor(range, 'prev') : store.openKeyCursor(range, 'prev'), count ?? Infinity, entry)
+      return this.#cursorEntries(values ? store.openCursor(range, 'prev') : store.openKeyCursor(range, 'prev'), count ?? Infinity, entry)
     })
   }
 
@@ -174,7 +174,7 @@ export class IdbDirect {
       // Only a transaction found inactive at the first request holds
       // nothing of the batch: else the batch fails whole.
       if (made > 0 || !isInactive(err)) throw abortWith(slot, err)
-      slot.done = true
+      this.#forget(slot)
       slot = this.#slot(true, strict, true)
       try {
         put(slot.store)
@@ -209,17 +209,21 @@ export class IdbDirect {
     let slot = this.#slot(write, strict)
     let answer
     try {
+      this.#making = slot
       answer = request(slot.store)
     } catch (err) {
       if (!isInactive(err)) return Promise.reject(err)
-      slot.done = true
+      // Not active in this task (it may still be in another's callbacks).
+      if (write ? this.#write === slot : this.#read === slot) this.#forget(slot)
       slot = this.#slot(write, strict)
+      this.#making = slot
       answer = request(slot.store)
     }
     if (!write) return answer
     return answer.catch(err => {
       if (/** @type {any} */ (err)?.name !== 'AbortError') throw err
-      return request(this.#slot(write, strict).store)
+      this.#making = this.#slot(write, strict)
+      return request(this.#making.store)
     })
   }
 
@@ -236,7 +240,7 @@ export class IdbDirect {
     const transaction = level.db.transaction([level.location], write ? 'readwrite' : 'readonly', strict ? { durability: 'strict' } : undefined)
     if (write) this.#writes++
     /** @type {Slot} */
-    const slot = { transaction, store: transaction.objectStore(level.location), done: false, strict, sealed: false, since: performance.now(), writes: this.#writes }
+    const slot = { transaction, store: transaction.objectStore(level.location), write, done: false, strict, sealed: false, since: performance.now(), writes: this.#writes }
     const finish = () => { slot.done = true }
     transaction.addEventListener('complete', finish)
     transaction.addEventListener('abort', finish)
@@ -257,6 +261,68 @@ export class IdbDirect {
     if (slot.sealed) return !batch && performance.now() - slot.since < JOIN_MS
     if (write) return true
     return slot.writes === this.#writes && performance.now() - slot.since < JOIN_MS
+  }
+
+  /** @type {Slot | null} the transaction requests are being made on */
+  #making = null
+
+  /** @param {Slot} slot no longer the current one of its kind */
+  #forget (slot) {
+    if (slot.write) this.#write = null
+    else this.#read = null
+  }
+
+  /**
+   * A request's answer. Its transaction is active while its callback and the
+   * microtasks after it run: requests made meanwhile join it, so it becomes
+   * the current one of its kind (several chains of reads may alternate, each
+   * in a transaction of its own).
+   * @param {IDBRequest} request
+   * @returns {Promise<any>}
+   */
+  #settle (request) {
+    const slot = /** @type {Slot} */ (this.#making)
+    return new Promise((resolve, reject) => {
+      request.onsuccess = () => {
+        this.#dispatched(slot)
+        resolve(request.result)
+      }
+      request.onerror = () => reject(request.error)
+    })
+  }
+
+  /** @param {Slot} slot whose request's callback runs */
+  #dispatched (slot) {
+    if (slot.write) this.#write = slot
+    else this.#read = slot
+  }
+
+  /**
+   * Up to `count` entries from a cursor, in one transaction.
+   * @param {IDBRequest<IDBCursor | IDBCursorWithValue | null>} request @param {number} count
+   * @param {(key: any, value: any) => [Uint8Array, any]} entry
+   * @returns {Promise<Array<[Uint8Array, any]>>}
+   */
+  #cursorEntries (request, count, entry) {
+    const slot = /** @type {Slot} */ (this.#making)
+    /** @type {Array<[Uint8Array, any]>} */
+    const entries = []
+    return new Promise((resolve, reject) => {
+      request.onsuccess = () => {
+        const cursor = /** @type {any} */ (request.result)
+        if (cursor === null || entries.length >= count) {
+          this.#dispatched(slot)
+          return resolve(entries)
+        }
+        entries.push(entry(cursor.key, cursor.value))
+        if (entries.length < count) cursor.continue()
+        else {
+          this.#dispatched(slot)
+          resolve(entries)
+        }
+      }
+      request.onerror = () => reject(request.error)
+    })
   }
 
   /** @param {import('./namespace.js').Namespace} namespace */
@@ -302,38 +368,6 @@ export class IdbDirect {
       throw err
     }
   }
-}
-
-/**
- * @param {IDBRequest} request
- * @returns {Promise<any>}
- */
-function settle (request) {
-  return new Promise((resolve, reject) => {
-    request.onsuccess = () => resolve(request.result)
-    request.onerror = () => reject(request.error)
-  })
-}
-
-/**
- * Up to `count` entries from a cursor, in one transaction.
- * @param {IDBRequest<IDBCursor | IDBCursorWithValue | null>} request @param {number} count
- * @param {(key: any, value: any) => [Uint8Array, any]} entry
- * @returns {Promise<Array<[Uint8Array, any]>>}
- */
-function cursorEntries (request, count, entry) {
-  /** @type {Array<[Uint8Array, any]>} */
-  const entries = []
-  return new Promise((resolve, reject) => {
-    request.onsuccess = () => {
-      const cursor = /** @type {any} */ (request.result)
-      if (cursor === null) return resolve(entries)
-      entries.push(entry(cursor.key, cursor.value))
-      if (entries.length < count) cursor.continue()
-      else resolve(entries)
-    }
-    request.onerror = () => reject(request.error)
-  })
 }
 
 /** @param {unknown} err */

@@ -93,6 +93,23 @@ test('idb-direct: a user\'s own browser-level database gets the direct path', as
   await level.close()
 })
 
+test('idb-direct: concurrent chains of reads each keep to a transaction', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const users = db.collection('users')
+  await users.insertMany(Array.from({ length: 16 }, (_, i) => ({ name: `u${i}` })))
+  let found = 0
+  const counts = await countTransactions(() => Promise.all(Array.from({ length: 16 }, async (_, i) => {
+    for (let k = 0; k < 8; k++) if (await users.get(((i + k) % 16) + 1)) found++
+  })))
+  t.is(found, 128, 'every read answers')
+  // Reads share transactions (browser-level opens one per read: 128); a
+  // transaction is joined for JOIN_MS only, so under load each chain opens
+  // a few.
+  t.ok(counts.readonly < 64, `${counts.readonly} readonly transactions for 16 chains of 8 reads`)
+  t.is(counts.readwrite, 0, 'no readwrite one')
+  await db.close()
+})
+
 /**
  * Make the `n`th IDBObjectStore.put() from now fail, synchronously
  * (`throws`) or by aborting its transaction after the request is made.
