@@ -24,8 +24,12 @@
 // committed. Reads join a transaction for a bounded time only: while a chain
 // of requests keeps a transaction alive, a batch in it is not committed (its
 // writes do not resolve), and transactions of this tab or others that write
-// the store cannot start after a readonly one until it ends.
+// the store cannot start after a readonly one until it ends: a batch waits
+// JOIN_MS at most for the reads that joined it, and another tab's writes wait
+// READ_JOIN_MS at most for this tab's reads, as long as this tab's write
+// path keeps the cross-tab lock under a stream of writes (lib/writer.js).
 const JOIN_MS = 8
+const READ_JOIN_MS = 50
 
 const textEncoder = new TextEncoder()
 const textDecoder = new TextDecoder()
@@ -251,8 +255,8 @@ export class IdbDirect {
 
   /**
    * Whether a request may join `slot`, which is not finished: a batch never
-   * joins one holding a batch; reads join one for JOIN_MS after it was
-   * opened (readonly) or got its batch, and a readonly one only if the
+   * joins one holding a batch; reads join it for JOIN_MS after it got its
+   * batch, a readonly one for READ_JOIN_MS after it was opened and only if the
    * write path opened none since (it would wait for that one, while
    * blocking it).
    * @param {Slot} slot @param {boolean} write @param {boolean} batch
@@ -260,7 +264,7 @@ export class IdbDirect {
   #joinable (slot, write, batch) {
     if (slot.sealed) return !batch && performance.now() - slot.since < JOIN_MS
     if (write) return true
-    return slot.writes === this.#writes && performance.now() - slot.since < JOIN_MS
+    return slot.writes === this.#writes && performance.now() - slot.since < READ_JOIN_MS
   }
 
   /** @type {Slot | null} the transaction requests are being made on */
