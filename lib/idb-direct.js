@@ -129,8 +129,8 @@ export class IdbDirect {
     return this.#retrying(write, store => {
       if (!options.reverse) {
         const keys = this.#settle(store.getAllKeys(range, count))
-        if (!values) return keys.then(keys => keys.map(key => entry(key, undefined)))
-        return Promise.all([keys, this.#settle(store.getAll(range, count))]).then(([keys, found]) => keys.map((key, i) => entry(key, found[i])))
+        if (!values) return keys.then((/** @type {any[]} */ keys) => keys.map(key => entry(key, undefined)))
+        return Promise.all([keys, this.#settle(store.getAll(range, count))]).then(([keys, found]) => keys.map((/** @type {any} */ key, /** @type {number} */ i) => entry(key, found[i])))
       }
       if (typeof (/** @type {any} */ (store).getAllRecords) === 'function') {
         return this.#settle(/** @type {any} */ (store).getAllRecords({ query: range, count, direction: 'prev' }))
@@ -303,7 +303,7 @@ export class IdbDirect {
 
   /**
    * Up to `count` entries from a cursor, in one transaction.
-   * @param {IDBRequest<IDBCursor | IDBCursorWithValue | null>} request @param {number} count
+   * @param {IDBRequest<any>} request of a cursor @param {number} count
    * @param {(key: any, value: any) => [Uint8Array, any]} entry
    * @returns {Promise<Array<[Uint8Array, any]>>}
    */
