@@ -3,6 +3,7 @@ import { bytesToBinaryString } from './bytes.js'
 import { tupleBounds } from './bounds.js'
 import { ReadCache, CacheBudget } from './read-cache.js'
 import { levelkitError, codes } from './errors.js'
+import { idbDirectFor } from './idb-direct.js'
 
 // Keys read one getSync() each by readMany(); past it, one getMany().
 const SYNC_READ_LIMIT = 256
@@ -129,6 +130,8 @@ export class Namespace {
     /** @type {any} keys are Uint8Array, values string or Uint8Array per valueEncoding */
     this.sublevel = root.sublevel(name, { keyEncoding: 'view', valueEncoding })
     this.prefix = this.sublevel.prefix
+    /** On IndexedDB: reads made many per transaction (lib/idb-direct.js). */
+    this.idb = idbDirectFor(root)
     let namespaces = namespacesOfRoot.get(root)
     if (!namespaces) namespacesOfRoot.set(root, namespaces = new Map())
     namespaces.set(this.prefix, this)
@@ -262,7 +265,7 @@ export class Namespace {
   read (key, sync, options) {
     const sublevel = this.sublevel
     if (sublevel.status === 'open') {
-      if (!sync) return sublevel.get(key, options)
+      if (!sync) return options === undefined && this.idb !== null && this.idb.ready ? this.idb.get(this, key, false) : sublevel.get(key, options)
       const readCache = this.readCache
       if (readCache === null || options !== undefined) return sublevel.getSync(key, options)
       const name = bytesToBinaryString(key)
@@ -298,6 +301,7 @@ export class Namespace {
     if (sync && keys.length <= SYNC_READ_LIMIT && sublevel.status === 'open') {
       return keys.map(key => this.read(key, true, options))
     }
+    if (options === undefined && this.idb !== null && this.idb.ready && sublevel.status === 'open') return this.idb.getMany(this, keys, false)
     return sublevel.getMany(keys, options)
   }
 }

@@ -89,6 +89,9 @@ export class RelationModel {
    */
   addMany (scope, fromId, toIds) {
     for (const toId of toIds) this.checkIds(fromId, toId)
+    // Each edge reads the list of its `to` id: where a read is a round
+    // trip (IndexedDB), make them all at once.
+    if (this.reverse.kind === 'lists') scope.prefetch(this.reverse.namespace, toIds.map(id => encode(id)))
     let added = 0
     /** @param {number} i @returns {number | Promise<number>} */
     const from = (i) => {

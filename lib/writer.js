@@ -5,6 +5,7 @@ import { noop } from './common.js'
 import { within } from './bounds.js'
 import { compareBytes } from './bytes.js'
 import { LockManager } from './lock-manager.js'
+import { idbDirectFor } from './idb-direct.js'
 
 // How long one tab may keep the cross-tab lock while it has more to write,
 // before it lets a waiting tab in.
@@ -103,6 +104,8 @@ export class Writer {
     this.#root = root
     this.syncReads = syncReads
     this.#crossTab = crossTab
+    /** On IndexedDB: reads and batches of the write path, many per transaction (lib/idb-direct.js). */
+    this.idb = idbDirectFor(root)
     crossTab?.listen(remote => this.#notifyRemote(remote))
   }
 
@@ -257,6 +260,7 @@ export class Writer {
     let failure
     const pending = this.#newest
     const scope = new WriteScope(this)
+    if (sync || this.durable) scope.durable = true
     try {
       if (this.#crossTab) await this.#holdCrossTab()
       this.#holder = scope
@@ -423,6 +427,8 @@ export class Writer {
           const sync = group.sync || this.durable
           if (group.bulk && !(sync && this.strict !== null) && this.#plainRoot()) {
             await this.#writeChained(group.ops, sync)
+          } else if (this.#direct()) {
+            await /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb).write(lastOpPerKey(group.ops), sync)
           } else if (sync) {
             const ops = batchOps(group.ops)
             /** @type {any} classic-level's option; others ignore it */
@@ -445,6 +451,15 @@ export class Writer {
       this.#flushing = null
       if (!this.#locked) this.#releaseCrossTab()
     }
+  }
+
+  /**
+   * Whether a batch goes to IndexedDB directly (lib/idb-direct.js): in the
+   * transaction the critical section read in, with the durability asked.
+   * Not when something listens to the root's writes (see #plainRoot()).
+   */
+  #direct () {
+    return this.idb !== null && this.idb.ready && this.#plainRoot()
   }
 
   /**

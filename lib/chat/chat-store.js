@@ -575,13 +575,15 @@ export class ChatStore {
     if (to !== undefined) assertId(to, 'to')
     if (!Number.isSafeInteger(n) || n < 1) throw invalid('n must be a positive integer')
     const visible = visibility(viewerId, allWhispers)
-    if (!(await this.chats.has(chatId))) return null
+    // Both at once: on IndexedDB two requests of one transaction, not one
+    // after the other.
+    const [exists, last] = await Promise.all([this.chats.has(chatId), this.messages.lastSeq(chatId)])
+    if (!exists) return null
     /** @type {Message[]} */
     const result = []
     // Message ids are gap-free (1 to lastSeq) and messages are never deleted
     // one by one, so a page is a run of ids read with point reads, without
     // an iterator. Only hidden whispers make another round.
-    const last = await this.messages.lastSeq(chatId)
     const top = Math.min(last, to === undefined ? last : to - 1)
     let next = from !== undefined ? from : top
     while (result.length < n && next >= 1 && next <= top) {
