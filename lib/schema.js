@@ -1,7 +1,8 @@
 import { encode } from './tuple.js'
-import { compareBytes } from './bytes.js'
+import { compareBytes, bytesToHex, hexToBytes } from './bytes.js'
 import { tupleBounds } from './bounds.js'
 import { Namespace } from './namespace.js'
+import { schemaLockFor } from './schema-lock.js'
 import { layout } from './names.js'
 import { levelkitError, codes } from './errors.js'
 import { parseJson, parseRecord, decodeKey } from './stored.js'
@@ -61,6 +62,11 @@ export class Schema {
   constructor (db) {
     this.#db = db
     this.#namespace = new Namespace(db.level, layout.schema(), 'utf8')
+  }
+
+  /** The stored schema's namespace, where migrations keep the schema version too (lib/migrate.js). */
+  get namespace () {
+    return this.#namespace
   }
 
   /**
@@ -331,7 +337,8 @@ export class Schema {
    */
   async #build (model, index) {
     const status = index.status
-    await this.#run(model, index)
+    // On IndexedDB, one tab builds it; another waits, then finds it built.
+    await schemaLockFor(this.#db.level).hold(() => this.#run(model, index))
     if (status.state !== 'ready' && status.state !== 'failed') {
       status.interrupt(levelkitError(codes.NOT_OPEN, `The database was closed before index "${index.name}" of "${model.name}" was built (the next open resumes it)`))
     }
@@ -349,7 +356,14 @@ export class Schema {
     /** @type {{ after: Uint8Array | null, done: number, total: number }} */
     const progress = { after: null, done: 0, total: 0 }
     if (stored !== undefined) {
-      const { after, done, total } = parseStored(stored, this.#namespace, key)
+      const found = parseStored(stored, this.#namespace, key)
+      // Another tab built it (or got it past its clearing) while this one
+      // waited for the schema lock.
+      if (sameDeclaration(found, declarationOf(index))) {
+        if (found.state === 'ready') return status.set('ready')
+        if (found.state === 'building' && status.state === 'clearing') status.set('building')
+      }
+      const { after, done, total } = found
       progress.after = typeof after === 'string' ? hexToBytes(after) : null
       progress.done = done ?? 0
       progress.total = total ?? 0
@@ -521,18 +535,4 @@ function storedError (err) {
     // A value JSON cannot hold (bytes): the message names it.
     return { code, message: stored.message, collection, index }
   }
-}
-
-/** @param {Uint8Array} bytes */
-function bytesToHex (bytes) {
-  let hex = ''
-  for (const byte of bytes) hex += byte.toString(16).padStart(2, '0')
-  return hex
-}
-
-/** @param {string} hex */
-function hexToBytes (hex) {
-  const bytes = new Uint8Array(hex.length / 2)
-  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16)
-  return bytes
 }
