@@ -9,6 +9,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { open } from '../index.js'
+import { ChatStore } from '../chat.js'
 
 /** @param {Promise<unknown>} promise @returns {Promise<any>} the rejection, or null */
 async function rejection (promise) {
@@ -233,6 +234,32 @@ for (const backend of backends) {
     t.is(all.length, 350, 'every record is there')
     t.ok(all.every((/** @type {any} */ u) => u.n === 1), 'every record, the ones written during the migration too, rewritten once')
     t.same((await db.check()).problems, [], 'check() is clean')
+    await db.close()
+  })
+
+  test(`${backend.name}: ChatStore refuses another program's users or chats with LEVELKIT_INVALID (not a TypeError later), and migrates its own once`, async t => {
+    const OPTIONS = { passwordCost: { scryptN: 1024, pbkdf2Iterations: 1000 }, adopt: true }
+    const cases = [
+      ['users without a username and password hash', (/** @type {any} */ db) => db.collection('users').insert({ name: 'x', email: 'a@b' })],
+      ['chats without members', (/** @type {any} */ db) => db.collection('chats').insert({ title: 'foreign' })]
+    ]
+    for (const [what, write] of /** @type {Array<[string, (db: any) => Promise<unknown>]>} */ (cases)) {
+      const db = await backend.open()
+      const other = await open({ db: db.level })
+      await write(other)
+      const before = await everything(db)
+      const err = await rejection(ChatStore.open(db, OPTIONS))
+      t.is(err?.code, 'LEVELKIT_INVALID', `${what}: LEVELKIT_INVALID`)
+      t.match(String(err?.message), /not a (user|chat)/, 'saying what it is not')
+      t.is(await db.schemaVersion(), 0, 'the version stays')
+      t.same((await everything(db)).filter(entry => !before.includes(entry)).length <= 1, true, 'nothing written but the progress of the migration')
+      await db.close()
+    }
+    const db = await backend.open()
+    const store = await ChatStore.open(db, OPTIONS)
+    t.is(await db.schemaVersion(), 1, "a new store's database is at ChatStore's schema version 1")
+    const user = await store.createUser({ username: 'ann', password: 'pw-ann' })
+    t.is((await store.getUserById(user))?.username, 'ann', 'and it works')
     await db.close()
   })
 }
