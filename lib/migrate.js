@@ -8,6 +8,7 @@ import { optionsOf } from './options.js'
 import { modelOf } from './model-handle.js'
 import { Collection } from './collection.js'
 import { schemaLockFor } from './schema-lock.js'
+import { paced } from './schema.js'
 
 /**
  * @typedef {import('./collection.js').CollectionModel} CollectionModel
@@ -259,7 +260,7 @@ export class MigrationContext {
       let current = /** @type {ModifyStep} */ (step)
       while (!current.finished) {
         if (writer.closed) throw levelkitError(codes.NOT_OPEN, `The database was closed during migration ${this.version} (the next migrate() resumes it)`)
-        await writer.run(scope => this.#modifyBatch(scope, model, /** @type {any} */ (fn), batchSize, index))
+        await paced(writer, scope => this.#modifyBatch(scope, model, /** @type {any} */ (fn), batchSize, index))
         current = /** @type {ModifyStep} */ (this.#steps[index])
         this.#onProgress?.({ version: this.version, step: index + 1, collection: model.name, done: current.done })
       }

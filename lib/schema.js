@@ -379,7 +379,7 @@ export class Schema {
       }
       while (status.state === 'building') {
         if (writer.closed) return
-        const finished = await writer.run(scope => this.#buildBatch(scope, model, index, key, progress))
+        const finished = await paced(writer, scope => this.#buildBatch(scope, model, index, key, progress))
         // Ready once its last batch is written: a read it lets through reads what is written.
         if (finished) status.set('ready')
       }
@@ -468,6 +468,35 @@ export class Schema {
       collection: model.name, index: index.name, value: entry.indexValue, ids: [ownerId, id]
     })
   }
+}
+
+// The longest pause between two batches of background work.
+const MAX_PAUSE_MS = 50
+
+/**
+ * Run one batch of background work (an index build's, a migration's) as a
+ * critical section; then, if other writes were decided while it waited and
+ * ran, pause as long as that took before the next batch, so the write path
+ * is free for them at least half the time. Back to back, each writer that
+ * waits for its write between two batches gets one write per batch in:
+ * measured with 8 writers during a build, about a tenth of their writes/s
+ * without one (bench/index-build.js). With no other writes, batches follow
+ * each other at once.
+ * @template T
+ * @param {import('./writer.js').Writer} writer
+ * @param {(scope: WriteScope) => Promise<T> | T} batch
+ * @returns {Promise<T>}
+ */
+export async function paced (writer, batch) {
+  const started = Date.now()
+  const before = writer.decisions
+  const result = await writer.run(batch)
+  // One decision is the batch's own.
+  if (writer.decisions - before > 1 && !writer.closed) {
+    const pause = Math.min(Date.now() - started, MAX_PAUSE_MS)
+    if (pause > 0) await new Promise(resolve => setTimeout(resolve, pause))
+  }
+  return result
 }
 
 /**
