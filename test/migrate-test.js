@@ -139,6 +139,27 @@ for (const backend of backends) {
     await db.close()
   })
 
+  test(`${backend.name}: an m.write() step is written with its mark: up() throwing after it, run again, it is not run again`, async t => {
+    const db = await backend.open()
+    const runs = db.counter('runs')
+    let fail = true
+    const migrations = [{
+      version: 1,
+      async up (/** @type {any} */ m) {
+        const first = await m.write(async (/** @type {any} */ w) => { await runs.in(w).add('a', 1); return 'a done' })
+        if (fail) throw new Error('after a')
+        t.is(first, undefined, 'resumed: the step done before resolves with undefined')
+        await m.write(async (/** @type {any} */ w) => { await runs.in(w).add('b', 1) })
+      }
+    }]
+    t.is((await rejection(db.migrate(migrations)))?.message, 'after a', 'rejects with the error')
+    t.is(await runs.get('a'), 1, 'the step before the error is written')
+    fail = false
+    t.same((await db.migrate(migrations)).ran, [1], 'run again, it completes')
+    t.same([await runs.get('a'), await runs.get('b')], [1, 1], 'each step ran once')
+    await db.close()
+  })
+
   test(`${backend.name}: a modify() that breaks a unique index, or returns what is not a record, rejects; the version stays`, async t => {
     const db = await backend.open()
     const users = await usersDb(db, 20)
