@@ -1,7 +1,8 @@
-// Two tabs of one origin open one IndexedDB database that needs a migration,
-// at once, in a real Chromium: one tab runs it, the other waits (the schema
-// lock, lib/schema-lock.js) and then finds it done. A control run with Web
-// Locks hidden shows both tabs running it, so the test can fail.
+// Two tabs of one origin open one IndexedDB database that needs a migration
+// (or an index build), at once, in a real Chromium: one tab runs it, the
+// other waits (the schema lock, lib/schema-lock.js) and then finds it done.
+// A control run with Web Locks hidden shows both tabs running it, so the
+// test can fail.
 
 import test from 'tape'
 import { bundlePath, launchChromium, serve, LEVELKIT_PAGE } from './util/browser.js'
@@ -119,5 +120,42 @@ test('control: without Web Locks both tabs run the migration (so the test above 
     const state = await inspect(pages[0], location)
     t.comment(JSON.stringify({ perTab, state: { ...state, problems: state.problems.length } }))
     t.ok(perTab.every(r => r.ups === 1) && (state.runs > 1 || state.ns.some((/** @type {number} */ n) => n !== 1)), 'both ran it: records rewritten twice, or its m.write() counted twice')
+  })
+})
+
+/**
+ * One tab declares the index byTitle on the seeded records and builds it,
+ * starting when `go` is set; resolves with how far this tab's build went
+ * (`done` is left out when this tab found it built) and what the index answers.
+ * @param {any} page @param {string} location @param {boolean} hideLocks
+ */
+function build (page, location, hideLocks) {
+  return page.evaluate(async ({ location, hideLocks }) => {
+    if (hideLocks) Object.defineProperty(navigator, 'locks', { value: undefined })
+    const { open } = /** @type {any} */ (window).levelkit
+    const db = await open({ location })
+    const items = db.collection('items', { indexes: { byN: { key: (/** @type {any} */ r) => r.n }, byTitle: { key: (/** @type {any} */ r) => r.title } } })
+    const w = /** @type {any} */ (window)
+    while (!w.goBuild) await new Promise(resolve => setTimeout(resolve, 1))
+    await db.buildIndexes()
+    const status = (await db.schemaStatus()).items.byTitle
+    const found = await items.query({ index: 'byTitle', eq: 't7' }).all()
+    await db.close()
+    return { state: status.state, done: status.done ?? null, found: found.map((/** @type {any} */ r) => r.title) }
+  }, { location, hideLocks })
+}
+
+test('two tabs declare an index on existing records: one tab builds it, the other waits and finds it built', { timeout: 120000 }, async t => {
+  await withTabs(2, async pages => {
+    const location = 'build-two-tabs'
+    await seed(pages[0], location)
+    const running = pages.map(page => build(page, location, false))
+    await new Promise(resolve => setTimeout(resolve, 300))
+    await Promise.all(pages.map(page => page.evaluate(() => { /** @type {any} */ (window).goBuild = true })))
+    const perTab = await Promise.all(running)
+    t.comment(JSON.stringify(perTab))
+    t.ok(perTab.every(r => r.state === 'ready'), 'ready in both tabs')
+    t.same(perTab.map(r => r.done).sort(), [RECORDS, null].sort(), 'one tab indexed every record, the other none')
+    t.ok(perTab.every(r => r.found.length === 1 && r.found[0] === 't7'), 'the index answers in both')
   })
 })
