@@ -27,6 +27,8 @@ export const OPTIONS = Object.freeze({
   'children.watch()': Object.freeze(['after', 'signal']),
   'counter.query()': Object.freeze([...RANGE, ...READ]),
   'db.check()': Object.freeze(['repair']),
+  'db.migrate()': Object.freeze(['onProgress']),
+  'modify()': Object.freeze(['batchSize']),
   'db.write()': Object.freeze(['sync']),
   'db.transaction()': Object.freeze(['maxRetries', 'timeout', 'lockTimeout', 'signal', 'sync', 'maxOps', 'maxBytes']),
   'collection.get()': Object.freeze(['lock']),
