@@ -69,6 +69,7 @@ const NA = 'n/a (one process per table until multi-process lands)'
 
 // Ops per operation and cell at --scale 1 (the total over its processes).
 const DEFAULT_N = { createUser: 2000, createChat: 400, addChatMessage: 4000, last50: 3000, getChats: 3000 }
+/** @type {string[]} */
 const OP_KEYS = OPERATIONS.map(op => op.key)
 
 const USAGE = `Usage: node bench/scale-out.js [options]
@@ -140,6 +141,7 @@ if (scryptN < 2 || (scryptN & (scryptN - 1)) !== 0) fail('--scrypt-n is a power 
 const seed = option(() => parseCount(args.seed))
 const scale = Number(args.scale)
 if (!(scale > 0)) fail('--scale is a positive number')
+/** @type {string[]} */
 const ops = args.ops ? args.ops.split(',') : OP_KEYS
 for (const op of ops) if (!OP_KEYS.includes(op)) fail(`Unknown operation ${JSON.stringify(op)}`)
 /** @type {Record<string, number>} */
@@ -165,6 +167,7 @@ const connectionsNeeded = Math.max(...writers, ...processes) * (concurrency + 2)
 if (Number(settings.max_connections) < connectionsNeeded) fail(`The server allows ${settings.max_connections} connections; the largest cell needs about ${connectionsNeeded} (fewer --concurrency or processes)`)
 
 const run0 = startRun('scale-out', args.out, ['pg', 'classic-level', 'abstract-level'])
+/** @type {Record<string, string>} */
 const versions = { ...run0.versions, postgresql: serverVersion }
 console.log(`scale-out: the chat workload on PostgreSQL ${serverVersion} with several writer processes, ${runs} run(s)`)
 console.log(`  cells: ${cells.map(c => c.label).join(', ')}`)
@@ -278,7 +281,7 @@ const progress = new Progress('scale-out', runs * cells.length * ops.length)
 let phasesDone = 0
 try {
   for (let run = 1; run <= runs; run++) {
-    const work = makeWorkload({ ...sizes, pairChats: 0, seed: seed + run - 1, run, n, zipf: 0 })
+    const work = makeWorkload(/** @type {any} */ ({ ...sizes, pairChats: 0, seed: seed + run - 1, run, n, zipf: 0 }))
     // Which cell goes first alternates by run, so drift hits every cell.
     const order = run % 2 === 1 ? cells : [...cells].reverse()
     /** @type {Record<string, any>} */

@@ -187,6 +187,7 @@ function statements (s) {
  * @typedef {import('../../lib/chat/chat-store.js').Chat} Chat
  * @typedef {import('../../lib/chat/chat-store.js').Message} Message
  * @typedef {ReturnType<typeof statements>} Statements
+ * @typedef {{ maxMembers: number, maxMessageLength: number, maxUsernameLength: number, maxChatNameLength: number, passwordCost: { scryptN: number, pbkdf2Iterations: number } }} Limits
  */
 
 export class PgChatStore {
@@ -200,7 +201,7 @@ export class PgChatStore {
    * Create the tables if missing (several stores may open at once: the
    * first creates them), and a store on them.
    * @param {import('pg').Pool} pool the application's pool (close() leaves it open)
-   * @param {Partial<typeof DEFAULTS> & { schema?: string }} [options] ChatStore's limits and passwordCost; the schema holding the tables ('public')
+   * @param {Partial<Limits> & { schema?: string }} [options] ChatStore's limits and passwordCost; the schema holding the tables ('public')
    */
   static async open (pool, options = {}) {
     const store = new PgChatStore(pool, options)
@@ -222,7 +223,7 @@ export class PgChatStore {
   /**
    * A store on tables that exist (PgChatStore.open() creates them).
    * @param {import('pg').Pool} pool
-   * @param {Partial<typeof DEFAULTS> & { schema?: string }} [options]
+   * @param {Partial<Limits> & { schema?: string }} [options]
    */
   constructor (pool, options = {}) {
     if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function' || typeof pool.connect !== 'function') throw invalid('new PgChatStore(pool) takes a pg Pool')
@@ -343,14 +344,14 @@ export class PgChatStore {
   async removeSession (sessionId) {
     if (typeof sessionId !== 'string') throw invalid('sessionId must be a string')
     this.#assertOpen()
-    return (await this.#query('delSession', [sessionId])).rowCount > 0
+    return ((await this.#query('delSession', [sessionId])).rowCount ?? 0) > 0
   }
 
   /** @param {number} [now] @returns {Promise<number>} how many sessions were removed */
   async purgeExpiredSessions (now = Date.now()) {
     if (typeof now !== 'number' || !Number.isFinite(now)) throw invalid('now must be a finite number')
     this.#assertOpen()
-    return (await this.#query('purgeSessions', [now])).rowCount
+    return (await this.#query('purgeSessions', [now])).rowCount ?? 0
   }
 
   // Chats
@@ -405,7 +406,7 @@ export class PgChatStore {
   async deleteChat (chatId) {
     assertId(chatId, 'chatId')
     this.#assertOpen()
-    return (await this.#query('deleteChat', [chatId])).rowCount > 0
+    return ((await this.#query('deleteChat', [chatId])).rowCount ?? 0) > 0
   }
 
   /**
