@@ -14,11 +14,14 @@
 //   levelkit-leveldb ×1  levelkit's ChatStore on classic-level, one process
 // Every cell gets the same data set (--users, --chats of --members,
 // --messages), filled by its first process in an order that gives the same
-// ids everywhere, then an untimed warm-up, then each operation in turn, all
-// processes at once, each taking every P-th input (the total is the same
-// for every P): createUser, createChat (20 members), addChatMessage,
-// getChatMessages (last 50), getChats of a user; --concurrency calls in
-// flight per process.
+// ids everywhere, then an untimed warm-up. Then each operation in turn:
+// createUser, createChat (20 members), addChatMessage, getChatMessages
+// (last 50), getChats of a user, its inputs in --slices slices; the cells
+// take turns slice by slice (A B C, C B A, ...; which goes first alternates
+// by slice and by run), so drift and other processes' load hit every cell
+// alike. Within a cell all its processes run a slice at once, each taking
+// every P-th input (the total is the same for every P), --concurrency calls
+// in flight per process.
 //
 // Per operation and cell: ops/s (all ops / the time from the first process's
 // start to the last one's end), p50 and p99 latency (over every call of
@@ -45,7 +48,7 @@
 //
 // Usage: node bench/scale-out.js [--runs 3] [--writers 1,2,4]
 //   [--processes 1,2,4] [--users 2000] [--chats 200] [--members 20]
-//   [--messages 20000] [--concurrency 16] [--scale 1] [--n N] [--ops a,b]
+//   [--messages 20000] [--concurrency 16] [--scale 1] [--n N] [--slices 4] [--ops a,b]
 //   [--scrypt-n 2] [--seed 1] [--no-leveldb] [--out bench/out]
 //   [--db-dir <tmpdir>]
 
@@ -84,6 +87,7 @@ const USAGE = `Usage: node bench/scale-out.js [options]
   --concurrency N    calls in flight per process (default 16)
   --scale X          multiply the ops per operation (default 1)
   --n N              ops per operation and cell, for every operation (overrides --scale)
+  --slices N         slices per operation; the cells take turns slice by slice (default 4)
   --ops a,b,...      only these operations (${OP_KEYS.join(', ')}; the final check needs all three writes)
   --scrypt-n N       scrypt cost of the password hashes, every side (default 2)
   --seed N           seed of the data set and inputs (default 1)
@@ -107,6 +111,7 @@ const args = parseCli('scale-out', USAGE, {
   scale: { type: 'string', default: '1' },
   n: { type: 'string' },
   ops: { type: 'string' },
+  slices: { type: 'string', default: '4' },
   'scrypt-n': { type: 'string', default: '2' },
   seed: { type: 'string', default: '1' },
   out: { type: 'string', default: path.join(here, 'out') },
@@ -136,6 +141,7 @@ const sizes = {
 if (sizes.members < 2 || sizes.members > 30) fail('--members is 2..30 (ChatStore\'s default maxMembers is 30)')
 if (sizes.members > sizes.users) fail('--members cannot exceed --users')
 const concurrency = option(() => parseCount(args.concurrency))
+const slices = option(() => parseCount(args.slices))
 const scryptN = option(() => parseCount(args['scrypt-n']))
 if (scryptN < 2 || (scryptN & (scryptN - 1)) !== 0) fail('--scrypt-n is a power of 2, at least 2')
 const seed = option(() => parseCount(args.seed))
@@ -213,10 +219,12 @@ class Worker {
 }
 
 /**
- * One cell of one run: its processes, its fresh tables, every operation.
- * @param {Cell} cell @param {number} run @param {any} work @param {Progress} progress
+ * One cell of one run, opened: its processes on its fresh tables, the data
+ * set filled by the first, the others opened after it, all warmed up. A cell
+ * whose second process cannot open its table (LEVELKIT_LOCKED) is n/a.
+ * @param {Cell} cell @param {number} run @param {any} work
  */
-async function runCell (cell, run, work, progress) {
+async function openCell (cell, run, work) {
   const name = `scaleout_${process.pid.toString(36)}_${run}_${cell.key.replace(/-/g, '_')}`
   const location = path.join(args['db-dir'], `levelkit-scale-out-${process.pid}-${run}-${cell.key}`)
   fs.rmSync(location, { recursive: true, force: true })
@@ -224,52 +232,115 @@ async function runCell (cell, run, work, progress) {
   const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN })
   /** @type {Worker[]} */
   const workers = []
+  const handle = {
+    cell,
+    workers,
+    /** @type {string | null} */
+    na: null,
+    /** @type {any} */
+    populateMs: null,
+    sampleAnswer: '',
+    async cleanup () {
+      await Promise.all(workers.map(w => w.end()))
+      fs.rmSync(location, { recursive: true, force: true })
+      if (cell.kind === 'sql') await admin.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`)
+      if (cell.kind === 'levelkit-pg') await admin.query(`DROP TABLE IF EXISTS "${name}"`)
+    }
+  }
+  const first = new Worker()
+  workers.push(first)
+  await first.ask('open', { config: config(0), work })
+  handle.populateMs = await first.ask('populate')
+  handle.sampleAnswer = await first.ask('sample', { seed: seed + run - 1 })
+  for (let rank = 1; rank < cell.processes; rank++) {
+    const worker = new Worker()
+    workers.push(worker)
+    try {
+      await worker.ask('open', { config: config(rank), work })
+    } catch (err) {
+      if (/** @type {any} */ (err).code !== 'LEVELKIT_LOCKED') throw err
+      handle.na = NA
+      await handle.cleanup()
+      return handle
+    }
+  }
+  await Promise.all(workers.map(w => w.ask('warmup')))
+  return handle
+}
+
+/**
+ * Inputs [from, to) of an operation through one cell, all its processes at
+ * once, each taking every P-th input.
+ * @param {Awaited<ReturnType<typeof openCell>>} handle @param {string} op @param {number} from @param {number} to
+ */
+async function slice (handle, op, from, to) {
+  const parts = await Promise.all(handle.workers.map(w => w.ask('phase', { op, from, to })))
+  return {
+    ms: max(parts.map(p => p.end)) - min(parts.map(p => p.start)),
+    ops: parts.reduce((sum, p) => sum + p.ops, 0),
+    latencies: parts.flatMap(p => p.latencies),
+    retries: parts.some(p => p.retries === null) ? null : parts.reduce((sum, p) => sum + p.retries, 0)
+  }
+}
+
+/**
+ * One run: every cell opened, then each operation in --slices slices, the
+ * cells taking turns slice by slice (A B C, C B A, ...: which goes first
+ * alternates by slice and by run), so drift and background load hit all of
+ * them; then each cell's final check.
+ * @param {number} run @param {any} work
+ */
+async function runOnce (run, work) {
+  /** @type {Array<Awaited<ReturnType<typeof openCell>>>} */
+  const handles = []
   try {
-    progress.label = `run ${run}/${runs}, ${cell.label}: populate`
-    const first = new Worker()
-    workers.push(first)
-    await first.ask('open', { config: config(0), work })
-    const populateMs = await first.ask('populate')
-    const sampleAnswer = await first.ask('sample', { seed: seed + run - 1 })
-    for (let rank = 1; rank < cell.processes; rank++) {
-      const worker = new Worker()
-      workers.push(worker)
-      try {
-        await worker.ask('open', { config: config(rank), work })
-      } catch (err) {
-        if (/** @type {any} */ (err).code === 'LEVELKIT_LOCKED') return { na: NA }
-        throw err
-      }
+    for (const cell of cells) {
+      progress.label = `run ${run}/${runs}: fill ${cell.label}`
+      handles.push(await openCell(cell, run, work))
     }
-    progress.label = `run ${run}/${runs}, ${cell.label}: warm-up`
-    await Promise.all(workers.map(w => w.ask('warmup')))
-    /** @type {Record<string, any>} */
-    const results = {}
+    const live = handles.filter(h => h.na === null)
+    /** @type {Record<string, Record<string, any>>} */
+    const results = Object.fromEntries(live.map(h => [h.cell.key, {}]))
     for (const op of ops) {
-      progress.label = `run ${run}/${runs}, ${cell.label}: ${op}`
-      const parts = await Promise.all(workers.map(w => w.ask('phase', { op })))
-      const ms = max(parts.map(p => p.end)) - min(parts.map(p => p.start))
-      const total = parts.reduce((sum, p) => sum + p.ops, 0)
-      const latencies = parts.flatMap(p => p.latencies)
-      results[op] = {
-        ops: total,
-        ms,
-        opsPerSec: total / ms * 1000,
-        p50Ms: quantile(latencies, 0.5),
-        p99Ms: quantile(latencies, 0.99),
-        retries: parts.some(p => p.retries === null) ? null : parts.reduce((sum, p) => sum + p.retries, 0),
-        loadAverage: parts[0].loadAverage
+      progress.label = `run ${run}/${runs}: ${op}`
+      const total = work.inputs[op].length
+      const count = Math.max(1, Math.min(slices, total))
+      const acc = live.map(() => ({ ms: 0, ops: 0, latencies: /** @type {number[]} */ ([]), retries: /** @type {number | null} */ (0), slices: /** @type {number[]} */ ([]) }))
+      for (let k = 0; k < count; k++) {
+        const from = Math.floor(k * total / count)
+        const to = Math.floor((k + 1) * total / count)
+        const order = (k + run) % 2 === 0 ? live.map((_, i) => i) : live.map((_, i) => live.length - 1 - i)
+        for (const i of order) {
+          const part = await slice(live[i], op, from, to)
+          const a = acc[i]
+          a.ms += part.ms
+          a.ops += part.ops
+          for (const l of part.latencies) a.latencies.push(l)
+          a.retries = a.retries === null || part.retries === null ? null : a.retries + part.retries
+          a.slices.push(part.ops / part.ms * 1000)
+        }
+        progress.update(++slicesDone)
       }
-      progress.update(++phasesDone)
+      live.forEach((h, i) => {
+        const a = acc[i]
+        results[h.cell.key][op] = { ops: a.ops, ms: a.ms, opsPerSec: a.ops / a.ms * 1000, p50Ms: quantile(a.latencies, 0.5), p99Ms: quantile(a.latencies, 0.99), retries: a.retries, sliceOpsPerSec: a.slices }
+      })
     }
-    const check = ops.length === OP_KEYS.length ? await first.ask('check') : null
-    const closed = await Promise.all(workers.map(w => w.ask('close')))
-    return { results, populateMs, sampleAnswer, check, peakRssBytes: closed.map(c => c.peakRssBytes) }
+    /** @type {Record<string, any>} */
+    const out = {}
+    for (const h of handles) {
+      if (h.na !== null) {
+        out[h.cell.key] = { na: h.na }
+        continue
+      }
+      progress.label = `run ${run}/${runs}: check ${h.cell.label}`
+      const check = ops.length === OP_KEYS.length ? await h.workers[0].ask('check') : null
+      const closed = await Promise.all(h.workers.map(w => w.ask('close')))
+      out[h.cell.key] = { results: results[h.cell.key], populateMs: h.populateMs, sampleAnswer: h.sampleAnswer, check, peakRssBytes: closed.map(c => c.peakRssBytes) }
+    }
+    return out
   } finally {
-    await Promise.all(workers.map(w => w.end()))
-    fs.rmSync(location, { recursive: true, force: true })
-    if (cell.kind === 'sql') await admin.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`)
-    if (cell.kind === 'levelkit-pg') await admin.query(`DROP TABLE IF EXISTS "${name}"`)
+    for (const h of handles) await h.cleanup()
   }
 }
 
@@ -277,19 +348,12 @@ async function runCell (cell, run, work, progress) {
 const perRun = []
 /** @type {string[]} */
 const problems = []
-const progress = new Progress('scale-out', runs * cells.length * ops.length)
-let phasesDone = 0
+const progress = new Progress('scale-out', runs * ops.length * slices)
+let slicesDone = 0
 try {
   for (let run = 1; run <= runs; run++) {
     const work = makeWorkload(/** @type {any} */ ({ ...sizes, pairChats: 0, seed: seed + run - 1, run, n, zipf: 0 }))
-    // Which cell goes first alternates by run, so drift hits every cell.
-    const order = run % 2 === 1 ? cells : [...cells].reverse()
-    /** @type {Record<string, any>} */
-    const results = {}
-    for (const cell of order) {
-      results[cell.key] = await runCell(cell, run, work, progress)
-      if (results[cell.key].na) progress.update(phasesDone += ops.length)
-    }
+    const results = await runOnce(run, work)
     const measured = cells.filter(c => !results[c.key].na)
     const reference = results[measured[0].key]
     for (const cell of measured) {
@@ -402,7 +466,7 @@ const loadAfter = os.loadavg()
 printProblems(problems)
 finishRun(run0.outDir, { name: 'scale-out', startedAt: run0.startedAt, machine: run0.machine, versions, loadBefore: run0.loadBefore, loadAfter }, {
   postgres: { throwaway: server.throwaway, settings },
-  options: { runs, writers, processes, leveldb: !args['no-leveldb'], ...sizes, concurrency, scryptN, seed, n, ops },
+  options: { runs, writers, processes, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
   cells,
   csvColumns: ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries'],
   summary,

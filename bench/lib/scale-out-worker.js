@@ -2,18 +2,16 @@
 // (the hand-written SQL store on PostgreSQL, or levelkit's ChatStore on
 // PostgreSQL or on LevelDB), and then does what the parent asks, one message
 // at a time: populate the data set (the first process only), run its share
-// of an operation's inputs with --concurrency in flight, answer the sample
+// of a slice of an operation's inputs with --concurrency in flight, answer the sample
 // reads that must agree across stores, check the final state, close.
 // Every answer is one message { ok, result } or { ok: false, code, error }.
 
-import os from 'node:os'
 import { performance } from 'node:perf_hooks'
 import pg from 'pg'
 import { open } from 'levelkit'
 import { ChatStore } from 'levelkit/chat'
 import { prng } from 'levelkit-testkit/prng'
 import { PgChatStore } from './pg-chat-store.js'
-import { pump } from './chat-workload-worker.js'
 
 /**
  * @typedef {'sql' | 'levelkit-pg' | 'levelkit-leveldb'} Kind
@@ -21,7 +19,7 @@ import { pump } from './chat-workload-worker.js'
  *   kind: Kind, rank: number, processes: number, connectionString?: string, schema?: string, table?: string,
  *   location?: string, concurrency: number, scryptN: number
  * }} OpenConfig
- * @typedef {ReturnType<typeof import('./chat-workload-worker.js').makeWorkload>} Work
+ * @typedef {ReturnType<typeof import('./chat-workload-worker.js').makeWorkload>} Work (a type only: this process does not load that module)
  */
 
 /**
@@ -35,6 +33,15 @@ export const OPERATIONS = /** @type {const} */ ([
   { key: 'last50', label: 'last 50 messages', write: false, call: (/** @type {any} */ s, /** @type {any} */ x) => s.getChatMessages(x, { n: 50 }) },
   { key: 'getChats', label: 'getChats of a user', write: false, call: (/** @type {any} */ s, /** @type {any} */ x) => s.getChats(x) }
 ])
+
+/** Run `fn` over `items` with `concurrency` in flight. @template T @param {T[]} items @param {number} concurrency @param {(x: T) => Promise<unknown>} fn */
+async function pump (items, concurrency, fn) {
+  let i = 0
+  const lane = async () => {
+    while (i < items.length) await fn(items[i++])
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane))
+}
 
 /** This process's share of a list: every `processes`-th item from `rank`. @template T @param {T[]} items @param {number} rank @param {number} processes @returns {T[]} */
 export function share (items, rank, processes) {
@@ -236,11 +243,11 @@ function serve () {
       const c = /** @type {OpenConfig} */ (config)
       const op = OPERATIONS.find(o => o.key === message.op)
       if (!op) throw new Error(`Unknown operation ${message.op}`)
-      const inputs = share(/** @type {Work} */ (work).inputs[op.key], c.rank, c.processes)
+      const inputs = share(/** @type {Work} */ (work).inputs[op.key].slice(message.from, message.to), c.rank, c.processes)
       const before = opened?.retries() ?? null
       const result = await timed(x => op.call(opened?.store, x), inputs, c.concurrency)
       const after = opened?.retries() ?? null
-      return { ...result, ops: inputs.length, retries: before === null || after === null ? null : after - before, loadAverage: os.loadavg() }
+      return { ...result, ops: inputs.length, retries: before === null || after === null ? null : after - before }
     },
     async check () {
       const w = /** @type {Work} */ (work)

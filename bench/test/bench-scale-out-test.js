@@ -30,7 +30,7 @@ test('bench/scale-out.js with a tiny data set', async t => {
   try {
     const { code, stdout, stderr } = await run([
       '--runs', '1', '--writers', '1,2', '--processes', '1,2', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
-      '--n', String(N), '--concurrency', '3', '--out', out, '--db-dir', out
+      '--n', String(N), '--concurrency', '3', '--slices', '2', '--out', out, '--db-dir', out
     ])
     t.is(code, 0, `exit 0${code ? `: ${stderr}\n${stdout}` : ''}`)
     for (const label of ['createUser', 'createChat, 20 members', 'addChatMessage', 'last 50 messages', 'getChats of a user']) {
