@@ -1,6 +1,7 @@
 // Smoke test of bench/scale-out.js: one run with a tiny data set, 1 and 2
-// processes of each store on PostgreSQL (a throwaway cluster, or the server
-// LEVELKIT_PG_URL names) and one on LevelDB, then the shape of what it
+// processes of each store on PostgreSQL (the tests' server, passed on as
+// LEVELKIT_PG_URL: one throwaway cluster for every test file of the tape
+// process) and one on LevelDB, then the shape of what it
 // writes (table, CSV, JSON, SVG) and that every cell agreed. It never
 // asserts a time: a benchmark measures, it is not a timed test.
 
@@ -10,16 +11,18 @@ import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { postgresForTests } from '../../test/util/postgres.js'
 
 const script = fileURLToPath(new URL('../scale-out.js', import.meta.url))
 const OPS = ['createUser', 'createChat', 'addChatMessage', 'last50', 'getChats']
 const CELLS = ['sql-1', 'sql-2', 'levelkit-pg-1', 'levelkit-pg-2', 'levelkit-leveldb-1']
 const N = 16
+const server = await postgresForTests(test)
 
 /** @param {string[]} args @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
 function run (args) {
   return new Promise(resolve => {
-    execFile(process.execPath, [script, ...args], { timeout: 55000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [script, ...args], { timeout: 55000, env: { ...process.env, LEVELKIT_PG_URL: server.connectionString } }, (err, stdout, stderr) => {
       resolve({ code: err ? /** @type {any} */ (err).code ?? 1 : 0, stdout, stderr })
     })
   })
