@@ -545,7 +545,75 @@ export declare class Database {
   schemaStatus (): Promise<Record<string, Record<string, IndexStatus>>>
   /** Delete the entries and stored declaration of every index stored for a declared collection but no longer declared; resolves with what it dropped. */
   dropUndeclared (): Promise<Array<{ collection: string, index: string }>>
+  /**
+   * Run the migrations the database has not run yet (versions above its
+   * schema version), in version order, each once; the version is stored
+   * when its last step is done. A migration that throws (or a crash) leaves
+   * the version where it was, and the next call resumes it: the steps it
+   * completed are not run again. Rejects with LEVELKIT_INVALID, writing
+   * nothing, for a list that is not strictly increasing integer versions
+   * of at least 1 with an `up` function each, or that ends below the
+   * database's version. A second call waits for the first (on IndexedDB,
+   * in another tab too).
+   */
+  migrate (migrations: Migration[], options?: { onProgress?: (progress: MigrationProgress) => void }): Promise<MigrateResult>
+  /** The version of the last migration the database ran (0 before any). */
+  schemaVersion (): Promise<number>
   close (): Promise<void>
+}
+
+/** What a `modify()` function returns to delete the record (`m.remove`; `Symbol.for('levelkit.migration.remove')`). */
+declare const migrationRemove: unique symbol
+
+/** A migration: `up(m)` runs once per database, when its schema version is below `version`. */
+export interface Migration {
+  /** An integer of at least 1; strictly increasing along the list. */
+  version: number
+  up (m: MigrationContext): unknown
+}
+
+/** Progress of a migration's `modify()`, after each batch (the `onProgress` option of `db.migrate()`). */
+export interface MigrationProgress {
+  version: number
+  /** Which step of `up()` (1 for its first). */
+  step: number
+  collection: string
+  /** Records visited so far by this step. */
+  done: number
+}
+
+/** What `db.migrate()` resolves with. */
+export interface MigrateResult {
+  /** The schema version before. */
+  from: number
+  /** The schema version now. */
+  to: number
+  /** The versions this call ran. */
+  ran: number[]
+}
+
+/** What a migration's `up(m)` gets. */
+export interface MigrationContext {
+  /** The version of the migration running. */
+  readonly version: number
+  /** The database being migrated. Writes made through it are not kept track of: a resumed migration makes them again. */
+  readonly db: Database
+  /** Returned by a `modify()` function: delete the record. */
+  readonly remove: typeof migrationRemove
+  /** The steps of a collection declared on the database. */
+  collection<T extends object, K extends TupleValue, R extends object> (collection: Collection<T, K, R>): {
+    /**
+     * Rewrite every record, in key order, in batches of `batchSize` (256),
+     * each atomic with its index entries and the step's marker: `fn` gets a
+     * copy of each record and returns the new record (same id), `undefined`
+     * to keep it, or `m.remove` to delete it, synchronously. Resumed after a
+     * crash or an error, it goes on after the last record written. Resolves
+     * with the records visited, changed and removed.
+     */
+    modify (fn: (record: R) => T | R | undefined | typeof migrationRemove, options?: { batchSize?: number }): Promise<{ done: number, changed: number, removed: number }>
+  }
+  /** Run `fn(w)` as one `db.write()`, atomic with the mark that this step is done: a resumed migration does not run it again (it resolves with `undefined` then). */
+  write<Res> (fn: (w: WriteScope) => Promise<Res> | Res): Promise<Res | undefined>
 }
 
 /** The tuple key encoding as an abstract-level encoding, for your own sublevels: `{ keyEncoding: tupleEncoding }`. */
