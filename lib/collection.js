@@ -218,52 +218,65 @@ export class CollectionModel {
       }
       records.push(record)
     }
-    const keyIds = keys.map(key => this.records.keyId(key))
-    const taken = await this.takenKeys(scope, keys, keyIds)
+    const taken = await this.takenKeys(scope, keys)
     for (let i = 0; i < records.length; i++) {
-      if (taken.has(keyIds[i])) {
+      if (taken[i] === 1) {
         throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(ids[i])}`, { collection: this.name, id: ids[i] })
       }
-      // A later record with the same id is refused.
-      taken.add(keyIds[i])
-      await this.store(scope, records[i], pairs[i][0], ids[i], keys[i], keyIds[i])
+      const storing = this.store(scope, records[i], pairs[i][0], ids[i], keys[i])
+      if (storing !== undefined) await storing
     }
     if (failed) throw failure
   }
 
   /**
-   * The ids of `keys` (as keyIds) that a record has: one decided and not
-   * yet written, or a stored one. What is stored is read with getSync()
-   * for a few keys, else with one range read of the keys' span when it
-   * holds few other records (a sorted load: one seek, on LevelDB's thread,
-   * where a point read each costs the main thread ~8% of a load's time),
-   * else with one getMany().
+   * Which of `keys` a record has (1) or not (0): one decided and not yet
+   * written, a stored one, or one earlier in `keys`. What is stored is read
+   * with getSync() for a few keys, else with one range read of the keys'
+   * span when it holds few other records (a sorted load: one seek, on
+   * LevelDB's thread, where a point read each costs the main thread ~8% of
+   * a load's time), else with one getMany(). Keys in increasing order (a
+   * sorted load) are told apart by comparing bytes, with no lookup id each.
    * @param {WriteScope} scope with no ops of its own
-   * @param {Uint8Array[]} keys @param {string[]} keyIds
-   * @returns {Promise<Set<string>>}
+   * @param {Uint8Array[]} keys
+   * @returns {Promise<Uint8Array>}
    */
-  async takenKeys (scope, keys, keyIds) {
-    const taken = new Set()
-    if (keys.length === 0) return taken
+  async takenKeys (scope, keys) {
+    const n = keys.length
+    const taken = new Uint8Array(n)
+    if (n === 0) return taken
+    let increasing = true
+    for (let i = 1; i < n && increasing; i++) increasing = compareBytes(keys[i - 1], keys[i]) < 0
     let low = keys[0]
-    let high = low
-    for (const key of keys) {
-      if (compareBytes(key, low) < 0) low = key
-      if (compareBytes(key, high) > 0) high = key
+    let high = keys[n - 1]
+    /** @type {string[] | null} lookup ids, where they are needed */
+    let keyIds = null
+    if (!increasing) {
+      keyIds = keys.map(key => this.records.keyId(key))
+      // A later record with the same id is refused.
+      const seen = new Set()
+      for (let i = 0; i < n; i++) {
+        if (seen.has(keyIds[i])) taken[i] = 1
+        else seen.add(keyIds[i])
+        if (compareBytes(keys[i], low) < 0) low = keys[i]
+        if (compareBytes(keys[i], high) > 0) high = keys[i]
+      }
     }
     /** @type {number[]} the keys the overlay says nothing about */
     const unknown = []
     const writer = scope.writer
     // The overlay first: an op it drops was written before the reads below.
     if (writer.pending && writer.pendingWithin(this.records, low, high)) {
-      for (let i = 0; i < keys.length; i++) {
+      if (keyIds === null) keyIds = keys.map(key => this.records.keyId(key))
+      for (let i = 0; i < n; i++) {
+        if (taken[i] === 1) continue
         const op = writer.lookup(keyIds[i])
         if (op === undefined) unknown.push(i)
-        else if (op.type === 'put') taken.add(keyIds[i])
+        else if (op.type === 'put') taken[i] = 1
       }
       if (unknown.length === 0) return taken
     } else {
-      for (let i = 0; i < keys.length; i++) unknown.push(i)
+      for (let i = 0; i < n; i++) if (taken[i] === 0) unknown.push(i)
     }
     scope.assertOpen()
     const sublevel = this.records.sublevel
@@ -271,16 +284,26 @@ export class CollectionModel {
       // A few synchronous point reads cost less than a round trip to a
       // thread (not through the read cache, which a load would only fill
       // with absent keys).
-      for (const i of unknown) if (sublevel.getSync(keys[i]) !== undefined) taken.add(keyIds[i])
+      for (const i of unknown) if (sublevel.getSync(keys[i]) !== undefined) taken[i] = 1
       return taken
     }
+    /** @type {Uint8Array[]} */
     const stored = await sublevel.keys({ gte: low, lte: high, limit: unknown.length + 1 }).all()
-    if (stored.length <= unknown.length) {
-      const names = new Set(stored.map((/** @type {Uint8Array} */ key) => this.records.keyId(key)))
-      for (const i of unknown) if (names.has(keyIds[i])) taken.add(keyIds[i])
-    } else {
+    if (stored.length > unknown.length) {
       const values = await sublevel.getMany(unknown.map(i => keys[i]))
-      unknown.forEach((i, k) => { if (values[k] !== undefined) taken.add(keyIds[i]) })
+      unknown.forEach((i, k) => { if (values[k] !== undefined) taken[i] = 1 })
+    } else if (increasing) {
+      // Both in key order: one merge.
+      let j = 0
+      for (const i of unknown) {
+        while (j < stored.length && compareBytes(stored[j], keys[i]) < 0) j++
+        if (j === stored.length) break
+        if (compareBytes(stored[j], keys[i]) === 0) taken[i] = 1
+      }
+    } else {
+      const ids = /** @type {string[]} */ (keyIds)
+      const names = new Set(stored.map(key => this.records.keyId(key)))
+      for (const i of unknown) if (names.has(ids[i])) taken[i] = 1
     }
     return taken
   }
@@ -317,14 +340,21 @@ export class CollectionModel {
   /**
    * Write a new record whose id is known to be free, with its index entries.
    * @param {WriteScope} scope @param {any} record sealed @param {string} stored its JSON, as stored
-   * @param {unknown} id @param {Uint8Array} idBytes @param {string} [keyId] the op's id, if known
+   * @param {unknown} id @param {Uint8Array} idBytes
+   * @returns {Promise<void> | undefined} a promise only if it has to wait:
+   *   a bulk load's batch stores hundreds of records, and most need not
    */
-  async store (scope, record, stored, id, idBytes, keyId) {
+  store (scope, record, stored, id, idBytes) {
     this.validateRecord(record)
-    if (this.indexes.size > 0) await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
+    if (this.indexes.size > 0) return writeIndexEntries(scope, this, id, idBytes, undefined, record, stored).then(() => this.#put(scope, stored, idBytes))
+    return this.#put(scope, stored, idBytes)
+  }
+
+  /** store()'s end. @param {WriteScope} scope @param {string} stored @param {Uint8Array} idBytes */
+  #put (scope, stored, idBytes) {
     if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
-    scope.push({ type: 'put', id: keyId, key: idBytes, value: stored, sublevel: this.records.sublevel, namespace: this.records })
-    if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
+    scope.push({ type: 'put', id: undefined, key: idBytes, value: stored, sublevel: this.records.sublevel, namespace: this.records })
+    if (this.versions !== null) return this.versions.stamp(scope, idBytes, false)
   }
 
   /**
