@@ -17,7 +17,7 @@ export const MAX_BATCH_SIZE = 100000
 
 /**
  * @typedef {import('./write-scope.js').WriteScope} WriteScope
- * @typedef {'collection.insertMany()' | 'collection.putMany()' | 'children.appendMany()'} BulkCall
+ * @typedef {'collection.insertMany()' | 'collection.putMany()' | 'children.appendMany()' | 'relation.addMany()'} BulkCall
  */
 
 /**

@@ -653,7 +653,7 @@ function batchOps (ops) {
  * lookup id per op for lastOpPerKey() (bench/RESULTS.md, sorted-write).
  * @param {import('./write-scope.js').Op[]} ops
  */
-function increasingKeys (ops) {
+export function increasingKeys (ops) {
   /** @type {Map<import('./namespace.js').Namespace, Uint8Array>} the last key of each namespace but the last op's */
   const last = new Map()
   let namespace = null
