@@ -13,13 +13,10 @@ import { lockModeOf } from './transaction.js'
 import { describe, isDefined, errorMessage, isLevelkitError, readInput, entriesOf, elementsOf, deepFreeze } from './common.js'
 import { optionsOf } from './options.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
+import { readKeys } from './read-keys.js'
 import { RecordVersions, ifVersionOf } from './versions.js'
 
 const SEQUENCE_KEY = encode('last')
-
-// Up to this many ids of a bulk load's batch are looked up with a point read
-// each; past it, with one range read (see takenKeys()).
-const POINT_READS = 64
 
 // Without snapshots, how many times getBy() reads an entry and its record
 // while writes keep moving the value on in between, before it reads them as
@@ -231,79 +228,27 @@ export class CollectionModel {
 
   /**
    * Which of `keys` a record has (1) or not (0): one decided and not yet
-   * written, a stored one, or one earlier in `keys`. What is stored is read
-   * with getSync() for a few keys, else with one range read of the keys'
-   * span when it holds few other records (a sorted load: one seek, on
-   * LevelDB's thread, where a point read each costs the main thread ~8% of
-   * a load's time), else with one getMany(). Keys in increasing order (a
-   * sorted load) are told apart by comparing bytes, with no lookup id each.
+   * written, a stored one (see readKeys()), or one earlier in `keys`.
    * @param {WriteScope} scope with no ops of its own
    * @param {Uint8Array[]} keys
    * @returns {Promise<Uint8Array>}
    */
   async takenKeys (scope, keys) {
-    const n = keys.length
-    const taken = new Uint8Array(n)
-    if (n === 0) return taken
+    const found = await readKeys(scope, this.records, keys, false)
+    const taken = new Uint8Array(keys.length)
     let increasing = true
-    for (let i = 1; i < n && increasing; i++) increasing = compareBytes(keys[i - 1], keys[i]) < 0
-    let low = keys[0]
-    let high = keys[n - 1]
-    /** @type {string[] | null} lookup ids, where they are needed */
-    let keyIds = null
+    for (let i = 0; i < keys.length; i++) {
+      if (found[i] !== undefined) taken[i] = 1
+      if (i > 0 && increasing) increasing = compareBytes(keys[i - 1], keys[i]) < 0
+    }
     if (!increasing) {
-      keyIds = keys.map(key => this.records.keyId(key))
       // A later record with the same id is refused.
       const seen = new Set()
-      for (let i = 0; i < n; i++) {
-        if (seen.has(keyIds[i])) taken[i] = 1
-        else seen.add(keyIds[i])
-        if (compareBytes(keys[i], low) < 0) low = keys[i]
-        if (compareBytes(keys[i], high) > 0) high = keys[i]
+      for (let i = 0; i < keys.length; i++) {
+        const id = this.records.keyId(keys[i])
+        if (seen.has(id)) taken[i] = 1
+        else seen.add(id)
       }
-    }
-    /** @type {number[]} the keys the overlay says nothing about */
-    const unknown = []
-    const writer = scope.writer
-    // The overlay first: an op it drops was written before the reads below.
-    if (writer.pending && writer.pendingWithin(this.records, low, high)) {
-      if (keyIds === null) keyIds = keys.map(key => this.records.keyId(key))
-      for (let i = 0; i < n; i++) {
-        if (taken[i] === 1) continue
-        const op = writer.lookup(keyIds[i])
-        if (op === undefined) unknown.push(i)
-        else if (op.type === 'put') taken[i] = 1
-      }
-      if (unknown.length === 0) return taken
-    } else {
-      for (let i = 0; i < n; i++) if (taken[i] === 0) unknown.push(i)
-    }
-    scope.assertOpen()
-    const sublevel = this.records.sublevel
-    if (unknown.length <= POINT_READS && writer.syncReads && sublevel.status === 'open') {
-      // A few synchronous point reads cost less than a round trip to a
-      // thread (not through the read cache, which a load would only fill
-      // with absent keys).
-      for (const i of unknown) if (sublevel.getSync(keys[i]) !== undefined) taken[i] = 1
-      return taken
-    }
-    /** @type {Uint8Array[]} */
-    const stored = await sublevel.keys({ gte: low, lte: high, limit: unknown.length + 1 }).all()
-    if (stored.length > unknown.length) {
-      const values = await sublevel.getMany(unknown.map(i => keys[i]))
-      unknown.forEach((i, k) => { if (values[k] !== undefined) taken[i] = 1 })
-    } else if (increasing) {
-      // Both in key order: one merge.
-      let j = 0
-      for (const i of unknown) {
-        while (j < stored.length && compareBytes(stored[j], keys[i]) < 0) j++
-        if (j === stored.length) break
-        if (compareBytes(stored[j], keys[i]) === 0) taken[i] = 1
-      }
-    } else {
-      const ids = /** @type {string[]} */ (keyIds)
-      const names = new Set(stored.map(key => this.records.keyId(key)))
-      for (const i of unknown) if (names.has(ids[i])) taken[i] = 1
     }
     return taken
   }
