@@ -5,7 +5,7 @@ import { encodeJson, encodeJsonWithCopy } from './json-value.js'
 import { parseRecord, parseInteger, decodeKey } from './stored.js'
 import { assertName, layout } from './names.js'
 import { Namespace, assertNotClosed } from './namespace.js'
-import { SecondaryIndex, writeIndexEntries, holdsEntry, uniqueEntryKey } from './indexes.js'
+import { SecondaryIndex, writeIndexEntries, newRecordsEntries, holdsEntry, uniqueEntryKey } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, allOf, promised, transactionOf, transactionIn } from './model-handle.js'
@@ -187,42 +187,61 @@ export class CollectionModel {
       for (const [json] of pairs) await this.insert(scope, json)
       return
     }
-    if (this.sequential) {
-      for (const [, record] of pairs) this.assertNoId(record)
-      let last = await this.lastId(scope)
-      for (const [json, record] of pairs) await this.create(scope, record, json, ++last)
-      scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, last)
-      return
-    }
     const records = []
     const ids = []
     const keys = []
+    const jsons = []
     /** @type {unknown} what computing the id of record `records.length` threw */
     let failure
     let failed = false
-    for (const [, copy] of pairs) {
-      const record = deepFreeze(copy)
-      try {
-        const [id, key] = this.computeIdAndKey(record)
+    let last = 0
+    if (this.sequential) {
+      for (const [, record] of pairs) this.assertNoId(record)
+      last = await this.lastId(scope)
+      for (const [json, record] of pairs) {
+        const id = ++last
+        record.id = id
+        records.push(this.seal(record))
         ids.push(id)
-        keys.push(key)
-      } catch (err) {
-        // Records before it may be refused first (an id that is taken), as
-        // insert()s one by one would be.
-        failure = err
-        failed = true
-        break
+        keys.push(encode(id))
+        jsons.push(withIdJson(json, id))
       }
-      records.push(record)
+    } else {
+      for (const [json, copy] of pairs) {
+        const record = deepFreeze(copy)
+        try {
+          const [id, key] = this.computeIdAndKey(record)
+          ids.push(id)
+          keys.push(key)
+        } catch (err) {
+          // Records before it may be refused first (an id that is taken), as
+          // insert()s one by one would be.
+          failure = err
+          failed = true
+          break
+        }
+        records.push(record)
+        jsons.push(json)
+      }
     }
-    const taken = await this.takenKeys(scope, keys)
+    // A sequence id is new by construction (see lastId()).
+    const taken = this.sequential ? null : await this.takenKeys(scope, keys)
+    const indexed = this.indexes.size > 0 ? await newRecordsEntries(scope, this, records, ids, keys, jsons) : null
+    // What store() would check and write for each record, in order.
     for (let i = 0; i < records.length; i++) {
-      if (taken[i] === 1) {
+      if (taken !== null && taken[i] === 1) {
         throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(ids[i])}`, { collection: this.name, id: ids[i] })
       }
-      const storing = this.store(scope, records[i], pairs[i][0], ids[i], keys[i])
-      if (storing !== undefined) await storing
+      this.validateRecord(records[i])
+      if (indexed !== null) {
+        const { added, refusal } = indexed[i]
+        if (refusal !== undefined) throw refusal
+        for (const [index, entries] of added) for (const entry of entries) scope.put(index.namespace, entry.key, entry.value)
+      }
+      const stamping = this.#put(scope, jsons[i], keys[i])
+      if (stamping !== undefined) await stamping
     }
+    if (this.sequential) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, last)
     if (failed) throw failure
   }
 

@@ -493,3 +493,85 @@ test('increasingKeys: a group is written without a lookup id per op only if no n
   t.notOk(increasingKeys([op(a, [1]), op(a, [1])]), 'the same key twice in a row')
   t.end()
 })
+
+test('insertMany decides each batch as insert()s one by one would: ids, unique values, validation, key functions', async t => {
+  const emails = ['a', 'b', 'c', 'd', undefined]
+  const record = fc.record({
+    email: fc.constantFrom(...emails),
+    tags: fc.array(fc.constantFrom('x', 'y', 'z', 'w'), { maxLength: 2 }),
+    bad: fc.boolean({ freq: 8 }),
+    boom: fc.boolean({ freq: 8 })
+  })
+  /** @param {boolean} sequence */
+  async function usersOf (sequence) {
+    const db = await open({ backend: 'memory' })
+    const users = db.collection('users', {
+      ...(sequence ? {} : { id: (/** @type {any} */ u) => u.code }),
+      validate: (/** @type {any} */ u) => { if (u.bad) throw new Error('bad') },
+      indexes: {
+        tag: { unique: true, multi: true, key: (/** @type {any} */ u) => u.tags },
+        email: { unique: true, key: (/** @type {any} */ u) => { if (u.boom) throw new Error('boom'); return u.email } },
+        n: { key: (/** @type {any} */ u) => u.tags.length }
+      }
+    })
+    return { db, users }
+  }
+  /** @param {any} query */
+  const keysOf = async query => {
+    const keys = []
+    for await (const key of query.keys()) keys.push(key)
+    return keys
+  }
+  /** @param {any} users */
+  const contents = async users => ({
+    records: await users.query().all(),
+    tags: await keysOf(users.query({ index: 'tag' })),
+    emails: await keysOf(users.query({ index: 'email' })),
+    n: await keysOf(users.query({ index: 'n' }))
+  })
+  await fc.assert(fc.asyncProperty(
+    fc.boolean(), fc.array(record, { maxLength: 3 }), fc.array(record, { minLength: 1, maxLength: 12 }), fc.integer({ min: 1, max: 5 }),
+    async (sequence, storedRecords, input, batchSize) => {
+      const codes = sequence ? [] : input.map((_, i) => `k${i % 9}`)
+      const withCode = (/** @type {any[]} */ rs, /** @type {string} */ prefix) => rs.map((r, i) => sequence ? r : { ...r, code: codes[i] ?? `${prefix}${i}` })
+      const stored = withCode(storedRecords.map(r => ({ ...r, bad: false, boom: false })), 's').map((r, i) => sequence ? r : { ...r, code: `k${i * 4}` })
+      const records = withCode(input, 'k')
+      const bulk = await usersOf(sequence)
+      const one = await usersOf(sequence)
+      for (const { users } of [bulk, one]) {
+        for (const r of stored) await users.insert(r).catch(() => {})
+      }
+      const err = await rejection(bulk.users.insertMany(records, { batchSize }))
+      let expected = null
+      let written = 0
+      for (let from = 0; from < records.length && expected === null; from += batchSize) {
+        const batch = records.slice(from, from + batchSize)
+        expected = await rejection(one.db.write(async (/** @type {any} */ w) => { for (const r of batch) await one.users.in(w).insert(r) }))
+        if (expected === null) written += batch.length
+      }
+      const same = (err === null) === (expected === null) &&
+        (err === null || (err.code === expected.code && err.message === expected.message && err.written === written))
+      if (!same) t.fail(`insertMany: ${err && err.message} (written ${err && err.written}); one by one: ${expected && expected.message} (written ${written})`)
+      const [got, want] = [await contents(bulk.users), await contents(one.users)]
+      if (JSON.stringify(got) !== JSON.stringify(want)) t.fail(`different contents: ${JSON.stringify(got)} against ${JSON.stringify(want)}`)
+      await bulk.db.close()
+      await one.db.close()
+      return same && JSON.stringify(got) === JSON.stringify(want)
+    }), { numRuns: 150 })
+  t.pass('150 random loads')
+})
+
+test('insertMany checks unique values against writes decided and not yet written', async t => {
+  const { db, users } = await usersDb()
+  await users.insertMany([user(1), user(2)])
+  // Neither awaited: decided, maybe not yet written, when the batch is decided.
+  const deleting = users.del(1)
+  const inserting = users.insert(user(3))
+  t.is(await users.insertMany([user(1), user(4)]), 2, 'a value deleted just before is free')
+  const err = await rejection(users.insertMany([user(5), user(3)]))
+  t.is(err && err.code, 'LEVELKIT_UNIQUE', 'a value inserted just before is taken')
+  await Promise.all([deleting, inserting])
+  t.same((await users.query().all()).map(u => u.email), ['u2@x', 'u3@x', 'u1@x', 'u4@x'])
+  t.ok((await db.check()).ok)
+  await db.close()
+})
