@@ -21,6 +21,7 @@ export const OPTIONS = Object.freeze({
   'collection.insertMany()': Object.freeze(['batchSize']),
   'collection.putMany()': Object.freeze(['batchSize']),
   'children.appendMany()': Object.freeze(['batchSize']),
+  'relation.addMany()': Object.freeze(['batchSize']),
   'relation.to()': Object.freeze([...RANGE, ...READ]),
   'relation.from()': Object.freeze([...RANGE, ...READ]),
   'children.range()': Object.freeze([...RANGE, ...READ]),

@@ -39,6 +39,7 @@ test('every option in the table is taken by its call, and only those', async t =
     'collection.insertMany()': options => users.insertMany([{ name: 'm' }], options),
     'collection.putMany()': options => users.putMany([[3, { name: 'p' }]], options),
     'children.appendMany()': options => messages.appendMany(chat, ['a'], options),
+    'relation.addMany()': options => members.addMany(chat, [1], options),
     'relation.to()': options => members.to(chat, options).all(),
     'relation.from()': options => members.from(1, options).all(),
     'children.range()': options => messages.range(chat, options).all(),
