@@ -375,11 +375,13 @@ export declare class Relation<F extends TupleValue = TupleValue, T extends Tuple
   /** Resolves true if the edge is new; LEVELKIT_NOT_FOUND if an endpoint is missing. */
   add (fromId: F, toId: T): Promise<boolean>
   /**
-   * Add the edges from `fromId` to each of `toIds` as one operation: all of
-   * them, or none if an endpoint is missing (LEVELKIT_NOT_FOUND). Resolves
-   * with how many are new.
+   * Add the edges from `fromId` to each of `toIds` (an array, an iterable
+   * or an async iterable), in batches of `batchSize` ids: each batch is one
+   * atomic write, all of its edges or none if an endpoint is missing
+   * (LEVELKIT_NOT_FOUND). Resolves with how many are new; a refusal rejects
+   * with `err.written`, like collection.insertMany().
    */
-  addMany (fromId: F, toIds: T[]): Promise<number>
+  addMany (fromId: F, toIds: BulkInput<T>, options?: BulkOptions): Promise<number>
   /** Resolves true if the edge existed. */
   remove (fromId: F, toId: T): Promise<boolean>
   has (fromId: F, toId: T): Promise<boolean>

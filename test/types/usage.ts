@@ -178,6 +178,7 @@ export async function idUsage (): Promise<void> {
   const authorId: IdOf<typeof authors> = tolkien
   await written.add(authorId, hobbit)
   await written.addMany(tolkien, [hobbit])
+  await written.addMany(tolkien, (async function * () { yield hobbit })(), { batchSize: 10 })
   const bookIds: number[] = await written.to(tolkien, { gt: 0 }).all()
   const authorIds: number[] = await written.from(hobbit).all()
   // @ts-expect-error the `to` side's ids are numbers
