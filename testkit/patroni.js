@@ -62,6 +62,7 @@ export async function startFailoverCluster (options = {}) {
   const nodes = []
   let stopped = false
 
+  /** @type {NodeJS.ProcessEnv} */
   const env = { ...process.env, HOME: dir, LC_ALL: 'C.UTF-8', LANG: 'C.UTF-8', PATRONICTL_CONFIG_FILE: '' }
   for (const name of Object.keys(env)) if (name.startsWith('PG')) delete env[name]
 
@@ -173,7 +174,7 @@ export async function startFailoverCluster (options = {}) {
       // Patroni first, or it would restart the postmaster.
       if (patroni) signal(patroni.pid, 'SIGKILL')
       signal(pid, 'SIGKILL')
-      await waitFor(async () => (!patroni || patroni.exitCode !== null || patroni.signalCode !== null) && !alive(pid), 10000, `${node.name} to die`)
+      await waitFor(async () => (!patroni || patroni.exitCode !== null || patroni.signalCode !== null) && (pid === null || !alive(pid)), 10000, `${node.name} to die`)
       node.patroni = null
     }
 
@@ -182,7 +183,7 @@ export async function startFailoverCluster (options = {}) {
     log(`${first.name} is the primary`)
     startNode(nodes[1])
     await waitForSyncStandby(180000)
-    log('the other node is its synchronous standby')
+    log(synchronous ? 'the other node is its synchronous standby' : 'the other node is its (asynchronous) standby')
 
     const hosts = nodes.map(node => ({ host: '127.0.0.1', port: node.port }))
     return {

@@ -28,6 +28,35 @@ const LOAD = 150
 const CHEAP = { passwordCost: { scryptN: 16, pbkdf2Iterations: 1 } }
 const RESEND = 20
 
+/** @type {(() => void) | null} called just after the next batch is sent */
+let armed = null
+
+/**
+ * Kills aimed at a batch in flight: a random kill mostly lands between
+ * batches (the critical sections' reads take most of the time), where
+ * nothing is left unknown. The next batch after arm() sends its statement
+ * and then, at once or a millisecond later, the kill: before or after the
+ * commit, or after the answer.
+ */
+class ArmedLevel extends PostgresLevel {
+  /** @param {any} operations @param {any} options */
+  async _batch (operations, options) {
+    const trigger = armed
+    armed = null
+    const writing = super._batch(operations, options)
+    // Right after the statement is written (setImmediate), or a moment later.
+    if (trigger) Math.random() < 0.5 ? setImmediate(trigger) : setTimeout(trigger, 1)
+    return writing
+  }
+}
+
+/** @param {() => Promise<void>} kill @returns {Promise<void>} resolves once the kill is done */
+function arm (kill) {
+  return new Promise((resolve, reject) => {
+    armed = () => { kill().then(resolve, reject) }
+  })
+}
+
 test('postgres failover: acknowledged writes survive kill -9 of the primary, nothing is doubled', { timeout: 15 * 60 * 1000 }, async t => {
   const started = Date.now()
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`
@@ -36,7 +65,7 @@ test('postgres failover: acknowledged writes survive kill -9 of the primary, not
   let db = null
   try {
     t.comment(`${elapsed()}: ${cluster.connectionString}`)
-    const level = new PostgresLevel({ connectionString: cluster.connectionString, table: 'chat', failoverTimeout: 60000 })
+    const level = new ArmedLevel({ connectionString: cluster.connectionString, table: 'chat', failoverTimeout: 60000 })
     /** @type {Array<{ commitId: string, committed: boolean | null }>} */
     const settled = []
     level.on('commit-settled', (/** @type {any} */ event) => settled.push(event))
@@ -129,12 +158,12 @@ test('postgres failover: acknowledged writes survive kill -9 of the primary, not
         const whole = round % 2 === 1
         const before = run.acks
         if (whole) {
-          await cluster.killNode(primary)
+          await arm(() => cluster.killNode(primary))
           t.comment(`${elapsed()}: round ${round}: killed ${primary.name} (Patroni and PostgreSQL), ${before} acknowledged so far`)
           const next = await cluster.waitForPrimary(60000)
           t.notEqual(next.name, primary.name, `round ${round}: the standby was promoted (${next.name}, ${elapsed()})`)
         } else {
-          await cluster.killPostgres(primary)
+          await arm(() => cluster.killPostgres(primary))
           t.comment(`${elapsed()}: round ${round}: killed ${primary.name}'s postmaster, ${before} acknowledged so far`)
         }
         t.ok(await progress(LOAD, 90000), `round ${round}: writes acknowledged again after the kill (${elapsed()})`)
