@@ -5,7 +5,7 @@
 // to run as root, so as root every process runs as Debian's `postgres` user
 // (etcd too: nothing here needs root).
 import { spawn, spawnSync } from 'node:child_process'
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, openSync, closeSync } from 'node:fs'
+import { appendFileSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, openSync, closeSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -81,8 +81,20 @@ export async function startFailoverCluster (options = {}) {
     closeSync(out)
     children.add(child)
     child.on('exit', () => children.delete(child))
+    // For the watchdog (below).
+    if (child.pid) appendFileSync(join(dir, 'pids'), `${child.pid}\n`)
     return child
   }
+
+  // A process killed with SIGKILL runs no exit handler: a watchdog, in a
+  // process group of its own, kills what this one started (the pids it
+  // wrote, and the postmasters) and removes the directory once it is gone.
+  writeFileSync(join(dir, 'pids'), '')
+  const watchdog = spawn('sh', ['-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done
+for pid in $(cat "$1/pids"); do kill -9 "$pid" 2>/dev/null; done
+for file in "$1"/n*/data/postmaster.pid; do [ -f "$file" ] && kill -9 "$(head -n 1 "$file")" 2>/dev/null; done
+rm -rf "$1"`, 'watchdog', dir], { detached: true, stdio: 'ignore' })
+  watchdog.unref()
 
   const stopSync = () => {
     if (stopped) return
@@ -91,6 +103,7 @@ export async function startFailoverCluster (options = {}) {
     for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.removeListener(signal, onSignal)
     for (const child of children) signal(child.pid, 'SIGKILL')
     for (const node of nodes) signal(postmasterPid(dir, node), 'SIGKILL')
+    signal(watchdog.pid, 'SIGKILL')
     rmSync(dir, { recursive: true, force: true })
   }
   const onSignal = (/** @type {NodeJS.Signals} */ name) => {
