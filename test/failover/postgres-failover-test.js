@@ -111,6 +111,8 @@ test('postgres failover: acknowledged writes survive kill -9 of the primary, not
           }
           if (code === 'LEVELKIT_BACKEND_UNAVAILABLE' || code === 'LEVELKIT_ABORTED') {
             notCommitted.set(name, (notCommitted.get(name) || 0) + 1)
+            // Not sent again once the test is ending (a failed round must not wait out every resend).
+            if (run.stopping) return undefined
             await sleep(100)
             continue
           }
