@@ -24,6 +24,8 @@ export declare const codes: Readonly<{
   LOCKED: 'LEVELKIT_LOCKED'
   /** The backend cannot run in this environment (the message names what is missing), or cannot open the database at the location (its error is the `cause`). */
   BACKEND_UNAVAILABLE: 'LEVELKIT_BACKEND_UNAVAILABLE'
+  /** PostgreSQL failed while a batch was committing and no primary said whether it was (`err.commitId`): it may or may not be written. */
+  COMMIT_UNKNOWN: 'LEVELKIT_COMMIT_UNKNOWN'
   /** The operation was decided on top of an earlier write that failed: not written, or its refusal not given. */
   ABORTED: 'LEVELKIT_ABORTED'
   /** Stored data does not parse as what levelkit writes there (written behind its back, or damaged). Not bad input. */
@@ -69,6 +71,15 @@ export interface OpenOptions {
   connectionString?: string
   /** postgres: the table holding the database (default 'levelkit'; [a-z_][a-z0-9_]{0,62}). */
   table?: string
+  /**
+   * postgres: the hosts of a primary and its standbys ('host:port' or { host, port }). levelkit uses the one
+   * where pg_is_in_recovery() is false and finds it again after a failover; with connectionString (a
+   * postgres:// URL), each replaces its host. Not with `pool`. A connectionString naming several hosts,
+   * or with target_session_attrs=read-write, does the same.
+   */
+  hosts?: Array<string | { host: string, port?: number }>
+  /** postgres, with hosts: how long an operation waits for a primary, in ms (default 30000). */
+  failoverTimeout?: number
   /** postgres: connections the pool opens at most (default 10); the table lock and snapshots take connections of their own. */
   poolSize?: number
   /**
