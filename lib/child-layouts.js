@@ -1,11 +1,12 @@
 import { encode, decode } from './tuple.js'
-import { compareBytes, bytesToBinaryString } from './bytes.js'
+import { compareBytes, bytesToBinaryString, concatBytes } from './bytes.js'
 import { Namespace } from './namespace.js'
 import { tupleBounds, within } from './bounds.js'
 import { layout } from './names.js'
 import { decodeError } from './errors.js'
 import { describe } from './common.js'
 import { decodeKey } from './stored.js'
+import { BACKEND_LIMIT } from './query.js'
 
 /**
  * How a set of ordered children is stored. Both layouts answer the same
@@ -99,6 +100,21 @@ export class KeyPerChild {
   async stored (scope, parentId, counting) {
     const entries = await scope.entries(this.namespace, tupleBounds([parentId], {}), { values: false })
     return { keys: entries.map(entry => entry[0]), count: entries.length }
+  }
+
+  /**
+   * On IndexedDB: the stored children within `bounds` (over [parentId, seq]
+   * keys), at most `limit`, as raw [key, value] entries, in one request
+   * (IdbDirect.entries()), with the raw values of `keys` read beside them;
+   * nothing if `visible` says no to those values.
+   * @param {import('./idb-direct.js').IdbDirect} idb @param {unknown} parentId @param {ByteBounds} bounds
+   * @param {boolean} reverse @param {number} limit @param {Array<[Namespace, Uint8Array]>} keys
+   * @param {(values: any[]) => boolean} visible
+   * @returns {AsyncGenerator<Array<[Uint8Array, any]>>}
+   */
+  async * direct (idb, parentId, bounds, reverse, limit, keys, visible) {
+    const [entries, values] = await idb.entriesWith(this.namespace, bounds, { reverse, limit }, keys, false)
+    if (visible(values) && entries.length > 0) yield entries
   }
 
   /**
@@ -241,34 +257,97 @@ export class ChildBlocks {
    * @returns {AsyncGenerator<Array<[Uint8Array, [number, any]]>>}
    */
   async * #scan (parentId, bounds, reverse, tx) {
-    const base = /** @type {Uint8Array} */ (tupleBounds([parentId], {}).gte)
-    const lo = Math.max(1, lowestSeq(base, bounds.gte))
-    const hi = highestSeq(base, bounds.lt)
-    if (lo > hi || lo === Infinity) return
-    const blockRange = { gte: this.first(lo), lte: hi === Infinity ? undefined : this.first(hi) }
-    const blockBounds = tupleBounds([parentId], blockRange)
+    const within = this.#within(parentId, bounds)
+    if (within === null) return
+    const { blockBounds } = within
     const it = tx === undefined
       ? this.namespace.sublevel.iterator({ ...blockBounds, reverse })
       : transactionBlocks(tx, this.namespace, blockBounds, reverse)
     try {
       // A first small read: a page of recent children is in the last blocks.
       for (let blocks = await it.nextv(4); blocks.length > 0; blocks = await it.nextv(32)) {
-        /** @type {Array<[Uint8Array, [number, any]]>} */
-        const entries = []
-        for (const [key, block] of blocks) {
-          const pairs = /** @type {Array<[number, any]>} */ (this.parse(block, parentId, key))
-          if (reverse) pairs.reverse()
-          for (const pair of pairs) {
-            if (pair[0] < lo || pair[0] > hi) continue
-            const key = encode([parentId, pair[0]])
-            if (within(key, bounds)) entries.push([key, pair])
-          }
-        }
+        const entries = this.#children(parentId, blocks, reverse, within, bounds, Infinity)
         if (entries.length > 0) yield entries
       }
     } finally {
       await it.close()
     }
+  }
+
+  /**
+   * On IndexedDB: the children within `bounds`, at most `limit` (in
+   * chunks, as [key, [seq, value]] entries): the blocks that hold them read
+   * with one request (IdbDirect.entries(), as many blocks as `limit`
+   * children fill), more only if those blocks held fewer (children deleted
+   * one by one); the first with the raw values of `keys` read beside it,
+   * and nothing if `visible` says no to those values. Blocks past the
+   * limit are not parsed.
+   * @param {import('./idb-direct.js').IdbDirect} idb @param {unknown} parentId @param {ByteBounds} bounds
+   * @param {boolean} reverse @param {number} limit @param {Array<[Namespace, Uint8Array]>} keys
+   * @param {(values: any[]) => boolean} visible
+   * @returns {AsyncGenerator<Array<[Uint8Array, [number, any]]>>}
+   */
+  async * direct (idb, parentId, bounds, reverse, limit, keys, visible) {
+    const within = this.#within(parentId, bounds)
+    if (within === null) return
+    let blockBounds = within.blockBounds
+    // The first block read may hold only one child within the bounds.
+    const needed = Math.ceil(limit / this.blockSize) + 1
+    let count = needed > BACKEND_LIMIT ? undefined : needed
+    let remaining = limit
+    const first = await idb.entriesWith(this.namespace, blockBounds, { reverse, limit: count }, keys, false)
+    if (!visible(first[1])) return
+    let blocks = first[0]
+    while (true) {
+      const entries = this.#children(parentId, blocks, reverse, within, bounds, remaining)
+      remaining -= entries.length
+      if (entries.length > 0) yield entries
+      if (remaining <= 0 || count === undefined || blocks.length < count) return
+      // Past the last block read.
+      const last = blocks[blocks.length - 1][0]
+      blockBounds = reverse ? { gte: blockBounds.gte, lt: last } : { gte: concatBytes(last, [0]), lt: blockBounds.lt }
+      count = Math.max(count, 32)
+      blocks = await idb.entries(this.namespace, blockBounds, { reverse, limit: count }, false)
+    }
+  }
+
+  /**
+   * The seqs a child within `bounds` may have, and the bounds of the blocks
+   * that may hold them; null if none can be within.
+   * @param {unknown} parentId @param {ByteBounds} bounds
+   * @returns {{ lo: number, hi: number, blockBounds: ByteBounds } | null}
+   */
+  #within (parentId, bounds) {
+    const base = /** @type {Uint8Array} */ (tupleBounds([parentId], {}).gte)
+    const lo = Math.max(1, lowestSeq(base, bounds.gte))
+    const hi = highestSeq(base, bounds.lt)
+    if (lo > hi || lo === Infinity) return null
+    const blockRange = { gte: this.first(lo), lte: hi === Infinity ? undefined : this.first(hi) }
+    return { lo, hi, blockBounds: tupleBounds([parentId], blockRange) }
+  }
+
+  /**
+   * The children of stored `blocks` that are within `bounds`, in the order
+   * read (each block's reversed when `reverse`), at most `max`: the blocks
+   * after those are not parsed.
+   * @param {unknown} parentId @param {Array<[Uint8Array, any]>} blocks @param {boolean} reverse
+   * @param {{ lo: number, hi: number }} within @param {ByteBounds} bounds @param {number} max
+   * @returns {Array<[Uint8Array, [number, any]]>}
+   */
+  #children (parentId, blocks, reverse, { lo, hi }, bounds, max) {
+    /** @type {Array<[Uint8Array, [number, any]]>} */
+    const entries = []
+    for (const [key, block] of blocks) {
+      if (entries.length >= max) break
+      const pairs = /** @type {Array<[number, any]>} */ (this.parse(block, parentId, key))
+      if (reverse) pairs.reverse()
+      for (const pair of pairs) {
+        if (pair[0] < lo || pair[0] > hi) continue
+        const key = encode([parentId, pair[0]])
+        if (within(key, bounds)) entries.push([key, pair])
+      }
+    }
+    return entries
   }
 }
 

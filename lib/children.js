@@ -4,7 +4,7 @@ import { encodeJson } from './json-value.js'
 import { parseInteger, decodeKey } from './stored.js'
 import { assertName, layout } from './names.js'
 import { Namespace } from './namespace.js'
-import { Query } from './query.js'
+import { Query, BACKEND_LIMIT } from './query.js'
 import { tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, allOf, promised, transactionIn } from './model-handle.js'
 import { describe, noop, readInput, elementsOf } from './common.js'
@@ -247,17 +247,58 @@ export class ChildrenModel {
   range (parentId, options, scoped, transaction) {
     parentId = this.parent.idArg(parentId)
     this.parent.keyOf(parentId)
+    const source = this.storage.source(parentId)
+    // On IndexedDB, outside scopes and transactions: one request for the
+    // children (and their parent's record beside it), not a purge marker
+    // read then an iterator (a transaction per step).
+    const direct = this.items.idb !== null && scoped === undefined && transaction === undefined
     return new Query({
       root: this.root,
-      ...this.storage.source(parentId),
+      ...source,
       bounds: tupleBounds([parentId], options),
       // Cursors name the children, not the layout: one stays valid if
       // blockSize changes.
       tag: this.name,
       consistent: false,
       transaction,
-      prepare: async () => (!scoped || await scoped()) && !(await this.isPurging(parentId, transaction))
+      ...direct
+        ? { scan: (bounds, reverse, tx, limit) => this.directScan(parentId, bounds, reverse, limit ?? Infinity, source) }
+        : { prepare: async () => (!scoped || await scoped()) && !(await this.isPurging(parentId, transaction)) }
     }, options)
+  }
+
+  /**
+   * A range's children on IndexedDB (see range()): with onDelete 'purge',
+   * the parent's record is read beside them, in the same transaction, and
+   * they are visible if it is there. That is what the purge marker says
+   * (written in the batch that deletes the parent, and a record is never
+   * created under a marked id; check() reports a marker beside its
+   * record), and a caller that needs the parent too (the chat of a page of
+   * messages) learns it exists from a page that is not empty.
+   * @param {unknown} parentId @param {import('./bounds.js').ByteBounds} bounds @param {boolean} reverse
+   * @param {number} limit @param {import('./child-layouts.js').LayoutSource} source
+   * @returns {AsyncGenerator<Array<[Uint8Array, any]>>}
+   */
+  async * directScan (parentId, bounds, reverse, limit, source) {
+    const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.items.idb)
+    if (!idb.ready) {
+      // Still opening: the way of other backends.
+      if (await this.isPurging(parentId)) return
+      if (source.scan !== undefined) {
+        yield * source.scan(bounds, reverse, undefined, limit)
+        return
+      }
+      const it = this.items.sublevel.iterator({ ...bounds, reverse, limit: limit > BACKEND_LIMIT ? -1 : limit })
+      try {
+        for (let entries = await it.nextv(64); entries.length > 0; entries = await it.nextv(512)) yield entries
+      } finally {
+        await it.close()
+      }
+      return
+    }
+    /** @type {Array<[Namespace, Uint8Array]>} */
+    const keys = this.purge === null ? [] : [[this.parent.records, this.parent.keyOf(parentId)]]
+    yield * this.storage.direct(idb, parentId, bounds, reverse, limit, keys, values => keys.length === 0 || values[0] !== undefined)
   }
 
   /**

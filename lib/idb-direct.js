@@ -31,6 +31,8 @@
 const JOIN_MS = 8
 const READ_JOIN_MS = 50
 
+const MAX_COUNT = 2 ** 32 - 1
+
 const textEncoder = new TextEncoder()
 const textDecoder = new TextDecoder()
 
@@ -109,9 +111,9 @@ export class IdbDirect {
   /**
    * The entries of `namespace` within `bounds` as [key, value] pairs (value
    * undefined without `values`), in key order or reversed, at most `limit`:
-   * one getAll() request (and one getAllKeys() beside it) forward; backward
-   * one getAllRecords() with a direction where the browser has it, else one
-   * cursor, in one transaction.
+   * one getAllRecords() request with a direction where the browser has it;
+   * else forward one getAll() (and one getAllKeys() beside it), backward
+   * one cursor; in one transaction.
    * @param {import('./namespace.js').Namespace} namespace @param {Bounds} bounds
    * @param {{ values?: boolean, reverse?: boolean, limit?: number }} options
    * @param {Mode} write
@@ -119,25 +121,56 @@ export class IdbDirect {
    */
   entries (namespace, bounds, options, write) {
     const range = this.#range(namespace, bounds)
+    if (range === null || options.limit === 0) return Promise.resolve([])
+    return this.#retrying(write, store => this.#entriesOn(store, namespace, range, options))
+  }
+
+  /**
+   * What entries() answers, and beside it the raw values of `keys` (each a
+   * [namespace, key] pair, as get() answers them), every request made at
+   * once in one transaction: so the values are of the same state as the
+   * entries (a parent record and its children's range, say), in one round
+   * trip.
+   * @param {import('./namespace.js').Namespace} namespace @param {Bounds} bounds
+   * @param {{ values?: boolean, reverse?: boolean, limit?: number }} options
+   * @param {Array<[import('./namespace.js').Namespace, Uint8Array]>} keys
+   * @param {Mode} write
+   * @returns {Promise<[Array<[Uint8Array, any]>, any[]]>}
+   */
+  entriesWith (namespace, bounds, options, keys, write) {
+    const range = this.#range(namespace, bounds)
+    const stored = keys.map(([other, key]) => this.#prefixed(other, key))
+    return this.#retrying(write, store => Promise.all([
+      range === null || options.limit === 0 ? [] : this.#entriesOn(store, namespace, range, options),
+      Promise.all(stored.map(key => this.#settle(store.get(key))))
+    ])).then(([entries, values]) => [entries, values.map((value, i) => decodeValue(value, keys[i][0]))])
+  }
+
+  /**
+   * The requests of entries() on `store`.
+   * @param {IDBObjectStore} store @param {import('./namespace.js').Namespace} namespace @param {IDBKeyRange} range
+   * @param {{ values?: boolean, reverse?: boolean, limit?: number }} options
+   * @returns {Promise<Array<[Uint8Array, any]>>}
+   */
+  #entriesOn (store, namespace, range, options) {
     const limit = options.limit ?? Infinity
-    if (range === null || limit === 0) return Promise.resolve([])
     const values = options.values !== false
-    const count = limit === Infinity || limit < 0 ? undefined : limit
+    // IndexedDB takes a count up to 2 ** 32 - 1: more is all of them.
+    const count = limit === Infinity || limit < 0 || limit > MAX_COUNT ? undefined : limit
     const { prefix } = this.#prefixOf(namespace)
     /** @param {any} key @param {any} value @returns {[Uint8Array, any]} */
     const entry = (key, value) => [unprefixed(key, prefix.length), values ? decodeValue(value, namespace) : undefined]
-    return this.#retrying(write, store => {
-      if (!options.reverse) {
-        const keys = this.#settle(store.getAllKeys(range, count))
-        if (!values) return keys.then((/** @type {any[]} */ keys) => keys.map(key => entry(key, undefined)))
-        return Promise.all([keys, this.#settle(store.getAll(range, count))]).then(([keys, found]) => keys.map((/** @type {any} */ key, /** @type {number} */ i) => entry(key, found[i])))
-      }
-      if (typeof (/** @type {any} */ (store).getAllRecords) === 'function') {
-        return this.#settle(/** @type {any} */ (store).getAllRecords({ query: range, count, direction: 'prev' }))
-          .then(records => records.map((/** @type {any} */ record) => entry(record.key, record.value)))
-      }
-      return this.#cursorEntries(values ? store.openCursor(range, 'prev') : store.openKeyCursor(range, 'prev'), count ?? Infinity, entry)
-    })
+    if (typeof (/** @type {any} */ (store).getAllRecords) === 'function' && (values || options.reverse)) {
+      // One request for keys and values, in either direction.
+      return this.#settle(/** @type {any} */ (store).getAllRecords({ query: range, count, direction: options.reverse ? 'prev' : 'next' }))
+        .then(records => records.map((/** @type {any} */ record) => entry(record.key, record.value)))
+    }
+    if (!options.reverse) {
+      const keys = this.#settle(store.getAllKeys(range, count))
+      if (!values) return keys.then((/** @type {any[]} */ keys) => keys.map(key => entry(key, undefined)))
+      return Promise.all([keys, this.#settle(store.getAll(range, count))]).then(([keys, found]) => keys.map((/** @type {any} */ key, /** @type {number} */ i) => entry(key, found[i])))
+    }
+    return this.#cursorEntries(values ? store.openCursor(range, 'prev') : store.openKeyCursor(range, 'prev'), count ?? Infinity, entry)
   }
 
   /**

@@ -26,9 +26,10 @@ import { describe } from './common.js'
  *   has no limit (a limited read reads only what it returns)
  * @property {(bounds: ByteBounds) => Promise<ListedKeys>} [keys] the raw keys within `bounds` in key
  *   order, read without an iterator (a stored list): every read uses it instead of an iterator
- * @property {(bounds: ByteBounds, reverse: boolean, tx?: Transaction) => AsyncGenerator<Array<[Uint8Array, any]>>} [scan]
+ * @property {(bounds: ByteBounds, reverse: boolean, tx?: Transaction, limit?: number) => AsyncGenerator<Array<[Uint8Array, any]>>} [scan]
  *   the entries within `bounds` in key order (or reverse), read its own way (children kept in
- *   blocks): every read uses it instead of an iterator over `namespace`
+ *   blocks): every read uses it instead of an iterator over `namespace`; `limit` is how many
+ *   the query needs at most (a hint: it stops the generator itself)
  * @typedef {{ readonly length: number, at (i: number): Uint8Array | undefined }} ListedKeys
  *   keys by position (an array, or a view that makes only the keys asked for)
  */
@@ -127,7 +128,7 @@ export class Query {
     if (this.#source.keys !== undefined) return Math.min((await this.#source.keys(this.#bounds)).length, this.#limit)
     if (this.#source.scan !== undefined) {
       let n = 0
-      for await (const entries of this.#source.scan(this.#bounds, false, this.#source.transaction)) {
+      for await (const entries of this.#source.scan(this.#bounds, false, this.#source.transaction, this.#limit)) {
         n += entries.length
         if (n >= this.#limit) return this.#limit
       }
@@ -168,7 +169,7 @@ export class Query {
     if (this.#source.scan !== undefined) {
       let remaining = limit
       if (remaining <= 0) return
-      for await (const entries of this.#source.scan(this.#bounds, this.#reverse, tx)) {
+      for await (const entries of this.#source.scan(this.#bounds, this.#reverse, tx, remaining)) {
         let loaded = await load(entries, undefined, tx)
         if (loaded.length > remaining) loaded = loaded.slice(0, remaining)
         remaining -= loaded.length

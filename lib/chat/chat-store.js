@@ -6,6 +6,7 @@ import { layout } from '../names.js'
 import { describe, readInput, elementsOf } from '../common.js'
 import { optionsObject as copyOf } from '../options.js'
 import { chatMigrations } from './migrations.js'
+import { idbDirectFor } from '../idb-direct.js'
 
 const DEFAULTS = Object.freeze({
   maxMembers: 30,
@@ -53,6 +54,8 @@ export class ChatStore {
   #hashCounts = new Map()
   /** @type {{ params: string, hash: string } | null} */
   #dummy = null
+  /** Whether pages of messages are read as ranges (see #rangedMessages()). */
+  #ranged = false
 
   /**
    * Declares the chat models on `db` (synchronously; the database is open).
@@ -75,6 +78,7 @@ export class ChatStore {
     if (typeof settings.adopt !== 'boolean') throw invalid('The adopt option must be a boolean')
     this.db = db
     this.options = settings
+    this.#ranged = idbDirectFor(db.level) !== null
 
     // The username index holds a copy of each user, so getUser() is one read.
     this.users = db.collection('users', {
@@ -592,8 +596,7 @@ export class ChatStore {
     if (to !== undefined) assertId(to, 'to')
     if (!Number.isSafeInteger(n) || n < 1) throw invalid('n must be a positive integer')
     const visible = visibility(viewerId, allWhispers)
-    // Both at once: on IndexedDB two requests of one transaction, not one
-    // after the other.
+    if (this.#ranged) return this.#rangedMessages(chatId, from, to, n, visible)
     const [exists, last] = await Promise.all([this.chats.has(chatId), this.messages.lastSeq(chatId)])
     if (!exists) return null
     /** @type {Message[]} */
@@ -616,6 +619,42 @@ export class ChatStore {
     // are then hidden, and the answer is the one for a missing chat.
     if (result.length === 0 && !(await this.chats.has(chatId))) return null
     return from !== undefined ? result : result.reverse()
+  }
+
+  /**
+   * getChatMessages() where a read is a round trip (IndexedDB): a page is
+   * one range of the messages (one request for the blocks that hold it, the
+   * chat's record read beside it: messages are visible only while their
+   * chat is there), not the last id and then point reads. Only hidden
+   * whispers make another round.
+   * @param {number} chatId @param {number | undefined} from @param {number | undefined} to @param {number} n
+   * @param {(message: Message) => boolean} visible
+   * @returns {Promise<Message[] | null>}
+   */
+  async #rangedMessages (chatId, from, to, n, visible) {
+    const forward = from !== undefined
+    /** @type {Message[]} */
+    const result = []
+    let low = from
+    let high = to
+    while (result.length < n) {
+      const wanted = n - result.length
+      /** @type {Record<string, number | boolean>} */
+      const bounds = { limit: wanted }
+      if (low !== undefined) bounds.gte = low
+      if (high !== undefined) bounds.lt = high
+      if (!forward) bounds.reverse = true
+      const page = /** @type {Message[]} */ (await this.messages.range(chatId, bounds).all())
+      for (const message of page) if (visible(message)) result.push(message)
+      const edge = page.length === 0 ? undefined : page[page.length - 1].id
+      if (page.length < wanted || !Number.isSafeInteger(edge)) break
+      if (forward) low = /** @type {number} */ (edge) + 1
+      else high = edge
+    }
+    // Messages are read only while their chat is there: none found, the
+    // chat may be missing.
+    if (result.length === 0 && !(await this.chats.has(chatId))) return null
+    return forward ? result : result.reverse()
   }
 
   /**

@@ -212,5 +212,176 @@ test('idb-direct: range reads with a count and a direction answer as browser-lev
   await level.close()
 })
 
+const REQUESTS = ['get', 'getKey', 'getAll', 'getAllKeys', 'getAllRecords', 'count', 'openCursor', 'openKeyCursor']
+
+/**
+ * Count the IndexedDB transactions and read requests (of object stores)
+ * that `fn` makes.
+ * @param {() => Promise<unknown>} fn
+ */
+async function countRequests (fn) {
+  const made = { transactions: 0, requests: 0 }
+  const proto = /** @type {any} */ (IDBObjectStore.prototype)
+  const originals = REQUESTS.filter(name => typeof proto[name] === 'function').map(name => [name, proto[name]])
+  for (const [name, original] of originals) {
+    proto[name] = function (/** @type {any[]} */ ...args) {
+      made.requests++
+      return original.apply(this, args)
+    }
+  }
+  let answer
+  try {
+    const transactions = await countTransactions(async () => { answer = await fn() })
+    made.transactions = transactions.readonly + transactions.readwrite
+  } finally {
+    for (const [name, original] of originals) proto[name] = original
+  }
+  return { ...made, answer }
+}
+
+/**
+ * The same database twice: on levelkit's own IndexedDB path (open({
+ * location })), and as a sublevel of a browser-level database, where
+ * levelkit reads through browser-level's iterators and gets.
+ */
+async function directAndControl () {
+  const direct = await open({ location: fresh() })
+  const level = new BrowserLevel(fresh(), { prefix: '' })
+  await level.open()
+  const control = await open({ db: level.sublevel('app', { keyEncoding: 'view', valueEncoding: 'view' }) })
+  return {
+    sides: [direct, control],
+    async close () {
+      await direct.close()
+      await control.close()
+      await level.close()
+    }
+  }
+}
+
+test('idb-direct: children ranges answer as the iterator path (reverse, limits, bounds, partly filled blocks, purged and cascaded parents)', async (/** @type {any} */ t) => {
+  const { sides, close } = await directAndControl()
+  const models = sides.map(db => {
+    const parents = db.collection('parents')
+    return {
+      db,
+      parents,
+      blocks: db.children('blocks', { parent: parents, onDelete: 'purge', blockSize: 4 }),
+      flat: db.children('flat', { parent: parents, onDelete: 'purge' }),
+      cascaded: db.children('cascaded', { parent: parents, blockSize: 3 })
+    }
+  })
+  for (const { parents, blocks, flat, cascaded } of models) {
+    for (let p = 1; p <= 5; p++) await parents.insert({ p })
+    for (const children of [blocks, flat, cascaded]) {
+      await children.appendMany(1, Array.from({ length: 23 }, (_, i) => ({ n: i + 1 })))
+      await children.appendMany(2, Array.from({ length: 5 }, (_, i) => ({ n: i + 1 })))
+      await children.appendMany(4, Array.from({ length: 9 }, (_, i) => ({ n: i + 1 })))
+      // Partly filled blocks, and a block emptied (2..4 of 1..4).
+      for (const seq of [2, 3, 4, 10, 17, 23]) await children.del(1, seq)
+      // Blocks of one child each: a limited read needs more blocks than
+      // full ones would.
+      await children.appendMany(5, Array.from({ length: 30 }, (_, i) => ({ n: i + 1 })))
+      for (let seq = 1; seq <= 30; seq++) if (seq % 4 !== 1) await children.del(5, seq)
+    }
+    await parents.del(2)
+    // Deleted while its children are there: purged ones are invisible,
+    // cascaded ones gone.
+    await parents.del(4)
+  }
+  const optionsList = [{}, { reverse: true }]
+  for (const limit of [1, 3, 4, 5, 7, 13, 50]) optionsList.push({ limit }, { reverse: true, limit })
+  for (const bounds of [{ gt: 5 }, { gte: 5 }, { lt: 18 }, { lte: 18 }, { gte: 6, lt: 15 }, { gt: 9, lte: 11 }, { gt: 30 }, { lt: 1 }]) {
+    optionsList.push(bounds, { ...bounds, reverse: true }, { ...bounds, limit: 4 }, { ...bounds, reverse: true, limit: 4 })
+  }
+  let compared = 0
+  for (const name of /** @type {const} */ (['blocks', 'flat', 'cascaded'])) {
+    for (const parent of [1, 2, 3, 4, 5, 99]) {
+      for (const options of optionsList) {
+        const [got, want] = await Promise.all(models.map(async m => {
+          const range = m[name].range(parent, options)
+          const entries = []
+          for await (const entry of m[name].range(parent, options).entries()) entries.push(entry)
+          return { all: await range.all(), entries, count: await range.count(), page: await range.page() }
+        }))
+        if (JSON.stringify(got) !== JSON.stringify(want)) t.same(got, want, `${name} of ${parent}, ${JSON.stringify(options)}`)
+        else compared++
+      }
+    }
+  }
+  t.is(compared, 3 * 6 * optionsList.length, `${compared} ranges answer the same on both paths`)
+  const [direct] = models
+  t.same((await direct.blocks.range(1, { reverse: true, limit: 3 }).all()).map((/** @type {any} */ c) => c.n), [22, 21, 20], 'the newest children, newest first')
+  const counted = await countRequests(() => direct.blocks.range(1, { reverse: true, limit: 5 }).all())
+  t.ok(counted.requests <= 2 && counted.transactions <= 1, `the newest 5 in blocks of 4: the blocks and the parent in one request each (${JSON.stringify({ ...counted, answer: undefined })})`)
+  const flat = await countRequests(() => direct.flat.range(1, { reverse: true, limit: 5 }).all())
+  t.ok(flat.requests <= 2 && flat.transactions <= 1, `the newest 5 kept a key each: the same (${JSON.stringify({ ...flat, answer: undefined })})`)
+  const cascaded = await countRequests(() => direct.cascaded.range(1, { limit: 5 }).all())
+  t.ok(cascaded.requests <= 1 && cascaded.transactions <= 1, `children without purge: the blocks only (${JSON.stringify({ ...cascaded, answer: undefined })})`)
+  for (const m of models) t.is((await m.db.check()).problems.length, 0, 'check() is clean')
+  await close()
+})
+
+test('idb-direct: the last 50 messages and a user\'s chats take few requests, and answer as the point-read path', async (/** @type {any} */ t) => {
+  const { sides, close } = await directAndControl()
+  const stores = await Promise.all(sides.map(db => ChatStore.open(db, { passwordCost: { scryptN: 1024, pbkdf2Iterations: 1 } })))
+  for (const store of stores) {
+    const ids = []
+    for (let i = 0; i < 6; i++) ids.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
+    const big = await store.createChat({ name: 'big', adminId: ids[0], userIds: ids.slice(1) })
+    const small = await store.createChat({ name: 'small', adminId: ids[1], userIds: [ids[2]] })
+    const gone = await store.createChat({ name: 'gone', adminId: ids[0], userIds: [ids[3]] })
+    await store.createChat({ name: 'empty', adminId: ids[4], userIds: [ids[5]] })
+    const plain = await store.createChat({ name: 'plain', adminId: ids[2], userIds: [ids[3], ids[4]] })
+    for (let i = 1; i <= 40; i++) await store.addChatMessage({ chatId: plain, senderId: ids[2 + i % 3], text: `p${i}`, timestamp: 4000 + i, ...(i % 5 === 0 ? { recipients: [ids[3]] } : {}) })
+    for (let i = 1; i <= 75; i++) {
+      // Whispers now and then: hidden from most readers.
+      const whisper = i % 7 === 0 ? { recipients: [ids[2]] } : {}
+      await store.addChatMessage({ chatId: big, senderId: ids[i % 6], text: `m${i}`, timestamp: 1000 + i, ...whisper })
+    }
+    for (let i = 1; i <= 3; i++) await store.addChatMessage({ chatId: small, senderId: ids[1], text: `s${i}`, timestamp: 2000 + i })
+    for (let i = 1; i <= 20; i++) await store.addChatMessage({ chatId: gone, senderId: ids[3], text: `g${i}`, timestamp: 3000 + i })
+    // Partly filled blocks (messages deleted one by one, behind ChatStore).
+    for (const seq of [3, 40, 41, 42, 66, 75]) await store.messages.del(big, seq)
+    await store.deleteChat(gone)
+  }
+  const questions = [{}, { n: 1 }, { n: 5 }, { n: 50 }, { n: 200 }, { to: 30 }, { to: 30, n: 7 }, { to: 43, n: 4 }, { from: 10, n: 7 }, { from: 10, to: 15 }, { from: 38, n: 6 }, { from: 90 }, { to: 1 },
+    { viewerId: 1 }, { viewerId: 3 }, { viewerId: 3, n: 9 }, { n: 9, to: 60 }, { allWhispers: true }, { allWhispers: true, n: 12 }, { from: 5, n: 10, viewerId: 2 }]
+  const [direct, control] = stores
+  let compared = 0
+  for (const chatId of [1, 2, 3, 4, 5, 99]) {
+    // What the page must be: from the children range of the point-read
+    // side (its iterator), whose messages stay where ChatStore never
+    // deleted one.
+    const exists = await control.chats.has(chatId)
+    const all = /** @type {any[]} */ (await control.messages.range(chatId).all())
+    for (const options of questions) {
+      const { from, to, n = 50, viewerId, allWhispers } = /** @type {any} */ (options)
+      const seen = all.filter(m => allWhispers || !m.recipients || m.senderId === viewerId || m.recipients.includes(viewerId))
+        .filter(m => (from === undefined || m.id >= from) && (to === undefined || m.id < to))
+      const expected = !exists ? null : from !== undefined ? seen.slice(0, n) : seen.slice(Math.max(0, seen.length - n))
+      const got = await direct.getChatMessages(chatId, options)
+      // On chats without messages deleted one by one, both ways of reading.
+      const want = chatId === 1 ? expected : await control.getChatMessages(chatId, options)
+      if (JSON.stringify(got) !== JSON.stringify(expected) || JSON.stringify(want) !== JSON.stringify(expected)) t.same({ got, want }, { got: expected, want: expected }, `getChatMessages(${chatId}, ${JSON.stringify(options)})`)
+      else compared++
+    }
+  }
+  t.is(compared, 6 * questions.length, `${compared} pages answer as expected on both paths`)
+  for (const userId of [1, 2, 3, 4, 5, 6, 99]) {
+    // Without times, which are each side's Date.now().
+    const [got, want] = await Promise.all(stores.map(async store => (await store.getChats(userId)).map(({ lastActivity, createdAt, ...chat }) => chat)))
+    t.same(got, want, `getChats(${userId}) answers the same`)
+  }
+  const page = await countRequests(() => direct.getChatMessages(1, { n: 50, allWhispers: true }))
+  t.same(/** @type {any} */ (page.answer)?.map((/** @type {any} */ m) => m.id).slice(-3), [72, 73, 74], 'the newest messages, oldest first')
+  t.ok(page.requests <= 2 && page.transactions <= 1, `the last 50 messages: at most 2 requests in 1 transaction (${JSON.stringify({ ...page, answer: undefined })})`)
+  const chats = await countRequests(() => direct.getChats(2))
+  t.is(/** @type {any} */ (chats.answer)?.length, 2, 'user 2 is in 2 chats')
+  t.ok(chats.requests <= 3 && chats.transactions <= 1, `a user's chats: the list and the 2 chats, in 1 transaction (${JSON.stringify({ ...chats, answer: undefined })})`)
+  for (const s of stores) t.is((await s.check()).problems.length, 0, 'check() is clean')
+  await close()
+})
+
 // @ts-ignore
 window.levelkitTests = { run }
