@@ -9,6 +9,9 @@
 //   changes, and no audit transaction ever sees another.
 // - A process killed with SIGKILL while it holds the writer lock: the
 //   others go on.
+// - Fencing: a process whose writer connection dies while it holds the lock
+//   (and another process writes meanwhile) has its batch refused, not
+//   committed over the other's.
 // db.check() is clean after each.
 import test from 'tape'
 import { fork } from 'node:child_process'
@@ -18,6 +21,7 @@ import { ChatStore } from '../chat.js'
 import { postgresForTests } from './util/postgres.js'
 import { range } from './util/common.js'
 import { FAST, ACCOUNTS, INITIAL, declareBank, openShared } from './fixtures/postgres-shared-worker.js'
+import { WRITER_LOCK_SPACE } from '../lib/backends/postgres-shared.js'
 
 const server = await postgresForTests(test)
 const WORKER = fileURLToPath(new URL('./fixtures/postgres-shared-worker.js', import.meta.url))
@@ -127,8 +131,10 @@ test('postgres shared: 4 processes sending to one chat get ids 1..N; watchers in
     const watchers = await Promise.all([0, 1].map(() => start(table, 'watch', { chatId, after: 0, until: total })))
     for (const w of watchers) w.go()
     const workers = await Promise.all(senders.map((senderId, worker) => start(table, 'chat', { n, inFlight: 8, chatId, senderId, worker })))
+    const began = Date.now()
     for (const w of workers) w.go()
     const ids = (await Promise.all(workers.map(w => w.result()))).flat()
+    t.comment(`${total} sends from 4 processes in ${Date.now() - began} ms`)
     t.deepEqual([...ids].sort((a, b) => a - b), range(1, total), `the ${total} sends resolved with ids exactly 1..${total}`)
     const messages = await store.getChatMessages(chatId, { from: 1, n: 100000 })
     t.deepEqual(messages.map(m => m.id), range(1, total), `stored: ids 1..${total} in order, no gap, no duplicate`)
@@ -190,6 +196,44 @@ test('postgres shared: a process killed with SIGKILL while it holds the writer l
     t.is(all.reduce((sum, a) => sum + a.balance, 0), ACCOUNTS * INITIAL, 'the total is what it was')
     t.is(all.length, ACCOUNTS + 1, 'and this process writes too')
     await checkClean(t, db, 'after a holder was killed')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres shared: a batch decided under a lock lost with its connection is refused (fencing)', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table)
+  try {
+    const { accounts } = declareBank(db)
+    await accounts.insert({ balance: INITIAL })
+    /** @type {() => void} */
+    let letGo = () => {}
+    const gate = new Promise(resolve => { letGo = () => resolve(undefined) })
+    /** @type {() => void} */
+    let holding = () => {}
+    const held = new Promise(resolve => { holding = () => resolve(undefined) })
+    const write = db.write(async w => {
+      await accounts.in(w).update(1, { balance: 1 })
+      holding()
+      await gate
+    })
+    await held
+    // The connection that holds the writer lock (the two-key form: classid, objid).
+    const { rows } = await server.pool.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid AND objsubid = 2", [WRITER_LOCK_SPACE])
+    t.is(rows.length, 1, 'one connection holds the writer lock')
+    await server.pool.query('SELECT pg_terminate_backend($1)', [rows[0].pid])
+    // Another process takes the lock and writes meanwhile.
+    const other = await start(table, 'set', { balance: 777 })
+    other.go()
+    t.is(await other.result(), 777, 'another process took the lock and wrote')
+    letGo()
+    const refused = await write.then(() => null, err => err)
+    t.ok(refused, `the batch decided under the lost lock is refused (${refused?.code})`)
+    t.is((await accounts.get(1)).balance, 777, "the other process's write stands")
+    await accounts.update(1, { balance: 778 })
+    t.is((await accounts.get(1)).balance, 778, 'this process writes again, under the lock taken anew')
+    await checkClean(t, db, 'after a lost lock')
   } finally {
     await db.close()
   }

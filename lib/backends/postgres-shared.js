@@ -53,6 +53,8 @@ export class PostgresWriterLock {
   /** @type {Map<string, { parts: any[], left: number }>} chunks of a batch's notification heard so far, by sender and generation */
   #partial = new Map()
   #closed = false
+  /** @type {Promise<unknown>} the last catchUp() */
+  #catchingUp = Promise.resolve()
 
   /** @param {SharedWriterHost} host @param {string} table */
   constructor (host, table) {
@@ -80,7 +82,13 @@ export class PostgresWriterLock {
       this.#lost = null
     }
     // Waits, on the server, for the process holding it to let go (or die).
-    await client.query(`SELECT pg_advisory_lock(${WRITER_LOCK_SPACE}, $1)`, [this.#host.lockKey])
+    try {
+      await client.query(`SELECT pg_advisory_lock(${WRITER_LOCK_SPACE}, $1)`, [this.#host.lockKey])
+    } catch (err) {
+      // The next acquire() connects anew.
+      if (this.#client === client) this.#lost = /** @type {Error} */ (err)
+      throw err
+    }
     this.#holding = true
     this.#host.route(client)
     let released = false
@@ -134,15 +142,20 @@ export class PostgresWriterLock {
    * one round trip on the listening connection, which delivers the
    * notifications waiting for it before its answer.
    */
-  async catchUp () {
-    const listener = this.#listener
-    if (listener === null) return false
-    try {
-      await listener.query('SELECT 1')
-      return true
-    } catch {
-      return false
-    }
+  catchUp () {
+    // One round trip at a time on the connection (pg queues them anyway).
+    const caughtUp = this.#catchingUp.then(async () => {
+      const listener = this.#listener
+      if (listener === null) return false
+      try {
+        await listener.query('SELECT 1')
+        return true
+      } catch {
+        return false
+      }
+    })
+    this.#catchingUp = caughtUp
+    return caughtUp
   }
 
   close () {
