@@ -24,6 +24,7 @@ import { noop } from './common.js'
  * @property {(message: RemoteMessage) => void} post called once a batch is written
  * @property {(listener: (message: RemoteMessage) => void) => void} listen
  * @property {() => Promise<boolean>} [catchUp] resolves once every message sent before is heard (false if that is not sure)
+ * @property {() => Promise<void>} [listening] resolves once every message sent from then on is heard
  * @property {boolean} [validatesByValue] whether transactions check again at commit the values they read (true unless false)
  * @property {() => void} close
  */

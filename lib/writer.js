@@ -136,6 +136,24 @@ export class Writer {
     return this.#epoch
   }
 
+  /**
+   * Resolves once this writer hears of every batch the other writers
+   * commit, and knows the generation from which it does (where the lock
+   * can tell: PostgreSQL): a transaction that begins after it need not
+   * conflict for what was written before.
+   */
+  async ready () {
+    const lock = this.#crossTab
+    if (lock === null || !lock.listening) return
+    await lock.listening()
+    if (this.#generation !== null || this.#crossTabRelease !== null) return
+    const value = await /** @type {Namespace} */ (this.#generationSpace).read(GENERATION_KEY, false)
+    if (this.#generation !== null || this.#crossTabRelease !== null) return
+    this.#generation = value === undefined ? 0 : Number(value)
+    // Read before it may have seen less.
+    if (this.#transactions.size > 0) this.#unknownAt = ++this.#decisions
+  }
+
   /** How many critical sections have decided ops so far. */
   get decisions () {
     return this.#decisions
@@ -436,7 +454,8 @@ export class Writer {
       if (!known) {
         for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
         for (const namespace of namespacesOf(this.#root)) namespace.clearReadCaches()
-        if (this.#transactions.size > 0) this.#unknownAt = ++this.#decisions
+        // (On IndexedDB, transactions compare the values they read instead.)
+        if (this.#transactions.size > 0 && !this.validatesByValue) this.#unknownAt = ++this.#decisions
       }
     }
     this.#generation = Number.isSafeInteger(stored) ? stored : null
@@ -751,7 +770,7 @@ export class Writer {
         namespace.clearReadCaches()
       }
     }
-    if (!counted && this.#transactions.size > 0) {
+    if (!counted && this.#transactions.size > 0 && !(known === false && this.validatesByValue)) {
       const at = ++this.#decisions
       if (!known) this.#unknownAt = at
       else {

@@ -121,7 +121,7 @@ export class PostgresLevel extends AbstractLevel {
    */
   sharedWriterLock () {
     if (!this.#shared || this.#lockKey === null) return null
-    if (this.#writerLock === null) {
+    if (this.#writerLock === null || this.#writerLock.closed) {
       this.#writerLock = new PostgresWriterLock({
         lockKey: this.#lockKey,
         connect: () => connectClient(this.#clientConfig()),

@@ -53,6 +53,9 @@ export class PostgresWriterLock {
   /** @type {Map<string, { parts: any[], left: number }>} chunks of a batch's notification heard so far, by sender and generation */
   #partial = new Map()
   #closed = false
+  /** @type {() => void} */
+  #heardFirst = noop
+  #listened = new Promise(resolve => { this.#heardFirst = () => resolve(undefined) })
   /** @type {Promise<unknown>} the last catchUp() */
   #catchingUp = Promise.resolve()
 
@@ -62,6 +65,16 @@ export class PostgresWriterLock {
     this.name = table
     // (Unsigned: a channel LISTEN names without quotes.)
     this.#channel = `levelkit_${host.lockKey >>> 0}`
+  }
+
+  /** Whether close() was called (a database closed, the backend still open, makes a new one). */
+  get closed () {
+    return this.#closed
+  }
+
+  /** Resolves once the first LISTEN is in place: from then on every batch committed is heard of. */
+  listening () {
+    return this.#listened
   }
 
   /** The channel notifications are sent on (a table's oid names it). */
@@ -160,6 +173,7 @@ export class PostgresWriterLock {
 
   close () {
     this.#closed = true
+    this.#heardFirst()
     this.#listeners.clear()
     this.#drop()
     const listener = this.#listener
@@ -177,6 +191,7 @@ export class PostgresWriterLock {
   }
 
   async #startListening () {
+    let first = true
     while (!this.#closed) {
       let client
       try {
@@ -190,9 +205,11 @@ export class PostgresWriterLock {
         })
         await client.query(`LISTEN ${this.#channel}`)
         this.#listener = client
-        // Missed notifications (a connection lost, or the first one): the
+        // Notifications missed while the connection was lost: the
         // listeners learn that anything may have changed.
-        this.#deliver({ generation: null, ops: null, prefixes: null })
+        if (first) this.#heardFirst()
+        else this.#deliver({ generation: null, ops: null, prefixes: null })
+        first = false
         const lost = new Promise(resolve => client.once('error', resolve).once('end', resolve))
         await lost
         if (this.#listener === client) this.#listener = null
