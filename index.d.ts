@@ -24,6 +24,8 @@ export declare const codes: Readonly<{
   LOCKED: 'LEVELKIT_LOCKED'
   /** The backend cannot run in this environment (the message names what is missing), or cannot open the database at the location (its error is the `cause`). */
   BACKEND_UNAVAILABLE: 'LEVELKIT_BACKEND_UNAVAILABLE'
+  /** PostgreSQL failed while a batch was committing and no primary said whether it was (`err.commitId`): it may or may not be written. */
+  COMMIT_UNKNOWN: 'LEVELKIT_COMMIT_UNKNOWN'
   /** The operation was decided on top of an earlier write that failed: not written, or its refusal not given. */
   ABORTED: 'LEVELKIT_ABORTED'
   /** Stored data does not parse as what levelkit writes there (written behind its back, or damaged). Not bad input. */
@@ -69,6 +71,15 @@ export interface OpenOptions {
   connectionString?: string
   /** postgres: the table holding the database (default 'levelkit'; [a-z_][a-z0-9_]{0,62}). */
   table?: string
+  /**
+   * postgres: the hosts of a primary and its standbys ('host:port' or { host, port }). levelkit uses the one
+   * where pg_is_in_recovery() is false and finds it again after a failover; with connectionString (a
+   * postgres:// URL), each replaces its host. Not with `pool`. A connectionString naming several hosts,
+   * or with target_session_attrs=read-write, does the same.
+   */
+  hosts?: Array<string | { host: string, port?: number }>
+  /** postgres, with hosts: how long an operation waits for a primary, in ms (default 30000). */
+  failoverTimeout?: number
   /** postgres: connections the pool opens at most (default 10); the table lock and snapshots take connections of their own. */
   poolSize?: number
   /**
@@ -375,11 +386,13 @@ export declare class Relation<F extends TupleValue = TupleValue, T extends Tuple
   /** Resolves true if the edge is new; LEVELKIT_NOT_FOUND if an endpoint is missing. */
   add (fromId: F, toId: T): Promise<boolean>
   /**
-   * Add the edges from `fromId` to each of `toIds` as one operation: all of
-   * them, or none if an endpoint is missing (LEVELKIT_NOT_FOUND). Resolves
-   * with how many are new.
+   * Add the edges from `fromId` to each of `toIds` (an array, an iterable
+   * or an async iterable), in batches of `batchSize` ids: each batch is one
+   * atomic write, all of its edges or none if an endpoint is missing
+   * (LEVELKIT_NOT_FOUND). Resolves with how many are new; a refusal rejects
+   * with `err.written`, like collection.insertMany().
    */
-  addMany (fromId: F, toIds: T[]): Promise<number>
+  addMany (fromId: F, toIds: BulkInput<T>, options?: BulkOptions): Promise<number>
   /** Resolves true if the edge existed. */
   remove (fromId: F, toId: T): Promise<boolean>
   has (fromId: F, toId: T): Promise<boolean>
@@ -545,7 +558,75 @@ export declare class Database {
   schemaStatus (): Promise<Record<string, Record<string, IndexStatus>>>
   /** Delete the entries and stored declaration of every index stored for a declared collection but no longer declared; resolves with what it dropped. */
   dropUndeclared (): Promise<Array<{ collection: string, index: string }>>
+  /**
+   * Run the migrations the database has not run yet (versions above its
+   * schema version), in version order, each once; the version is stored
+   * when its last step is done. A migration that throws (or a crash) leaves
+   * the version where it was, and the next call resumes it: the steps it
+   * completed are not run again. Rejects with LEVELKIT_INVALID, writing
+   * nothing, for a list that is not strictly increasing integer versions
+   * of at least 1 with an `up` function each, or that ends below the
+   * database's version. A second call waits for the first (on IndexedDB,
+   * in another tab too).
+   */
+  migrate (migrations: Migration[], options?: { onProgress?: (progress: MigrationProgress) => void }): Promise<MigrateResult>
+  /** The version of the last migration the database ran (0 before any). */
+  schemaVersion (): Promise<number>
   close (): Promise<void>
+}
+
+/** What a `modify()` function returns to delete the record (`m.remove`; `Symbol.for('levelkit.migration.remove')`). */
+declare const migrationRemove: unique symbol
+
+/** A migration: `up(m)` runs once per database, when its schema version is below `version`. */
+export interface Migration {
+  /** An integer of at least 1; strictly increasing along the list. */
+  version: number
+  up (m: MigrationContext): unknown
+}
+
+/** Progress of a migration's `modify()`, after each batch (the `onProgress` option of `db.migrate()`). */
+export interface MigrationProgress {
+  version: number
+  /** Which step of `up()` (1 for its first). */
+  step: number
+  collection: string
+  /** Records visited so far by this step. */
+  done: number
+}
+
+/** What `db.migrate()` resolves with. */
+export interface MigrateResult {
+  /** The schema version before. */
+  from: number
+  /** The schema version now. */
+  to: number
+  /** The versions this call ran. */
+  ran: number[]
+}
+
+/** What a migration's `up(m)` gets. */
+export interface MigrationContext {
+  /** The version of the migration running. */
+  readonly version: number
+  /** The database being migrated. Writes made through it are not kept track of: a resumed migration makes them again. */
+  readonly db: Database
+  /** Returned by a `modify()` function: delete the record. */
+  readonly remove: typeof migrationRemove
+  /** The steps of a collection declared on the database. */
+  collection<T extends object, K extends TupleValue, R extends object> (collection: Collection<T, K, R>): {
+    /**
+     * Rewrite every record, in key order, in batches of `batchSize` (256),
+     * each atomic with its index entries and the step's marker: `fn` gets a
+     * copy of each record and returns the new record (same id), `undefined`
+     * to keep it, or `m.remove` to delete it, synchronously. Resumed after a
+     * crash or an error, it goes on after the last record written. Resolves
+     * with the records visited, changed and removed.
+     */
+    modify (fn: (record: R) => T | R | undefined | typeof migrationRemove, options?: { batchSize?: number }): Promise<{ done: number, changed: number, removed: number }>
+  }
+  /** Run `fn(w)` as one `db.write()`, atomic with the mark that this step is done: a resumed migration does not run it again (it resolves with `undefined` then). */
+  write<Res> (fn: (w: WriteScope) => Promise<Res> | Res): Promise<Res | undefined>
 }
 
 /** The tuple key encoding as an abstract-level encoding, for your own sublevels: `{ keyEncoding: tupleEncoding }`. */

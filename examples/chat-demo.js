@@ -36,15 +36,10 @@ try {
 say(`levelkit chat demo on ${args.memory ? 'memory' : `LevelDB at ${args.location}`}`)
 say()
 
-// Data an earlier version of this demo wrote (ChatStore.open() above made
-// sure it is a ChatStore's) may keep the members relation in its former
-// layout (edges instead of lists), or messages one key each instead of in
-// blocks: a repair moves them, in one batch.
-const OLD_LAYOUT = ['edge-in-old-layout', 'child-in-old-layout', 'child-block-mismatch']
-if (!args.memory && (await db.check()).problems.some(p => OLD_LAYOUT.includes(p.type))) {
-  say(`moved data of an earlier layout into the current one (${(await db.check({ repair: true })).repaired} fixes)`)
-  say()
-}
+// Data an earlier version of this demo wrote may keep the members relation
+// in its former layout (edges instead of lists), or messages one key each
+// instead of in blocks: ChatStore.open() moved them (its migrations run once
+// per database, db.migrate()).
 
 // Users: created on the first run, found (and their password checked) after.
 const people = [['alice', 'wonderland'], ['bob', 'builder'], ['carol', 'christmas']]

@@ -17,7 +17,7 @@ export const MAX_BATCH_SIZE = 100000
 
 /**
  * @typedef {import('./write-scope.js').WriteScope} WriteScope
- * @typedef {'collection.insertMany()' | 'collection.putMany()' | 'children.appendMany()'} BulkCall
+ * @typedef {'collection.insertMany()' | 'collection.putMany()' | 'children.appendMany()' | 'relation.addMany()'} BulkCall
  */
 
 /**
@@ -41,12 +41,14 @@ export function batchSizeOf (options, call) {
  * @returns {AsyncGenerator<unknown[]>}
  */
 export async function * batchesOf (input, size, what) {
-  const iterator = iteratorOf(input, what)
+  const [iterator, sync] = iteratorOf(input, what)
   let done = false
   try {
     let batch = []
     while (true) {
-      const step = await iterator.next()
+      // A sync iterator's steps are not awaited: a promise and a turn of
+      // the microtask queue per item cost a million-record load seconds.
+      const step = sync ? iterator.next() : await iterator.next()
       if (step.done) {
         done = true
         break
@@ -65,16 +67,20 @@ export async function * batchesOf (input, size, what) {
 }
 
 /**
+ * The input's iterator, and whether it is a sync one.
  * @param {unknown} input @param {string} what
- * @returns {Iterator<unknown> | AsyncIterator<unknown>}
+ * @returns {[any, boolean]}
  */
 function iteratorOf (input, what) {
   const iterable = /** @type {any} */ (input)
-  const make = input !== null && (typeof input === 'object' || typeof input === 'function')
-    ? readInput(what, () => iterable[Symbol.asyncIterator] ?? iterable[Symbol.iterator])
-    : undefined
+  const [make, sync] = input !== null && (typeof input === 'object' || typeof input === 'function')
+    ? readInput(what, () => {
+      const async = iterable[Symbol.asyncIterator]
+      return async == null ? [iterable[Symbol.iterator], true] : [async, false]
+    })
+    : [undefined, false]
   if (typeof make !== 'function') throw invalid(`${what} must be an array, an iterable or an async iterable, got ${describe(input)}`)
-  return readInput(what, () => make.call(iterable))
+  return [readInput(what, () => make.call(iterable)), sync]
 }
 
 /**

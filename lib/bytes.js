@@ -67,3 +67,17 @@ export function binaryStringToBytes (s) {
   }
   return bytes
 }
+
+/** Bytes as hex (markers stored in JSON). @param {Uint8Array} bytes */
+export function bytesToHex (bytes) {
+  let hex = ''
+  for (const byte of bytes) hex += byte.toString(16).padStart(2, '0')
+  return hex
+}
+
+/** @param {string} hex */
+export function hexToBytes (hex) {
+  const bytes = new Uint8Array(hex.length / 2)
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16)
+  return bytes
+}

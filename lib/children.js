@@ -377,7 +377,10 @@ export class Children extends ModelHandle {
     // Checked after the values: children go only with their parent (cascade,
     // or a purge marker written before any is deleted), so a parent still
     // there, unmarked, means no read straddled the batch that removed them.
-    if (await readThrough(this, model.parent.records, parentKey) === undefined || await model.isPurging(parent, scope)) return wanted.map(() => undefined)
+    const gone = scope
+      ? await readThrough(this, model.parent.records, parentKey) === undefined || await model.isPurging(parent, scope)
+      : await Promise.all([readThrough(this, model.parent.records, parentKey), model.isPurging(parent, null)]).then(([record, purging]) => record === undefined || purging)
+    if (gone) return wanted.map(() => undefined)
     const parsed = values.map((value, slot) => storage.parse(value, parent, keys[slot]))
     return wanted.map((seq, i) => storage.find(parsed[slots[i]], seq))
   }
@@ -396,12 +399,19 @@ export class Children extends ModelHandle {
     return promised(() => {
       const model = modelOf(this)
       const key = model.parent.keyOf(parentId)
+      // What isPurging() reads, without a promise when the read is
+      // synchronous; read beside the sequence, not after it (on IndexedDB,
+      // two requests of one transaction).
+      // In a scope, reads stay one after the other (a transaction checks
+      // each against the ones before).
+      const early = model.purge !== null && scopeOf(this) === null
+      const purging = early ? readThrough(this, /** @type {Namespace} */ (model.purge), key) : undefined
+      if (purging instanceof Promise) purging.catch(noop)
       return after(readThrough(this, model.sequence, key), value => {
         if (value === undefined) return 0
         const seq = parseInteger(value, model.sequence, key)
-        // What isPurging() reads, without a promise when the read is synchronous.
         if (model.purge === null) return seq
-        return after(readThrough(this, model.purge, key), marker => marker === undefined ? seq : 0)
+        return after(early ? purging : readThrough(this, model.purge, key), marker => marker === undefined ? seq : 0)
       })
     })
   }

@@ -5,7 +5,7 @@ import { encodeJson, encodeJsonWithCopy } from './json-value.js'
 import { parseRecord, parseInteger, decodeKey } from './stored.js'
 import { assertName, layout } from './names.js'
 import { Namespace, assertNotClosed } from './namespace.js'
-import { SecondaryIndex, writeIndexEntries, holdsEntry, uniqueEntryKey } from './indexes.js'
+import { SecondaryIndex, writeIndexEntries, newRecordsEntries, holdsEntry, uniqueEntryKey } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, allOf, promised, transactionOf, transactionIn } from './model-handle.js'
@@ -13,13 +13,10 @@ import { lockModeOf } from './transaction.js'
 import { describe, isDefined, errorMessage, isLevelkitError, readInput, entriesOf, elementsOf, deepFreeze } from './common.js'
 import { optionsOf } from './options.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
+import { readKeys } from './read-keys.js'
 import { RecordVersions, ifVersionOf } from './versions.js'
 
 const SEQUENCE_KEY = encode('last')
-
-// Up to this many ids of a bulk load's batch are looked up with a point read
-// each; past it, with one range read (see takenKeys()).
-const POINT_READS = 64
 
 // Without snapshots, how many times getBy() reads an entry and its record
 // while writes keep moving the value on in between, before it reads them as
@@ -190,97 +187,87 @@ export class CollectionModel {
       for (const [json] of pairs) await this.insert(scope, json)
       return
     }
-    if (this.sequential) {
-      for (const [, record] of pairs) this.assertNoId(record)
-      let last = await this.lastId(scope)
-      for (const [json, record] of pairs) await this.create(scope, record, json, ++last)
-      scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, last)
-      return
-    }
     const records = []
     const ids = []
     const keys = []
+    const jsons = []
     /** @type {unknown} what computing the id of record `records.length` threw */
     let failure
     let failed = false
-    for (const [, copy] of pairs) {
-      const record = deepFreeze(copy)
-      try {
-        const [id, key] = this.computeIdAndKey(record)
+    let last = 0
+    if (this.sequential) {
+      for (const [, record] of pairs) this.assertNoId(record)
+      last = await this.lastId(scope)
+      for (const [json, record] of pairs) {
+        const id = ++last
+        record.id = id
+        records.push(this.seal(record))
         ids.push(id)
-        keys.push(key)
-      } catch (err) {
-        // Records before it may be refused first (an id that is taken), as
-        // insert()s one by one would be.
-        failure = err
-        failed = true
-        break
+        keys.push(encode(id))
+        jsons.push(withIdJson(json, id))
       }
-      records.push(record)
+    } else {
+      for (const [json, copy] of pairs) {
+        const record = deepFreeze(copy)
+        try {
+          const [id, key] = this.computeIdAndKey(record)
+          ids.push(id)
+          keys.push(key)
+        } catch (err) {
+          // Records before it may be refused first (an id that is taken), as
+          // insert()s one by one would be.
+          failure = err
+          failed = true
+          break
+        }
+        records.push(record)
+        jsons.push(json)
+      }
     }
-    const keyIds = keys.map(key => this.records.keyId(key))
-    const taken = await this.takenKeys(scope, keys, keyIds)
+    // A sequence id is new by construction (see lastId()).
+    const taken = this.sequential ? null : await this.takenKeys(scope, keys)
+    const indexed = this.indexes.size > 0 ? await newRecordsEntries(scope, this, records, ids, keys, jsons) : null
+    // What store() would check and write for each record, in order.
     for (let i = 0; i < records.length; i++) {
-      if (taken.has(keyIds[i])) {
+      if (taken !== null && taken[i] === 1) {
         throw levelkitError(codes.EXISTS, `Collection "${this.name}" already has a record with id ${describe(ids[i])}`, { collection: this.name, id: ids[i] })
       }
-      // A later record with the same id is refused.
-      taken.add(keyIds[i])
-      await this.store(scope, records[i], pairs[i][0], ids[i], keys[i], keyIds[i])
+      this.validateRecord(records[i])
+      if (indexed !== null) {
+        const { added, refusal } = indexed[i]
+        if (refusal !== undefined) throw refusal
+        for (const [index, entries] of added) for (const entry of entries) scope.put(index.namespace, entry.key, entry.value)
+      }
+      const stamping = this.#put(scope, jsons[i], keys[i])
+      if (stamping !== undefined) await stamping
     }
+    if (this.sequential) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, last)
     if (failed) throw failure
   }
 
   /**
-   * The ids of `keys` (as keyIds) that a record has: one decided and not
-   * yet written, or a stored one. What is stored is read with getSync()
-   * for a few keys, else with one range read of the keys' span when it
-   * holds few other records (a sorted load: one seek, on LevelDB's thread,
-   * where a point read each costs the main thread ~8% of a load's time),
-   * else with one getMany().
+   * Which of `keys` a record has (1) or not (0): one decided and not yet
+   * written, a stored one (see readKeys()), or one earlier in `keys`.
    * @param {WriteScope} scope with no ops of its own
-   * @param {Uint8Array[]} keys @param {string[]} keyIds
-   * @returns {Promise<Set<string>>}
+   * @param {Uint8Array[]} keys
+   * @returns {Promise<Uint8Array>}
    */
-  async takenKeys (scope, keys, keyIds) {
-    const taken = new Set()
-    if (keys.length === 0) return taken
-    let low = keys[0]
-    let high = low
-    for (const key of keys) {
-      if (compareBytes(key, low) < 0) low = key
-      if (compareBytes(key, high) > 0) high = key
+  async takenKeys (scope, keys) {
+    const found = await readKeys(scope, this.records, keys, false)
+    const taken = new Uint8Array(keys.length)
+    let increasing = true
+    for (let i = 0; i < keys.length; i++) {
+      if (found[i] !== undefined) taken[i] = 1
+      if (i > 0 && increasing) increasing = compareBytes(keys[i - 1], keys[i]) < 0
     }
-    /** @type {number[]} the keys the overlay says nothing about */
-    const unknown = []
-    const writer = scope.writer
-    // The overlay first: an op it drops was written before the reads below.
-    if (writer.pending && writer.pendingWithin(this.records, low, high)) {
+    if (!increasing) {
+      // A later record with the same id is refused.
+      const seen = new Set()
       for (let i = 0; i < keys.length; i++) {
-        const op = writer.lookup(keyIds[i])
-        if (op === undefined) unknown.push(i)
-        else if (op.type === 'put') taken.add(keyIds[i])
+        const id = this.records.keyId(keys[i])
+        if (seen.has(id)) taken[i] = 1
+        else seen.add(id)
       }
-      if (unknown.length === 0) return taken
-    } else {
-      for (let i = 0; i < keys.length; i++) unknown.push(i)
-    }
-    scope.assertOpen()
-    const sublevel = this.records.sublevel
-    if (unknown.length <= POINT_READS && writer.syncReads && sublevel.status === 'open') {
-      // A few synchronous point reads cost less than a round trip to a
-      // thread (not through the read cache, which a load would only fill
-      // with absent keys).
-      for (const i of unknown) if (sublevel.getSync(keys[i]) !== undefined) taken.add(keyIds[i])
-      return taken
-    }
-    const stored = await sublevel.keys({ gte: low, lte: high, limit: unknown.length + 1 }).all()
-    if (stored.length <= unknown.length) {
-      const names = new Set(stored.map((/** @type {Uint8Array} */ key) => this.records.keyId(key)))
-      for (const i of unknown) if (names.has(keyIds[i])) taken.add(keyIds[i])
-    } else {
-      const values = await sublevel.getMany(unknown.map(i => keys[i]))
-      unknown.forEach((i, k) => { if (values[k] !== undefined) taken.add(keyIds[i]) })
     }
     return taken
   }
@@ -317,14 +304,21 @@ export class CollectionModel {
   /**
    * Write a new record whose id is known to be free, with its index entries.
    * @param {WriteScope} scope @param {any} record sealed @param {string} stored its JSON, as stored
-   * @param {unknown} id @param {Uint8Array} idBytes @param {string} [keyId] the op's id, if known
+   * @param {unknown} id @param {Uint8Array} idBytes
+   * @returns {Promise<void> | undefined} a promise only if it has to wait:
+   *   a bulk load's batch stores hundreds of records, and most need not
    */
-  async store (scope, record, stored, id, idBytes, keyId) {
+  store (scope, record, stored, id, idBytes) {
     this.validateRecord(record)
-    if (this.indexes.size > 0) await writeIndexEntries(scope, this, id, idBytes, undefined, record, stored)
+    if (this.indexes.size > 0) return writeIndexEntries(scope, this, id, idBytes, undefined, record, stored).then(() => this.#put(scope, stored, idBytes))
+    return this.#put(scope, stored, idBytes)
+  }
+
+  /** store()'s end. @param {WriteScope} scope @param {string} stored @param {Uint8Array} idBytes */
+  #put (scope, stored, idBytes) {
     if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
-    scope.push({ type: 'put', id: keyId, key: idBytes, value: stored, sublevel: this.records.sublevel, namespace: this.records })
-    if (this.versions !== null) await this.versions.stamp(scope, idBytes, false)
+    scope.push({ type: 'put', id: undefined, key: idBytes, value: stored, sublevel: this.records.sublevel, namespace: this.records })
+    if (this.versions !== null) return this.versions.stamp(scope, idBytes, false)
   }
 
   /**

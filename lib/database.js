@@ -17,6 +17,7 @@ import { readCacheDefaults } from './read-cache.js'
 import { optionsOf, optionsObject } from './options.js'
 import { Transaction, DEFAULT_LOCK_TIMEOUT } from './transaction.js'
 import { Schema } from './schema.js'
+import { Migrations } from './migrate.js'
 
 // Bytes the read caches of a database hold together by default (estimated).
 const DEFAULT_READ_CACHE_BYTES = 64 * 1024 * 1024
@@ -61,6 +62,8 @@ export class Database {
     level.keyEncoding(tupleEncoding)
     /** What each index was declared with and how far it is built (lib/schema.js). */
     this.schema = new Schema(this)
+    /** The versioned migrations run on it (lib/migrate.js). */
+    this.migrations = new Migrations(this)
   }
 
   /**
@@ -260,6 +263,34 @@ export class Database {
   async schemaStatus () {
     this.#assertOpen()
     return this.schema.status()
+  }
+
+  /**
+   * Run the migrations of `migrations` ([{ version, up (m) { ... } }, ...],
+   * versions strictly increasing) that the database has not run yet, in
+   * version order; each stores the database's schema version once it is
+   * done. An interrupted migration (a crash, an error) resumes where it
+   * stopped: its completed steps are not run again. A second call waits
+   * for the first (on IndexedDB, a call in another tab too).
+   * @param {Array<{ version: number, up: (m: import('./migrate.js').MigrationContext) => unknown }>} migrations
+   * @param {{ onProgress?: (progress: import('./migrate.js').Progress) => void }} [options]
+   * @returns {Promise<import('./migrate.js').MigrateResult>}
+   */
+  async migrate (migrations, options) {
+    this.#assertOpen()
+    const refused = refuseInsideScope(this.writer)
+    if (refused) throw refused
+    return this.migrations.migrate(migrations, options)
+  }
+
+  /**
+   * The database's schema version: that of the last migration it ran (0
+   * before any).
+   * @returns {Promise<number>}
+   */
+  async schemaVersion () {
+    this.#assertOpen()
+    return this.migrations.version()
   }
 
   /**

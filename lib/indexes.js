@@ -6,6 +6,7 @@ import { Namespace } from './namespace.js'
 import { describe, errorMessage, isLevelkitError, readInput, elementsOf } from './common.js'
 import { parseRecord } from './stored.js'
 import { IndexState } from './index-state.js'
+import { readKeys } from './read-keys.js'
 
 const NO_VALUE = new Uint8Array(0)
 
@@ -215,6 +216,77 @@ export async function writeIndexEntries (scope, collection, id, idBytes, old, re
     }
     for (const entry of added) scope.put(index.namespace, entry.key, entry.value)
   }
+}
+
+/**
+ * The index entries of new records, a bulk load's batch (none of them is
+ * stored, no two have one id, and the scope has no ops of its own), with
+ * every unique value checked for the whole batch at once: against ops
+ * decided and not yet written and stored entries (one readKeys() per
+ * index), and against the records before it in the batch. What as many
+ * writeIndexEntries() would decide, without a read per record. A record's
+ * refusal (a key function that threw, a value another record holds) is kept
+ * for the caller, which refuses the first refused record in input order
+ * once the checks that come first (its id, its validation) have passed.
+ * @param {WriteScope} scope @param {CollectionModel} collection
+ * @param {object[]} records @param {unknown[]} ids @param {Uint8Array[]} idKeys
+ * @param {string[]} jsons the records as stored
+ * @returns {Promise<Array<{ added: Array<[SecondaryIndex, IndexEntry[]]>, refusal: unknown }>>}
+ */
+export async function newRecordsEntries (scope, collection, records, ids, idKeys, jsons) {
+  /** @type {Array<{ added: Array<[SecondaryIndex, IndexEntry[]]>, refusal: unknown }>} */
+  const prepared = []
+  for (let i = 0; i < records.length; i++) {
+    /** @type {Array<[SecondaryIndex, IndexEntry[]]>} */
+    const added = []
+    let refusal
+    try {
+      for (const index of collection.indexes.values()) {
+        if (!index.status.maintained) continue
+        const entries = index.entries(records[i], ids[i], idKeys[i], jsons[i])
+        if (entries.length > 0) added.push([index, entries])
+      }
+    } catch (err) {
+      refusal = err
+    }
+    prepared.push({ added, refusal })
+  }
+  for (const index of collection.indexes.values()) {
+    if (!index.unique || !index.status.maintained) continue
+    /** @type {number[]} */
+    const owners = []
+    /** @type {IndexEntry[]} */
+    const entries = []
+    prepared.forEach(({ added, refusal }, i) => {
+      if (refusal !== undefined) return
+      for (const [own, ownEntries] of added) {
+        if (own !== index) continue
+        for (const entry of ownEntries) {
+          owners.push(i)
+          entries.push(entry)
+        }
+      }
+    })
+    const stored = await readKeys(scope, index.namespace, entries.map(entry => entry.key), true)
+    /** @type {Map<string, number>} the record of the batch that takes each value first */
+    const holders = new Map()
+    for (let k = 0; k < entries.length; k++) {
+      const i = owners[k]
+      const name = bytesToBinaryString(entries[k].key)
+      const holder = holders.get(name)
+      if (holder === undefined) holders.set(name, i)
+      const taken = holder !== undefined
+        ? holder !== i
+        : stored[k] !== undefined && compareBytes(ownerKey(collection, index, stored[k]), idKeys[i]) !== 0
+      // Each record keeps its first refusal (indexes, then entries, in order).
+      if (taken && prepared[i].refusal === undefined) {
+        prepared[i].refusal = levelkitError(codes.UNIQUE, `Collection "${collection.name}" already has a record with ${index.name} ${describe(entries[k].indexValue)}`, {
+          collection: collection.name, index: index.name, value: entries[k].indexValue
+        })
+      }
+    }
+  }
+  return prepared
 }
 
 /**

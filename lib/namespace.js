@@ -3,6 +3,7 @@ import { bytesToBinaryString } from './bytes.js'
 import { tupleBounds } from './bounds.js'
 import { ReadCache, CacheBudget } from './read-cache.js'
 import { levelkitError, codes } from './errors.js'
+import { idbDirectFor } from './idb-direct.js'
 
 // Keys read one getSync() each by readMany(); past it, one getMany().
 const SYNC_READ_LIMIT = 256
@@ -134,10 +135,18 @@ export class Namespace {
     this.inFlight = new Map()
     /** Whether the write path must tell this namespace about the ops it writes. */
     this.cachesWrites = this.readCache !== null || this.listCache !== null
+    /**
+     * Whether a bulk load's batch is being written into this namespace while
+     * its caches hold nothing (see writing()): then nothing fills them until
+     * it is written, and its ops need no bookkeeping one by one.
+     */
+    this.wholeBatch = false
     this.valueEncoding = valueEncoding
     /** @type {any} keys are Uint8Array, values string or Uint8Array per valueEncoding */
     this.sublevel = root.sublevel(name, { keyEncoding: 'view', valueEncoding })
     this.prefix = this.sublevel.prefix
+    /** On IndexedDB: reads made many per transaction (lib/idb-direct.js). */
+    this.idb = idbDirectFor(root)
     let namespaces = namespacesOfRoot.get(root)
     if (!namespaces) namespacesOfRoot.set(root, namespaces = new Map())
     namespaces.set(this.prefix, this)
@@ -175,9 +184,25 @@ export class Namespace {
    * applies it until the write path hears back, reads of the disk see the new
    * value: so until written() or unwritten(), reads of the key neither use
    * nor fill the cache, and the list under its head is dropped now.
+   *
+   * For the batch of a bulk load (`wholes` given) into a namespace whose
+   * caches are empty, the namespace instead keeps its caches empty until the
+   * batch is written (wholeWritten()): no read fills them meanwhile, so no
+   * key of the batch can be cached behind it, and its ops, up to hundreds of
+   * thousands a second, are not counted one by one. The namespace is then
+   * added to `wholes`.
    * @param {import('./write-scope.js').Op} op
+   * @param {Namespace[] | null} [wholes]
    */
-  writing (op) {
+  writing (op, wholes = null) {
+    if (this.wholeBatch) return
+    if (wholes !== null && (this.readCache === null || this.readCache.size === 0) && (this.listCache === null || this.listCache.size === 0)) {
+      this.wholeBatch = true
+      // A list being read now may be read before or after the batch lands.
+      this.listVersion++
+      wholes.push(this)
+      return
+    }
     if (this.readCache !== null) {
       const name = bytesToBinaryString(op.key)
       this.inFlight.set(name, (this.inFlight.get(name) ?? 0) + 1)
@@ -192,6 +217,7 @@ export class Namespace {
    * @param {import('./write-scope.js').Op} op
    */
   written (op) {
+    if (this.wholeBatch) return
     if (this.readCache !== null) {
       const name = bytesToBinaryString(op.key)
       if (this.#landed(name) === 0) this.readCache.update(name, op.type === 'put' ? op.value : undefined)
@@ -205,8 +231,18 @@ export class Namespace {
    * @param {import('./write-scope.js').Op} op
    */
   unwritten (op) {
+    if (this.wholeBatch) return
     if (this.readCache !== null) this.#landed(bytesToBinaryString(op.key))
     if (this.listCache !== null) this.listVersion++
+  }
+
+  /**
+   * The bulk batch writing() let in whole is written, or failed: reads fill
+   * the caches again, and a list read meanwhile is not kept.
+   */
+  wholeWritten () {
+    this.wholeBatch = false
+    this.listVersion++
   }
 
   /** @param {string} name @returns {number} the ops of the key still in flight */
@@ -256,7 +292,7 @@ export class Namespace {
     if (hit !== undefined) return hit[0]
     const version = this.listVersion
     const list = fromKeys(await this.sublevel.keys(bounds).all())
-    if (this.listVersion === version) listCache.set(name, list)
+    if (this.listVersion === version && !this.wholeBatch) listCache.set(name, list)
     return list
   }
 
@@ -271,7 +307,7 @@ export class Namespace {
   read (key, sync, options) {
     const sublevel = this.sublevel
     if (sublevel.status === 'open') {
-      if (!sync) return sublevel.get(key, options)
+      if (!sync) return options === undefined && this.idb !== null && this.idb.ready ? this.idb.get(this, key, false) : sublevel.get(key, options)
       const readCache = this.readCache
       if (readCache === null || options !== undefined) return sublevel.getSync(key, options)
       const name = bytesToBinaryString(key)
@@ -281,7 +317,7 @@ export class Namespace {
       const hit = readCache.lookup(name)
       if (hit !== undefined) return hit[0]
       const value = sublevel.getSync(key)
-      readCache.set(name, value)
+      if (!this.wholeBatch) readCache.set(name, value)
       return value
     }
     assertNotClosed(sublevel)
@@ -307,6 +343,7 @@ export class Namespace {
     if (sync && keys.length <= SYNC_READ_LIMIT && sublevel.status === 'open') {
       return keys.map(key => this.read(key, true, options))
     }
+    if (options === undefined && this.idb !== null && this.idb.ready && sublevel.status === 'open') return this.idb.getMany(this, keys, false)
     return sublevel.getMany(keys, options)
   }
 }

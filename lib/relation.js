@@ -6,6 +6,7 @@ import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, writeThrough, readThrough, scopedPrepare, after, promised, transactionIn } from './model-handle.js'
 import { describe, isDefined, elementsOf } from './common.js'
+import { batchSizeOf, loadInBatches } from './bulk.js'
 import { optionsOf, optionsObject, RANGE } from './options.js'
 import { EdgeDirection, ListDirection } from './relation-directions.js'
 
@@ -89,6 +90,9 @@ export class RelationModel {
    */
   addMany (scope, fromId, toIds) {
     for (const toId of toIds) this.checkIds(fromId, toId)
+    // Each edge reads the list of its `to` id: where a read is a round
+    // trip (IndexedDB), make them all at once.
+    if (this.reverse.kind === 'lists') scope.prefetch(this.reverse.namespace, toIds.map(id => encode(id)))
     let added = 0
     /** @param {number} i @returns {number | Promise<number>} */
     const from = (i) => {
@@ -256,15 +260,25 @@ export class Relation extends ModelHandle {
   }
 
   /**
-   * @param {unknown} fromId @param {unknown[]} toIds
-   * @returns {Promise<number>} how many of the edges are new; none is added if an endpoint is missing
+   * Add the edges from `fromId` to each of `toIds` (an array, an iterable
+   * or an async iterable), in batches of `batchSize`, each one atomic: all
+   * of its edges, or none if an endpoint is missing; see loadInBatches() in
+   * lib/bulk.js.
+   * @param {unknown} fromId @param {Iterable<unknown> | AsyncIterable<unknown>} toIds
+   * @param {{ batchSize?: number }} [options]
+   * @returns {Promise<number>} how many of the edges are new
    */
-  addMany (fromId, toIds) {
+  addMany (fromId, toIds, options) {
     return promised(() => {
       const model = modelOf(this)
       const from = model.from.idArg(fromId)
-      const to = elementsOf(toIds, `The "${model.to.name}" ids passed to addMany() of relation "${model.name}"`).map(id => model.to.idArg(id))
-      return writeThrough(this, scope => model.addMany(scope, from, to))
+      const size = batchSizeOf(options, 'relation.addMany()')
+      let added = 0
+      return loadInBatches(this, toIds, size, `The "${model.to.name}" ids passed to addMany() of relation "${model.name}"`,
+        items => items.map(id => model.to.idArg(id)),
+        // Counted as each batch is decided: the sum is answered only once every batch is written.
+        (scope, to) => after(model.addMany(scope, from, to), n => { added += n }))
+        .then(() => added)
     })
   }
 

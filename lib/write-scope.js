@@ -30,6 +30,8 @@ export class WriteScope {
     this.hostsReads = false
     /** Whether this is a batch of a bulk load (lib/bulk.js): the writer writes it as a chained batch */
     this.bulk = false
+    /** Whether its batch is to be flushed to disk: on IndexedDB its reads then go in a 'strict' transaction, which the batch joins */
+    this.durable = false
   }
 
   /**
@@ -196,7 +198,8 @@ export class WriteScope {
     // Nothing is pending for the key here, so the stored value is current.
     const name = bytesToBinaryString(key)
     if (namespace.cache.has(name)) return namespace.cache.get(name)
-    const value = namespace.read(key, this.writer.syncReads)
+    const idb = this.writer.idb
+    const value = idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, this.writer.syncReads)
     if (value instanceof Promise) return value.then(v => { namespace.remember(key, v); return v })
     namespace.remember(key, value)
     return value
@@ -213,11 +216,43 @@ export class WriteScope {
     const id = namespace.keyId(key)
     let read = reads.get(id)
     if (read === undefined) {
-      read = Promise.resolve(namespace.read(key, false))
+      const idb = this.writer.idb
+      // On IndexedDB, in the transaction the section's batch is written in.
+      read = Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, false))
       reads.set(id, read)
       read.catch(() => { if (reads.get(id) === read) reads.delete(id) })
     }
     return read
+  }
+
+  /** Where this section reads on IndexedDB (see lib/idb-direct.js). @returns {import('./idb-direct.js').Mode} */
+  #mode () {
+    return this.durable ? 'strict' : true
+  }
+
+  /**
+   * Start reading `keys` of `namespace` at once where each read is a round
+   * trip (IndexedDB): the get()s of them that follow in this section take
+   * these reads (see #readOnce) instead of making requests one after
+   * another. Keys decided and not yet written are left to get(), which
+   * answers them from the ops; elsewhere this does nothing.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys
+   */
+  prefetch (namespace, keys) {
+    const idb = this.writer.idb
+    // Not for a transaction (defersCounters): it reads outside the critical
+    // section, as of its own start, and not through #reads.
+    if (idb === null || !idb.ready || namespace.cache !== null || !this.open || keys.length < 2 || this.defersCounters) return
+    const reads = this.#reads || (this.#reads = new Map())
+    if (this.indexed < this.ops.length) this.index()
+    const pending = this.ops.length > 0 || this.writer.pending
+    for (const key of keys) {
+      const id = namespace.keyId(key)
+      if (reads.has(id) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
+      const read = idb.get(namespace, key, this.#mode())
+      reads.set(id, read)
+      read.catch(() => { if (reads.get(id) === read) reads.delete(id) })
+    }
   }
 
   /**
@@ -277,7 +312,10 @@ export class WriteScope {
   async entries (namespace, bounds, options) {
     await this.writer.drain()
     const values = options?.values !== false
-    const stored = await namespace.sublevel.iterator({ ...bounds, values }).all()
+    const idb = this.writer.idb
+    const stored = idb !== null && idb.ready
+      ? await idb.entries(namespace, bounds, { values }, this.#mode())
+      : await namespace.sublevel.iterator({ ...bounds, values }).all()
     /** @type {Map<string, [Uint8Array, any]>} */
     const merged = new Map()
     for (const [key, value] of stored) merged.set(namespace.keyId(key), [key, value])

@@ -6,6 +6,7 @@ import { noop } from './common.js'
 import { within } from './bounds.js'
 import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { LockManager } from './lock-manager.js'
+import { idbDirectFor } from './idb-direct.js'
 
 // How long one tab (or process) may keep the shared writer lock while it
 // has more to write, before it lets a waiting one in.
@@ -126,6 +127,8 @@ export class Writer {
     this.#root = root
     this.syncReads = syncReads
     this.#crossTab = crossTab
+    /** On IndexedDB: reads and batches of the write path, many per transaction (lib/idb-direct.js). */
+    this.idb = idbDirectFor(root)
     if (crossTab) {
       this.#generationSpace = new Namespace(root, layout.writes(), 'utf8')
       crossTab.listen(message => this.#heard(message))
@@ -313,6 +316,7 @@ export class Writer {
     let failure
     const pending = this.#newest
     const scope = new WriteScope(this)
+    if (sync || this.durable) scope.durable = true
     try {
       if (this.#crossTab) await this.#holdCrossTab()
       this.#holder = scope
@@ -561,17 +565,22 @@ export class Writer {
       while (this.#group) {
         const group = this.#group
         this.#group = null
+        const sync = group.sync || this.durable
+        const chained = group.bulk && !(sync && this.strict !== null) && this.#plainRoot()
+        /** @type {import('./namespace.js').Namespace[] | null} a bulk group's namespaces whose caches wait for it whole (Namespace#writing()) */
+        const wholes = chained ? [] : null
         try {
           const message = this.#crossTab ? this.#stamp(group) : null
-          for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.writing(op)
+          for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.writing(op, wholes)
           // An array batch, not a chained one: with a `sublevel` on every op,
           // abstract-level's chained batch costs more per op (bench/RESULTS.md,
           // model-overhead, "What changed, and why").
           // One flush serves every write of the group: durable writes under
           // concurrency cost little more than relaxed ones.
-          const sync = group.sync || this.durable
-          if (group.bulk && !(sync && this.strict !== null) && this.#plainRoot()) {
+          if (chained) {
             await this.#writeChained(group.ops, sync)
+          } else if (this.#direct()) {
+            await /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb).write(lastOpPerKey(group.ops), sync)
           } else if (sync) {
             const ops = batchOps(group.ops)
             /** @type {any} classic-level's option; others ignore it */
@@ -581,6 +590,7 @@ export class Writer {
             await this.#root.batch(batchOps(group.ops))
           }
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.written(op)
+          if (wholes !== null) for (const namespace of wholes) namespace.wholeWritten()
           this.#forget(group)
           group.resolve()
           this.#notify(group.ops)
@@ -590,6 +600,7 @@ export class Writer {
           }
         } catch (err) {
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.unwritten(op)
+          if (wholes !== null) for (const namespace of wholes) namespace.wholeWritten()
           this.#fail(group, err)
         }
       }
@@ -597,6 +608,15 @@ export class Writer {
       this.#flushing = null
       if (!this.#locked) this.#releaseCrossTab()
     }
+  }
+
+  /**
+   * Whether a batch goes to IndexedDB directly (lib/idb-direct.js): in the
+   * transaction the critical section read in, with the durability asked.
+   * Not when something listens to the root's writes (see #plainRoot()).
+   */
+  #direct () {
+    return this.idb !== null && this.idb.ready && this.#plainRoot()
   }
 
   /**
@@ -624,11 +644,19 @@ export class Writer {
    */
   async #writeChained (ops, sync) {
     const batch = /** @type {any} */ (this.#root).batch()
+    let chunk = new Uint8Array(0)
+    let used = 0
     try {
-      for (const op of lastOpPerKey(ops)) {
+      for (const op of increasingKeys(ops) ? ops : lastOpPerKey(ops)) {
         if (op === null) continue
         const prefix = this.#prefixBytes(op.namespace)
-        const key = new Uint8Array(prefix.length + op.key.length)
+        const length = prefix.length + op.key.length
+        if (used + length > chunk.length) {
+          chunk = new Uint8Array(Math.max(KEY_CHUNK, length))
+          used = 0
+        }
+        const key = chunk.subarray(used, used + length)
+        used += length
         key.set(prefix, 0)
         key.set(op.key, prefix.length)
         if (op.type === 'put') batch.put(key, op.value, op.namespace.valueEncoding === 'utf8' ? UTF8_VALUE : VIEW_VALUE)
@@ -812,6 +840,31 @@ function batchOps (ops) {
 }
 
 /**
+ * Whether the keys of `ops` increase within each namespace, so that no key
+ * has two ops: a sorted bulk load's group (its records, and index entries
+ * of values that increase with them) is then written as it is, without a
+ * lookup id per op for lastOpPerKey() (bench/RESULTS.md, sorted-write).
+ * @param {import('./write-scope.js').Op[]} ops
+ */
+export function increasingKeys (ops) {
+  /** @type {Map<import('./namespace.js').Namespace, Uint8Array>} the last key of each namespace but the last op's */
+  const last = new Map()
+  let namespace = null
+  /** @type {Uint8Array | undefined} */
+  let previous
+  for (const op of ops) {
+    if (op.namespace !== namespace) {
+      if (namespace !== null) last.set(namespace, /** @type {Uint8Array} */ (previous))
+      namespace = op.namespace
+      previous = last.get(namespace)
+    }
+    if (previous !== undefined && compareBytes(previous, op.key) >= 0) return false
+    previous = op.key
+  }
+  return true
+}
+
+/**
  * `ops` with every op that a later op of the same key replaces as null.
  * @param {import('./write-scope.js').Op[]} ops
  * @returns {Array<import('./write-scope.js').Op | null>}
@@ -831,6 +884,9 @@ function lastOpPerKey (ops) {
   }
   return kept
 }
+
+// Root keys of a chained batch are cut from chunks of this many bytes.
+const KEY_CHUNK = 16384
 
 // The options of a chained batch's ops: keys are bytes, values as their
 // namespace stores them.

@@ -7,7 +7,17 @@
 # initdb and pg_ctl). Runs before `npm test`; does nothing when all are there.
 # Set LEVELKIT_CHROMIUM to use another Chromium, LEVELKIT_PG_URL to test the
 # postgres backend on a running server instead.
+# With --failover (npm run test:failover), also Patroni and etcd, which only
+# the failover test starts: npm test does not install them.
 set -euo pipefail
+
+failover=false
+for arg in "$@"; do
+  case "$arg" in
+    --failover) failover=true ;;
+    *) echo "install-system-packages.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 if [ -z "${LEVELKIT_CHROMIUM:-}" ] && [ ! -x /usr/bin/chromium ]; then missing+=(chromium); fi
@@ -26,9 +36,15 @@ has_postgres_server () {
   return 1
 }
 if [ -z "${LEVELKIT_PG_URL:-}" ] && ! has_postgres_server; then missing+=(postgresql); fi
+if $failover; then
+  # The failover test's cluster is its own, whatever LEVELKIT_PG_URL says.
+  if [ -n "${LEVELKIT_PG_URL:-}" ] && ! has_postgres_server; then missing+=(postgresql); fi
+  if ! command -v patroni >/dev/null 2>&1; then missing+=(patroni); fi
+  if ! command -v etcd >/dev/null 2>&1; then missing+=(etcd-server); fi
+fi
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 
-echo "Installing ${missing[*]} from Debian's packages (needed by npm test)..." >&2
+echo "Installing ${missing[*]} from Debian's packages (needed by the tests)..." >&2
 if [ "$(id -u)" -eq 0 ]; then
   sudo=()
 elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then

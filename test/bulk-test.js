@@ -12,6 +12,7 @@ import fc from 'fast-check'
 import { MemoryLevel } from 'memory-level'
 import { open } from '../index.js'
 import { encodeJson, encodeJsonWithCopy } from '../lib/json-value.js'
+import { increasingKeys } from '../lib/writer.js'
 import { killCycle } from './util/worker.js'
 
 const WORKER = fileURLToPath(new URL('./fixtures/bulk-worker.js', import.meta.url))
@@ -328,4 +329,249 @@ test('crash: SIGKILL mid-load leaves whole batches only and a clean check()', as
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }
+})
+
+/** A memory-level whose batches wait at a gate before they are applied. */
+class GatedLevel extends MemoryLevel {
+  constructor () {
+    super()
+    /** @type {Promise<void> | null} */
+    this.gate = null
+    /** @type {(() => void) | null} called when a batch reaches the gate */
+    this.arrived = null
+  }
+
+  /** @param {any} operations @param {any} options */
+  async _batch (operations, options) {
+    if (this.gate !== null) {
+      this.arrived?.()
+      await this.gate
+    }
+    return super._batch(operations, options)
+  }
+}
+
+test('a bulk batch in flight: what a read of its keys finds meanwhile is not cached behind it', async t => {
+  const level = new GatedLevel()
+  const db = await open({ db: level })
+  const entries = db.collection('entries', { id: e => e.key, indexes: { tag: { key: e => e.tag } } })
+  for (const cached of [false, true]) {
+    // With nothing cached the batch skips the caches' bookkeeping per key;
+    // with something cached, it does it key by key.
+    const sizes = Object.values(db.stats()).map(s => s.size)
+    if (cached) t.ok(sizes.some(size => size > 0), 'something is cached')
+    else t.ok(sizes.every(size => size === 0), 'nothing is cached')
+    let open = () => {}
+    level.gate = new Promise(resolve => { open = resolve })
+    const arrived = new Promise(resolve => { level.arrived = () => resolve(undefined) })
+    const key = cached ? 'b' : 'a'
+    const loading = entries.insertMany([{ key, tag: 2 }])
+    await arrived
+    t.is(await entries.get(key), undefined, 'read before the batch is applied')
+    t.is(await entries.count({ index: 'tag', eq: 2 }), cached ? 1 : 0, 'and its index entry')
+    level.gate = null
+    open()
+    t.is(await loading, 1)
+    t.same(await entries.get(key), { key, tag: 2 }, 'read after it is written: the record, not a cached absence')
+    t.same((await entries.query({ index: 'tag', eq: 2 }).all()).map(e => e.key), cached ? ['a', 'b'] : ['a'])
+  }
+  t.ok((await db.check()).ok)
+  await db.close()
+})
+
+test('insertMany pulls the items of a batch from a sync iterable without waiting between them', async t => {
+  const { db, users } = await usersDb()
+  let ticks = 0
+  let ticksInBatch = 0
+  function * source () {
+    for (let i = 1; i <= 300; i++) {
+      if (i % 100 === 1) {
+        ticks = 0
+        queueMicrotask(() => { ticks++ })
+      }
+      if (i % 100 === 0) ticksInBatch += ticks
+      yield user(i)
+    }
+  }
+  t.is(await users.insertMany(source(), { batchSize: 100 }), 300)
+  t.is(ticksInBatch, 0, 'no microtask ran while a batch was pulled')
+  t.is(await users.count(), 300)
+  await db.close()
+})
+
+test('insertMany with function ids in increasing order: a stored id inside the span of a batch', async t => {
+  const db = await open({ backend: 'memory' })
+  const entries = db.collection('entries', { id: e => e.key })
+  const key = (/** @type {number} */ i) => String(i).padStart(5, '0')
+  t.is(await entries.insertMany([...Array.from({ length: 100 }, (_, i) => ({ key: key(i) })), { key: key(5000) }, { key: key(5100) }]), 102)
+  for (const [from, taken] of [[4901, 5000], [5001, 5100], [5030, 5100]]) {
+    // Past POINT_READS ids, with two stored ones at most in their span: one range read.
+    const batch = Array.from({ length: 100 }, (_, i) => ({ key: key(from + i) }))
+    const err = await rejection(entries.insertMany(batch, { batchSize: 100 }))
+    t.is(err && err.code, 'LEVELKIT_EXISTS', `ids ${from}.. hold a stored one`)
+    t.is(err && err.id, key(taken))
+  }
+  t.is(await entries.insertMany(Array.from({ length: 99 }, (_, i) => ({ key: key(5001 + i) })), { batchSize: 100 }), 99, 'the ids between them are free')
+  t.is(await entries.count(), 201)
+  t.ok((await db.check()).ok)
+  await db.close()
+})
+
+test('relation.addMany: ids from an array, an iterable or an async iterable, in batches', async t => {
+  const db = await open({ backend: 'memory' })
+  const groups = db.collection('groups')
+  const docs = db.collection('docs')
+  const members = db.relation('members', { from: groups, to: docs })
+  const listed = db.relation('listed', { from: groups, to: docs, lists: ['from', 'to'] })
+  const g = await groups.insert({})
+  t.is(await docs.insertMany(Array.from({ length: 30 }, (_, i) => ({ i }))), 30)
+  async function * ids (/** @type {number} */ from, /** @type {number} */ to) {
+    for (let id = from; id <= to; id++) yield id
+  }
+  for (const relation of [members, listed]) {
+    t.is(await relation.addMany(g, ids(1, 25), { batchSize: 10 }), 25, 'an async iterable')
+    t.is(await relation.addMany(g, new Set([5, 26, 27]), { batchSize: 2 }), 2, 'a Set: edges already there count as not new')
+    t.is(await relation.addMany(g, [28, 28]), 1, 'an id twice counts once')
+    const err = await rejection(relation.addMany(g, ids(29, 32), { batchSize: 2 }))
+    t.is(err && err.code, 'LEVELKIT_NOT_FOUND', 'doc 31 is missing')
+    t.is(err && err.id, 31)
+    t.is(err && err.written, 2, 'the batch before it')
+    t.same(await relation.to(g).all(), Array.from({ length: 30 }, (_, i) => i + 1), 'nothing of its batch: 32 is not linked')
+    t.same(await relation.from(29).all(), [g], 'the reverse direction too')
+    const bad = await rejection(relation.addMany(g, 5))
+    t.is(bad && bad.code, 'LEVELKIT_INVALID', 'not an iterable')
+    t.is((await rejection(relation.addMany(g, [1], { batchSize: 0 }))).code, 'LEVELKIT_INVALID', 'a bad batchSize')
+  }
+  t.ok(await members.remove(g, 30))
+  const failed = await rejection(db.write(async w => {
+    t.is(await members.in(w).addMany(g, [30, 1], { batchSize: 1 }), 1, 'in a scope')
+    throw new Error('the scope fails')
+  }))
+  t.is(failed && failed.message, 'the scope fails')
+  t.notOk(await members.has(g, 30), 'in a scope, all of it is one operation of the scope')
+  await db.write(async w => {
+    t.is(await members.in(w).addMany(g, ids(29, 30), { batchSize: 1 }), 1)
+  })
+  t.ok(await members.has(g, 30))
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('relation.addMany in flight: a list read meanwhile is not cached behind it', async t => {
+  const level = new GatedLevel()
+  const db = await open({ db: level })
+  const groups = db.collection('groups')
+  const docs = db.collection('docs')
+  const members = db.relation('members', { from: groups, to: docs })
+  const g = await groups.insert({})
+  await docs.insertMany([{}, {}, {}])
+  t.ok(Object.entries(db.stats()).every(([name, s]) => !name.includes('members') || s.size === 0), 'no list of members is cached')
+  let release = () => {}
+  level.gate = new Promise(resolve => { release = resolve })
+  const arrived = new Promise(resolve => { level.arrived = () => resolve(undefined) })
+  const adding = members.addMany(g, [1, 2])
+  await arrived
+  // The reverse direction: no point read of its edges fills its caches while the batch is decided.
+  t.same(await members.from(2).all(), [], 'read before the batch is applied')
+  level.gate = null
+  release()
+  t.is(await adding, 2)
+  t.same(await members.from(2).all(), [g], 'read after it is written: the list, not a cached empty one')
+  t.same(await members.to(g).all(), [1, 2])
+  await db.close()
+})
+
+test('increasingKeys: a group is written without a lookup id per op only if no namespace has a key twice', t => {
+  const a = /** @type {any} */ ({ name: 'a' })
+  const b = /** @type {any} */ ({ name: 'b' })
+  const op = (/** @type {any} */ namespace, /** @type {number[]} */ key) => /** @type {any} */ ({ type: 'put', key: Uint8Array.from(key), namespace })
+  t.ok(increasingKeys([]), 'no ops')
+  t.ok(increasingKeys([op(a, [1]), op(a, [1, 0]), op(a, [2])]), 'one namespace, increasing')
+  t.ok(increasingKeys([op(a, [5]), op(b, [1]), op(a, [6]), op(b, [2])]), 'two namespaces interleaved, each increasing')
+  t.notOk(increasingKeys([op(a, [5]), op(b, [1]), op(a, [5])]), 'a key of one namespace twice, another between them')
+  t.notOk(increasingKeys([op(a, [5]), op(b, [9]), op(a, [4])]), 'a key lower than one before it')
+  t.notOk(increasingKeys([op(a, [1]), op(a, [1])]), 'the same key twice in a row')
+  t.end()
+})
+
+test('insertMany decides each batch as insert()s one by one would: ids, unique values, validation, key functions', async t => {
+  const emails = ['a', 'b', 'c', 'd', undefined]
+  const record = fc.record({
+    email: fc.constantFrom(...emails),
+    tags: fc.array(fc.constantFrom('x', 'y', 'z', 'w'), { maxLength: 2 }),
+    bad: fc.boolean({ freq: 8 }),
+    boom: fc.boolean({ freq: 8 })
+  })
+  /** @param {boolean} sequence */
+  async function usersOf (sequence) {
+    const db = await open({ backend: 'memory' })
+    const users = db.collection('users', {
+      ...(sequence ? {} : { id: (/** @type {any} */ u) => u.code }),
+      validate: (/** @type {any} */ u) => { if (u.bad) throw new Error('bad') },
+      indexes: {
+        tag: { unique: true, multi: true, key: (/** @type {any} */ u) => u.tags },
+        email: { unique: true, key: (/** @type {any} */ u) => { if (u.boom) throw new Error('boom'); return u.email } },
+        n: { key: (/** @type {any} */ u) => u.tags.length }
+      }
+    })
+    return { db, users }
+  }
+  /** @param {any} query */
+  const keysOf = async query => {
+    const keys = []
+    for await (const key of query.keys()) keys.push(key)
+    return keys
+  }
+  /** @param {any} users */
+  const contents = async users => ({
+    records: await users.query().all(),
+    tags: await keysOf(users.query({ index: 'tag' })),
+    emails: await keysOf(users.query({ index: 'email' })),
+    n: await keysOf(users.query({ index: 'n' }))
+  })
+  await fc.assert(fc.asyncProperty(
+    fc.boolean(), fc.array(record, { maxLength: 3 }), fc.array(record, { minLength: 1, maxLength: 12 }), fc.integer({ min: 1, max: 5 }),
+    async (sequence, storedRecords, input, batchSize) => {
+      const codes = sequence ? [] : input.map((_, i) => `k${i % 9}`)
+      const withCode = (/** @type {any[]} */ rs, /** @type {string} */ prefix) => rs.map((r, i) => sequence ? r : { ...r, code: codes[i] ?? `${prefix}${i}` })
+      const stored = withCode(storedRecords.map(r => ({ ...r, bad: false, boom: false })), 's').map((r, i) => sequence ? r : { ...r, code: `k${i * 4}` })
+      const records = withCode(input, 'k')
+      const bulk = await usersOf(sequence)
+      const one = await usersOf(sequence)
+      for (const { users } of [bulk, one]) {
+        for (const r of stored) await users.insert(r).catch(() => {})
+      }
+      const err = await rejection(bulk.users.insertMany(records, { batchSize }))
+      let expected = null
+      let written = 0
+      for (let from = 0; from < records.length && expected === null; from += batchSize) {
+        const batch = records.slice(from, from + batchSize)
+        expected = await rejection(one.db.write(async (/** @type {any} */ w) => { for (const r of batch) await one.users.in(w).insert(r) }))
+        if (expected === null) written += batch.length
+      }
+      const same = (err === null) === (expected === null) &&
+        (err === null || (err.code === expected.code && err.message === expected.message && err.written === written))
+      if (!same) t.fail(`insertMany: ${err && err.message} (written ${err && err.written}); one by one: ${expected && expected.message} (written ${written})`)
+      const [got, want] = [await contents(bulk.users), await contents(one.users)]
+      if (JSON.stringify(got) !== JSON.stringify(want)) t.fail(`different contents: ${JSON.stringify(got)} against ${JSON.stringify(want)}`)
+      await bulk.db.close()
+      await one.db.close()
+      return same && JSON.stringify(got) === JSON.stringify(want)
+    }), { numRuns: 150 })
+  t.pass('150 random loads')
+})
+
+test('insertMany checks unique values against writes decided and not yet written', async t => {
+  const { db, users } = await usersDb()
+  await users.insertMany([user(1), user(2)])
+  // Neither awaited: decided, maybe not yet written, when the batch is decided.
+  const deleting = users.del(1)
+  const inserting = users.insert(user(3))
+  t.is(await users.insertMany([user(1), user(4)]), 2, 'a value deleted just before is free')
+  const err = await rejection(users.insertMany([user(5), user(3)]))
+  t.is(err && err.code, 'LEVELKIT_UNIQUE', 'a value inserted just before is taken')
+  await Promise.all([deleting, inserting])
+  t.same((await users.query().all()).map(u => u.email), ['u2@x', 'u3@x', 'u1@x', 'u4@x'])
+  t.ok((await db.check()).ok)
+  await db.close()
 })

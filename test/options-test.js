@@ -26,6 +26,7 @@ test('every option in the table is taken by its call, and only those', async t =
   const ended = new AbortController()
   ended.abort()
   let declared = 0
+  let version = 0
   /** @type {Record<keyof typeof OPTIONS, (options: any) => any>} */
   const calls = {
     'collection.query()': options => users.query(options).all(),
@@ -38,6 +39,7 @@ test('every option in the table is taken by its call, and only those', async t =
     'collection.insertMany()': options => users.insertMany([{ name: 'm' }], options),
     'collection.putMany()': options => users.putMany([[3, { name: 'p' }]], options),
     'children.appendMany()': options => messages.appendMany(chat, ['a'], options),
+    'relation.addMany()': options => members.addMany(chat, [1], options),
     'relation.to()': options => members.to(chat, options).all(),
     'relation.from()': options => members.from(1, options).all(),
     'children.range()': options => messages.range(chat, options).all(),
@@ -46,6 +48,8 @@ test('every option in the table is taken by its call, and only those', async t =
     'db.check()': options => db.check(options),
     'db.write()': options => db.write(async () => {}, options),
     'db.transaction()': options => db.transaction(async () => {}, options),
+    'db.migrate()': options => db.migrate([{ version: ++version, up () {} }], options),
+    'modify()': options => db.migrate([{ version: ++version, up: (/** @type {any} */ m) => m.collection(users).modify(() => undefined, options) }]),
     'open()': async options => (await open({ db: new MemoryLevel(), ...options })).close(),
     'db.collection()': options => db.collection(`c${declared++}`, options),
     'db.relation()': options => db.relation(`r${declared++}`, { from: chats, to: users, ...options }),

@@ -7,6 +7,7 @@ import pg from 'pg'
 import { levelkitError, codes, invalid } from '../errors.js'
 import { describe } from '../common.js'
 import { PostgresWriterLock, connectClient } from './postgres-shared.js'
+import { failoverOf, PrimaryPool, CommitLog } from './postgres-hosts.js'
 
 const DEFAULT_TABLE = 'levelkit'
 const DEFAULT_POOL_SIZE = 10
@@ -34,6 +35,9 @@ const statementNames = new Map()
  * @property {boolean} [shared] let other processes open the table too, each writing under
  *   a lock they take in turn (levelkit's shared writer lock); false by default: one open
  *   database per table, LEVEL_LOCKED for a second
+ * @property {Array<string | { host: string, port?: number }>} [hosts] the hosts of a primary and its
+ *   standbys: the primary is used, found again after a failover (see postgres-hosts.js)
+ * @property {number} [failoverTimeout] how long an operation waits for a primary, in ms (30000)
  */
 
 /**
@@ -62,16 +66,22 @@ export class PostgresLevel extends AbstractLevel {
   #writerLock = null
   /** @type {import('pg').Client | null} the writer connection, while this process holds the writer lock: writes go through it */
   #writeClient = null
+  /** @type {import('./postgres-hosts.js').Failover | null} the hosts, when failover is asked for */
+  #failover
+  /** @type {CommitLog | null} */
+  #commits = null
+  /** @type {Promise<void> | null} */
+  #relocking = null
 
   /** @param {PostgresLevelOptions & Record<string, any>} [options] */
   constructor (options = {}) {
-    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, shared = false, ...forward } = options
+    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, ...forward } = options
     if (pool !== undefined) {
       if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function' || typeof pool.connect !== 'function') {
         throw invalid(`The pool option must be a pg Pool, got ${describe(pool)}`)
       }
-      if (connectionString !== undefined || pgOptions !== undefined || options.poolSize !== undefined) {
-        throw invalid('Pass either the pool option or connectionString, poolSize and pg (the settings of a pool of its own), not both')
+      if (connectionString !== undefined || pgOptions !== undefined || options.poolSize !== undefined || hosts !== undefined) {
+        throw invalid('Pass either the pool option or connectionString, hosts, poolSize and pg (the settings of a pool of its own), not both')
       }
     }
     if (connectionString !== undefined && (typeof connectionString !== 'string' || connectionString === '')) {
@@ -85,6 +95,10 @@ export class PostgresLevel extends AbstractLevel {
     }
     if (typeof shared !== 'boolean') {
       throw invalid(`The shared option must be a boolean, got ${describe(shared)}`)
+    }
+    if (shared && hosts !== undefined) {
+      // The writer lock's connection does not follow a failover yet.
+      throw invalid('The shared option cannot be combined with hosts (failover) yet')
     }
     if (pgOptions !== undefined && (pgOptions === null || typeof pgOptions !== 'object')) {
       throw invalid(`The pg option must be an object of pg Pool settings, got ${describe(pgOptions)}`)
@@ -103,6 +117,7 @@ export class PostgresLevel extends AbstractLevel {
     }, forward)
     // One more than poolSize: a connection holds the lock while open.
     this.#config = { ...pgOptions, connectionString, max: poolSize + 1 }
+    this.#failover = failoverOf({ connectionString, hosts, failoverTimeout, config: this.#config })
     this.#sharedPool = pool === undefined ? null : pool
     this.#table = table
     this.#shared = shared
@@ -144,7 +159,7 @@ export class PostgresLevel extends AbstractLevel {
   /** @param {{ createIfMissing: boolean, errorIfExists: boolean }} options */
   async _open (options) {
     const shared = this.#sharedPool
-    const pool = shared || new pg.Pool(this.#config)
+    const pool = shared || (this.#failover ? /** @type {any} */ (new PrimaryPool(this.#failover)) : new pg.Pool(this.#config))
     // An idle connection that fails (a server restart) is dropped by the
     // pool; without a listener the error would end the process.
     if (!shared) pool.on('error', noop)
@@ -164,6 +179,11 @@ export class PostgresLevel extends AbstractLevel {
         await createTable(pool, this.#table)
       }
       await this.#lock(pool)
+      if (this.#failover) {
+        // 'commit-settled': how a batch whose connection failed came out (tests and monitoring).
+        this.#commits = new CommitLog(/** @type {any} */ (pool), settled => this.emit('commit-settled', settled))
+        await this.#commits.open()
+      }
     } catch (err) {
       if (!shared) await pool.end().catch(noop)
       throw err
@@ -229,6 +249,8 @@ export class PostgresLevel extends AbstractLevel {
     }
     const idle = this.#idleSnapshotClients.splice(0)
     await Promise.all(idle.map(client => client.end().catch(noop)))
+    if (this.#commits) await this.#commits.close()
+    this.#commits = null
     if (pool && pool !== this.#sharedPool) await pool.end()
   }
 
@@ -259,13 +281,54 @@ export class PostgresLevel extends AbstractLevel {
     }
   }
 
-  /** Refuse a write once the lock is lost; wait for the snapshots taken before it. */
+  /** Refuse a write once the lock is lost (take it again on the primary, with hosts); wait for the snapshots taken before it. */
   async #beforeWrite () {
+    if (this.#failover && (this.#holder === null || this.#holder.lost)) await this.#relock()
     const lost = this.#holder && this.#holder.lost
     if (lost) {
       throw levelkitError(codes.BACKEND_UNAVAILABLE, `PostgreSQL closed the connection that holds ${this.#table}'s lock, so another process may now write it: close and open the database again (${lost.message})`, { cause: lost })
     }
     if (this.#pendingSnapshots.size > 0) await Promise.allSettled([...this.#pendingSnapshots])
+  }
+
+  /**
+   * After a failover (or a restart) the lock's connection is gone: take the
+   * lock again, on the primary now. LEVEL_LOCKED if another database took it.
+   */
+  #relock () {
+    if (this.#relocking) return this.#relocking
+    const relocking = this.#relocking = (async () => {
+      const pool = this.#pool
+      if (pool === null) return
+      const holder = this.#holder
+      if (holder !== null) {
+        this.#holder = null
+        holder.tables.delete(this.#table)
+        await letGo(pool, holder)
+      }
+      try {
+        await this.#lock(pool)
+      } catch (err) {
+        throw backendError('lock the table again on the new primary', err)
+      }
+    })()
+    relocking.then(noop, noop).then(() => { this.#relocking = null })
+    return relocking
+  }
+
+  /**
+   * Write a batch statement; with hosts, with its commit id (postgres-hosts.js),
+   * so that a batch whose connection failed is neither lost nor written twice.
+   * @param {string} text @param {unknown[]} values
+   */
+  async #writeBatch (text, values) {
+    if (this.#commits === null) return this.#query('write a batch', text, values)
+    try {
+      await this.#commits.write(text, values, { beforeRetry: () => this.#beforeWrite() })
+    } catch (err) {
+      if (/** @type {any} */ (err).code === codes.COMMIT_UNKNOWN) throw err
+      throw backendError('write a batch', err)
+    }
   }
 
   /** @param {Buffer} key @param {any} options */
@@ -346,11 +409,15 @@ export class PostgresLevel extends AbstractLevel {
     }
     if (delKeys.length === 0 && putKeys.length === 0) return
     if (delKeys.length === 0) {
-      await this.#query('write a batch', upsert, [putKeys, putValues], undefined, false, client)
+      if (client !== null) await this.#query('write a batch', upsert, [putKeys, putValues], undefined, false, client)
+      else await this.#writeBatch(upsert, [putKeys, putValues])
     } else if (putKeys.length === 0) {
-      await this.#query('write a batch', remove, [delKeys], undefined, false, client)
+      if (client !== null) await this.#query('write a batch', remove, [delKeys], undefined, false, client)
+      else await this.#writeBatch(remove, [delKeys])
     } else {
-      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])) ${upsert}`, [putKeys, putValues, delKeys], undefined, false, client)
+      const both = `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])) ${upsert}`
+      if (client !== null) await this.#query('write a batch', both, [putKeys, putValues, delKeys], undefined, false, client)
+      else await this.#writeBatch(both, [putKeys, putValues, delKeys])
     }
   }
 
@@ -435,6 +502,13 @@ export class PostgresLevel extends AbstractLevel {
   async #acquireSnapshotClient () {
     const idle = this.#idleSnapshotClients.pop()
     if (idle) return idle
+    if (this.#failover) {
+      try {
+        return await /** @type {PrimaryPool} */ (/** @type {any} */ (this.#pool)).client()
+      } catch (err) {
+        throw backendError('take a snapshot', err)
+      }
+    }
     const client = new pg.Client(this.#clientConfig())
     client.on('error', noop)
     try {

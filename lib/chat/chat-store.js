@@ -5,6 +5,7 @@ import { promised } from '../model-handle.js'
 import { layout } from '../names.js'
 import { describe, readInput, elementsOf } from '../common.js'
 import { optionsObject as copyOf } from '../options.js'
+import { chatMigrations } from './migrations.js'
 
 const DEFAULTS = Object.freeze({
   maxMembers: 30,
@@ -154,6 +155,7 @@ export class ChatStore {
     if (this.db.status !== 'open') throw levelkitError(codes.NOT_OPEN, 'The database is not open')
     const meta = this.db.level.sublevel(MARKER_NAMESPACE, { keyEncoding: 'utf8', valueEncoding: 'utf8' })
     let marker = await meta.get(MARKER_KEY)
+    let migrated = false
     if (marker === undefined) {
       const found = await namespacesWithData(this.db.level, this.#modelNames())
       // Another store (a second tab) may have marked it since: it writes its
@@ -163,14 +165,29 @@ export class ChatStore {
         if (found.length > 0 && !this.options.adopt) {
           throw levelkitError(codes.FOREIGN_DATA, `This database is not a ChatStore's: it holds data in ${found.join(', ')}, namespaces of the chat models, but no ChatStore marker (${MARKER_NAMESPACE}), so another program wrote it. Use a database of its own for the chat (another location). If it is a ChatStore's from before stores were marked, open it once with { adopt: true }.`, { found, marker: null })
         }
-        if (found.length > 0) await this.#recountHashes()
+        if (found.length > 0) {
+          // Adopted data is checked (and moved into the current layout) before it is marked.
+          await this.#migrate()
+          migrated = true
+          await this.#recountHashes()
+        }
         marker = JSON.stringify(MARKER)
         await meta.put(MARKER_KEY, marker)
       }
     }
     assertOwnMarker(marker)
+    if (!migrated) await this.#migrate()
     this.#hashCounts = await countsOf(this.passwordCosts.query())
     this.#owned = true
+  }
+
+  /**
+   * Run the migrations this database has not run yet (lib/chat/migrations.js):
+   * it refuses records that are not a ChatStore's, and moves data of an
+   * earlier layout into the current one.
+   */
+  async #migrate () {
+    await this.db.migrate(chatMigrations(this))
   }
 
   /** The names of the chat models, whose namespaces a foreign database may hold. */
@@ -575,13 +592,15 @@ export class ChatStore {
     if (to !== undefined) assertId(to, 'to')
     if (!Number.isSafeInteger(n) || n < 1) throw invalid('n must be a positive integer')
     const visible = visibility(viewerId, allWhispers)
-    if (!(await this.chats.has(chatId))) return null
+    // Both at once: on IndexedDB two requests of one transaction, not one
+    // after the other.
+    const [exists, last] = await Promise.all([this.chats.has(chatId), this.messages.lastSeq(chatId)])
+    if (!exists) return null
     /** @type {Message[]} */
     const result = []
     // Message ids are gap-free (1 to lastSeq) and messages are never deleted
     // one by one, so a page is a run of ids read with point reads, without
     // an iterator. Only hidden whispers make another round.
-    const last = await this.messages.lastSeq(chatId)
     const top = Math.min(last, to === undefined ? last : to - 1)
     let next = from !== undefined ? from : top
     while (result.length < n && next >= 1 && next <= top) {

@@ -1,6 +1,6 @@
 // Compiled by `tsc` in `npm test`: the declarations must describe real usage.
 import { open, codes, tupleEncoding, encodeTuple, decodeTuple } from '../../index.js'
-import type { Collection, CheckReport, IdOf, Page, WriteScope, Transaction, LockMode, ReadCachePolicy } from '../../index.js'
+import type { Collection, CheckReport, IdOf, Page, WriteScope, Transaction, LockMode, ReadCachePolicy, MigrateResult, MigrationProgress } from '../../index.js'
 
 interface User { username: string, age?: number, tags?: string[] }
 
@@ -79,6 +79,18 @@ export async function usage (): Promise<void> {
   const dropped: Array<{ collection: string, index: string }> = await db.dropUndeclared()
   // @ts-expect-error wait is a boolean
   await tagged.count({ index: 'byTag', wait: 'no' })
+  const migrated: MigrateResult = await db.migrate([{
+    version: 1,
+    async up (m) {
+      const counts = await m.collection(tagged).modify(r => r.tag === '' ? m.remove : { ...r, tag: r.tag.toLowerCase() }, { batchSize: 100 })
+      const done: number = counts.done
+      await m.write(w => tagged.in(w).insert({ tag: `v${m.version}-${done}` }))
+    }
+  }], { onProgress: (p: MigrationProgress) => console.log(p.step, p.done) })
+  const schemaVersion: number = await db.schemaVersion()
+  // @ts-expect-error a migration's version is a number
+  await db.migrate([{ version: '1', up () {} }])
+  console.log(migrated.ran, schemaVersion)
   console.log(building, states, dropped, codes.INDEX_BUILDING)
   const code: string = codes.UNIQUE
   const key: Uint8Array = encodeTuple([1, 'a', [true, null]])
@@ -166,6 +178,7 @@ export async function idUsage (): Promise<void> {
   const authorId: IdOf<typeof authors> = tolkien
   await written.add(authorId, hobbit)
   await written.addMany(tolkien, [hobbit])
+  await written.addMany(tolkien, (async function * () { yield hobbit })(), { batchSize: 10 })
   const bookIds: number[] = await written.to(tolkien, { gt: 0 }).all()
   const authorIds: number[] = await written.from(hobbit).all()
   // @ts-expect-error the `to` side's ids are numbers

@@ -1,0 +1,276 @@
+// One writer process of bench/scale-out.js (forked by it): opens one store
+// (the hand-written SQL store on PostgreSQL, or levelkit's ChatStore on
+// PostgreSQL or on LevelDB), and then does what the parent asks, one message
+// at a time: populate the data set (the first process only), run its share
+// of a slice of an operation's inputs with --concurrency in flight, answer the sample
+// reads that must agree across stores, check the final state, close.
+// Every answer is one message { ok, result } or { ok: false, code, error }.
+
+import { performance } from 'node:perf_hooks'
+import pg from 'pg'
+import { open } from 'levelkit'
+import { ChatStore } from 'levelkit/chat'
+import { prng } from 'levelkit-testkit/prng'
+import { PgChatStore } from './pg-chat-store.js'
+
+/**
+ * @typedef {'sql' | 'levelkit-pg' | 'levelkit-leveldb'} Kind
+ * @typedef {{
+ *   kind: Kind, rank: number, processes: number, connectionString?: string, schema?: string, table?: string,
+ *   location?: string, concurrency: number, scryptN: number
+ * }} OpenConfig
+ * @typedef {ReturnType<typeof import('./chat-workload-worker.js').makeWorkload>} Work (a type only: this process does not load that module)
+ */
+
+/**
+ * The operations of the benchmark, in the order they run: each takes one
+ * input of its row of the workload (makeWorkload()'s inputs).
+ */
+export const OPERATIONS = /** @type {const} */ ([
+  { key: 'createUser', label: 'createUser', write: true, call: (/** @type {any} */ s, /** @type {any} */ x) => s.createUser(x) },
+  { key: 'createChat', label: 'createChat, 20 members', write: true, call: (/** @type {any} */ s, /** @type {any} */ x) => s.createChat(x) },
+  { key: 'addChatMessage', label: 'addChatMessage', write: true, call: (/** @type {any} */ s, /** @type {any} */ x) => s.addChatMessage(x) },
+  { key: 'last50', label: 'last 50 messages', write: false, call: (/** @type {any} */ s, /** @type {any} */ x) => s.getChatMessages(x, { n: 50 }) },
+  { key: 'getChats', label: 'getChats of a user', write: false, call: (/** @type {any} */ s, /** @type {any} */ x) => s.getChats(x) }
+])
+
+/** Run `fn` over `items` with `concurrency` in flight. @template T @param {T[]} items @param {number} concurrency @param {(x: T) => Promise<unknown>} fn */
+async function pump (items, concurrency, fn) {
+  let i = 0
+  const lane = async () => {
+    while (i < items.length) await fn(items[i++])
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane))
+}
+
+/** This process's share of a list: every `processes`-th item from `rank`. @template T @param {T[]} items @param {number} rank @param {number} processes @returns {T[]} */
+export function share (items, rank, processes) {
+  return items.filter((_, i) => i % processes === rank)
+}
+
+/** @param {OpenConfig} config @returns {Promise<{ store: any, retries: () => number | null, close: () => Promise<void> }>} */
+async function openStore (config) {
+  const passwordCost = { scryptN: config.scryptN, pbkdf2Iterations: 1000 }
+  if (config.kind === 'sql') {
+    const pool = new pg.Pool({ connectionString: config.connectionString, max: config.concurrency })
+    pool.on('error', () => {})
+    const store = await PgChatStore.open(pool, { passwordCost, schema: config.schema })
+    return { store, retries: () => store.retries, close: async () => { await store.close(); await pool.end() } }
+  }
+  const db = config.kind === 'levelkit-pg'
+    ? await open({ backend: 'postgres', connectionString: config.connectionString, table: config.table, poolSize: config.concurrency })
+    : await open({ backend: 'leveldb', location: config.location })
+  try {
+    const store = await ChatStore.open(db, { passwordCost })
+    // levelkit counts no retries (yet): in one process its critical
+    // sections are serialized in memory and never retried.
+    return { store, retries: () => null, close: () => db.close() }
+  } catch (err) {
+    await db.close().catch(() => {})
+    throw err
+  }
+}
+
+/**
+ * Fill the store with the data set, in an order that gives every store the
+ * same ids: users one at a time, chats one at a time, each chat's messages
+ * in order (chats 32 at a time).
+ * @param {any} store @param {Work} work
+ */
+async function populate (store, work) {
+  const ms = { users: 0, chats: 0, messages: 0 }
+  let start = performance.now()
+  for (const user of work.users) await store.createUser(user)
+  ms.users = performance.now() - start
+  start = performance.now()
+  for (const chat of work.chats) await store.createChat(chat)
+  ms.chats = performance.now() - start
+  start = performance.now()
+  /** @type {Map<number, any[]>} */
+  const byChat = new Map()
+  for (const m of work.messages) {
+    const list = byChat.get(m.chatId)
+    if (list) list.push(m)
+    else byChat.set(m.chatId, [m])
+  }
+  await pump([...byChat.values()], 32, async list => { for (const m of list) await store.addChatMessage(m) })
+  ms.messages = performance.now() - start
+  return ms
+}
+
+/** Strip what legitimately differs between stores (creation times). @param {any} value */
+export function normal (value) {
+  return JSON.stringify(value, (key, v) => {
+    if (key === 'createdAt' || key === 'lastActivity') return undefined
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v
+    return Object.fromEntries(Object.keys(v).sort().map(k => [k, v[k]]))
+  })
+}
+
+/**
+ * Reads of the pre-populated data, which every store must answer alike.
+ * @param {any} store @param {Work} work @param {number} seed
+ */
+async function sample (store, work, seed) {
+  const random = prng(seed + 7)
+  const answers = []
+  for (let k = 0; k < 20; k++) {
+    const user = 1 + random.int(work.users.length)
+    const chat = 1 + random.int(work.chats.length)
+    answers.push(await store.getUser(`user${user}`))
+    answers.push((await store.getChats(user)).sort((/** @type {any} */ a, /** @type {any} */ b) => a.id - b.id))
+    answers.push(await store.getChatMessages(chat, { n: 50 }))
+  }
+  return normal(answers)
+}
+
+/**
+ * After every phase: what must hold whatever the interleaving of the
+ * processes, and a digest of what must be the same in every store. New
+ * users and chats get ids in the order the processes' writes land, so the
+ * digest holds them as sorted multisets; each chat's messages are numbered
+ * 1..N without gap, and hold the messages sent to it.
+ * @param {any} store @param {Work} work @param {{ createUser: any[], createChat: any[], addChatMessage: any[] }} written every input written after population, by every process
+ */
+async function finalCheck (store, work, written) {
+  /** @type {string[]} */
+  const problems = []
+  const users = work.users.length + written.createUser.length
+  if (!(await store.getUserById(users))) problems.push(`user ${users} is missing`)
+  if (await store.getUserById(users + 1)) problems.push(`user ${users + 1} exists: more users than were created`)
+  const names = []
+  for (const { username } of written.createUser.slice(0, 200)) {
+    const user = await store.getUser(username)
+    if (!user || user.id <= work.users.length || user.id > users) problems.push(`user ${username}: ${JSON.stringify(user)}`)
+    names.push(username)
+  }
+  const chats = work.chats.length + written.createChat.length
+  const created = []
+  for (let id = work.chats.length + 1; id <= chats; id++) {
+    const chat = await store.getChat(id)
+    if (!chat) problems.push(`chat ${id} is missing`)
+    else created.push(`${chat.name}:${chat.members.join(',')}`)
+  }
+  if (await store.getChat(chats + 1)) problems.push(`chat ${chats + 1} exists: more chats than were created`)
+  /** @type {Map<number, string[]>} */
+  const sent = new Map()
+  for (const m of [...work.messages, ...written.addChatMessage]) {
+    const list = sent.get(m.chatId)
+    const line = `${m.senderId}|${m.timestamp}|${m.text}`
+    if (list) list.push(line)
+    else sent.set(m.chatId, [line])
+  }
+  const counts = []
+  for (let id = 1; id <= work.chats.length; id++) {
+    const expected = sent.get(id) ?? []
+    const [last] = await store.getChatMessages(id, { n: 1 })
+    const top = last ? last.id : 0
+    if (top !== expected.length) problems.push(`chat ${id}: last message id ${top}, ${expected.length} messages sent`)
+    counts.push(top)
+  }
+  // Ten chats read whole: ids 1..N and the messages sent, each once.
+  const random = prng(chats)
+  for (let k = 0; k < Math.min(10, work.chats.length); k++) {
+    const id = 1 + random.int(work.chats.length)
+    const expected = (sent.get(id) ?? []).slice().sort()
+    const messages = await store.getChatMessages(id, { from: 1, n: expected.length + 10 })
+    const ids = messages.map((/** @type {any} */ m) => m.id)
+    if (ids.some((/** @type {number} */ x, /** @type {number} */ i) => x !== i + 1)) problems.push(`chat ${id}: ids are not 1..N: ${ids.slice(0, 20).join(',')}`)
+    const got = messages.map((/** @type {any} */ m) => `${m.senderId}|${m.timestamp}|${m.text}`).sort()
+    if (JSON.stringify(got) !== JSON.stringify(expected)) problems.push(`chat ${id}: its messages are not the ones sent to it`)
+  }
+  const digest = JSON.stringify({ users, names: names.sort(), chats: created.sort(), counts })
+  return { problems, digest }
+}
+
+/**
+ * Run `inputs` through `call` with `concurrency` in flight; the latency of
+ * every call, and the start and end as epoch milliseconds (comparable
+ * across the processes of one machine).
+ * @param {(x: any) => Promise<unknown>} call @param {any[]} inputs @param {number} concurrency
+ */
+async function timed (call, inputs, concurrency) {
+  const latencies = new Array(inputs.length)
+  let i = 0
+  const lane = async () => {
+    while (i < inputs.length) {
+      const k = i++
+      const start = performance.now()
+      await call(inputs[k])
+      latencies[k] = performance.now() - start
+    }
+  }
+  const start = performance.timeOrigin + performance.now()
+  await Promise.all(Array.from({ length: Math.min(concurrency, inputs.length) }, lane))
+  const end = performance.timeOrigin + performance.now()
+  return { start, end, latencies }
+}
+
+/** The process's side of the conversation with bench/scale-out.js. */
+function serve () {
+  /** @type {Awaited<ReturnType<typeof openStore>> | null} */
+  let opened = null
+  /** @type {OpenConfig | null} */
+  let config = null
+  /** @type {Work | null} */
+  let work = null
+  /** @type {Record<string, (message: any) => Promise<any>>} */
+  const handlers = {
+    async open (message) {
+      config = message.config
+      work = message.work
+      opened = await openStore(/** @type {OpenConfig} */ (config))
+      return { pid: process.pid }
+    },
+    async populate () {
+      return populate(opened?.store, /** @type {Work} */ (work))
+    },
+    async sample (message) {
+      return sample(opened?.store, /** @type {Work} */ (work), message.seed)
+    },
+    async warmup () {
+      const c = /** @type {OpenConfig} */ (config)
+      const w = /** @type {Work} */ (work).warm
+      const store = opened?.store
+      for (const u of share(w.createUser, c.rank, c.processes)) await store.createUser(u)
+      for (const x of share(w.createChat, c.rank, c.processes)) await store.createChat(x)
+      await pump(share(w.addChatMessage, c.rank, c.processes), c.concurrency, m => store.addChatMessage(m))
+      await pump(w.last50, c.concurrency, x => store.getChatMessages(x, { n: 50 }))
+      await pump(w.getChats, c.concurrency, x => store.getChats(x))
+      return null
+    },
+    async phase (message) {
+      const c = /** @type {OpenConfig} */ (config)
+      const op = OPERATIONS.find(o => o.key === message.op)
+      if (!op) throw new Error(`Unknown operation ${message.op}`)
+      const inputs = share(/** @type {Work} */ (work).inputs[op.key].slice(message.from, message.to), c.rank, c.processes)
+      const before = opened?.retries() ?? null
+      const result = await timed(x => op.call(opened?.store, x), inputs, c.concurrency)
+      const after = opened?.retries() ?? null
+      return { ...result, ops: inputs.length, retries: before === null || after === null ? null : after - before }
+    },
+    async check () {
+      const w = /** @type {Work} */ (work)
+      return finalCheck(opened?.store, w, {
+        createUser: [...w.warm.createUser, ...w.inputs.createUser],
+        createChat: [...w.warm.createChat, ...w.inputs.createChat],
+        addChatMessage: [...w.warm.addChatMessage, ...w.inputs.addChatMessage]
+      })
+    },
+    async close () {
+      if (opened) await opened.close()
+      opened = null
+      return { peakRssBytes: process.resourceUsage().maxRSS * 1024 }
+    }
+  }
+  process.on('message', (/** @type {any} */ message) => {
+    const handler = handlers[message.type]
+    Promise.resolve().then(() => handler(message)).then(
+      result => process.send?.({ ok: true, result }),
+      err => process.send?.({ ok: false, code: err && err.code, error: err && err.stack ? err.stack : String(err) })
+    )
+  })
+  process.on('disconnect', () => process.exit(0))
+}
+
+if (process.send) serve()

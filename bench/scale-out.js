@@ -1,0 +1,480 @@
+// Scale-out (issue 18): the chat workload on PostgreSQL with 1, 2 and 4
+// writer processes, against the same workload written directly in SQL, and
+// beside levelkit in one process on LevelDB.
+//
+// Cells, each a fresh set of tables and its own processes
+// (bench/lib/scale-out-worker.js):
+//   SQL ×P         the hand-written store on `pg` (bench/lib/pg-chat-store.js),
+//                  P writer processes on the same tables (--writers, default 1,2,4)
+//   levelkit-pg ×P levelkit's ChatStore over the postgres backend, P processes
+//                  on one table (--processes, default 1,2,4). Until levelkit
+//                  shares a table between processes, the second process's
+//                  open() fails with LEVELKIT_LOCKED and the cell reads
+//                  "n/a (one process per table until multi-process lands)".
+//   levelkit-leveldb ×1  levelkit's ChatStore on classic-level, one process
+// Every cell gets the same data set (--users, --chats of --members,
+// --messages), filled by its first process in an order that gives the same
+// ids everywhere, then an untimed warm-up. Then each operation in turn:
+// createUser, createChat (20 members), addChatMessage, getChatMessages
+// (last 50), getChats of a user, its inputs in --slices slices; the cells
+// take turns slice by slice (A B C, C B A, ...; which goes first alternates
+// by slice and by run), so drift and other processes' load hit every cell
+// alike. Within a cell all its processes run a slice at once, each taking
+// every P-th input (the total is the same for every P), --concurrency calls
+// in flight per process.
+//
+// Per operation and cell: ops/s (all ops / the time from the first process's
+// start to the last one's end), p50 and p99 latency (over every call of
+// every process), and retries (the SQL store's deadlock and serialization
+// retries; levelkit counts none: "–"). Medians over --runs runs; ratio =
+// the cell's ops/s / the SQL store's ops/s with as many processes, measured
+// in the same run (levelkit-leveldb against SQL ×1), then the median (> 1:
+// faster than the hand-written SQL). Goals (issue 18): levelkit-pg ≥ 0.7×
+// SQL, and throughput rising with processes until PostgreSQL saturates the
+// machine.
+//
+// The answers agree: every cell answers the same sample reads after being
+// filled, and after the timed writes every cell's state is checked (each
+// chat's message ids 1..N without gap and holding the messages sent to it,
+// the users and chats created, no more) and must give the same digest.
+//
+// PostgreSQL: the server LEVELKIT_PG_URL names, else a throwaway cluster
+// (levelkit-testkit/postgres: fsync, synchronous_commit and
+// full_page_writes off, as LevelDB's default writes do not fsync either).
+//
+// Output: a table on stdout; under --out (default bench/out/, ignored by
+// git) a folder scale-out-<time>/ with results.csv (one row per run,
+// operation and cell), summary.json and scale-out.svg.
+//
+// Usage: node bench/scale-out.js [--runs 3] [--writers 1,2,4]
+//   [--processes 1,2,4] [--users 2000] [--chats 200] [--members 20]
+//   [--messages 20000] [--concurrency 16] [--scale 1] [--n N] [--slices 4] [--ops a,b]
+//   [--scrypt-n 2] [--seed 1] [--no-leveldb] [--out bench/out]
+//   [--db-dir <tmpdir>]
+
+import os from 'node:os'
+import fs from 'node:fs'
+import path from 'node:path'
+import { fork } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { postgres } from 'levelkit-testkit/postgres'
+import { parseCli, failWith, optionOf, startRun, printMachine, finishRun, writeCsv, printTable, printProblems, loadText } from './lib/seeds-common.js'
+import { median, min, max, quantile, fmt, parseCount } from './lib/stats.js'
+import { barChartSvg } from './lib/svg-plot.js'
+import { Progress } from './lib/progress.js'
+import { makeWorkload } from './lib/chat-workload-worker.js'
+import { OPERATIONS } from './lib/scale-out-worker.js'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const WORKER = path.join(here, 'lib', 'scale-out-worker.js')
+const NA = 'n/a (one process per table until multi-process lands)'
+
+// Ops per operation and cell at --scale 1 (the total over its processes).
+const DEFAULT_N = { createUser: 2000, createChat: 400, addChatMessage: 4000, last50: 3000, getChats: 3000 }
+/** @type {string[]} */
+const OP_KEYS = OPERATIONS.map(op => op.key)
+
+const USAGE = `Usage: node bench/scale-out.js [options]
+  --runs K           runs, fresh tables and processes for every cell (default 3)
+  --writers L        process counts of the hand-written SQL store (default 1,2,4)
+  --processes L      process counts of levelkit on PostgreSQL (default 1,2,4)
+  --no-leveldb       leave out levelkit on LevelDB
+  --users N          pre-populated users (default 2000)
+  --chats N          pre-populated chats of --members members (default 200)
+  --members N        members per chat, the admin included (default 20)
+  --messages N       pre-populated messages, spread over the chats (default 20000)
+  --concurrency N    calls in flight per process (default 16)
+  --scale X          multiply the ops per operation (default 1)
+  --n N              ops per operation and cell, for every operation (overrides --scale)
+  --slices N         slices per operation; the cells take turns slice by slice (default 4)
+  --ops a,b,...      only these operations (${OP_KEYS.join(', ')}; the final check needs all three writes)
+  --scrypt-n N       scrypt cost of the password hashes, every side (default 2)
+  --seed N           seed of the data set and inputs (default 1)
+  --out DIR          output folder (default bench/out)
+  --db-dir DIR       where the LevelDB databases go (default the OS temp dir)
+PostgreSQL: the server LEVELKIT_PG_URL names, else a throwaway cluster.`
+
+/** @param {string} message @returns {never} */
+const fail = message => failWith('scale-out', USAGE, message)
+
+const args = parseCli('scale-out', USAGE, {
+  runs: { type: 'string', default: '3' },
+  writers: { type: 'string', default: '1,2,4' },
+  processes: { type: 'string', default: '1,2,4' },
+  'no-leveldb': { type: 'boolean', default: false },
+  users: { type: 'string', default: '2000' },
+  chats: { type: 'string', default: '200' },
+  members: { type: 'string', default: '20' },
+  messages: { type: 'string', default: '20000' },
+  concurrency: { type: 'string', default: '16' },
+  scale: { type: 'string', default: '1' },
+  n: { type: 'string' },
+  ops: { type: 'string' },
+  slices: { type: 'string', default: '4' },
+  'scrypt-n': { type: 'string', default: '2' },
+  seed: { type: 'string', default: '1' },
+  out: { type: 'string', default: path.join(here, 'out') },
+  'db-dir': { type: 'string', default: os.tmpdir() }
+})
+
+/** @template T @param {() => T} parse @returns {T} */
+const option = parse => optionOf('scale-out', USAGE, parse)
+/** A list of process counts. @param {string} text @param {string} flag */
+const counts = (text, flag) => {
+  const list = String(text).split(',').map(s => parseCount(s))
+  if (new Set(list).size !== list.length) throw new Error(`${flag} lists a count twice`)
+  if (list.some(n => n > 32)) throw new Error(`${flag}: at most 32 processes`)
+  return list
+}
+
+const runs = option(() => parseCount(args.runs))
+const writers = option(() => counts(args.writers, '--writers'))
+const processes = option(() => counts(args.processes, '--processes'))
+if (!writers.includes(1)) fail('--writers must include 1: every ratio is against the SQL store measured in the same run')
+const sizes = {
+  users: option(() => parseCount(args.users)),
+  chats: option(() => parseCount(args.chats)),
+  members: option(() => parseCount(args.members)),
+  messages: option(() => parseCount(args.messages))
+}
+if (sizes.members < 2 || sizes.members > 30) fail('--members is 2..30 (ChatStore\'s default maxMembers is 30)')
+if (sizes.members > sizes.users) fail('--members cannot exceed --users')
+const concurrency = option(() => parseCount(args.concurrency))
+const slices = option(() => parseCount(args.slices))
+const scryptN = option(() => parseCount(args['scrypt-n']))
+if (scryptN < 2 || (scryptN & (scryptN - 1)) !== 0) fail('--scrypt-n is a power of 2, at least 2')
+const seed = option(() => parseCount(args.seed))
+const scale = Number(args.scale)
+if (!(scale > 0)) fail('--scale is a positive number')
+/** @type {string[]} */
+const ops = args.ops ? args.ops.split(',') : OP_KEYS
+for (const op of ops) if (!OP_KEYS.includes(op)) fail(`Unknown operation ${JSON.stringify(op)}`)
+/** @type {Record<string, number>} */
+const n = {}
+for (const op of OP_KEYS) n[op] = !ops.includes(op) ? 0 : args.n !== undefined ? option(() => parseCount(args.n)) : Math.max(10, Math.round(DEFAULT_N[/** @type {keyof typeof DEFAULT_N} */ (op)] * scale))
+
+/**
+ * @typedef {{ key: string, kind: import('./lib/scale-out-worker.js').Kind, processes: number, label: string, against: string }} Cell
+ */
+/** @type {Cell[]} */
+const cells = [
+  ...writers.map(p => ({ key: `sql-${p}`, kind: /** @type {const} */ ('sql'), processes: p, label: `SQL (pg) ×${p}`, against: `sql-${p}` })),
+  ...processes.map(p => ({ key: `levelkit-pg-${p}`, kind: /** @type {const} */ ('levelkit-pg'), processes: p, label: `levelkit on PostgreSQL ×${p}`, against: `sql-${p}` })),
+  ...(args['no-leveldb'] ? [] : [{ key: 'levelkit-leveldb-1', kind: /** @type {const} */ ('levelkit-leveldb'), processes: 1, label: 'levelkit on LevelDB ×1', against: 'sql-1' }])
+]
+
+const server = await postgres()
+const admin = new pg.Pool({ connectionString: server.connectionString, max: 2 })
+admin.on('error', () => {})
+const serverVersion = (await admin.query('SHOW server_version')).rows[0].server_version
+const settings = Object.fromEntries((await admin.query("SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'max_connections', 'shared_buffers')")).rows.map(row => [row.name, row.setting]))
+const connectionsNeeded = Math.max(...writers, ...processes) * (concurrency + 2) + 4
+if (Number(settings.max_connections) < connectionsNeeded) fail(`The server allows ${settings.max_connections} connections; the largest cell needs about ${connectionsNeeded} (fewer --concurrency or processes)`)
+
+const run0 = startRun('scale-out', args.out, ['pg', 'classic-level', 'abstract-level'])
+/** @type {Record<string, string>} */
+const versions = { ...run0.versions, postgresql: serverVersion }
+console.log(`scale-out: the chat workload on PostgreSQL ${serverVersion} with several writer processes, ${runs} run(s)`)
+console.log(`  cells: ${cells.map(c => c.label).join(', ')}`)
+console.log(`  data: ${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats of ${sizes.members} members, ${fmt(sizes.messages)} messages; ${concurrency} calls in flight per process; scrypt N=${scryptN}`)
+console.log(`  PostgreSQL: ${server.throwaway ? 'a throwaway cluster' : 'LEVELKIT_PG_URL'}; fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit}, full_page_writes ${settings.full_page_writes}, shared_buffers ${settings.shared_buffers} (8 kB pages)`)
+printMachine({ ...run0, versions }, ['pg', 'classic-level'])
+
+/** A worker process, asked one thing at a time. */
+class Worker {
+  /** @type {Array<{ resolve: (value: any) => void, reject: (err: Error) => void }>} */
+  #waiting = []
+  #exited = false
+
+  constructor () {
+    this.child = fork(WORKER, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    this.child.on('message', (/** @type {any} */ answer) => {
+      const waiter = this.#waiting.shift()
+      if (!waiter) return
+      if (answer.ok) waiter.resolve(answer.result)
+      else waiter.reject(Object.assign(new Error(answer.error), { code: answer.code }))
+    })
+    this.child.on('exit', (code, signal) => {
+      this.#exited = true
+      for (const waiter of this.#waiting.splice(0)) waiter.reject(new Error(`A worker exited with ${signal || code}`))
+    })
+  }
+
+  /** @param {string} type @param {Record<string, unknown>} [message] @returns {Promise<any>} */
+  ask (type, message = {}) {
+    if (this.#exited) return Promise.reject(new Error('The worker has exited'))
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ resolve, reject })
+      this.child.send({ type, ...message })
+    })
+  }
+
+  async end () {
+    if (this.#exited) return
+    const exited = new Promise(resolve => this.child.once('exit', resolve))
+    this.child.disconnect()
+    await exited
+  }
+}
+
+/**
+ * One cell of one run, opened: its processes on its fresh tables, the data
+ * set filled by the first, the others opened after it, all warmed up. A cell
+ * whose second process cannot open its table (LEVELKIT_LOCKED) is n/a.
+ * @param {Cell} cell @param {number} run @param {any} work
+ */
+async function openCell (cell, run, work) {
+  const name = `scaleout_${process.pid.toString(36)}_${run}_${cell.key.replace(/-/g, '_')}`
+  const location = path.join(args['db-dir'], `levelkit-scale-out-${process.pid}-${run}-${cell.key}`)
+  fs.rmSync(location, { recursive: true, force: true })
+  /** @param {number} rank */
+  const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN })
+  /** @type {Worker[]} */
+  const workers = []
+  const handle = {
+    cell,
+    workers,
+    /** @type {string | null} */
+    na: null,
+    /** @type {any} */
+    populateMs: null,
+    sampleAnswer: '',
+    async cleanup () {
+      await Promise.all(workers.map(w => w.end()))
+      fs.rmSync(location, { recursive: true, force: true })
+      if (cell.kind === 'sql') await admin.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`)
+      if (cell.kind === 'levelkit-pg') await admin.query(`DROP TABLE IF EXISTS "${name}"`)
+    }
+  }
+  const first = new Worker()
+  workers.push(first)
+  await first.ask('open', { config: config(0), work })
+  handle.populateMs = await first.ask('populate')
+  handle.sampleAnswer = await first.ask('sample', { seed: seed + run - 1 })
+  for (let rank = 1; rank < cell.processes; rank++) {
+    const worker = new Worker()
+    workers.push(worker)
+    try {
+      await worker.ask('open', { config: config(rank), work })
+    } catch (err) {
+      if (/** @type {any} */ (err).code !== 'LEVELKIT_LOCKED') throw err
+      handle.na = NA
+      await handle.cleanup()
+      return handle
+    }
+  }
+  await Promise.all(workers.map(w => w.ask('warmup')))
+  return handle
+}
+
+/**
+ * Inputs [from, to) of an operation through one cell, all its processes at
+ * once, each taking every P-th input.
+ * @param {Awaited<ReturnType<typeof openCell>>} handle @param {string} op @param {number} from @param {number} to
+ */
+async function slice (handle, op, from, to) {
+  const parts = await Promise.all(handle.workers.map(w => w.ask('phase', { op, from, to })))
+  return {
+    ms: max(parts.map(p => p.end)) - min(parts.map(p => p.start)),
+    ops: parts.reduce((sum, p) => sum + p.ops, 0),
+    latencies: parts.flatMap(p => p.latencies),
+    retries: parts.some(p => p.retries === null) ? null : parts.reduce((sum, p) => sum + p.retries, 0)
+  }
+}
+
+/**
+ * One run: every cell opened, then each operation in --slices slices, the
+ * cells taking turns slice by slice (A B C, C B A, ...: which goes first
+ * alternates by slice and by run), so drift and background load hit all of
+ * them; then each cell's final check.
+ * @param {number} run @param {any} work
+ */
+async function runOnce (run, work) {
+  /** @type {Array<Awaited<ReturnType<typeof openCell>>>} */
+  const handles = []
+  try {
+    for (const cell of cells) {
+      progress.label = `run ${run}/${runs}: fill ${cell.label}`
+      handles.push(await openCell(cell, run, work))
+    }
+    const live = handles.filter(h => h.na === null)
+    /** @type {Record<string, Record<string, any>>} */
+    const results = Object.fromEntries(live.map(h => [h.cell.key, {}]))
+    for (const op of ops) {
+      progress.label = `run ${run}/${runs}: ${op}`
+      const total = work.inputs[op].length
+      const count = Math.max(1, Math.min(slices, total))
+      const acc = live.map(() => ({ ms: 0, ops: 0, latencies: /** @type {number[]} */ ([]), retries: /** @type {number | null} */ (0), slices: /** @type {number[]} */ ([]) }))
+      for (let k = 0; k < count; k++) {
+        const from = Math.floor(k * total / count)
+        const to = Math.floor((k + 1) * total / count)
+        const order = (k + run) % 2 === 0 ? live.map((_, i) => i) : live.map((_, i) => live.length - 1 - i)
+        for (const i of order) {
+          const part = await slice(live[i], op, from, to)
+          const a = acc[i]
+          a.ms += part.ms
+          a.ops += part.ops
+          for (const l of part.latencies) a.latencies.push(l)
+          a.retries = a.retries === null || part.retries === null ? null : a.retries + part.retries
+          a.slices.push(part.ops / part.ms * 1000)
+        }
+        progress.update(++slicesDone)
+      }
+      live.forEach((h, i) => {
+        const a = acc[i]
+        results[h.cell.key][op] = { ops: a.ops, ms: a.ms, opsPerSec: a.ops / a.ms * 1000, p50Ms: quantile(a.latencies, 0.5), p99Ms: quantile(a.latencies, 0.99), retries: a.retries, sliceOpsPerSec: a.slices }
+      })
+    }
+    /** @type {Record<string, any>} */
+    const out = {}
+    for (const h of handles) {
+      if (h.na !== null) {
+        out[h.cell.key] = { na: h.na }
+        continue
+      }
+      progress.label = `run ${run}/${runs}: check ${h.cell.label}`
+      const check = ops.length === OP_KEYS.length ? await h.workers[0].ask('check') : null
+      const closed = await Promise.all(h.workers.map(w => w.ask('close')))
+      out[h.cell.key] = { results: results[h.cell.key], populateMs: h.populateMs, sampleAnswer: h.sampleAnswer, check, peakRssBytes: closed.map(c => c.peakRssBytes) }
+    }
+    return out
+  } finally {
+    for (const h of handles) await h.cleanup()
+  }
+}
+
+/** @type {Array<{ run: number, loadAverage: number[], cells: Record<string, any> }>} */
+const perRun = []
+/** @type {string[]} */
+const problems = []
+const progress = new Progress('scale-out', runs * ops.length * slices)
+let slicesDone = 0
+try {
+  for (let run = 1; run <= runs; run++) {
+    const work = makeWorkload(/** @type {any} */ ({ ...sizes, pairChats: 0, seed: seed + run - 1, run, n, zipf: 0 }))
+    const results = await runOnce(run, work)
+    const measured = cells.filter(c => !results[c.key].na)
+    const reference = results[measured[0].key]
+    for (const cell of measured) {
+      const r = results[cell.key]
+      if (r.sampleAnswer !== reference.sampleAnswer) problems.push(`run ${run}: ${cell.label} answered the sample reads unlike ${measured[0].label}`)
+      if (r.check) {
+        for (const p of r.check.problems.slice(0, 5)) problems.push(`run ${run}, ${cell.label}: ${p}`)
+        if (r.check.digest !== reference.check.digest) problems.push(`run ${run}: ${cell.label}'s final state differs from ${measured[0].label}'s`)
+      }
+    }
+    perRun.push({ run, loadAverage: os.loadavg(), cells: results })
+    progress.done()
+    console.log(`  run ${run}: load ${loadText(os.loadavg())}; ${measured.map(c => `${c.label} ${fmt(ops.reduce((s, op) => s + results[c.key].results[op].ops, 0) / ops.reduce((s, op) => s + results[c.key].results[op].ms / 1000, 0))} ops/s`).join(', ')}`)
+  }
+} finally {
+  await admin.end()
+  await server.stop()
+}
+
+// Per operation and cell: medians over runs; ratios within each run.
+/** @type {Record<string, Record<string, any>>} */
+const summary = {}
+for (const op of ops) {
+  summary[op] = {}
+  for (const cell of cells) {
+    const measured = perRun.filter(r => !r.cells[cell.key].na)
+    if (measured.length === 0) {
+      summary[op][cell.key] = { label: cell.label, processes: cell.processes, na: NA }
+      continue
+    }
+    const rate = measured.map(r => r.cells[cell.key].results[op].opsPerSec)
+    const ratios = measured.map(r => r.cells[cell.against]?.results?.[op] ? r.cells[cell.key].results[op].opsPerSec / r.cells[cell.against].results[op].opsPerSec : NaN).filter(Number.isFinite)
+    // Against the same store with one process, in the same run.
+    const one = `${cell.kind}-1`
+    const scalings = cell.processes === 1 ? [] : measured.map(r => r.cells[one]?.results?.[op] ? r.cells[cell.key].results[op].opsPerSec / r.cells[one].results[op].opsPerSec : NaN).filter(Number.isFinite)
+    const retries = measured.map(r => r.cells[cell.key].results[op].retries)
+    summary[op][cell.key] = {
+      label: cell.label,
+      processes: cell.processes,
+      ops: n[op],
+      opsPerSec: median(rate),
+      p50Ms: median(measured.map(r => r.cells[cell.key].results[op].p50Ms)),
+      p99Ms: median(measured.map(r => r.cells[cell.key].results[op].p99Ms)),
+      against: cell.against,
+      ratio: ratios.length > 0 ? median(ratios) : null,
+      ratioPerRun: ratios,
+      scaling: scalings.length > 0 ? median(scalings) : null,
+      retries: retries.includes(null) ? null : retries.reduce((a, b) => a + b, 0),
+      opsPerSecPerRun: rate,
+      runs: measured.length
+    }
+  }
+}
+
+const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', '× SQL (same processes)', '× one process', 'retries']]
+for (const op of ops) {
+  const label = OPERATIONS.find(o => o.key === op)?.label ?? op
+  for (const cell of cells) {
+    const s = summary[op][cell.key]
+    if (s.na) table.push([label, cell.label, s.na, '', '', '', '', ''])
+    else {
+      const goal = cell.kind === 'levelkit-pg' && s.ratio !== null ? (s.ratio >= 0.7 ? ' (≥0.7 met)' : ' (≥0.7 MISSED)') : ''
+      const ratio = cell.kind === 'sql' ? 'reference' : s.ratio === null ? '–' : `${s.ratio.toFixed(2)}×${goal}`
+      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ratio, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries)])
+    }
+  }
+}
+console.log()
+printTable(table, 2)
+console.log()
+console.log(`  Medians over ${runs} run(s); ops/s = every process's ops / (last end - first start); p50/p99 over every call of every process.`)
+console.log('  × SQL = ops/s / the hand-written SQL store\'s ops/s with as many processes, in the same run, then the median (levelkit on LevelDB: against SQL ×1).')
+console.log('  retries: the SQL store\'s operations PostgreSQL aborted (deadlock, serialization failure) and it ran again; levelkit counts none (–).')
+console.log('  × one process = ops/s / the same store\'s with one process, in the same run, then the median: how throughput rises with processes.')
+const pop = (/** @type {string} */ key) => {
+  const measured = perRun.filter(r => !r.cells[key].na)
+  return ['users', 'chats', 'messages'].map(k => `${k} ${fmt(median(measured.map(r => r.cells[key].populateMs[k])) / 1000, 2)} s`).join(', ')
+}
+console.log(`  Filling the data set through each store (not timed above): ${[...new Set(cells.filter(c => c.processes === 1).map(c => c.key))].map(key => `${cells.find(c => c.key === key)?.label}: ${pop(key)}`).join('; ')}.`)
+if (problems.length === 0) {
+  console.log(ops.length === OP_KEYS.length
+    ? '  Every cell answered the sample reads alike after being filled, and its final state checked out (message ids 1..N per chat without gap, the users and chats created) with the same digest.'
+    : '  Every cell answered the sample reads alike after being filled (the final check needs every operation: not run).')
+}
+
+writeCsv(path.join(run0.outDir, 'results.csv'), ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries'],
+  perRun.flatMap(r => ops.flatMap(op => cells.filter(c => !r.cells[c.key].na).map(c => {
+    const x = r.cells[c.key].results[op]
+    return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries]
+  }))))
+
+const colors = { sql: ['#1f77b4', '#6baed6', '#c6dbef', '#08519c'], 'levelkit-pg': ['#d62728', '#fb6a4a', '#fcbba1', '#a50f15'], 'levelkit-leveldb': ['#2ca02c'] }
+const shownCells = cells.filter(c => ops.some(op => !summary[op][c.key].na))
+const svg = barChartSvg({
+  title: `Scale-out: the chat workload on PostgreSQL, ops/s (median of ${runs} run${runs === 1 ? '' : 's'})`,
+  subtitle: `${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats × ${sizes.members}, ${fmt(sizes.messages)} messages, ${concurrency} in flight per process; ${run0.machine.cpu}, ${run0.machine.cores} cores, PostgreSQL ${serverVersion}, node ${versions.node}, ${run0.startedAt.toISOString().slice(0, 10)}`,
+  yLabel: 'Operations per second',
+  categories: ops.map(op => OPERATIONS.find(o => o.key === op)?.label ?? op),
+  series: shownCells.map(c => ({
+    name: c.label,
+    values: ops.map(op => summary[op][c.key].na ? 0 : summary[op][c.key].opsPerSec),
+    color: colors[c.kind][(cells.filter(x => x.kind === c.kind).indexOf(c)) % colors[c.kind].length]
+  })),
+  notes: summary[ops[0]]['levelkit-pg-1'] && !summary[ops[0]]['levelkit-pg-1'].na ? ops.map(op => `${summary[op]['levelkit-pg-1'].ratio?.toFixed(2)}×`) : undefined,
+  notesLabel: 'top: levelkit on PostgreSQL ×1 / SQL ×1 (median ratio)'
+})
+fs.writeFileSync(path.join(run0.outDir, 'scale-out.svg'), svg)
+
+const loadAfter = os.loadavg()
+printProblems(problems)
+finishRun(run0.outDir, { name: 'scale-out', startedAt: run0.startedAt, machine: run0.machine, versions, loadBefore: run0.loadBefore, loadAfter }, {
+  postgres: { throwaway: server.throwaway, settings },
+  options: { runs, writers, processes, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
+  cells,
+  csvColumns: ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries'],
+  summary,
+  problems,
+  runs: perRun.map(r => ({
+    run: r.run,
+    loadAverage: r.loadAverage,
+    cells: Object.fromEntries(Object.entries(r.cells).map(([key, c]) => [key, c.na ? { na: c.na } : { populateMs: c.populateMs, peakRssBytes: c.peakRssBytes, check: c.check && { problems: c.check.problems }, results: c.results }]))
+  }))
+}, ['results.csv', 'scale-out.svg'])
+if (problems.length > 0) process.exitCode = 1

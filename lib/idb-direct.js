@@ -1,0 +1,420 @@
+/* global IDBDatabase, IDBKeyRange */
+
+// A lower layer under the write path and the reads for a browser-level
+// database: the same object store, keys and values as browser-level writes
+// them (the sublevel's prefix bytes then the key bytes; values as bytes), but
+// many requests per IndexedDB transaction where browser-level opens one per
+// get(), getMany(), iterator step and batch (each about a millisecond in
+// Chromium, awaited one after another).
+//
+// IndexedDB commits a transaction once no request is pending at the end of a
+// task, and refuses new requests outside the callbacks of its own requests
+// (and the microtasks they run): a chain of reads that awaits only IndexedDB
+// stays in one transaction, and a read after anything else (a Web Lock, a
+// timer, a hash) finds it inactive or finished and starts another. That is
+// safe here because the transaction is only a way to make fewer round trips:
+// what keeps a critical section's reads current is the write lock of this tab
+// and the cross-tab lock, held from its first read to its batch's commit.
+//
+// Two transactions are kept: a readwrite one for the critical sections'
+// reads and their batch (so a section's reads and its batch are usually one
+// transaction; sections that start while a batch commits read in it too, and
+// see its writes, which the overlay shows them anyway), and a readonly one
+// for reads outside the write path, which must never see a batch that is not
+// committed. Reads join a transaction for a bounded time only: while a chain
+// of requests keeps a transaction alive, a batch in it is not committed (its
+// writes do not resolve), and transactions of this tab or others that write
+// the store cannot start after a readonly one until it ends: a batch waits
+// JOIN_MS at most for the reads that joined it, and another tab's writes wait
+// READ_JOIN_MS at most for this tab's reads, as long as this tab's write
+// path keeps the cross-tab lock under a stream of writes (lib/writer.js).
+const JOIN_MS = 8
+const READ_JOIN_MS = 50
+
+const textEncoder = new TextEncoder()
+const textDecoder = new TextDecoder()
+
+/** @type {WeakMap<object, IdbDirect>} */
+const direct = new WeakMap()
+
+/**
+ * The direct layer for `level` if it is a browser-level database (not a
+ * sublevel of one: then keys carry a prefix of its own), else null.
+ * @param {any} level
+ * @returns {IdbDirect | null}
+ */
+export function idbDirectFor (level) {
+  if (level?.type !== 'browser-level' || typeof IDBKeyRange !== 'function' || typeof level.location !== 'string' || 'prefix' in level) return null
+  let layer = direct.get(level)
+  if (layer === undefined) direct.set(level, layer = new IdbDirect(level))
+  return layer
+}
+
+/**
+ * @typedef {{ transaction: IDBTransaction, store: IDBObjectStore, write: boolean, done: boolean, strict: boolean, sealed: boolean, since: number, writes: number }} Slot
+ *   `sealed`: holds a batch; `since`: when it was opened, or got its batch; `writes`: write path transactions opened before it
+ * @typedef {import('./write-scope.js').Bounds} Bounds
+ * @typedef {boolean | 'strict'} Mode where a read is made: false outside the write path (a readonly
+ *   transaction), true inside a critical section (the write path's readwrite transaction), 'strict' inside
+ *   one whose batch is to be durable (a readwrite transaction with 'strict' durability, which the batch joins)
+ */
+
+export class IdbDirect {
+  #level
+  /** @type {Slot | null} the transaction of the write path */
+  #write = null
+  /** @type {Slot | null} the transaction of reads outside it */
+  #read = null
+  /** @type {WeakMap<object, { prefix: Uint8Array, upper: Uint8Array }>} */
+  #prefixes = new WeakMap()
+  /** Write path transactions opened so far. */
+  #writes = 0
+
+  /** @param {any} level a browser-level database */
+  constructor (level) {
+    this.#level = level
+  }
+
+  /** Whether the database is open: before and after, browser-level does what it does. */
+  get ready () {
+    const level = this.#level
+    return level.status === 'open' && typeof IDBDatabase === 'function' && level.db instanceof IDBDatabase
+  }
+
+  /**
+   * The raw value of `key` in `namespace` (a string or bytes, as the
+   * namespace's sublevel would return it), or undefined.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @param {Mode} write
+   * @returns {Promise<any>}
+   */
+  get (namespace, key, write) {
+    const stored = this.#prefixed(namespace, key)
+    return this.#retrying(write, store => this.#settle(store.get(stored))).then(value => decodeValue(value, namespace))
+  }
+
+  /**
+   * The raw values of `keys`, in order: every request made at once, in one
+   * transaction.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys @param {Mode} write
+   * @returns {Promise<any[]>}
+   */
+  getMany (namespace, keys, write) {
+    if (keys.length === 0) return Promise.resolve([])
+    const stored = keys.map(key => this.#prefixed(namespace, key))
+    return this.#retrying(write, store => Promise.all(stored.map(key => this.#settle(store.get(key)))))
+      .then(values => values.map(value => decodeValue(value, namespace)))
+  }
+
+  /**
+   * The entries of `namespace` within `bounds` as [key, value] pairs (value
+   * undefined without `values`), in key order or reversed, at most `limit`:
+   * one getAll() request (and one getAllKeys() beside it) forward; backward
+   * one getAllRecords() with a direction where the browser has it, else one
+   * cursor, in one transaction.
+   * @param {import('./namespace.js').Namespace} namespace @param {Bounds} bounds
+   * @param {{ values?: boolean, reverse?: boolean, limit?: number }} options
+   * @param {Mode} write
+   * @returns {Promise<Array<[Uint8Array, any]>>}
+   */
+  entries (namespace, bounds, options, write) {
+    const range = this.#range(namespace, bounds)
+    const limit = options.limit ?? Infinity
+    if (range === null || limit === 0) return Promise.resolve([])
+    const values = options.values !== false
+    const count = limit === Infinity || limit < 0 ? undefined : limit
+    const { prefix } = this.#prefixOf(namespace)
+    /** @param {any} key @param {any} value @returns {[Uint8Array, any]} */
+    const entry = (key, value) => [unprefixed(key, prefix.length), values ? decodeValue(value, namespace) : undefined]
+    return this.#retrying(write, store => {
+      if (!options.reverse) {
+        const keys = this.#settle(store.getAllKeys(range, count))
+        if (!values) return keys.then((/** @type {any[]} */ keys) => keys.map(key => entry(key, undefined)))
+        return Promise.all([keys, this.#settle(store.getAll(range, count))]).then(([keys, found]) => keys.map((/** @type {any} */ key, /** @type {number} */ i) => entry(key, found[i])))
+      }
+      if (typeof (/** @type {any} */ (store).getAllRecords) === 'function') {
+        return this.#settle(/** @type {any} */ (store).getAllRecords({ query: range, count, direction: 'prev' }))
+          .then(records => records.map((/** @type {any} */ record) => entry(record.key, record.value)))
+      }
+      return this.#cursorEntries(values ? store.openCursor(range, 'prev') : store.openKeyCursor(range, 'prev'), count ?? Infinity, entry)
+    })
+  }
+
+  /**
+   * Write `ops` (each key once) as one atomic IndexedDB transaction:
+   * resolves once its `complete` fired, rejects (and nothing is written) if
+   * it aborts. In the write path's transaction when it is still active (the
+   * critical section's reads then share it), else in a new one.
+   * @param {Array<import('./write-scope.js').Op | null>} ops
+   * @param {boolean} strict with 'strict' durability (flushed before complete)
+   * @returns {Promise<void>}
+   */
+  write (ops, strict) {
+    // Never throws: the write path's flush must stay asynchronous.
+    try {
+      return this.#writeNow(ops, strict)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
+  /** @param {Array<import('./write-scope.js').Op | null>} ops @param {boolean} strict @returns {Promise<void>} */
+  #writeNow (ops, strict) {
+    let slot = this.#slot(true, strict, true)
+    let made = 0
+    /** @type {(store: IDBObjectStore) => void} */
+    const put = store => {
+      for (const op of ops) {
+        if (op === null) continue
+        const key = this.#prefixed(op.namespace, op.key)
+        if (op.type === 'put') store.put(encodeValue(op.value), key)
+        else store.delete(key)
+        made++
+      }
+    }
+    try {
+      put(slot.store)
+    } catch (err) {
+      // Only a transaction found inactive at the first request holds
+      // nothing of the batch: else the batch fails whole.
+      if (made > 0 || !isInactive(err)) throw abortWith(slot, err)
+      this.#forget(slot)
+      slot = this.#slot(true, strict, true)
+      try {
+        put(slot.store)
+      } catch (err) {
+        throw abortWith(slot, err)
+      }
+    }
+    // Reads of the next critical sections may still join it, for JOIN_MS,
+    // but no later batch: a batch is done only when its transaction is.
+    slot.sealed = true
+    slot.since = performance.now()
+    const { transaction } = slot
+    const written = new Promise((resolve, reject) => {
+      transaction.addEventListener('complete', () => resolve(undefined))
+      transaction.addEventListener('abort', () => reject(transaction.error || new Error('IndexedDB transaction aborted')))
+    })
+    return /** @type {Promise<void>} */ (written)
+  }
+
+  /**
+   * Run `request` on the transaction of `write`, once more in a new one if
+   * that transaction is no longer active, or aborted while the request ran
+   * (a batch's failure aborts it: a read that was only passing through is
+   * then made again, and the write path refuses what rests on the batch).
+   * @template T
+   * @param {Mode} mode @param {(store: IDBObjectStore) => Promise<T>} request
+   * @returns {Promise<T>}
+   */
+  #retrying (mode, request) {
+    const write = mode !== false
+    const strict = mode === 'strict'
+    let slot = this.#slot(write, strict)
+    let answer
+    try {
+      this.#making = slot
+      answer = request(slot.store)
+    } catch (err) {
+      if (!isInactive(err)) return Promise.reject(err)
+      // Not active in this task (it may still be in another's callbacks).
+      if (write ? this.#write === slot : this.#read === slot) this.#forget(slot)
+      slot = this.#slot(write, strict)
+      this.#making = slot
+      answer = request(slot.store)
+    }
+    if (!write) return answer
+    return answer.catch(err => {
+      if (/** @type {any} */ (err)?.name !== 'AbortError') throw err
+      this.#making = this.#slot(write, strict)
+      return request(this.#making.store)
+    })
+  }
+
+  /**
+   * The transaction to make requests on: the current one of its kind, or a
+   * new one if there is none, it is finished, or it lacks the durability.
+   * @param {boolean} write @param {boolean} strict @param {boolean} [batch] for a batch
+   * @returns {Slot}
+   */
+  #slot (write, strict, batch = false) {
+    const current = write ? this.#write : this.#read
+    if (current !== null && !current.done && (!strict || current.strict) && this.#joinable(current, write, batch)) return current
+    const level = this.#level
+    const transaction = level.db.transaction([level.location], write ? 'readwrite' : 'readonly', strict ? { durability: 'strict' } : undefined)
+    if (write) this.#writes++
+    /** @type {Slot} */
+    const slot = { transaction, store: transaction.objectStore(level.location), write, done: false, strict, sealed: false, since: performance.now(), writes: this.#writes }
+    const finish = () => { slot.done = true }
+    transaction.addEventListener('complete', finish)
+    transaction.addEventListener('abort', finish)
+    if (write) this.#write = slot
+    else this.#read = slot
+    return slot
+  }
+
+  /**
+   * Whether a request may join `slot`, which is not finished: a batch never
+   * joins one holding a batch; reads join it for JOIN_MS after it got its
+   * batch, a readonly one for READ_JOIN_MS after it was opened and only if the
+   * write path opened none since (it would wait for that one, while
+   * blocking it).
+   * @param {Slot} slot @param {boolean} write @param {boolean} batch
+   */
+  #joinable (slot, write, batch) {
+    if (slot.sealed) return !batch && performance.now() - slot.since < JOIN_MS
+    if (write) return true
+    return slot.writes === this.#writes && performance.now() - slot.since < READ_JOIN_MS
+  }
+
+  /** @type {Slot | null} the transaction requests are being made on */
+  #making = null
+
+  /** @param {Slot} slot no longer the current one of its kind */
+  #forget (slot) {
+    if (slot.write) this.#write = null
+    else this.#read = null
+  }
+
+  /**
+   * A request's answer. Its transaction is active while its callback and the
+   * microtasks after it run: requests made meanwhile join it, so it becomes
+   * the current one of its kind (several chains of reads may alternate, each
+   * in a transaction of its own).
+   * @param {IDBRequest} request
+   * @returns {Promise<any>}
+   */
+  #settle (request) {
+    const slot = /** @type {Slot} */ (this.#making)
+    return new Promise((resolve, reject) => {
+      request.onsuccess = () => {
+        this.#dispatched(slot)
+        resolve(request.result)
+      }
+      request.onerror = () => reject(request.error)
+    })
+  }
+
+  /** @param {Slot} slot whose request's callback runs */
+  #dispatched (slot) {
+    if (slot.write) this.#write = slot
+    else this.#read = slot
+  }
+
+  /**
+   * Up to `count` entries from a cursor, in one transaction.
+   * @param {IDBRequest<any>} request of a cursor @param {number} count
+   * @param {(key: any, value: any) => [Uint8Array, any]} entry
+   * @returns {Promise<Array<[Uint8Array, any]>>}
+   */
+  #cursorEntries (request, count, entry) {
+    const slot = /** @type {Slot} */ (this.#making)
+    /** @type {Array<[Uint8Array, any]>} */
+    const entries = []
+    return new Promise((resolve, reject) => {
+      request.onsuccess = () => {
+        const cursor = /** @type {any} */ (request.result)
+        if (cursor === null || entries.length >= count) {
+          this.#dispatched(slot)
+          return resolve(entries)
+        }
+        entries.push(entry(cursor.key, cursor.value))
+        if (entries.length < count) cursor.continue()
+        else {
+          this.#dispatched(slot)
+          resolve(entries)
+        }
+      }
+      request.onerror = () => reject(request.error)
+    })
+  }
+
+  /** @param {import('./namespace.js').Namespace} namespace */
+  #prefixOf (namespace) {
+    let found = this.#prefixes.get(namespace)
+    if (found === undefined) {
+      const prefix = textEncoder.encode(namespace.prefix)
+      const upper = prefix.slice()
+      upper[upper.length - 1]++
+      this.#prefixes.set(namespace, found = { prefix, upper })
+    }
+    return found
+  }
+
+  /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key */
+  #prefixed (namespace, key) {
+    const { prefix } = this.#prefixOf(namespace)
+    const stored = new Uint8Array(prefix.length + key.length)
+    stored.set(prefix, 0)
+    stored.set(key, prefix.length)
+    return stored
+  }
+
+  /**
+   * The key range of `bounds` in `namespace`, or null when it is empty.
+   * @param {import('./namespace.js').Namespace} namespace @param {Bounds} bounds
+   * @returns {IDBKeyRange | null}
+   */
+  #range (namespace, bounds) {
+    const { prefix, upper } = this.#prefixOf(namespace)
+    const low = bounds.gte ?? bounds.gt
+    const high = bounds.lte ?? bounds.lt
+    try {
+      return IDBKeyRange.bound(
+        low === undefined ? prefix : this.#prefixed(namespace, low),
+        high === undefined ? upper : this.#prefixed(namespace, high),
+        low !== undefined && bounds.gte === undefined,
+        high === undefined || bounds.lte === undefined
+      )
+    } catch (err) {
+      // The lower bound is above the upper one: nothing in between.
+      if (/** @type {any} */ (err)?.name === 'DataError') return null
+      throw err
+    }
+  }
+}
+
+/** @param {unknown} err */
+function isInactive (err) {
+  const name = /** @type {any} */ (err)?.name
+  return name === 'TransactionInactiveError' || name === 'InvalidStateError'
+}
+
+/**
+ * Abort the transaction of a batch whose request could not be made, so
+ * that none of its requests is written, and return the error.
+ * @param {Slot} slot @param {unknown} err
+ */
+function abortWith (slot, err) {
+  try {
+    slot.transaction.abort()
+  } catch {
+    // Already finished: then it held none of this batch's requests.
+  }
+  slot.done = true
+  return err
+}
+
+/** As browser-level stores it: bytes. @param {any} value */
+function encodeValue (value) {
+  return typeof value === 'string' ? textEncoder.encode(value) : value
+}
+
+/**
+ * As the namespace's sublevel returns it: a string or bytes. Strings are
+ * what level-js before 5 stored.
+ * @param {any} value @param {import('./namespace.js').Namespace} namespace
+ */
+function decodeValue (value, namespace) {
+  if (value === undefined) return undefined
+  if (namespace.valueEncoding === 'utf8') return typeof value === 'string' ? value : textDecoder.decode(value)
+  if (value instanceof Uint8Array) return value
+  if (value instanceof ArrayBuffer) return new Uint8Array(value)
+  return textEncoder.encode(value)
+}
+
+/** @param {ArrayBuffer | Uint8Array} key @param {number} length the prefix's */
+function unprefixed (key, length) {
+  const bytes = key instanceof Uint8Array ? key : new Uint8Array(key)
+  return bytes.slice(length)
+}

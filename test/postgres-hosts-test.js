@@ -1,0 +1,174 @@
+// The postgres backend's failover options, and how a batch whose connection
+// fails comes out, on the tests' server behind a TCP proxy that cuts the
+// connection of a batch before it reaches the server (it did not commit: it
+// is written again) or after the server committed it, before its answer (it
+// did commit: not written again). The real failover, with Patroni, is
+// test/failover/postgres-failover-test.js (npm run test:failover).
+import test from 'tape'
+import { createServer, connect } from 'node:net'
+import { PostgresLevel } from '../lib/backends/postgres-level.js'
+import { failoverOf, withCommitId, isConnectionError } from '../lib/backends/postgres-hosts.js'
+import { postgresForTests } from './util/postgres.js'
+
+const server = await postgresForTests(test)
+
+test('postgres hosts: which options ask for failover', t => {
+  const config = { max: 3 }
+  t.equal(failoverOf({ connectionString: 'postgresql://u@h:5432/db', config }), null, 'one host, no target_session_attrs: none')
+  t.equal(failoverOf({ config }), null, 'no connection string: none')
+  const two = /** @type {any} */ (failoverOf({ connectionString: 'postgresql://u:p@a:5001,b:5002/db?target_session_attrs=read-write&sslmode=disable', config }))
+  t.deepEqual(two.hosts, [{ host: 'a', port: 5001 }, { host: 'b', port: 5002 }], 'the hosts of the URL')
+  t.deepEqual(two.configFor(two.hosts[1]), { max: 3, connectionString: 'postgresql://u:p@b:5002/db?sslmode=disable' }, 'each host in a URL of its own, without target_session_attrs')
+  const one = /** @type {any} */ (failoverOf({ connectionString: 'postgresql://u@%2Ftmp%2Fsock:5433/db?target_session_attrs=primary', config }))
+  t.deepEqual(one.hosts, [{ host: '/tmp/sock', port: 5433 }], 'one host with target_session_attrs: failover, a socket directory as host')
+  t.equal(one.configFor(one.hosts[0]).connectionString, 'postgresql://u@%2Ftmp%2Fsock:5433/db', 'the socket directory encoded again')
+  const listed = /** @type {any} */ (failoverOf({ hosts: ['a:1', { host: 'b', port: 2 }, '[::1]:3', 'c'], failoverTimeout: 500, config }))
+  t.deepEqual(listed.hosts, [{ host: 'a', port: 1 }, { host: 'b', port: 2 }, { host: '::1', port: 3 }, { host: 'c', port: 5432 }], 'the hosts option')
+  t.deepEqual(listed.configFor(listed.hosts[0]), { max: 3, host: 'a', port: 1 }, 'without a connection string: host and port settings')
+  t.equal(listed.timeout, 500, 'failoverTimeout')
+  for (const [options, what] of /** @type {Array<[any, string]>} */ ([
+    [{ hosts: [] }, 'an empty hosts list'],
+    [{ hosts: 'a,b' }, 'hosts as a string'],
+    [{ hosts: ['a:0'] }, 'port 0'],
+    [{ hosts: [{ host: '' }] }, 'an empty host'],
+    [{ hosts: ['a'], failoverTimeout: -1 }, 'a negative failoverTimeout'],
+    [{ failoverTimeout: 1000 }, 'failoverTimeout without hosts'],
+    [{ connectionString: 'postgresql://a,b/db', hosts: ['c'] }, 'hosts in both'],
+    [{ connectionString: 'host=a dbname=db', hosts: ['c'] }, 'hosts with a key=value connection string'],
+    [{ connectionString: 'postgresql://a/db?target_session_attrs=read-only' }, 'target_session_attrs=read-only']
+  ])) {
+    t.throws(() => new PostgresLevel(options), /LEVELKIT_INVALID|must|not supported|needs|either/, `${what} is refused`)
+    try {
+      // eslint-disable-next-line no-new
+      new PostgresLevel(options)
+    } catch (err) {
+      t.equal(/** @type {any} */ (err).code, 'LEVELKIT_INVALID', `${what}: LEVELKIT_INVALID`)
+    }
+  }
+  t.throws(() => new PostgresLevel({ pool: server.pool, hosts: ['a'] }), /either/, 'hosts with a pool of the application\'s is refused')
+  t.end()
+})
+
+test('postgres hosts: the commit id goes into the batch statement', t => {
+  t.equal(withCommitId('INSERT INTO "t" (key, value) SELECT 1', 2),
+    'WITH lk_commit AS (INSERT INTO levelkit_commits (session, seq) VALUES ($3, $4)), lk_pruned AS (DELETE FROM levelkit_commits WHERE session = $3 AND seq < $5) INSERT INTO "t" (key, value) SELECT 1')
+  t.equal(withCommitId('WITH removed AS (DELETE FROM "t") INSERT INTO "t" SELECT 1', 3),
+    'WITH lk_commit AS (INSERT INTO levelkit_commits (session, seq) VALUES ($4, $5)), lk_pruned AS (DELETE FROM levelkit_commits WHERE session = $4 AND seq < $6), removed AS (DELETE FROM "t") INSERT INTO "t" SELECT 1')
+  t.ok(isConnectionError(Object.assign(new Error('x'), { code: 'ECONNRESET' })), 'ECONNRESET is a connection error')
+  t.ok(isConnectionError(new Error('Connection terminated unexpectedly')), 'pg\'s Connection terminated is')
+  t.ok(isConnectionError(Object.assign(new Error('x'), { code: '57P01' })), 'admin_shutdown is')
+  t.notOk(isConnectionError(Object.assign(new Error('x'), { code: '23505' })), 'a unique violation is not')
+  t.end()
+})
+
+for (const cut of /** @type {const} */ (['before', 'after'])) {
+  test(`postgres hosts: a batch whose connection is cut ${cut} it commits is written once`, async t => {
+    const proxy = await cutter(server.connectionString)
+    const table = server.table()
+    const db = new PostgresLevel({ connectionString: `${proxy.connectionString}?target_session_attrs=read-write`, table, failoverTimeout: 10000 })
+    /** @type {any[]} */
+    const settled = []
+    db.on('commit-settled', (/** @type {any} */ event) => settled.push(event))
+    try {
+      await db.open()
+      await db.batch([{ type: 'put', key: 'a', value: '1' }])
+      proxy.cut(cut)
+      await db.batch([{ type: 'put', key: 'b', value: '2' }, { type: 'del', key: 'a' }])
+      t.equal(proxy.cuts, 1, 'the connection was cut')
+      t.deepEqual(settled.map(s => s.committed), [cut === 'after'], cut === 'after' ? 'settled: it had committed' : 'settled: it had not, and was written again')
+      t.deepEqual(await db.keys().all(), ['b'], 'the batch is there, whole')
+      await db.batch([{ type: 'put', key: 'c', value: '3' }])
+      t.deepEqual(await db.keys().all(), ['b', 'c'], 'and the next batch is written')
+    } finally {
+      await db.close().catch(() => {})
+      await proxy.close()
+    }
+  })
+}
+
+test('postgres hosts: a batch is reported LEVELKIT_COMMIT_UNKNOWN when no primary answers in time', async t => {
+  const proxy = await cutter(server.connectionString)
+  const db = new PostgresLevel({ connectionString: `${proxy.connectionString}?target_session_attrs=read-write`, table: server.table(), failoverTimeout: 500 })
+  try {
+    await db.open()
+    proxy.cut('after', { refuse: true })
+    try {
+      await db.batch([{ type: 'put', key: 'x', value: '1' }])
+      t.fail('the batch should have been rejected')
+    } catch (err) {
+      t.equal(/** @type {any} */ (err).code, 'LEVELKIT_COMMIT_UNKNOWN', 'rejected with LEVELKIT_COMMIT_UNKNOWN')
+      t.match(String(/** @type {any} */ (err).commitId), /^[0-9a-f]+:\d+$/, 'naming its commit id')
+    }
+  } finally {
+    proxy.refuse = false
+    await db.close().catch(() => {})
+    await proxy.close()
+  }
+})
+
+/**
+ * A TCP proxy to the tests' server (its unix socket, or its host), which can
+ * cut the connection carrying the next batch (a statement with a commit id):
+ * before forwarding it, or once the server answers it.
+ * @param {string} connectionString
+ */
+async function cutter (connectionString) {
+  const url = new URL(connectionString)
+  const host = decodeURIComponent(url.hostname)
+  const port = Number(url.port || 5432)
+  /** @type {{ mode: 'before' | 'after' | null, refuse: boolean, cuts: number }} */
+  const state = { mode: null, refuse: false, cuts: 0 }
+  const sockets = new Set()
+  const proxy = createServer(client => {
+    if (state.refuse) {
+      client.destroy()
+      return
+    }
+    const upstream = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host)
+    sockets.add(client)
+    sockets.add(upstream)
+    let armed = false
+    const cutBoth = () => {
+      state.cuts++
+      state.mode = null
+      if (refuseAfter) state.refuse = true
+      client.destroy()
+      upstream.destroy()
+    }
+    client.on('data', chunk => {
+      if (state.mode !== null && chunk.includes('lk_commit AS')) {
+        if (state.mode === 'before') return cutBoth()
+        armed = true
+      }
+      upstream.write(chunk)
+    })
+    upstream.on('data', chunk => {
+      if (armed) return cutBoth()
+      client.write(chunk)
+    })
+    for (const socket of [client, upstream]) {
+      socket.on('error', () => {})
+      socket.on('close', () => { sockets.delete(socket); client.destroy(); upstream.destroy() })
+    }
+  })
+  let refuseAfter = false
+  await new Promise(resolve => proxy.listen(0, '127.0.0.1', () => resolve(undefined)))
+  const address = /** @type {import('node:net').AddressInfo} */ (proxy.address())
+  url.hostname = '127.0.0.1'
+  url.port = String(address.port)
+  return {
+    connectionString: `${url.protocol}//${url.username ? `${url.username}@` : ''}127.0.0.1:${address.port}${url.pathname}`,
+    /** @param {'before' | 'after'} mode @param {{ refuse?: boolean }} [options] */
+    cut (mode, options = {}) {
+      state.mode = mode
+      refuseAfter = !!options.refuse
+    },
+    get cuts () { return state.cuts },
+    get refuse () { return state.refuse },
+    set refuse (value) { state.refuse = value },
+    async close () {
+      for (const socket of sockets) socket.destroy()
+      await new Promise(resolve => proxy.close(() => resolve(undefined)))
+    }
+  }
+}
