@@ -591,8 +591,8 @@ function watchParent (model, parentId, signal) {
   const records = model.parent.records
   const concerns = (/** @type {import('./write-scope.js').Op} */ op) =>
     op.namespace === items
-      ? startsWith(op.key, prefix)
-      : (op.namespace === records || op.namespace === purge) && sameBytes(op.key, parentKey)
+      ? op.any === true || startsWith(op.key, prefix)
+      : (op.namespace === records || op.namespace === purge) && (op.any === true || sameBytes(op.key, parentKey))
   const stopWritten = model.writer.onWritten(ops => {
     if (ops.some(concerns)) wakeup.notify()
   })

@@ -40,5 +40,8 @@ export const layout = Object.freeze({
   // levelkit's own record of what each database was declared with (its
   // stored schema, lib/schema.js): a meta namespace under a name no model can
   // take (model names never start with ':'), so no store's marker either.
-  schema: () => ':levelkit.meta'
+  schema: () => ':levelkit.meta',
+  // The generation of a database that other tabs or processes write too
+  // (lib/writer.js), written with every batch.
+  writes: () => ':levelkit.writes'
 })

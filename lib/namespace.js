@@ -69,6 +69,15 @@ export function namespaceByPrefix (root, prefix) {
 }
 
 /**
+ * Every namespace declared on `root`.
+ * @param {object} root
+ * @returns {Iterable<Namespace>}
+ */
+export function namespacesOf (root) {
+  return namespacesOfRoot.get(root)?.values() ?? []
+}
+
+/**
  * Empty the read caches of every namespace declared on `root`: for a repair,
  * whose damage was written behind levelkit's back, so what the caches hold
  * may not be what is stored.

@@ -71,7 +71,15 @@ export async function openIn (environment, options) {
     }
     throw levelkitError(codes.BACKEND_UNAVAILABLE, `The ${backend} backend could not open the database${location === undefined ? '' : ` at ${describe(location)}`}: ${errorMessage(cause || err)}`, { cause: err, backend, location })
   }
-  return new Database(level, { syncReads, readCache: readCacheOptions, readCacheBytes, durability })
+  const database = new Database(level, { syncReads, readCache: readCacheOptions, readCacheBytes, durability })
+  // Other processes writing it too (postgres, shared): hear of their batches first.
+  try {
+    await database.writer.ready()
+  } catch (err) {
+    await database.close().catch(() => {})
+    throw levelkitError(codes.BACKEND_UNAVAILABLE, `The ${backend} backend could not open the database: ${errorMessage(err)}`, { cause: err, backend })
+  }
+  return database
 }
 
 /** @param {string} backend @param {unknown} location */

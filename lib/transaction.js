@@ -76,7 +76,7 @@ export class Transaction extends WriteScope {
     super(writer)
     this.limits = limits
     this.lockOptions = { timeout: limits.lockTimeout }
-    if (writer.acrossTabs) this.#seen = new Map()
+    if (writer.validatesByValue) this.#seen = new Map()
     this.age = nextAge()
     this.at = writer.begin(this)
   }
@@ -313,6 +313,12 @@ export class Transaction extends WriteScope {
     const writer = this.writer
     const acrossTabs = this.#seen !== null && (this.#seen.size > 0 || this.#seenRanges.length > 0)
     if (this.ops.length === 0 && !acrossTabs) {
+      // Other processes' commits are heard of after they are made: a read
+      // may have seen one that is not yet a decision here.
+      if (writer.acrossTabs && (this.#read.size > 0 || this.#ranges.length > 0)) {
+        await writer.settleRemote()
+        this.#validate()
+      }
       // Every read was checked when it was made: they all hold as of `at`.
       this.assertOpen()
       this.close()

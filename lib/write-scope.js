@@ -3,7 +3,8 @@ import { invalid } from './errors.js'
 import { within } from './bounds.js'
 
 /**
- * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean }} Op
+ * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean, any?: boolean }} Op
+ *   `any`: another tab or process wrote keys of the namespace that it did not tell (lib/writer.js #heard())
  *   `id` names the key across namespaces; it is computed only when a lookup needs it; `raise`: a
  *   counter a transaction raises to at least `value` when it commits
  * @typedef {{ gt?: Uint8Array, gte?: Uint8Array, lt?: Uint8Array, lte?: Uint8Array }} Bounds

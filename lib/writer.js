@@ -1,15 +1,18 @@
 import { levelkitError, codes } from './errors.js'
 import { WriteScope } from './write-scope.js'
-import { namespaceByPrefix } from './namespace.js'
+import { Namespace, namespaceByPrefix, namespacesOf } from './namespace.js'
+import { layout } from './names.js'
 import { noop } from './common.js'
 import { within } from './bounds.js'
-import { compareBytes } from './bytes.js'
+import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { LockManager } from './lock-manager.js'
 import { idbDirectFor } from './idb-direct.js'
 
-// How long one tab may keep the cross-tab lock while it has more to write,
-// before it lets a waiting tab in.
+// How long one tab (or process) may keep the shared writer lock while it
+// has more to write, before it lets a waiting one in.
 const CROSS_TAB_SLICE_MS = 50
+// The key of the generation in its namespace (layout.writes()).
+const GENERATION_KEY = new TextEncoder().encode('generation')
 
 /**
  * The one write path of a levelkit database.
@@ -28,10 +31,14 @@ const CROSS_TAB_SLICE_MS = 50
  * out of order. A critical section that only reads with getSync() never waits
  * for the disk.
  *
- * On IndexedDB, other tabs write the same database: a tab holds a cross-tab
- * lock (lib/cross-tab.js) from its first critical section until it is idle
- * (nothing queued, nothing unwritten), and forgets its cached values each
- * time it takes the lock, since another tab may have written in between.
+ * On IndexedDB other tabs, and on PostgreSQL with the shared option other
+ * processes, write the same database: a writer holds the shared writer lock
+ * (lib/cross-tab.js) from its first critical section until it is idle
+ * (nothing queued, nothing unwritten), in slices. Every batch also writes
+ * the database's generation, one more than the last: a writer that takes
+ * the lock again and finds the generation it left kept its cached values
+ * (sequences) right; else it forgets the keys the others' batches wrote,
+ * as they told it, or everything, when it did not hear of them all.
  */
 export class Writer {
   /** @type {import('abstract-level').AbstractLevel<any, any, any>} */
@@ -94,6 +101,22 @@ export class Writer {
   /** @type {(() => void) | null} releases the cross-tab lock while this tab holds it */
   #crossTabRelease = null
   #crossTabSince = 0
+  /** @type {Namespace | null} where the generation is stored, beside every batch, when other writers share the database */
+  #generationSpace = null
+  /**
+   * The stored generation as this writer last knew it for sure: what its
+   * last batch wrote, or what it read when it took the lock. null: unknown
+   * (a batch failed, or it never held the lock).
+   * @type {number | null}
+   */
+  #generation = null
+  /** @type {Map<number, boolean>} other writers' generations heard of since, and whether what they wrote was known key by key (and forgotten here) */
+  #heardGenerations = new Map()
+  /**
+   * The decision count given to the last commit of another writer whose
+   * keys are unknown: every transaction that began before it conflicts.
+   */
+  #unknownAt = 0
 
   /**
    * @param {import('abstract-level').AbstractLevel<any, any, any>} root
@@ -106,11 +129,32 @@ export class Writer {
     this.#crossTab = crossTab
     /** On IndexedDB: reads and batches of the write path, many per transaction (lib/idb-direct.js). */
     this.idb = idbDirectFor(root)
-    crossTab?.listen(remote => this.#notifyRemote(remote))
+    if (crossTab) {
+      this.#generationSpace = new Namespace(root, layout.writes(), 'utf8')
+      crossTab.listen(message => this.#heard(message))
+    }
   }
 
   get epoch () {
     return this.#epoch
+  }
+
+  /**
+   * Resolves once this writer hears of every batch the other writers
+   * commit, and knows the generation from which it does (where the lock
+   * can tell: PostgreSQL): a transaction that begins after it need not
+   * conflict for what was written before.
+   */
+  async ready () {
+    const lock = this.#crossTab
+    if (lock === null || !lock.listening) return
+    await lock.listening()
+    if (this.#generation !== null || this.#crossTabRelease !== null) return
+    const value = await /** @type {Namespace} */ (this.#generationSpace).read(GENERATION_KEY, false)
+    if (this.#generation !== null || this.#crossTabRelease !== null) return
+    this.#generation = value === undefined ? 0 : Number(value)
+    // Read before it may have seen less.
+    if (this.#transactions.size > 0) this.#unknownAt = ++this.#decisions
   }
 
   /** How many critical sections have decided ops so far. */
@@ -168,6 +212,7 @@ export class Writer {
    * @param {string} id @param {number} at
    */
   changedSince (id, at) {
+    if (this.#unknownAt > at) return true
     const changed = this.#changedAt.get(id)
     return changed !== undefined && changed > at
   }
@@ -180,6 +225,7 @@ export class Writer {
    * @param {number} at
    */
   rangeChangedSince (namespace, bounds, at) {
+    if (this.#unknownAt > at) return true
     const changes = this.#changes
     for (let i = changes.length - 1; i >= 0 && changes[i].at > at; i--) {
       const { op } = changes[i]
@@ -188,9 +234,19 @@ export class Writer {
     return false
   }
 
-  /** Whether other tabs write the same database (IndexedDB with Web Locks). */
+  /** Whether other tabs or processes write the same database (IndexedDB with Web Locks, PostgreSQL shared). */
   get acrossTabs () {
     return this.#crossTab !== null
+  }
+
+  /**
+   * Whether a transaction checks again, at commit, the values it read:
+   * where reads may come from the cache of another tab's transaction
+   * (IndexedDB). On PostgreSQL every read is of what is committed, and the
+   * others' commits count as decisions here (see #heard()).
+   */
+  get validatesByValue () {
+    return this.#crossTab !== null && this.#crossTab.validatesByValue !== false
   }
 
   /** True while a db.write() callback holds the write path. */
@@ -363,17 +419,109 @@ export class Writer {
    * lock too, and has not held it for too long while other tabs may wait.
    */
   async #holdCrossTab () {
+    const lock = /** @type {import('./cross-tab.js').CrossTab} */ (this.#crossTab)
     if (this.#crossTabRelease) {
-      if (Date.now() - this.#crossTabSince < CROSS_TAB_SLICE_MS) return
+      // A lock lost with its connection is taken again at once.
+      if (Date.now() - this.#crossTabSince < CROSS_TAB_SLICE_MS && lock.held?.() !== false) return
       // Finish what was decided under this holding, then queue up again
-      // (Web Locks are granted in request order).
+      // (Web Locks are granted in request order, PostgreSQL's in about so).
       await this.drain()
       this.#releaseCrossTab()
     }
-    this.#crossTabRelease = await /** @type {import('./cross-tab.js').CrossTab} */ (this.#crossTab).acquire()
+    this.#crossTabRelease = await lock.acquire()
     this.#crossTabSince = Date.now()
-    // Another tab may have written since this one last held the lock.
-    for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
+    try {
+      await this.#catchUp(lock)
+    } catch (err) {
+      this.#releaseCrossTab()
+      throw err
+    }
+  }
+
+  /**
+   * Just after taking the lock: another writer may have written since this
+   * one last held it. If the generation is the one it left, nobody did;
+   * if it heard of every batch since, key by key, it forgot those keys
+   * already; else it forgets every cached value, and every running
+   * transaction conflicts.
+   * @param {import('./cross-tab.js').CrossTab} lock
+   */
+  async #catchUp (lock) {
+    const space = /** @type {Namespace} */ (this.#generationSpace)
+    const value = await space.read(GENERATION_KEY, false)
+    const stored = value === undefined ? 0 : Number(value)
+    const mine = this.#generation
+    if (stored !== mine) {
+      let known = mine !== null && stored > mine && this.#heardAll(mine, stored)
+      // Notifications are sent as batches commit, and may still be on their way.
+      if (!known && mine !== null && stored > mine && lock.catchUp) known = await lock.catchUp() && this.#heardAll(mine, stored)
+      if (!known) {
+        for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
+        for (const namespace of namespacesOf(this.#root)) namespace.clearReadCaches()
+        // (On IndexedDB, transactions compare the values they read instead.)
+        if (this.#transactions.size > 0 && !this.validatesByValue) this.#unknownAt = ++this.#decisions
+      }
+    }
+    this.#generation = Number.isSafeInteger(stored) ? stored : null
+    for (const generation of this.#heardGenerations.keys()) if (generation <= stored) this.#heardGenerations.delete(generation)
+  }
+
+  /**
+   * For a transaction that wrote nothing, and so commits without the lock:
+   * make sure every batch the other writers committed before now counts as
+   * a decision here (its keys, or, where they are unknown or not heard of
+   * in time, everything), so that validating the transaction's reads
+   * against the decisions since it began takes them in.
+   */
+  async settleRemote () {
+    const lock = this.#crossTab
+    if (lock === null) return
+    const value = await /** @type {Namespace} */ (this.#generationSpace).read(GENERATION_KEY, false)
+    const stored = value === undefined ? 0 : Number(value)
+    const mine = this.#generation
+    if (mine !== null && stored <= mine) return
+    let heard = mine !== null && this.#heardEvery(mine, stored)
+    if (!heard && mine !== null && lock.catchUp) heard = await lock.catchUp() && this.#heardEvery(mine, stored)
+    if (!heard && this.#transactions.size > 0) this.#unknownAt = ++this.#decisions
+  }
+
+  /** Whether every generation after `from`, up to `to`, was heard of (its keys known or not). @param {number} from @param {number} to */
+  #heardEvery (from, to) {
+    if (to - from > this.#heardGenerations.size) return false
+    for (let generation = from + 1; generation <= to; generation++) {
+      if (!this.#heardGenerations.has(generation)) return false
+    }
+    return true
+  }
+
+  /** Whether every generation after `from`, up to `to`, was heard of key by key. @param {number} from @param {number} to */
+  #heardAll (from, to) {
+    if (to - from > this.#heardGenerations.size) return false
+    for (let generation = from + 1; generation <= to; generation++) {
+      if (this.#heardGenerations.get(generation) !== true) return false
+    }
+    return true
+  }
+
+  /**
+   * The op that writes the next generation, added to a group about to be
+   * written, and what the other writers are told of the group.
+   * @param {Group} group
+   * @returns {import('./cross-tab.js').RemoteMessage}
+   */
+  #stamp (group) {
+    if (this.#generation === null) throw levelkitError(codes.ABORTED, 'Write aborted: the database\'s generation is unknown since a batch failed')
+    const generation = this.#generation + 1
+    const space = /** @type {Namespace} */ (this.#generationSpace)
+    /** @type {import('./cross-tab.js').RemoteOp[]} */
+    const ops = []
+    for (const op of lastOpPerKey(group.ops)) {
+      if (op !== null) ops.push({ prefix: op.namespace.prefix, type: op.type, key: op.key })
+    }
+    group.ops.push({ type: 'put', key: GENERATION_KEY, value: String(generation), sublevel: space.sublevel, namespace: space })
+    const message = { generation, ops, prefixes: null }
+    this.#crossTab?.stage?.(message)
+    return message
   }
 
   #releaseCrossTab () {
@@ -422,6 +570,7 @@ export class Writer {
         /** @type {import('./namespace.js').Namespace[] | null} a bulk group's namespaces whose caches wait for it whole (Namespace#writing()) */
         const wholes = chained ? [] : null
         try {
+          const message = this.#crossTab ? this.#stamp(group) : null
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.writing(op, wholes)
           // An array batch, not a chained one: with a `sublevel` on every op,
           // abstract-level's chained batch costs more per op (bench/RESULTS.md,
@@ -445,7 +594,10 @@ export class Writer {
           this.#forget(group)
           group.resolve()
           this.#notify(group.ops)
-          if (this.#crossTab) this.#crossTab.post(group.ops.map(op => ({ prefix: op.namespace.prefix, type: op.type, key: op.key })))
+          if (message !== null) {
+            this.#generation = message.generation
+            this.#crossTab?.post(message)
+          }
         } catch (err) {
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.unwritten(op)
           if (wholes !== null) for (const namespace of wholes) namespace.wholeWritten()
@@ -553,6 +705,12 @@ export class Writer {
   #fail (group, err) {
     this.lastError = err
     this.#epoch++
+    if (this.#crossTab) {
+      // The batch may have committed or not: the generation is unknown,
+      // and the next critical section takes the lock again to read it.
+      this.#generation = null
+      this.#crossTabSince = -Infinity
+    }
     group.reject(err)
     // Groups queued behind the failed one were decided on top of it.
     if (this.#group) {
@@ -605,16 +763,51 @@ export class Writer {
   }
 
   /**
-   * Tell this tab's listeners about a batch another tab wrote. Ops in
-   * namespaces this tab has not declared concern none of its listeners.
-   * @param {import('./cross-tab.js').RemoteOp[]} remote
+   * Another tab or process wrote a batch: forget what it changed, count it
+   * as a decision for the transactions running, and tell the listeners
+   * (watchers). Ops in namespaces not declared here concern none of them.
+   * A batch whose keys are unknown (too many to tell, or notifications
+   * missed) changed anything in its namespaces (every one, without
+   * prefixes): its ops are `any` ops, one per namespace.
+   * @param {import('./cross-tab.js').RemoteMessage} message
    */
-  #notifyRemote (remote) {
+  #heard (message) {
+    const { generation, ops: remote } = message
+    const known = remote !== null
+    // Heard of before this writer took the lock: counted then (forgotten, or not heard of in time and everything forgotten).
+    const counted = generation !== null && this.#generation !== null && generation <= this.#generation
+    if (generation !== null && !counted) this.#heardGenerations.set(generation, known)
     /** @type {import('./write-scope.js').Op[]} */
     const ops = []
-    for (const { prefix, type, key } of remote) {
-      const namespace = namespaceByPrefix(this.#root, prefix)
-      if (namespace) ops.push({ type, key, namespace, sublevel: namespace.sublevel })
+    if (known) {
+      for (const { prefix, type, key } of remote) {
+        const namespace = namespaceByPrefix(this.#root, prefix)
+        if (!namespace) continue
+        ops.push({ type, key, namespace, sublevel: namespace.sublevel })
+        if (counted) continue
+        namespace.cache?.delete(bytesToBinaryString(key))
+        if (namespace.readCache !== null || namespace.listCache !== null) namespace.clearReadCaches()
+      }
+    } else {
+      const namespaces = message.prefixes === null ? [...namespacesOf(this.#root)] : message.prefixes.map(prefix => namespaceByPrefix(this.#root, prefix))
+      for (const namespace of namespaces) {
+        if (!namespace || namespace === this.#generationSpace) continue
+        ops.push({ type: 'put', key: new Uint8Array(0), namespace, sublevel: namespace.sublevel, any: true })
+        if (counted) continue
+        namespace.cache?.clear()
+        namespace.clearReadCaches()
+      }
+    }
+    if (!counted && this.#transactions.size > 0 && !(known === false && this.validatesByValue)) {
+      const at = ++this.#decisions
+      if (!known) this.#unknownAt = at
+      else {
+        for (const op of ops) {
+          op.id = op.namespace.keyId(op.key)
+          this.#changedAt.set(op.id, at)
+          this.#changes.push({ at, op })
+        }
+      }
     }
     if (ops.length > 0) this.#notify(ops)
   }

@@ -6,6 +6,7 @@ import ModuleError from 'module-error'
 import pg from 'pg'
 import { levelkitError, codes, invalid } from '../errors.js'
 import { describe } from '../common.js'
+import { PostgresWriterLock, connectClient } from './postgres-shared.js'
 import { failoverOf, PrimaryPool, CommitLog } from './postgres-hosts.js'
 
 const DEFAULT_TABLE = 'levelkit'
@@ -31,6 +32,9 @@ const statementNames = new Map()
  * @property {import('pg').PoolConfig} [pg] more settings for pg's Pool (ssl, timeouts, ...)
  * @property {import('pg').Pool} [pool] a pool of the application's to use instead of one of its own
  *   (not ended at close; snapshots open connections of their own with its settings)
+ * @property {boolean} [shared] let other processes open the table too, each writing under
+ *   a lock they take in turn (levelkit's shared writer lock); false by default: one open
+ *   database per table, LEVEL_LOCKED for a second
  * @property {Array<string | { host: string, port?: number }>} [hosts] the hosts of a primary and its
  *   standbys: the primary is used, found again after a failover (see postgres-hosts.js)
  * @property {number} [failoverTimeout] how long an operation waits for a primary, in ms (30000)
@@ -57,6 +61,11 @@ export class PostgresLevel extends AbstractLevel {
   #lockKey = null
   /** @type {Set<Promise<unknown>>} snapshots not yet taken: writes made after db.snapshot() wait for them */
   #pendingSnapshots = new Set()
+  #shared
+  /** @type {PostgresWriterLock | null} */
+  #writerLock = null
+  /** @type {import('pg').Client | null} the writer connection, while this process holds the writer lock: writes go through it */
+  #writeClient = null
   /** @type {import('./postgres-hosts.js').Failover | null} the hosts, when failover is asked for */
   #failover
   /** @type {CommitLog | null} */
@@ -66,7 +75,7 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {PostgresLevelOptions & Record<string, any>} [options] */
   constructor (options = {}) {
-    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, ...forward } = options
+    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, ...forward } = options
     if (pool !== undefined) {
       if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function' || typeof pool.connect !== 'function') {
         throw invalid(`The pool option must be a pg Pool, got ${describe(pool)}`)
@@ -83,6 +92,13 @@ export class PostgresLevel extends AbstractLevel {
     }
     if (!Number.isSafeInteger(poolSize) || poolSize < 1) {
       throw invalid(`The poolSize option must be a positive integer, got ${describe(poolSize)}`)
+    }
+    if (typeof shared !== 'boolean') {
+      throw invalid(`The shared option must be a boolean, got ${describe(shared)}`)
+    }
+    if (shared && hosts !== undefined) {
+      // The writer lock's connection does not follow a failover yet.
+      throw invalid('The shared option cannot be combined with hosts (failover) yet')
     }
     if (pgOptions !== undefined && (pgOptions === null || typeof pgOptions !== 'object')) {
       throw invalid(`The pg option must be an object of pg Pool settings, got ${describe(pgOptions)}`)
@@ -104,6 +120,35 @@ export class PostgresLevel extends AbstractLevel {
     this.#failover = failoverOf({ connectionString, hosts, failoverTimeout, config: this.#config })
     this.#sharedPool = pool === undefined ? null : pool
     this.#table = table
+    this.#shared = shared
+  }
+
+  /** Whether other processes may write the table too (the shared option). */
+  get shared () {
+    return this.#shared
+  }
+
+  /**
+   * The lock levelkit's write path takes before it writes, where other
+   * processes write the table too (the shared option), else null. One per
+   * open database.
+   * @returns {PostgresWriterLock | null}
+   */
+  sharedWriterLock () {
+    if (!this.#shared || this.#lockKey === null) return null
+    if (this.#writerLock === null || this.#writerLock.closed) {
+      this.#writerLock = new PostgresWriterLock({
+        lockKey: this.#lockKey,
+        connect: () => connectClient(this.#clientConfig()),
+        route: client => { this.#writeClient = client }
+      }, this.#table)
+    }
+    return this.#writerLock
+  }
+
+  /** The settings of a connection outside the pool (snapshots, the writer lock's). */
+  #clientConfig () {
+    return this.#sharedPool ? /** @type {any} */ (this.#sharedPool).options : this.#config
   }
 
   /** The table this database is stored in. */
@@ -151,7 +196,11 @@ export class PostgresLevel extends AbstractLevel {
    * database: a second process writing the same table would break unique
    * indexes and sequences. So, as LevelDB's LOCK file does, a session-level
    * advisory lock on the table, held by a connection of the pool while the
-   * database is open, refuses a second opener (LEVEL_LOCKED).
+   * database is open, refuses a second opener (LEVEL_LOCKED). With the
+   * shared option the lock is taken in shared mode: processes that share
+   * the table (and serialize their writes with the writer lock) open it
+   * side by side, and a process that would own it alone is refused, as it
+   * refuses them.
    * @param {import('pg').Pool} pool
    */
   async #lock (pool) {
@@ -165,7 +214,7 @@ export class PostgresLevel extends AbstractLevel {
       holder.tables.add(this.#table)
       let rows
       try {
-        ({ rows } = await client.query(`SELECT pg_try_advisory_lock(${LOCK_SPACE}, k) AS locked, k FROM (SELECT ((to_regclass($1)::oid::bigint) - 2147483648)::int AS k) AS t`, [quote(this.#table)]))
+        ({ rows } = await client.query(`SELECT pg_try_advisory_lock${this.#shared ? '_shared' : ''}(${LOCK_SPACE}, k) AS locked, k FROM (SELECT ((to_regclass($1)::oid::bigint) - 2147483648)::int AS k) AS t`, [quote(this.#table)]))
       } catch (err) {
         holder.tables.delete(this.#table)
         throw err
@@ -183,6 +232,9 @@ export class PostgresLevel extends AbstractLevel {
   }
 
   async _close () {
+    this.#writerLock?.close()
+    this.#writerLock = null
+    this.#writeClient = null
     const pool = this.#pool
     this.#pool = null
     const holder = this.#holder
@@ -191,7 +243,7 @@ export class PostgresLevel extends AbstractLevel {
       holder.tables.delete(this.#table)
       if (holder.lost === null) {
         // Ending the holder's session (below, when it holds nothing else) lets go too.
-        await holder.client.then(client => client.query(`SELECT pg_advisory_unlock(${LOCK_SPACE}, $1)`, [this.#lockKey])).catch(noop)
+        await holder.client.then(client => client.query(`SELECT pg_advisory_unlock${this.#shared ? '_shared' : ''}(${LOCK_SPACE}, $1)`, [this.#lockKey])).catch(noop)
       }
       await letGo(pool, holder)
     }
@@ -207,16 +259,17 @@ export class PostgresLevel extends AbstractLevel {
    * @param {string} what what failed, for the error message
    * @param {string} text @param {unknown[]} values @param {any} [snapshot]
    * @param {boolean} [rowMode] rows as arrays
+   * @param {import('pg').Client | null} [client] a connection to run it on instead (the writer connection)
    * @returns {Promise<any[]>}
    */
-  async #query (what, text, values, snapshot, rowMode) {
+  async #query (what, text, values, snapshot, rowMode, client = null) {
     let name = statementNames.get(text)
     if (name === undefined) {
       name = `levelkit_${statementNames.size}`
       statementNames.set(text, name)
     }
     try {
-      const runner = snapshot ? await snapshot.client() : this.#pool
+      const runner = client ?? (snapshot ? await snapshot.client() : this.#pool)
       if (runner === null) throw new Error('the database is not open')
       /** @type {import('pg').QueryConfig & { rowMode?: 'array' }} */
       const query = { name, text, values }
@@ -307,13 +360,13 @@ export class PostgresLevel extends AbstractLevel {
   /** @param {Buffer} key @param {Buffer} value */
   async _put (key, value) {
     await this.#beforeWrite()
-    await this.#query('write a key', `INSERT INTO ${quote(this.#table)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value])
+    await this.#query('write a key', `INSERT INTO ${quote(this.#table)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value], undefined, false, this.#writeClient)
   }
 
   /** @param {Buffer} key */
   async _del (key) {
     await this.#beforeWrite()
-    await this.#query('delete a key', `DELETE FROM ${quote(this.#table)} WHERE key = $1`, [key])
+    await this.#query('delete a key', `DELETE FROM ${quote(this.#table)} WHERE key = $1`, [key], undefined, false, this.#writeClient)
   }
 
   /**
@@ -344,13 +397,27 @@ export class PostgresLevel extends AbstractLevel {
     const table = quote(this.#table)
     const upsert = `INSERT INTO ${table} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
     const remove = `DELETE FROM ${table} WHERE key = ANY($1::bytea[])`
+    const client = this.#writeClient
+    const notices = client === null ? null : /** @type {PostgresWriterLock} */ (this.#writerLock).takeStaged()
+    if (client !== null && notices !== null) {
+      // Under the shared writer lock: on its connection, with the
+      // notifications in the same statement (so in the same transaction:
+      // heard exactly when it commits, and never if it does not).
+      const channel = /** @type {PostgresWriterLock} */ (this.#writerLock).channel
+      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [putKeys, putValues, delKeys, notices], undefined, false, client)
+      return
+    }
     if (delKeys.length === 0 && putKeys.length === 0) return
     if (delKeys.length === 0) {
-      await this.#writeBatch(upsert, [putKeys, putValues])
+      if (client !== null) await this.#query('write a batch', upsert, [putKeys, putValues], undefined, false, client)
+      else await this.#writeBatch(upsert, [putKeys, putValues])
     } else if (putKeys.length === 0) {
-      await this.#writeBatch(remove, [delKeys])
+      if (client !== null) await this.#query('write a batch', remove, [delKeys], undefined, false, client)
+      else await this.#writeBatch(remove, [delKeys])
     } else {
-      await this.#writeBatch(`WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])) ${upsert}`, [putKeys, putValues, delKeys])
+      const both = `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])) ${upsert}`
+      if (client !== null) await this.#query('write a batch', both, [putKeys, putValues, delKeys], undefined, false, client)
+      else await this.#writeBatch(both, [putKeys, putValues, delKeys])
     }
   }
 
@@ -364,15 +431,15 @@ export class PostgresLevel extends AbstractLevel {
       // delete), deleted now.
       const where = rangeWhere(options, [])
       const keys = await this.#query('clear a range', `SELECT key FROM ${table}${where.sql} ORDER BY key ${options.reverse ? 'DESC' : 'ASC'} LIMIT ${limit === null ? 'ALL' : '$' + (where.values.length + 1)}`, limit === null ? where.values : [...where.values, limit], options.snapshot, true)
-      if (keys.length > 0) await this.#query('clear a range', `DELETE FROM ${table} WHERE key = ANY($1::bytea[])`, [keys.map(row => row[0])])
+      if (keys.length > 0) await this.#query('clear a range', `DELETE FROM ${table} WHERE key = ANY($1::bytea[])`, [keys.map(row => row[0])], undefined, false, this.#writeClient)
       return
     }
     const where = rangeWhere(options, [])
     if (limit === null) {
-      await this.#query('clear a range', `DELETE FROM ${table}${where.sql}`, where.values)
+      await this.#query('clear a range', `DELETE FROM ${table}${where.sql}`, where.values, undefined, false, this.#writeClient)
       return
     }
-    await this.#query('clear a range', `DELETE FROM ${table} WHERE key IN (SELECT key FROM ${table}${where.sql} ORDER BY key ${options.reverse ? 'DESC' : 'ASC'} LIMIT $${where.values.length + 1})`, [...where.values, limit])
+    await this.#query('clear a range', `DELETE FROM ${table} WHERE key IN (SELECT key FROM ${table}${where.sql} ORDER BY key ${options.reverse ? 'DESC' : 'ASC'} LIMIT $${where.values.length + 1})`, [...where.values, limit], undefined, false, this.#writeClient)
   }
 
   /** @param {any} options */
@@ -442,7 +509,7 @@ export class PostgresLevel extends AbstractLevel {
         throw backendError('take a snapshot', err)
       }
     }
-    const client = new pg.Client(this.#sharedPool ? /** @type {any} */ (this.#sharedPool).options : this.#config)
+    const client = new pg.Client(this.#clientConfig())
     client.on('error', noop)
     try {
       await client.connect()

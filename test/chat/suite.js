@@ -1,4 +1,5 @@
 import { ChatStore } from '../../chat.js'
+import { modelOps } from '../conformance/index.js'
 
 // The chat reference model suite. It imports nothing environment-specific:
 // the runner passes tape's `test` and `common = { backend, open }`, where
@@ -1068,7 +1069,7 @@ function rawKeys (db, namespace) {
 function recordWrites (db) {
   /** @type {any[][]} */
   const batches = []
-  const listener = (/** @type {any[]} */ ops) => { batches.push(ops) }
+  const listener = (/** @type {any[]} */ ops) => { batches.push(modelOps(ops)) }
   db.level.on('write', listener)
   return { batches, stop: () => db.level.removeListener('write', listener) }
 }

@@ -1,6 +1,6 @@
 import { encodeTuple as encode, decodeTuple as decode } from '../../index.js'
 import { prng } from '../util/prng.js'
-import { rejects, namespaceOf } from './index.js'
+import { rejects, namespaceOf, onModelWrite } from './index.js'
 
 // Every children test runs on both layouts: one key per child, and blocks
 // (of 3, so that pages and ranges cross block boundaries).
@@ -125,7 +125,7 @@ function purgeAndWatchSuite (test, common, blockSize) {
     })
     await messages.append(other, 'keep')
     const batches = []
-    db.level.on('write', ops => batches.push(ops.length))
+    onModelWrite(db, ops => batches.push(ops.length))
     await chats.del(c)
     t.same(await messages.range(c).all(), [], 'invisible as soon as the parent is deleted')
     t.is(await messages.range(c).count(), 0)
@@ -288,7 +288,7 @@ function blocksSuite (test, common) {
     const messages = db.children('messages', { parent: chats, blockSize: 3 })
     const c = await chats.insert({})
     const batches = []
-    db.level.on('write', (/** @type {any[]} */ ops) => batches.push(ops.map(op => namespaceOf(op.key))))
+    onModelWrite(db, (/** @type {any[]} */ ops) => batches.push(ops.map(op => namespaceOf(op.key))))
     for (let i = 1; i <= 7; i++) await messages.append(c, { i })
     t.same(batches[0], ['messages.blocks', 'messages.seq'], 'an append writes its block and the sequence, in one batch')
     t.same(await storedBlocks(db), [

@@ -79,3 +79,18 @@ export function namespaceOf (key) {
   const text = typeof key === 'string' ? key : String.fromCharCode(...key)
   return text.slice(1, text.indexOf('!', 1))
 }
+
+/**
+ * Listen to the batches `db` writes, with the models' ops only: where other
+ * tabs or processes write the database too (IndexedDB, postgres with
+ * shared: true), every batch also writes levelkit's generation.
+ * @param {any} db @param {(ops: any[]) => void} listener
+ */
+export function onModelWrite (db, listener) {
+  db.level.on('write', (/** @type {any[]} */ ops) => listener(modelOps(ops)))
+}
+
+/** A batch's ops without levelkit's generation. @param {any[]} ops */
+export function modelOps (ops) {
+  return ops.filter(op => namespaceOf(op.key) !== ':levelkit.writes')
+}

@@ -1,5 +1,5 @@
 import { encodeTuple as encode, decodeTuple as decode } from '../../index.js'
-import { rejects, usersSchema, namespaceOf } from './index.js'
+import { rejects, usersSchema, namespaceOf, onModelWrite } from './index.js'
 
 /** @param {any} test @param {any} common */
 export default function (test, common) {
@@ -53,7 +53,7 @@ function relationSuite (test, common, lists) {
     const c1 = await chats.insert({ name: 'one' })
     await members.add(c1, u2)
     const writes = []
-    db.level.on('write', (/** @type {any[]} */ ops) => writes.push(ops.length))
+    onModelWrite(db, (/** @type {any[]} */ ops) => writes.push(ops.length))
     t.is(await members.addMany(c1, [u3, u1, u2, u3]), 2, 'counts the new edges only')
     t.is(writes.length, 1, 'one batch')
     t.same(await members.to(c1).all(), [u1, u2, u3])
@@ -88,7 +88,7 @@ function relationSuite (test, common, lists) {
     await members.add(c1, u2)
     await members.add(c2, u1)
     const writes = []
-    db.level.on('write', ops => writes.push(ops.length))
+    onModelWrite(db, ops => writes.push(ops.length))
     await chats.del(c1)
     // Lists: c1's to-list deleted, u1's and u2's from-lists rewritten.
     t.same(writes, [lists.length === 0 ? 5 : 4], 'the record and its edges in both directions, in one batch')
@@ -224,7 +224,7 @@ function listSuite (test, common) {
     const u2 = await users.insert({ username: 'b' })
     /** @type {string[][]} */
     const batches = []
-    db.level.on('write', (/** @type {any[]} */ ops) => batches.push(ops.map(op => namespaceOf(op.key)).sort()))
+    onModelWrite(db, (/** @type {any[]} */ ops) => batches.push(ops.map(op => namespaceOf(op.key)).sort()))
     const chat = await db.write(async (w) => {
       const id = await chats.in(w).insert({})
       await members.in(w).add(id, u1)

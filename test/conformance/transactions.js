@@ -1,4 +1,4 @@
-import { rejects, usersSchema, settlesWithin } from './index.js'
+import { rejects, usersSchema, settlesWithin, onModelWrite } from './index.js'
 
 /** A promise and the functions that settle it. */
 function deferred () {
@@ -56,7 +56,7 @@ export default function (test, common) {
     const messages = db.children('messages', { parent: chats, blockSize: 4 })
     const counts = db.counter('counts')
     const batches = []
-    db.level.on('write', ops => batches.push(ops.length))
+    onModelWrite(db, ops => batches.push(ops.length))
     const result = await db.transaction(async (tx, attempt) => {
       const u = await users.in(tx).insert({ username: 'ann', age: 30 })
       const c = await chats.in(tx).insert({ name: 'general' })

@@ -1,5 +1,5 @@
 import { encodeTuple as encode, decodeTuple, open } from '../../index.js'
-import { rejects } from './index.js'
+import { rejects, onModelWrite } from './index.js'
 
 /**
  * A versioned collection with a unique index, so a refused write would
@@ -121,7 +121,7 @@ export default function (test, common) {
     const items = db.collection('items', { versioned: true })
     /** @type {number[]} */
     const batches = []
-    db.level.on('write', (/** @type {any[]} */ ops) => batches.push(ops.length))
+    onModelWrite(db, (/** @type {any[]} */ ops) => batches.push(ops.length))
     await db.write(async w => {
       for (let i = 0; i < 3; i++) await plain.in(w).insert({ i })
     })

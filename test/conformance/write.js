@@ -1,4 +1,4 @@
-import { rejects, usersSchema } from './index.js'
+import { rejects, usersSchema, onModelWrite } from './index.js'
 
 /** @param {any} test @param {any} common */
 export default function (test, common) {
@@ -14,7 +14,7 @@ export default function (test, common) {
   test(`${common.backend}: db.write commits several operations as one batch`, async t => {
     const { db, users, chats, members, messages } = await schema()
     const batches = []
-    db.level.on('write', ops => batches.push(ops.length))
+    onModelWrite(db, ops => batches.push(ops.length))
     const result = await db.write(async w => {
       const u = await users.in(w).insert({ username: 'ann' })
       const c = await chats.in(w).insert({ name: 'general' })

@@ -1,0 +1,310 @@
+// Several processes writing one table (open({ backend: 'postgres', shared:
+// true })): levelkit's shared writer lock (lib/cross-tab.js) over
+// PostgreSQL. The lock is a session-level advisory lock held by a connection
+// of its own, the writer connection, and while it is held every batch of
+// this process goes through that connection: if it dies, PostgreSQL lets
+// the lock go and rolls back whatever batch was on it, so no batch decided
+// under a lost lock can commit after another process took the lock
+// (fencing). Each batch tells the other processes what it wrote with
+// pg_notify() in its own statement, so they hear of it exactly when it
+// commits, on a connection of their own that LISTENs.
+import pg from 'pg'
+import { randomBytes } from 'node:crypto'
+
+// A notification's payload is at most 8000 bytes: a batch's keys are sent
+// in chunks of at most this many characters of JSON, and past MAX_CHUNKS,
+// only the prefixes of the namespaces it wrote (its keys are unknown).
+const CHUNK_CHARS = 7800
+const MAX_CHUNKS = 8
+// How long the listening connection waits before connecting again.
+const RELISTEN_MS = 200
+// The first key of the writer lock: 'LKWR' (the table lock's is 'LKIT').
+export const WRITER_LOCK_SPACE = 0x4c4b5752
+
+/**
+ * @typedef {import('../cross-tab.js').RemoteMessage} RemoteMessage
+ * @typedef {{ connect: () => Promise<import('pg').Client>, route: (client: import('pg').Client | null) => void, lockKey: number }} SharedWriterHost
+ */
+
+/**
+ * The shared writer lock of a postgres database.
+ * @implements {import('../cross-tab.js').CrossTab}
+ */
+export class PostgresWriterLock {
+  /** Reads were made as of what was committed: no value needs checking again at commit. */
+  validatesByValue = false
+  #host
+  #channel
+  /** A random name for this lock, so that it ignores its own notifications. */
+  #self = randomBytes(6).toString('base64')
+  /** @type {import('pg').Client | null} the writer connection */
+  #client = null
+  /** @type {Error | null} why the writer connection failed */
+  #lost = null
+  #holding = false
+  /** @type {string[] | null} the payloads of the next batch's notifications */
+  #staged = null
+  /** @type {import('pg').Client | null} the listening connection */
+  #listener = null
+  /** @type {Promise<void> | null} */
+  #listening = null
+  /** @type {Set<(message: RemoteMessage) => void>} */
+  #listeners = new Set()
+  /** @type {Map<string, { parts: any[], left: number }>} chunks of a batch's notification heard so far, by sender and generation */
+  #partial = new Map()
+  #closed = false
+  /** @type {() => void} */
+  #heardFirst = noop
+  #listened = new Promise(resolve => { this.#heardFirst = () => resolve(undefined) })
+  /** @type {Promise<unknown>} the last catchUp() */
+  #catchingUp = Promise.resolve()
+
+  /** @param {SharedWriterHost} host @param {string} table */
+  constructor (host, table) {
+    this.#host = host
+    this.name = table
+    // (Unsigned: a channel LISTEN names without quotes.)
+    this.#channel = `levelkit_${host.lockKey >>> 0}`
+  }
+
+  /** Whether close() was called (a database closed, the backend still open, makes a new one). */
+  get closed () {
+    return this.#closed
+  }
+
+  /** Resolves once the first LISTEN is in place: from then on every batch committed is heard of. */
+  listening () {
+    return this.#listened
+  }
+
+  /** The channel notifications are sent on (a table's oid names it). */
+  get channel () {
+    return this.#channel
+  }
+
+  /** @returns {Promise<() => void>} */
+  async acquire () {
+    if (this.#closed) throw new Error('The shared writer lock is closed')
+    let client = this.#client
+    if (client === null || this.#lost !== null) {
+      this.#drop()
+      client = await this.#host.connect()
+      const onError = (/** @type {Error} */ err) => { if (this.#client === client) this.#lost = err }
+      client.on('error', onError)
+      this.#client = client
+      this.#lost = null
+    }
+    // Waits, on the server, for the process holding it to let go (or die).
+    try {
+      await client.query(`SELECT pg_advisory_lock(${WRITER_LOCK_SPACE}, $1)`, [this.#host.lockKey])
+    } catch (err) {
+      // The next acquire() connects anew.
+      if (this.#client === client) this.#lost = /** @type {Error} */ (err)
+      throw err
+    }
+    this.#holding = true
+    this.#host.route(client)
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.#holding = false
+      this.#staged = null
+      this.#host.route(null)
+      if (this.#client !== client || this.#lost !== null) return
+      // Queued after every batch sent on the connection, so it lets go
+      // only once they are committed.
+      client.query(`SELECT pg_advisory_unlock(${WRITER_LOCK_SPACE}, $1)`, [this.#host.lockKey]).catch(err => {
+        if (this.#client === client) this.#lost = err
+      })
+    }
+  }
+
+  /** False once the connection that holds the lock failed: the lock is gone with it. */
+  held () {
+    return this.#holding && this.#lost === null
+  }
+
+  /**
+   * What the next batch (written on the writer connection) tells the
+   * other processes.
+   * @param {RemoteMessage} message
+   */
+  stage (message) {
+    this.#staged = encode(this.#self, message)
+  }
+
+  /** The payloads of the staged notifications, once: for the batch being written. */
+  takeStaged () {
+    const staged = this.#staged
+    this.#staged = null
+    return staged
+  }
+
+  /** Sent with the batch already (stage()). */
+  post () {}
+
+  /** @param {(message: RemoteMessage) => void} listener */
+  listen (listener) {
+    this.#listeners.add(listener)
+    if (this.#listening === null) this.#listening = this.#startListening()
+  }
+
+  /**
+   * Resolves once every notification committed before the call is heard:
+   * one round trip on the listening connection, which delivers the
+   * notifications waiting for it before its answer.
+   */
+  catchUp () {
+    // One round trip at a time on the connection (pg queues them anyway).
+    const caughtUp = this.#catchingUp.then(async () => {
+      const listener = this.#listener
+      if (listener === null) return false
+      try {
+        await listener.query('SELECT 1')
+        return true
+      } catch {
+        return false
+      }
+    })
+    this.#catchingUp = caughtUp
+    return caughtUp
+  }
+
+  close () {
+    this.#closed = true
+    this.#heardFirst()
+    this.#listeners.clear()
+    this.#drop()
+    const listener = this.#listener
+    this.#listener = null
+    if (listener) listener.end().catch(noop)
+  }
+
+  /** End the writer connection, if any (a failed one, or at close). */
+  #drop () {
+    const client = this.#client
+    this.#client = null
+    this.#holding = false
+    this.#host.route(null)
+    if (client) client.end().catch(noop)
+  }
+
+  async #startListening () {
+    let first = true
+    while (!this.#closed) {
+      let client
+      try {
+        client = await this.#host.connect()
+        if (this.#closed) {
+          await client.end().catch(noop)
+          return
+        }
+        client.on('notification', (msg) => {
+          if (msg.channel === this.#channel && msg.payload) this.#heard(msg.payload)
+        })
+        await client.query(`LISTEN ${this.#channel}`)
+        this.#listener = client
+        // Notifications missed while the connection was lost: the
+        // listeners learn that anything may have changed.
+        if (first) this.#heardFirst()
+        else this.#deliver({ generation: null, ops: null, prefixes: null })
+        first = false
+        const lost = new Promise(resolve => client.once('error', resolve).once('end', resolve))
+        await lost
+        if (this.#listener === client) this.#listener = null
+        client.end().catch(noop)
+      } catch {
+        if (client) client.end().catch(noop)
+      }
+      if (!this.#closed) await new Promise(resolve => setTimeout(resolve, RELISTEN_MS))
+    }
+  }
+
+  /** @param {string} payload */
+  #heard (payload) {
+    let chunk
+    try {
+      chunk = JSON.parse(payload)
+    } catch {
+      return
+    }
+    if (chunk === null || typeof chunk !== 'object' || chunk.f === this.#self) return
+    if ('p' in chunk) {
+      this.#deliver({ generation: chunk.g, ops: null, prefixes: Array.isArray(chunk.p) ? chunk.p : null })
+      return
+    }
+    if (!Array.isArray(chunk.o) || !Number.isSafeInteger(chunk.n)) return
+    let ops = chunk.o
+    if (chunk.n > 1) {
+      // The chunks of one batch arrive together and in order.
+      const id = `${chunk.f}:${chunk.g}`
+      let partial = this.#partial.get(id)
+      if (!partial) this.#partial.set(id, partial = { parts: [], left: chunk.n })
+      partial.parts.push(...chunk.o)
+      if (--partial.left > 0) return
+      this.#partial.delete(id)
+      ops = partial.parts
+    }
+    this.#deliver({
+      generation: chunk.g,
+      ops: ops.map((/** @type {[string, number, string]} */ [prefix, type, key]) => ({ prefix, type: type === 1 ? 'put' : 'del', key: new Uint8Array(Buffer.from(key, 'base64')) })),
+      prefixes: null
+    })
+  }
+
+  /** @param {RemoteMessage} message */
+  #deliver (message) {
+    for (const listener of this.#listeners) listener(message)
+  }
+}
+
+/**
+ * The payloads that tell `message`: its keys in chunks that fit a
+ * notification, or only its prefixes when they would take too many.
+ * @param {string} self @param {RemoteMessage} message
+ * @returns {string[]}
+ */
+function encode (self, message) {
+  const { generation, ops } = message
+  if (ops !== null) {
+    /** @type {string[]} */
+    const items = ops.map(op => JSON.stringify([op.prefix, op.type === 'put' ? 1 : 0, Buffer.from(op.key.buffer, op.key.byteOffset, op.key.byteLength).toString('base64')]))
+    /** @type {string[][]} */
+    const chunks = [[]]
+    let size = 0
+    for (const item of items) {
+      if (size + item.length + 1 > CHUNK_CHARS && chunks[chunks.length - 1].length > 0) {
+        if (chunks.length === MAX_CHUNKS) {
+          chunks.length = 0
+          break
+        }
+        chunks.push([])
+        size = 0
+      }
+      chunks[chunks.length - 1].push(item)
+      size += item.length + 1
+    }
+    if (chunks.length > 0) {
+      return chunks.map(chunk => `{"f":${JSON.stringify(self)},"g":${JSON.stringify(generation)},"n":${chunks.length},"o":[${chunk.join(',')}]}`)
+    }
+  }
+  const prefixes = message.prefixes ?? [...new Set((ops ?? []).map(op => op.prefix))]
+  const payload = JSON.stringify({ f: self, g: generation, p: prefixes })
+  // Too many namespaces to name: anything may have changed.
+  return [payload.length <= CHUNK_CHARS ? payload : JSON.stringify({ f: self, g: generation, p: null })]
+}
+
+/**
+ * A connection for the lock or for listening: not from the pool, which
+ * the reads and unshared writes use, so that neither waits for the other.
+ * @param {import('pg').ClientConfig} config
+ */
+export async function connectClient (config) {
+  const client = new pg.Client(config)
+  client.on('error', noop)
+  await client.connect()
+  return client
+}
+
+function noop () {}

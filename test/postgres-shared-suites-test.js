@@ -1,0 +1,15 @@
+// levelkit's conformance and chat suites on the postgres backend with the
+// shared option: every write goes through the shared writer lock (its own
+// connection, a generation in every batch, a notification with it), in one
+// process; test/postgres-shared-test.js runs several.
+import test from 'tape'
+import { open } from '../index.js'
+import { conformance } from './conformance/index.js'
+import { chatSuite } from './chat/suite.js'
+import { postgresForTests } from './util/postgres.js'
+
+const server = await postgresForTests(test)
+const openShared = () => open({ backend: 'postgres', pool: server.pool, table: server.table(), shared: true })
+
+conformance(test, { backend: 'postgres', open: openShared })
+chatSuite(test, { backend: 'postgres', open: openShared })

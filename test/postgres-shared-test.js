@@ -1,0 +1,240 @@
+// Several Node processes on one PostgreSQL table, each opened with
+// open({ backend: 'postgres', shared: true }) (child processes:
+// test/fixtures/postgres-shared-worker.js), keep the guarantees of one:
+//
+// - 4 processes x 50 concurrent createUser() of one username: one winner.
+// - 4 processes sending to one chat: ids 1..N, no gap, no duplicate; two
+//   more processes watching the chat get every message, in order.
+// - Bank transfers as db.transaction()s in 4 processes: the total never
+//   changes, and no audit transaction ever sees another.
+// - A process killed with SIGKILL while it holds the writer lock: the
+//   others go on.
+// - Fencing: a process whose writer connection dies while it holds the lock
+//   (and another process writes meanwhile) has its batch refused, not
+//   committed over the other's.
+// db.check() is clean after each.
+import test from 'tape'
+import { fork } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { open } from '../index.js'
+import { ChatStore } from '../chat.js'
+import { postgresForTests } from './util/postgres.js'
+import { range } from './util/common.js'
+import { FAST, ACCOUNTS, INITIAL, declareBank, openShared } from './fixtures/postgres-shared-worker.js'
+import { WRITER_LOCK_SPACE } from '../lib/backends/postgres-shared.js'
+
+const server = await postgresForTests(test)
+const WORKER = fileURLToPath(new URL('./fixtures/postgres-shared-worker.js', import.meta.url))
+
+/**
+ * A worker process in `role` on `table`, once it is open and ready.
+ * @param {string} table @param {string} role @param {object} args
+ */
+async function start (table, role, args) {
+  const child = fork(WORKER, [server.connectionString, table, role, JSON.stringify(args)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  /** @type {Promise<{ code: number | null, signal: string | null }>} */
+  const exited = new Promise(resolve => child.once('exit', (code, signal) => resolve({ code, signal })))
+  /** @type {any[]} */
+  const messages = []
+  /** @type {Array<() => void>} */
+  let waiting = []
+  child.on('message', message => {
+    messages.push(message)
+    for (const wake of waiting) wake()
+    waiting = []
+  })
+  /** @param {(message: any) => boolean} match @returns {Promise<any>} */
+  const next = async (match) => {
+    for (;;) {
+      const found = messages.find(match)
+      if (found !== undefined) return found
+      const ended = await Promise.race([new Promise(resolve => waiting.push(() => resolve(null))), exited])
+      if (ended !== null && messages.find(match) === undefined) throw new Error(`worker (${role}) exited (${JSON.stringify(ended)}) before it said what was expected`)
+    }
+  }
+  await next(message => message === 'ready')
+  return {
+    child,
+    exited,
+    next,
+    go () { child.send({ go: true }) },
+    /** The result of its role, then it closes. */
+    async result () {
+      const message = await next(m => typeof m === 'object' && m !== null && ('done' in m || 'failed' in m))
+      child.send({ close: true })
+      await exited
+      if (message.failed) throw new Error(`worker (${role}) failed: ${message.failed}`)
+      return message.done
+    }
+  }
+}
+
+/** @param {any} t @param {any} db @param {string} what */
+async function checkClean (t, db, what) {
+  const result = await db.check()
+  t.deepEqual(result.problems, [], `${what}: check() reports no problems`)
+}
+
+test('postgres shared: a shared table refuses an unshared opener, and the other way round', async t => {
+  const table = server.table()
+  const db = await open({ backend: 'postgres', connectionString: server.connectionString, table, shared: true })
+  try {
+    await open({ backend: 'postgres', connectionString: server.connectionString, table }).then(other => other.close(), err => {
+      t.is(err.code, 'LEVELKIT_LOCKED', 'an unshared open of a shared table: LEVELKIT_LOCKED')
+      return null
+    })
+  } finally {
+    await db.close()
+  }
+  const alone = await open({ backend: 'postgres', connectionString: server.connectionString, table })
+  try {
+    const refused = await open({ backend: 'postgres', connectionString: server.connectionString, table, shared: true }).then(other => other.close(), err => err)
+    t.is(refused?.code, 'LEVELKIT_LOCKED', 'a shared open of a table open unshared: LEVELKIT_LOCKED')
+  } finally {
+    await alone.close()
+  }
+  const invalid = await open({ backend: 'postgres', connectionString: server.connectionString, table, shared: 'yes' }).then(other => other.close(), err => err)
+  t.match(String(invalid?.message), /shared option must be a boolean/, 'shared must be a boolean')
+})
+
+test('postgres shared: 4 processes x 50 concurrent createUser() of one username: exactly one wins', async t => {
+  const table = server.table()
+  const workers = await Promise.all(range(0, 3).map(worker => start(table, 'users', { n: 50, username: 'alice', worker })))
+  for (const w of workers) w.go()
+  const results = (await Promise.all(workers.map(w => w.result()))).flat()
+  const won = results.filter(r => r.ok)
+  t.is(won.length, 1, 'exactly one of 200 createUser() fulfils')
+  t.deepEqual(results.filter(r => !r.ok && r.code !== 'LEVELKIT_UNIQUE').map(r => `${r.code}: ${r.message}`), [], 'every other one rejects with LEVELKIT_UNIQUE')
+  const db = await openShared(server.connectionString, table)
+  try {
+    const store = new ChatStore(db, { passwordCost: FAST })
+    t.is(await store.users.count(), 1, 'one user stored')
+    t.is((await store.getUser('alice'))?.id, won[0]?.id, "getUser() returns the winner's id")
+    t.is(await store.createUser({ username: 'bob', password: 'x' }), 2, 'the next user gets id 2: the losers took none')
+    await checkClean(t, db, 'after 200 racing createUser()')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres shared: 4 processes sending to one chat get ids 1..N; watchers in 2 more processes see every message in order', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table)
+  try {
+    const store = new ChatStore(db, { passwordCost: FAST })
+    const senders = []
+    for (let i = 0; i < 4; i++) senders.push(await store.createUser({ username: `sender${i}`, password: 'x' }))
+    const chatId = await store.createChat({ name: 'busy', adminId: senders[0], userIds: senders.slice(1) })
+    const n = 50
+    const total = 4 * n
+    // Two watchers; one from the start, one from message 0 (after: 0) as well, in its own process.
+    const watchers = await Promise.all([0, 1].map(() => start(table, 'watch', { chatId, after: 0, until: total })))
+    for (const w of watchers) w.go()
+    const workers = await Promise.all(senders.map((senderId, worker) => start(table, 'chat', { n, inFlight: 8, chatId, senderId, worker })))
+    const began = Date.now()
+    for (const w of workers) w.go()
+    const ids = (await Promise.all(workers.map(w => w.result()))).flat()
+    t.comment(`${total} sends from 4 processes in ${Date.now() - began} ms`)
+    t.deepEqual([...ids].sort((a, b) => a - b), range(1, total), `the ${total} sends resolved with ids exactly 1..${total}`)
+    const messages = await store.getChatMessages(chatId, { from: 1, n: 100000 })
+    t.deepEqual(messages.map(m => m.id), range(1, total), `stored: ids 1..${total} in order, no gap, no duplicate`)
+    const perSender = new Map()
+    for (const m of messages) perSender.set(m.senderId, (perSender.get(m.senderId) ?? 0) + 1)
+    t.deepEqual([...perSender.values()], [n, n, n, n], 'every process sent its share')
+    t.is(await store.messages.lastSeq(chatId), total, 'the sequence is at N')
+    t.is(await store.addChatMessage({ chatId, senderId: senders[0], text: 'after' }), total + 1, 'the next send here gets N + 1')
+    const watched = await Promise.all(watchers.map(w => w.result()))
+    for (const [i, got] of watched.entries()) t.deepEqual(got, range(1, total), `watcher ${i + 1} (another process) got every message, in order, once`)
+    await checkClean(t, db, 'after 4 processes sent to one chat')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres shared: bank transfers as transactions in 4 processes keep the total', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table)
+  try {
+    const { accounts } = declareBank(db)
+    for (let i = 0; i < ACCOUNTS; i++) await accounts.insert({ balance: INITIAL })
+    const workers = await Promise.all(range(0, 3).map(worker => start(table, 'bank', { n: 90, seed: 7 + worker })))
+    for (const w of workers) w.go()
+    const results = await Promise.all(workers.map(w => w.result()))
+    t.comment(JSON.stringify(results.map(r => ({ moved: r.moved, audits: r.audits, gaveUp: r.gaveUp }))))
+    t.deepEqual(results.flatMap(r => r.badAudits), [], 'no audit transaction saw a total other than the initial one')
+    t.ok(results.reduce((sum, r) => sum + r.moved, 0) > 0, 'transfers moved money')
+    const all = await accounts.query().all()
+    t.is(all.length, ACCOUNTS, 'every account is there')
+    t.is(all.reduce((sum, a) => sum + a.balance, 0), ACCOUNTS * INITIAL, 'the total is what it was')
+    t.ok(all.every(a => a.balance >= 0), 'no balance went negative')
+    await checkClean(t, db, 'after transfers in 4 processes')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres shared: a process killed with SIGKILL while it holds the writer lock: the others go on', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table)
+  try {
+    const { accounts } = declareBank(db)
+    for (let i = 0; i < ACCOUNTS; i++) await accounts.insert({ balance: INITIAL })
+    const holder = await start(table, 'hold', {})
+    holder.go()
+    await holder.next(m => typeof m === 'object' && m !== null && m.holding)
+    const workers = await Promise.all([0, 1].map(worker => start(table, 'bank', { n: 40, seed: 99 + worker })))
+    for (const w of workers) w.go()
+    // The others wait for the lock meanwhile; then the holder dies.
+    await new Promise(resolve => setTimeout(resolve, 300))
+    holder.child.kill('SIGKILL')
+    t.is((await holder.exited).signal, 'SIGKILL', 'the holder was killed')
+    const results = await Promise.all(workers.map(w => w.result()))
+    t.ok(results.every(r => r.moved > 0), 'both other processes went on transferring')
+    t.deepEqual(results.flatMap(r => r.badAudits), [], 'no audit saw another total')
+    await accounts.insert({ balance: 0 })
+    const all = await accounts.query().all()
+    t.is(all.reduce((sum, a) => sum + a.balance, 0), ACCOUNTS * INITIAL, 'the total is what it was')
+    t.is(all.length, ACCOUNTS + 1, 'and this process writes too')
+    await checkClean(t, db, 'after a holder was killed')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres shared: a batch decided under a lock lost with its connection is refused (fencing)', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table)
+  try {
+    const { accounts } = declareBank(db)
+    await accounts.insert({ balance: INITIAL })
+    /** @type {() => void} */
+    let letGo = () => {}
+    const gate = new Promise(resolve => { letGo = () => resolve(undefined) })
+    /** @type {() => void} */
+    let holding = () => {}
+    const held = new Promise(resolve => { holding = () => resolve(undefined) })
+    const write = db.write(async w => {
+      await accounts.in(w).update(1, { balance: 1 })
+      holding()
+      await gate
+    })
+    await held
+    // The connection that holds the writer lock (the two-key form: classid, objid).
+    const { rows } = await server.pool.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid AND objsubid = 2", [WRITER_LOCK_SPACE])
+    t.is(rows.length, 1, 'one connection holds the writer lock')
+    await server.pool.query('SELECT pg_terminate_backend($1)', [rows[0].pid])
+    // Another process takes the lock and writes meanwhile.
+    const other = await start(table, 'set', { balance: 777 })
+    other.go()
+    t.is(await other.result(), 777, 'another process took the lock and wrote')
+    letGo()
+    const refused = await write.then(() => null, err => err)
+    t.ok(refused, `the batch decided under the lost lock is refused (${refused?.code})`)
+    t.is((await accounts.get(1)).balance, 777, "the other process's write stands")
+    await accounts.update(1, { balance: 778 })
+    t.is((await accounts.get(1)).balance, 778, 'this process writes again, under the lock taken anew')
+    await checkClean(t, db, 'after a lost lock')
+  } finally {
+    await db.close()
+  }
+})
