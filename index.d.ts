@@ -80,6 +80,8 @@ export interface OpenOptions {
   hosts?: Array<string | { host: string, port?: number }>
   /** postgres, with hosts: how long an operation waits for a primary, in ms (default 30000). */
   failoverTimeout?: number
+  /** postgres: let other processes open the table too, all writing under one lock they take in turn (default false: one open database per table; LEVELKIT_LOCKED for a second). Not with `hosts` yet. */
+  shared?: boolean
   /** postgres: connections the pool opens at most (default 10); the table lock and snapshots take connections of their own. */
   poolSize?: number
   /**
