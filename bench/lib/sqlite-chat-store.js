@@ -32,6 +32,7 @@ import Database from 'better-sqlite3'
 import { hashPassword, checkPassword, paramsFor } from '../../lib/chat/password-node.js'
 import { dummyHash, parseHash } from '../../lib/chat/password-format.js'
 import { levelkitError, invalid, codes } from '../../lib/errors.js'
+import { byNumber, assertId, idList, assertPassword, notFound, limit, optionsObject, characters } from './peer-store-checks.js'
 
 const DEFAULTS = Object.freeze({
   maxMembers: 30,
@@ -651,56 +652,4 @@ function messageOf (row) {
   const message = { id: row.id, chatId: row.chatId, senderId: row.senderId, text: row.text, timestamp: row.timestamp }
   if (row.recipients !== null) message.recipients = JSON.parse(row.recipients)
   return message
-}
-
-/** @param {number} a @param {number} b */
-function byNumber (a, b) {
-  return a - b
-}
-
-/** @param {unknown} id @param {string} what @returns {number} */
-function assertId (id, what) {
-  if (!Number.isSafeInteger(id) || /** @type {number} */ (id) < 1) throw invalid(`${what} must be a positive integer, got ${String(id)}`)
-  return /** @type {number} */ (id)
-}
-
-/** @param {unknown} ids @param {string} what @returns {number[]} */
-function idList (ids, what) {
-  if (!Array.isArray(ids)) throw invalid(`${what} must be an array`)
-  return Array.from(ids, id => assertId(id, `${what} item`))
-}
-
-/** @param {unknown} password */
-function assertPassword (password) {
-  if (typeof password !== 'string' || password.length === 0 || password.length > 1024) {
-    throw invalid('password must be a non-empty string of at most 1024 characters')
-  }
-}
-
-/** @param {string} message @param {unknown} [cause] */
-function notFound (message, cause) {
-  return levelkitError(codes.NOT_FOUND, message, { cause })
-}
-
-/** @param {string} message */
-function limit (message) {
-  return levelkitError(codes.LIMIT, message)
-}
-
-/**
- * An options or record argument: an object, or undefined for none (a copy).
- * @param {unknown} value @param {string} what
- * @returns {any}
- */
-function optionsObject (value, what) {
-  if (value === undefined) return {}
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalid(`${what} takes an object`)
-  return { ...value }
-}
-
-/** Length in code points: an emoji is one character. @param {string} text */
-function characters (text) {
-  let n = 0
-  for (const _ of text) n++ // eslint-disable-line no-unused-vars
-  return n
 }
