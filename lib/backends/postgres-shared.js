@@ -23,12 +23,13 @@ export const WRITER_LOCK_SPACE = 0x4c4b5752
 
 /**
  * @typedef {import('../cross-tab.js').RemoteMessage} RemoteMessage
+ * @typedef {import('../cross-tab.js').CrossTab} CrossTab
  * @typedef {{ connect: () => Promise<import('pg').Client>, route: (client: import('pg').Client | null) => void, lockKey: number }} SharedWriterHost
  */
 
 /**
  * The shared writer lock of a postgres database.
- * @implements {import('../cross-tab.js').CrossTab}
+ * @implements {CrossTab}
  */
 export class PostgresWriterLock {
   /** Reads were made as of what was committed: no value needs checking again at commit. */
@@ -193,6 +194,7 @@ export class PostgresWriterLock {
   async #startListening () {
     let first = true
     while (!this.#closed) {
+      /** @type {import('pg').Client | undefined} */
       let client
       try {
         client = await this.#host.connect()
@@ -210,7 +212,8 @@ export class PostgresWriterLock {
         if (first) this.#heardFirst()
         else this.#deliver({ generation: null, ops: null, prefixes: null })
         first = false
-        const lost = new Promise(resolve => client.once('error', resolve).once('end', resolve))
+        const connected = client
+        const lost = new Promise(resolve => connected.once('error', resolve).once('end', resolve))
         await lost
         if (this.#listener === client) this.#listener = null
         client.end().catch(noop)
