@@ -483,11 +483,13 @@ export class Schema {
     try {
       let size = batchSize
       let page = await reader.read(size)
+      // Decisions are counted from one batch's to the next: the writes of
+      // others are decided while a batch is written, before the next is queued.
+      let before = writer.decisions
       for (;;) {
         if (pageHook !== null) await pageHook(page.rows.map(row => row.key))
         if (writer.closed) return
         const started = Date.now()
-        const before = writer.decisions
         let at = before
         const current = page
         /** @type {() => void} */
@@ -504,6 +506,8 @@ export class Schema {
         })
         written.catch(noop)
         await Promise.race([decided, written])
+        const busy = others(at, before)
+        before = at
         if (current.last) {
           if (previous !== null) await previous
           await written
@@ -511,7 +515,7 @@ export class Schema {
           status.set('ready')
           return
         }
-        if (others(at, before)) {
+        if (busy) {
           // Other writes go on: this batch is written before the next is
           // queued, and a pause as long as it took leaves them the write path.
           size = batchSize
@@ -779,6 +783,10 @@ function computeRow (index, records, key, json) {
   }
 }
 
+// How many keys of records written a build keeps before it first drops
+// those its pages have passed.
+const PRUNE_AT = 1024
+
 /**
  * The pages of a build that reads ahead: one iterator over the records
  * after the marker, and the keys of records written since it was created
@@ -792,6 +800,10 @@ class PageReader {
   #iterator
   /** @type {Set<string>} keys (binary strings, which compare like the bytes) of records written since the iterator was created, past the pages indexed */
   #written = new Set()
+  /** the key of the last record indexed, as a binary string: writes up to it need no looking at */
+  #passed = ''
+  /** the size of #written at which passed() next drops what the pages indexed have passed */
+  #pruneAt = PRUNE_AT
   #stop
   #ended = false
 
@@ -804,7 +816,11 @@ class PageReader {
     // Listening first: a write the iterator may not see is heard of, or
     // still pending when a page's critical section looks.
     this.#stop = model.writer.onWritten(ops => {
-      for (const op of ops) if (op.namespace === records) this.#written.add(bytesToBinaryString(op.key))
+      for (const op of ops) {
+        if (op.namespace !== records) continue
+        const name = bytesToBinaryString(op.key)
+        if (name > this.#passed) this.#written.add(name)
+      }
     })
     /** @type {any} */
     const range = {}
@@ -843,9 +859,11 @@ class PageReader {
 
   /** Records up to `key` are indexed: writes to them need no more looking at. @param {Uint8Array} key */
   passed (key) {
-    if (this.#written.size === 0) return
-    const last = bytesToBinaryString(key)
-    for (const name of this.#written) if (name <= last) this.#written.delete(name)
+    this.#passed = bytesToBinaryString(key)
+    // Now and then, not per page: under many writes the set can be large.
+    if (this.#written.size < this.#pruneAt) return
+    for (const name of this.#written) if (name <= this.#passed) this.#written.delete(name)
+    this.#pruneAt = Math.max(PRUNE_AT, 2 * this.#written.size)
   }
 
   async close () {
@@ -856,7 +874,8 @@ class PageReader {
 
 /**
  * Whether writes other than a batch's own were decided between `before`
- * (when it was queued) and `at` (when it was decided).
+ * (when the batch before was decided, or the build began) and `at` (when
+ * the batch was decided).
  * @param {number} at @param {number} before
  */
 function others (at, before) {
