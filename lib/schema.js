@@ -497,9 +497,14 @@ export class Schema {
         const decided = new Promise(resolve => { onDecided = () => resolve(undefined) })
         const written = writer.run(scope => this.#indexPage(scope, model, index, key, progress, current, reader), false, () => {
           at = writer.decisions
-          // Read ahead while this batch is written.
-          if (!current.last) {
-            ahead = reader.read(others(at, before) ? batchSize : Math.min(size * 2, batchSize * QUIET_GROWTH))
+          // Alone, read ahead while this batch is written. Not while others
+          // write: the pause after the batch is theirs, and reading and
+          // computing entries then would take the thread from them (with
+          // the read ahead in the pause, 8 writers did 3.5-4.6x fewer
+          // writes/s during a build of 200k records, against 1.8-2.6x
+          // before the build read ahead; bench/index-build.js).
+          if (!current.last && !others(at, before)) {
+            ahead = reader.read(Math.min(size * 2, batchSize * QUIET_GROWTH))
             ahead.catch(noop)
           }
           onDecided()
@@ -524,6 +529,7 @@ export class Schema {
           await written
           const pause = Math.min(Date.now() - started, MAX_PAUSE_MS)
           if (pause > 0 && !writer.closed) await new Promise(resolve => setTimeout(resolve, pause))
+          ahead = reader.read(size)
         } else {
           // Alone: at most this batch and the next unwritten at a time.
           size = Math.min(size * 2, batchSize * QUIET_GROWTH)
