@@ -476,7 +476,7 @@ export class Schema {
     const writer = model.writer
     const status = index.status
     const reader = new PageReader(model, index, progress.after)
-    /** @type {Promise<void> | null} the write of the batch before the last decided, if not yet awaited */
+    /** @type {Promise<unknown> | null} the write of the batch before the last decided, if not yet awaited */
     let previous = null
     /** @type {Promise<Page> | null} */
     let ahead = null
@@ -541,7 +541,7 @@ export class Schema {
       }
     } finally {
       // Nothing of the build left running: its writes, its read ahead.
-      if (previous !== null) await /** @type {Promise<void>} */ (previous).catch(noop)
+      if (previous !== null) await /** @type {Promise<unknown>} */ (previous).catch(noop)
       if (ahead !== null) await /** @type {Promise<Page>} */ (ahead).catch(noop)
       await reader.close()
     }
