@@ -8,9 +8,15 @@
 //            (key: r => r.k): the time of the load;
 //   build    the same records loaded into a collection without it, the
 //            database closed and opened again with byK declared, and
-//            db.buildIndexes() timed: the time of the build (bounded
-//            batches of 256 records, each its own critical section);
+//            db.buildIndexes() timed: the time of the build (pages read
+//            ahead while the batch before is written; batches of 256
+//            records, growing to 1024 when no other writes go on, each its
+//            own critical section);
 //            goal: build <= 0.5 x insert;
+//            each with the CPU time of the process (process.cpuUsage(): the
+//            main thread, libuv's threads and LevelDB's compaction thread)
+//            beside the wall time: on a shared machine the wall time follows
+//            the load, the CPU time much less;
 //   writes   --writers concurrent loops (8) of update(id, patch) on random
 //            ids of that database for --seconds (3) with no build, after as
 //            long a warm-up: writes/s;
@@ -33,7 +39,7 @@ import { fileURLToPath } from 'node:url'
 import { open } from 'levelkit'
 import { prng } from 'levelkit-testkit/prng'
 import { median, fmt, parseCount } from './lib/stats.js'
-import { parseCli, optionOf, writeCsv, printTable, finishRun, startRun, printMachine, dirSize } from './lib/seeds-common.js'
+import { parseCli, optionOf, writeCsv, printTable, finishRun, startRun, printMachine, dirSize, loadText } from './lib/seeds-common.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const NAME = 'index-build'
@@ -83,11 +89,19 @@ const location = name => path.join(dbRoot, name)
 async function timeInsert (run) {
   const db = await open({ backend: 'leveldb', location: location(`insert-${run}`) })
   const items = db.collection('items', { indexes: { byK } })
+  const cpu = process.cpuUsage()
   const start = performance.now()
   await items.insertMany(recordsOf(seed + run))
   const ms = performance.now() - start
+  const cpuMs = cpuMsSince(cpu)
   await db.close()
-  return ms
+  return { ms, cpuMs }
+}
+
+/** CPU time (user + system, ms) of the process since `from`. @param {NodeJS.CpuUsage} from */
+function cpuMsSince (from) {
+  const { user, system } = process.cpuUsage(from)
+  return (user + system) / 1000
 }
 
 /** The records loaded without byK; then byK built, timed. @param {number} run */
@@ -98,9 +112,11 @@ async function timeBuild (run) {
   await loading.close()
   const db = await open({ backend: 'leveldb', location: where })
   const items = db.collection('items', { indexes: { byK } })
+  const cpu = process.cpuUsage()
   const start = performance.now()
   await db.buildIndexes()
   const ms = performance.now() - start
+  const cpuMs = cpuMsSince(cpu)
   const status = (await db.schemaStatus()).items.byK
   if (status.state !== 'ready') throw new Error(`byK is ${status.state} after buildIndexes()`)
   // The index answers: the first record's key finds it.
@@ -108,7 +124,7 @@ async function timeBuild (run) {
   const found = await items.query({ index: 'byK', eq: first.k }).all()
   if (found.length !== 1 || found[0].n !== 0) throw new Error('the built index does not find the first record')
   await db.close()
-  return { ms, where }
+  return { ms, cpuMs, where }
 }
 
 /**
@@ -170,15 +186,15 @@ printMachine(runInfo, ['classic-level'])
 const rows = []
 try {
   for (let run = 1; run <= runs; run++) {
-    const insertMs = await timeInsert(run)
-    console.log(`  run ${run}: inserted with the index in ${fmt(insertMs)} ms`)
-    const { ms: buildMs, where } = await timeBuild(run)
-    console.log(`  run ${run}: built the index in ${fmt(buildMs)} ms`)
+    const { ms: insertMs, cpuMs: insertCpuMs } = await timeInsert(run)
+    console.log(`  run ${run}: inserted with the index in ${fmt(insertMs)} ms (CPU ${fmt(insertCpuMs)} ms), load ${loadText(os.loadavg())}`)
+    const { ms: buildMs, cpuMs: buildCpuMs, where } = await timeBuild(run)
+    console.log(`  run ${run}: built the index in ${fmt(buildMs)} ms (CPU ${fmt(buildCpuMs)} ms), load ${loadText(os.loadavg())}`)
     const bytes = dirSize(where)
     const writes = await writesDuringBuild(where, run)
-    const row = { run, insertMs, buildMs, ratio: buildMs / insertMs, ...writes, slowdown: writes.quietPerSec / writes.duringPerSec, bytes }
+    const row = { run, insertMs, buildMs, ratio: buildMs / insertMs, insertCpuMs, buildCpuMs, cpuRatio: buildCpuMs / insertCpuMs, ...writes, slowdown: writes.quietPerSec / writes.duringPerSec, bytes }
     rows.push(row)
-    console.log(`  run ${run}: insert with the index ${fmt(insertMs)} ms, build ${fmt(buildMs)} ms (${row.ratio.toFixed(2)}x); writes/s ${fmt(writes.quietPerSec)} without a build, ${fmt(writes.duringPerSec)} during one (${row.slowdown.toFixed(2)}x slower; that build took ${fmt(writes.buildUnderWritesMs)} ms)`)
+    console.log(`  run ${run}: insert with the index ${fmt(insertMs)} ms, build ${fmt(buildMs)} ms (${row.ratio.toFixed(2)}x; CPU ${row.cpuRatio.toFixed(2)}x); writes/s ${fmt(writes.quietPerSec)} without a build, ${fmt(writes.duringPerSec)} during one (${row.slowdown.toFixed(2)}x slower; that build took ${fmt(writes.buildUnderWritesMs)} ms)`)
     for (const name of fs.readdirSync(dbRoot)) fs.rmSync(path.join(dbRoot, name), { recursive: true, force: true })
   }
 } finally {
@@ -190,6 +206,9 @@ const summary = {
   insertMs: med('insertMs'),
   buildMs: med('buildMs'),
   ratio: med('ratio'),
+  insertCpuMs: med('insertCpuMs'),
+  buildCpuMs: med('buildCpuMs'),
+  cpuRatio: med('cpuRatio'),
   quietWritesPerSec: med('quietPerSec'),
   duringWritesPerSec: med('duringPerSec'),
   slowdown: med('slowdown'),
@@ -202,6 +221,9 @@ printTable([
   ['insert with the index (ms)', fmt(summary.insertMs)],
   ['build the index (ms)', fmt(summary.buildMs)],
   ['build / insert', summary.ratio.toFixed(2)],
+  ['insert CPU (ms)', fmt(summary.insertCpuMs)],
+  ['build CPU (ms)', fmt(summary.buildCpuMs)],
+  ['build / insert, CPU', summary.cpuRatio.toFixed(2)],
   ['writes/s without a build', fmt(summary.quietWritesPerSec)],
   ['writes/s during a build', fmt(summary.duringWritesPerSec)],
   ['slowdown of writes', `${summary.slowdown.toFixed(2)}x`],
@@ -212,8 +234,8 @@ console.log()
 console.log(`Goal: build <= ${GOAL} x insert with the index: ${met ? 'met' : 'missed'} (${summary.ratio.toFixed(2)})`)
 
 const outDir = runInfo.outDir
-writeCsv(path.join(outDir, 'results.csv'), ['run', 'insert_ms', 'build_ms', 'ratio', 'writes_per_s_quiet', 'writes_per_s_during', 'slowdown', 'build_under_writes_ms', 'db_bytes'],
-  rows.map(r => [r.run, r.insertMs, r.buildMs, r.ratio, r.quietPerSec, r.duringPerSec, r.slowdown, r.buildUnderWritesMs, r.bytes]))
+writeCsv(path.join(outDir, 'results.csv'), ['run', 'insert_ms', 'build_ms', 'ratio', 'insert_cpu_ms', 'build_cpu_ms', 'cpu_ratio', 'writes_per_s_quiet', 'writes_per_s_during', 'slowdown', 'build_under_writes_ms', 'db_bytes'],
+  rows.map(r => [r.run, r.insertMs, r.buildMs, r.ratio, r.insertCpuMs, r.buildCpuMs, r.cpuRatio, r.quietPerSec, r.duringPerSec, r.slowdown, r.buildUnderWritesMs, r.bytes]))
 finishRun(outDir, { ...runInfo, loadAfter: os.loadavg() }, {
   options: { records, runs, writers, seconds, seed },
   summary,
