@@ -84,6 +84,14 @@ function crossTab (locks, name) {
     for (const listener of listeners) listener(message)
   }
 
+  // A tab about to be frozen or put in the back/forward cache would hear no
+  // 'want': it lets an idle lease go now, as if another tab wanted it.
+  const leaving = () => {
+    for (const listener of wantListeners) listener()
+  }
+  globalThis.document?.addEventListener?.('freeze', leaving)
+  globalThis.addEventListener?.('pagehide', leaving)
+
   return {
     name,
     leased: true,
@@ -127,6 +135,8 @@ function crossTab (locks, name) {
     close () {
       listeners.clear()
       wantListeners.clear()
+      globalThis.document?.removeEventListener?.('freeze', leaving)
+      globalThis.removeEventListener?.('pagehide', leaving)
       channel.close()
     }
   }

@@ -359,5 +359,22 @@ test('a leased lock: writes awaited one at a time take it once; another tab stil
     t.is(again.count, 22, 'every record is stored')
     t.is(again.requests, 2, 'one more lock request, after the other tab wrote')
     t.is(again.held, 0, 'close() lets the leased lock go')
+
+    const frozen = await pages[0].evaluate(async (location) => {
+      const db = await /** @type {any} */ (window).levelkit.open({ location })
+      await db.collection('items').insert({ tab: 0, i: 22 })
+      const count = async () => ((await navigator.locks.query()).held ?? []).filter(lock => String(lock.name).startsWith('levelkit:')).length
+      const before = await count()
+      document.dispatchEvent(new Event('freeze'))
+      // The lock manager lets go a moment after the release.
+      let after = await count()
+      for (let i = 0; i < 50 && after > 0; i++) {
+        await new Promise(resolve => setTimeout(resolve, 10))
+        after = await count()
+      }
+      await db.close()
+      return { before, after }
+    }, location)
+    t.same(frozen, { before: 1, after: 0 }, 'a tab about to be frozen lets its idle lease go')
   })
 })
