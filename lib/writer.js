@@ -104,7 +104,7 @@ export class Writer {
   /** @type {(() => void) | null} releases the cross-tab lock while this tab holds it */
   #crossTabRelease = null
   #crossTabSince = 0
-  /** When another writer last said it wants the lock (leased locks only). */
+  /** When another writer said it wants the lock: first since it was taken while holding, else last (leased locks only). */
   #crossTabWantedAt = -Infinity
   /** Whether the lock must be taken again before the next critical section: a batch failed, the generation is unknown. */
   #crossTabStale = false
@@ -550,7 +550,9 @@ export class Writer {
 
   /** Another writer waits for the lock: let go at once if idle, else once idle (see #idleCrossTab()). */
   #wanted () {
-    this.#crossTabWantedAt = Date.now()
+    // While holding, keep the first 'want' since it was taken: the waiter
+    // says it again while it waits, and a busy holder's slice runs from the first.
+    if (this.#crossTabRelease === null || !this.#wantedLately()) this.#crossTabWantedAt = Date.now()
     if (!this.#locked && !this.#flushing) this.#releaseCrossTab()
   }
 
