@@ -7,8 +7,19 @@
 // of it. On IndexedDB: a Web Lock named after the database and a
 // BroadcastChannel of the same name (here); on PostgreSQL, an advisory lock
 // and LISTEN/NOTIFY (lib/backends/postgres-shared.js).
+//
+// A Web Lock is leased: the tab that holds it keeps it while idle, so that
+// writes awaited one at a time take it once, not once each. A tab that wants
+// it says so on the channel ('want') before it queues up for it, and again
+// every WANT_REPEAT_MS while it waits (a message may be missed: sent before
+// the holder listened, or heard by a tab that held nothing yet); the holder
+// lets go once idle. The Web Lock alone still keeps the writers apart: a
+// missed 'want' only delays the tab that sent it.
 
 import { noop } from './common.js'
+
+// How often a tab waiting for a leased lock says again that it wants it.
+export const WANT_REPEAT_MS = 100
 
 /**
  * @typedef {{ prefix: string, type: 'put' | 'del', key: Uint8Array }} RemoteOp
@@ -26,6 +37,8 @@ import { noop } from './common.js'
  * @property {() => Promise<boolean>} [catchUp] resolves once every message sent before is heard (false if that is not sure)
  * @property {() => Promise<void>} [listening] resolves once every message sent from then on is heard
  * @property {boolean} [validatesByValue] whether transactions check again at commit the values they read (true unless false)
+ * @property {boolean} [leased] whether the lock may be kept while idle, until another writer wants it (wanted() tells when)
+ * @property {(listener: () => void) => void} [wanted] calls `listener` each time another writer says it waits for the lock
  * @property {() => void} close
  */
 
@@ -56,7 +69,13 @@ function crossTab (locks, name) {
   const channel = new BroadcastChannel(name)
   /** @type {Set<(message: RemoteMessage) => void>} */
   const listeners = new Set()
+  /** @type {Set<() => void>} */
+  const wantListeners = new Set()
   channel.onmessage = (event) => {
+    if (event.data?.want === true) {
+      for (const listener of wantListeners) listener()
+      return
+    }
     const ops = event.data?.ops
     if (!Array.isArray(ops)) return
     const generation = event.data.generation
@@ -65,8 +84,17 @@ function crossTab (locks, name) {
     for (const listener of listeners) listener(message)
   }
 
+  // A tab about to be frozen or put in the back/forward cache would hear no
+  // 'want': it lets an idle lease go now, as if another tab wanted it.
+  const leaving = () => {
+    for (const listener of wantListeners) listener()
+  }
+  globalThis.document?.addEventListener?.('freeze', leaving)
+  globalThis.addEventListener?.('pagehide', leaving)
+
   return {
     name,
+    leased: true,
     acquire () {
       return new Promise((resolve, reject) => {
         // The lock is held until the promise returned to request() settles:
@@ -77,11 +105,26 @@ function crossTab (locks, name) {
         const held = new Promise(resolve => {
           release = resolve
         })
+        // Ask whoever holds it (maybe idle, keeping it) to let go, until granted.
+        const want = () => {
+          try {
+            channel.postMessage({ want: true })
+          } catch {} // closed meanwhile: the request still waits its turn
+        }
+        want()
+        const repeat = setInterval(want, WANT_REPEAT_MS)
         locks.request(name, { mode: 'exclusive' }, () => {
+          clearInterval(repeat)
           resolve(() => release())
           return held
-        }).catch(reject)
+        }).catch(err => {
+          clearInterval(repeat)
+          reject(err)
+        })
       })
+    },
+    wanted (listener) {
+      wantListeners.add(listener)
     },
     post (message) {
       channel.postMessage({ generation: message.generation, ops: message.ops })
@@ -91,6 +134,9 @@ function crossTab (locks, name) {
     },
     close () {
       listeners.clear()
+      wantListeners.clear()
+      globalThis.document?.removeEventListener?.('freeze', leaving)
+      globalThis.removeEventListener?.('pagehide', leaving)
       channel.close()
     }
   }

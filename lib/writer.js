@@ -7,6 +7,7 @@ import { within } from './bounds.js'
 import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { LockManager } from './lock-manager.js'
 import { idbDirectFor } from './idb-direct.js'
+import { WANT_REPEAT_MS } from './cross-tab.js'
 
 // How long one tab (or process) may keep the shared writer lock while it
 // has more to write, before it lets a waiting one in.
@@ -34,7 +35,9 @@ const GENERATION_KEY = new TextEncoder().encode('generation')
  * On IndexedDB other tabs, and on PostgreSQL with the shared option other
  * processes, write the same database: a writer holds the shared writer lock
  * (lib/cross-tab.js) from its first critical section until it is idle
- * (nothing queued, nothing unwritten), in slices. Every batch also writes
+ * (nothing queued, nothing unwritten), in slices; a leased lock (Web Locks)
+ * it keeps while idle too, until another writer says it wants it, so that
+ * writes awaited one at a time take it once. Every batch also writes
  * the database's generation, one more than the last: a writer that takes
  * the lock again and finds the generation it left kept its cached values
  * (sequences) right; else it forgets the keys the others' batches wrote,
@@ -101,6 +104,10 @@ export class Writer {
   /** @type {(() => void) | null} releases the cross-tab lock while this tab holds it */
   #crossTabRelease = null
   #crossTabSince = 0
+  /** When another writer said it wants the lock: first since it was taken while holding, else last (leased locks only). */
+  #crossTabWantedAt = -Infinity
+  /** Whether the lock must be taken again before the next critical section: a batch failed, the generation is unknown. */
+  #crossTabStale = false
   /** @type {Namespace | null} where the generation is stored, beside every batch, when other writers share the database */
   #generationSpace = null
   /**
@@ -132,6 +139,7 @@ export class Writer {
     if (crossTab) {
       this.#generationSpace = new Namespace(root, layout.writes(), 'utf8')
       crossTab.listen(message => this.#heard(message))
+      crossTab.wanted?.(() => this.#wanted())
     }
   }
 
@@ -388,6 +396,7 @@ export class Writer {
     for (const listener of this.#closeListeners) listener()
     this.#closeListeners.clear()
     await this.idle()
+    this.#releaseCrossTab()
     this.#crossTab?.close()
   }
 
@@ -410,7 +419,7 @@ export class Writer {
     if (next) next()
     else {
       this.#locked = false
-      if (!this.#flushing) this.#releaseCrossTab()
+      if (!this.#flushing) this.#idleCrossTab()
     }
   }
 
@@ -421,8 +430,13 @@ export class Writer {
   async #holdCrossTab () {
     const lock = /** @type {import('./cross-tab.js').CrossTab} */ (this.#crossTab)
     if (this.#crossTabRelease) {
+      // A leased lock held while idle is kept until another writer wants
+      // it: nobody else can have written, so there is nothing to catch up on.
+      // Once wanted (or unleased), the slice runs from then.
+      const wanted = !lock.leased || this.#wantedLately()
+      const since = lock.leased ? Math.max(this.#crossTabSince, this.#crossTabWantedAt) : this.#crossTabSince
       // A lock lost with its connection is taken again at once.
-      if (Date.now() - this.#crossTabSince < CROSS_TAB_SLICE_MS && lock.held?.() !== false) return
+      if (!this.#crossTabStale && lock.held?.() !== false && (!wanted || Date.now() - since < CROSS_TAB_SLICE_MS)) return
       // Finish what was decided under this holding, then queue up again
       // (Web Locks are granted in request order, PostgreSQL's in about so).
       await this.drain()
@@ -430,6 +444,7 @@ export class Writer {
     }
     this.#crossTabRelease = await lock.acquire()
     this.#crossTabSince = Date.now()
+    this.#crossTabStale = false
     try {
       await this.#catchUp(lock)
     } catch (err) {
@@ -524,6 +539,29 @@ export class Writer {
     return message
   }
 
+  /**
+   * Whether another writer said it wants the lock since this one took it,
+   * or just before (it says so again while it waits: one that said so
+   * longer ago got the lock meanwhile, or says so again soon).
+   */
+  #wantedLately () {
+    return this.#crossTabWantedAt >= this.#crossTabSince - WANT_REPEAT_MS
+  }
+
+  /** Another writer waits for the lock: let go at once if idle, else once idle (see #idleCrossTab()). */
+  #wanted () {
+    // While holding, keep the first 'want' since it was taken: the waiter
+    // says it again while it waits, and a busy holder's slice runs from the first.
+    if (this.#crossTabRelease === null || !this.#wantedLately()) this.#crossTabWantedAt = Date.now()
+    if (!this.#locked && !this.#flushing) this.#releaseCrossTab()
+  }
+
+  /** Nothing queued, nothing unwritten: let the lock go, unless it is leased and nobody wants it. */
+  #idleCrossTab () {
+    if (this.#crossTab?.leased && !this.closed && !this.#crossTabStale && !this.#wantedLately()) return
+    this.#releaseCrossTab()
+  }
+
   #releaseCrossTab () {
     const release = this.#crossTabRelease
     if (release) {
@@ -606,7 +644,7 @@ export class Writer {
       }
     } finally {
       this.#flushing = null
-      if (!this.#locked) this.#releaseCrossTab()
+      if (!this.#locked) this.#idleCrossTab()
     }
   }
 
@@ -709,7 +747,7 @@ export class Writer {
       // The batch may have committed or not: the generation is unknown,
       // and the next critical section takes the lock again to read it.
       this.#generation = null
-      this.#crossTabSince = -Infinity
+      this.#crossTabStale = true
     }
     group.reject(err)
     // Groups queued behind the failed one were decided on top of it.

@@ -308,3 +308,73 @@ test('transactions in two tabs: a commit in one makes a transaction of the other
     t.ok(results.some(r => r.attempts > 30), `the tabs did conflict (attempts per tab: ${results.map(r => r.attempts).join(', ')})`)
   })
 })
+
+test('a leased lock: writes awaited one at a time take it once; another tab still gets it promptly; close() lets it go', { timeout: 120000 }, async t => {
+  await withTabs(2, async pages => {
+    const location = 'cross-tab-lease'
+    const first = await pages[0].evaluate(async (location) => {
+      const w = /** @type {any} */ (window)
+      // Count this tab's requests for levelkit's lock.
+      const locks = navigator.locks
+      const request = locks.request.bind(locks)
+      w.lockRequests = 0
+      locks.request = (/** @type {any[]} */ ...args) => {
+        if (String(args[0]).startsWith('levelkit:')) w.lockRequests++
+        return /** @type {any} */ (request)(...args)
+      }
+      w.db = await w.levelkit.open({ location })
+      const items = w.items = w.db.collection('items')
+      for (let i = 1; i <= 20; i++) await items.insert({ tab: 0, i })
+      const held = await locks.query()
+      return { requests: w.lockRequests, held: (held.held ?? []).filter(lock => String(lock.name).startsWith('levelkit:')).length }
+    }, location)
+    t.is(first.requests, 1, `20 writes awaited one at a time made ${first.requests} lock request(s)`)
+    t.is(first.held, 1, 'the idle tab keeps the lock')
+
+    // The first tab holds the lock idle: the second asks for it and gets it.
+    const second = await pages[1].evaluate(async (location) => {
+      const db = await /** @type {any} */ (window).levelkit.open({ location })
+      const items = db.collection('items')
+      const start = performance.now()
+      const id = await items.insert({ tab: 1 })
+      const ms = performance.now() - start
+      await db.close()
+      return { id, ms }
+    }, location)
+    t.ok(second.ms < 1000, `the second tab's write went through in ${second.ms.toFixed(1)} ms while the first held the lease`)
+    t.is(second.id, 21, 'it got the next id')
+
+    const again = await pages[0].evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      const items = w.items
+      // Its cached sequence must have learned of the other tab's insert.
+      const id = await items.insert({ tab: 0, i: 21 })
+      const all = await items.query().all()
+      const requests = w.lockRequests
+      await w.db.close()
+      const held = await navigator.locks.query()
+      return { id, count: all.length, requests, held: (held.held ?? []).filter(lock => String(lock.name).startsWith('levelkit:')).length }
+    })
+    t.is(again.id, 22, 'the first tab took the lock again and the next id is 22')
+    t.is(again.count, 22, 'every record is stored')
+    t.is(again.requests, 2, 'one more lock request, after the other tab wrote')
+    t.is(again.held, 0, 'close() lets the leased lock go')
+
+    const frozen = await pages[0].evaluate(async (location) => {
+      const db = await /** @type {any} */ (window).levelkit.open({ location })
+      await db.collection('items').insert({ tab: 0, i: 22 })
+      const count = async () => ((await navigator.locks.query()).held ?? []).filter(lock => String(lock.name).startsWith('levelkit:')).length
+      const before = await count()
+      document.dispatchEvent(new Event('freeze'))
+      // The lock manager lets go a moment after the release.
+      let after = await count()
+      for (let i = 0; i < 50 && after > 0; i++) {
+        await new Promise(resolve => setTimeout(resolve, 10))
+        after = await count()
+      }
+      await db.close()
+      return { before, after }
+    }, location)
+    t.same(frozen, { before: 1, after: 0 }, 'a tab about to be frozen lets its idle lease go')
+  })
+})
