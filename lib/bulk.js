@@ -80,7 +80,12 @@ function iteratorOf (input, what) {
     })
     : [undefined, false]
   if (typeof make !== 'function') throw invalid(`${what} must be an array, an iterable or an async iterable, got ${describe(input)}`)
-  return [readInput(what, () => make.call(iterable)), sync]
+  const iterator = readInput(what, () => make.call(iterable))
+  // An array is input at the door, like any argument: an element that throws
+  // when read is bad input. Another iterable's own errors (a stream that
+  // fails) are the caller's, and reject as they are.
+  if (!Array.isArray(input)) return [iterator, sync]
+  return [{ next: () => readInput(what, () => iterator.next()) }, sync]
 }
 
 /**

@@ -6,6 +6,7 @@
 // Each value says in which kinds of parameter it may be accepted (`accepts`):
 //   key      any tuple value (function ids, counter keys, bounds, index values)
 //   ids      an array of sequence ids or sequence numbers
+//   idsIterable  any iterable (or async iterable) of sequence ids: arrays, typed arrays
 //   username a username (trimmed, 1-64 characters, a valid key)
 //   cursor   a cursor (null: none)
 //   keys     an array of tuple values (a prefix)
@@ -121,14 +122,14 @@ export const HOSTILE = [
   { name: 'a Date', make: () => new Date(0), accepts: ['options', 'any'] },
   { name: 'a Map', make: () => new Map([[1, 2]]), accepts: ['options', 'any'] },
   { name: 'a RegExp', make: () => /x/g, accepts: ['options', 'any'] },
-  { name: 'a Float64Array', make: () => new Float64Array([1, 2]), accepts: ['options', 'any'] },
-  { name: 'a Uint16Array', make: () => new Uint16Array([1]), accepts: ['options', 'any'] },
+  { name: 'a Float64Array', make: () => new Float64Array([1, 2]), accepts: ['options', 'any', 'idsIterable'] },
+  { name: 'a Uint16Array', make: () => new Uint16Array([1]), accepts: ['options', 'any', 'idsIterable'] },
   { name: 'an ArrayBuffer', make: () => new ArrayBuffer(2), accepts: ['options', 'any'] },
   { name: 'a revoked Proxy', make: () => revoked({}), accepts: ['any'] },
   { name: 'a revoked Proxy of an array', make: () => revoked([1]), accepts: ['any'] },
   { name: 'a boxed number', make: () => Object(1), accepts: ['options', 'any'] },
   { name: 'a class instance', make: () => new Point(), accepts: ['options', 'any'] },
-  { name: 'an Array subclass', make: () => Tuple.from([1, 2]), accepts: ['key', 'keys', 'ids', 'options', 'any'] },
+  { name: 'an Array subclass', make: () => Tuple.from([1, 2]), accepts: ['key', 'keys', 'ids', 'idsIterable', 'options', 'any'] },
   { name: 'an array whose element changes on every read', make: countingArray, accepts: ['key', 'keys', 'json', 'options', 'any'] },
   {
     name: 'a Proxy of an array whose element changes on every read',
@@ -136,11 +137,11 @@ export const HOSTILE = [
     accepts: ['key', 'keys', 'json', 'options', 'any']
   },
   { name: 'an object with toJSON', make: () => ({ a: 1, toJSON () { return { b: 2 } } }), accepts: ['options', 'any'] },
-  { name: 'an array with toJSON', make: () => Object.assign([1], { toJSON () { return 'x' } }), accepts: ['key', 'keys', 'ids', 'options', 'any'] },
+  { name: 'an array with toJSON', make: () => Object.assign([1], { toJSON () { return 'x' } }), accepts: ['key', 'keys', 'ids', 'idsIterable', 'options', 'any'] },
   { name: 'a thenable that never settles', make: () => ({ then () {} }), accepts: ['options', 'any'] },
   { name: 'an object with a symbol key', make: () => ({ a: 1, [Symbol('s')]: 2 }), accepts: ['options', 'any'] },
   { name: 'an object with a non-enumerable property', make: () => Object.defineProperty({ a: 1 }, 'b', { value: 2 }), accepts: ['options', 'any'] },
-  { name: 'an array with an extra property', make: () => Object.assign([1], { extra: true }), accepts: ['key', 'keys', 'ids', 'options', 'any'] },
+  { name: 'an array with an extra property', make: () => Object.assign([1], { extra: true }), accepts: ['key', 'keys', 'ids', 'idsIterable', 'options', 'any'] },
   { name: 'a sparse array', make: () => [, 1], accepts: ['options', 'any'] }, // eslint-disable-line no-sparse-arrays
   { name: 'an array holding -0', make: () => [-0], accepts: ['key', 'keys', 'options', 'any'] },
   { name: 'an Error', make: () => new Error('hostile'), accepts: ['options', 'any'] },
