@@ -8,7 +8,7 @@
 // of one after the other on two cores. Each suite's output is printed whole
 // when it ends, so logs stay readable; the exit code is 1 if any failed.
 //
-// Usage: node scripts/run-tests.js [--jobs 2] [--serial]
+// Usage: node scripts/run-tests.js [--jobs 2] [--serial] [--suite-timeout 480]
 
 import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
@@ -17,10 +17,11 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false } } })
+const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '480' } } })
 const jobs = values.serial ? 1 : Number(values.jobs)
-if (!Number.isSafeInteger(jobs) || jobs < 1) {
-  console.error('run-tests: --jobs is a positive integer')
+const suiteTimeout = Number(values['suite-timeout'])
+if (!Number.isSafeInteger(jobs) || jobs < 1 || !(suiteTimeout > 0)) {
+  console.error('run-tests: --jobs is a positive integer, --suite-timeout a number of seconds')
   process.exit(2)
 }
 
@@ -35,31 +36,81 @@ for (const workspace of workspaces) {
   if (manifest.scripts && manifest.scripts.test) suites.push({ name: `${workspace}/`, command: 'npm', args: ['test', '-w', workspace] })
 }
 
+// Each suite runs in a process group of its own (so a hung one is killed
+// whole); an interrupted run takes its groups with it.
+/** @type {Set<number>} */
+const running = new Set()
+for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
+  process.on(signal, () => {
+    for (const pid of running) try { process.kill(-pid, 'SIGKILL') } catch {}
+    process.exit(130)
+  })
+}
+
 /** @param {{ name: string, command: string, args: string[] }} suite */
 function run (suite) {
   const started = Date.now()
   return new Promise(resolve => {
-    const child = spawn(suite.command, suite.args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(suite.command, suite.args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    running.add(/** @type {number} */ (child.pid))
     /** @type {Buffer[]} */
     const output = []
+    /** @type {Buffer[]} */
+    const errors = []
+    let timedOut = false
+    // A suite that stops making progress is killed with its children, so a
+    // hang is a failure with its output rather than a CI run that never ends.
+    const timer = setTimeout(() => {
+      timedOut = true
+      try { process.kill(-(/** @type {number} */ (child.pid)), 'SIGKILL') } catch {}
+    }, suiteTimeout * 1000)
     child.stdout.on('data', chunk => output.push(chunk))
-    child.stderr.on('data', chunk => output.push(chunk))
+    child.stderr.on('data', chunk => { output.push(chunk); errors.push(chunk) })
     child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      running.delete(/** @type {number} */ (child.pid))
       const seconds = ((Date.now() - started) / 1000).toFixed(0)
-      process.stdout.write(`\n=== ${suite.name}: ${code === 0 ? 'passed' : `FAILED (${signal || `exit ${code}`})`} in ${seconds} s ===\n`)
-      process.stdout.write(Buffer.concat(output))
-      resolve({ name: suite.name, ok: code === 0, seconds })
+      const ok = code === 0 && !timedOut
+      const why = timedOut ? `killed after ${suiteTimeout} s` : signal || `exit ${code}`
+      process.stdout.write(`\n=== ${suite.name}: ${ok ? 'passed' : `FAILED (${why})`} in ${seconds} s ===\n`)
+      const text = Buffer.concat(output).toString()
+      process.stdout.write(text)
+      resolve({ name: suite.name, ok, seconds, why, failures: ok ? '' : failures(text, Buffer.concat(errors).toString()) })
     })
   })
 }
 
+/**
+ * What a failed suite said about its failure, printed again after the
+ * summary, where a reader of the log's tail sees it: each `not ok` with the
+ * test it belongs to and its diagnostics, then the end of its stderr and of
+ * its output.
+ * @param {string} text @param {string} stderr
+ */
+function failures (text, stderr) {
+  const lines = text.split('\n')
+  /** @type {string[]} */
+  const picked = []
+  let heading = ''
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i].startsWith('# ')) heading = lines[i]
+    if (!lines[i].startsWith('not ok')) continue
+    if (heading) picked.push(heading)
+    picked.push(lines[i])
+    for (let j = i + 1; j < lines.length && /^\s/.test(lines[j]); j++) picked.push(lines[j])
+  }
+  const tail = (/** @type {string} */ s, /** @type {number} */ n) => s.trimEnd().split('\n').slice(-n).join('\n')
+  return [...picked.slice(0, 200), '--- end of stderr ---', tail(stderr, 30), '--- end of output ---', tail(text, 15)].join('\n')
+}
+
 const queue = suites.slice()
-/** @type {Array<{ name: string, ok: boolean, seconds: string }>} */
+/** @type {Array<{ name: string, ok: boolean, seconds: string, why: string, failures: string }>} */
 const results = []
 await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, async () => {
   while (queue.length > 0) results.push(await run(/** @type {any} */ (queue.shift())))
 }))
 
 console.log('\n=== summary ===')
-for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds} s)`)
+for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds} s${result.ok ? '' : `, ${result.why}`})`)
+for (const result of results.filter(result => !result.ok)) console.log(`\n=== why ${result.name} failed ===\n${result.failures}`)
 process.exit(results.every(result => result.ok) ? 0 : 1)
