@@ -25,7 +25,7 @@ import { open } from '../index.js'
 import { layout } from '../lib/names.js'
 import { declare, USER_INDEXES, CHAT_INDEXES, COUNTER_KEYS } from './fixtures/crash-worker.js'
 import { prng } from './util/prng.js'
-import { killCycle, readAckLog } from './util/worker.js'
+import { acknowledged, killCycle, readAckLog } from './util/worker.js'
 
 const WORKER = fileURLToPath(new URL('./fixtures/crash-worker.js', import.meta.url))
 const SEED = process.env.CRASH_SEED ? Number(process.env.CRASH_SEED) : Date.now() % 0x7fffffff
@@ -67,7 +67,8 @@ test('crash: SIGKILL during a random write workload, 25 times on one LevelDB dat
           }
           t.is(code, 'LEVELKIT_LOCKED', 'opening the location while the worker holds it fails with LEVELKIT_LOCKED')
         }
-        await sleep(50 + rand.int(350))
+        await acknowledged(logPath, 21)
+        await sleep(rand.int(350))
       })
       if (wrong) {
         t.fail(`cycle ${cycle}: ${wrong}`)

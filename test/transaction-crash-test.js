@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url'
 import { open } from '../index.js'
 import { declare, ACCOUNTS, INITIAL, ABORT } from './fixtures/transaction-crash-worker.js'
 import { prng } from './util/prng.js'
-import { killCycle, readAckLog } from './util/worker.js'
+import { acknowledged, killCycle, readAckLog } from './util/worker.js'
 
 const WORKER = fileURLToPath(new URL('./fixtures/transaction-crash-worker.js', import.meta.url))
 const SEED = process.env.CRASH_SEED ? Number(process.env.CRASH_SEED) : Date.now() % 0x7fffffff
@@ -59,7 +59,10 @@ test(`transactions: bank transfers killed with SIGKILL, ${CYCLES} times on one L
 
     for (let cycle = 0; cycle < CYCLES && !failed; cycle++) {
       const logPath = path.join(dir, `ack-${cycle}.log`)
-      const wrong = await killCycle(WORKER, [location, logPath, String(rand.int(0x7fffffff)), String(cycle)], () => sleep(150 + rand.int(600)))
+      const wrong = await killCycle(WORKER, [location, logPath, String(rand.int(0x7fffffff)), String(cycle)], async () => {
+        await acknowledged(logPath, 51)
+        await sleep(rand.int(600))
+      })
       if (wrong) {
         t.fail(`cycle ${cycle}: ${wrong}`)
         failed = true

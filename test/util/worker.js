@@ -97,6 +97,22 @@ export function readAckLog (logPath) {
 }
 
 /**
+ * The parent side: wait until the worker's ack log holds `count` acknowledged
+ * operations (or `ms` passed), so a kill comes after real work however slow
+ * the machine is rather than after a fixed time.
+ * @param {string} logPath @param {number} count @param {number} [ms]
+ * @returns {Promise<number>} how many were acknowledged
+ */
+export async function acknowledged (logPath, count, ms = 30000) {
+  const deadline = Date.now() + ms
+  while (true) {
+    const acks = readAckLog(logPath).filter(entry => entry.t === 'a').length
+    if (acks >= count || Date.now() >= deadline) return acks
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+}
+
+/**
  * Run a Node script to its end.
  * @param {string} file @param {string[]} args
  * @param {{ cwd?: string, execArgv?: string[] }} [options] its working directory, and Node options before the script
