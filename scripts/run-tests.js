@@ -8,7 +8,7 @@
 // of one after the other on two cores. Each suite's output is printed whole
 // when it ends, so logs stay readable; the exit code is 1 if any failed.
 //
-// Usage: node scripts/run-tests.js [--jobs 2] [--serial] [--suite-timeout 480]
+// Usage: node scripts/run-tests.js [--jobs 2] [--serial] [--suite-timeout 900]
 
 import { spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
@@ -17,7 +17,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '480' } } })
+const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '900' } } })
 const jobs = values.serial ? 1 : Number(values.jobs)
 const suiteTimeout = Number(values['suite-timeout'])
 if (!Number.isSafeInteger(jobs) || jobs < 1 || !(suiteTimeout > 0)) {

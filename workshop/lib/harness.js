@@ -10,6 +10,8 @@ import { freshSeed, createRandom, deriveSeed } from './random.js'
 const childFile = fileURLToPath(new URL('./child.js', import.meta.url))
 
 export const defaultTimeout = 10000
+// The reference solution's own limit, whatever --timeout the learner gave.
+const referenceTimeout = 60000
 
 /**
  * Run one module through the exercise's exec() in a child process.
@@ -120,7 +122,9 @@ export async function verifyFile ({ exercise, file, seed = freshSeed(), timeout 
   const cacheKey = `${exercise.id}:${seed}`
   let referenceRun = referenceCache && referenceCache.get(cacheKey)
   if (!referenceRun) {
-    referenceRun = runModule({ exercise, file: exercise.solutionFile, seed, timeout })
+    // The learner's --timeout is for their code: the reference, known to
+    // end, gets as long as a loaded machine needs.
+    referenceRun = runModule({ exercise, file: exercise.solutionFile, seed, timeout: Math.max(timeout, referenceTimeout) })
     if (referenceCache) referenceCache.set(cacheKey, referenceRun)
   }
   const [learner, reference] = await Promise.all([

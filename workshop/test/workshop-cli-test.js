@@ -160,7 +160,8 @@ test('workshop cli: every reference solution passes select + verify', async t =>
     for (let e = queue.shift(); e; e = queue.shift()) {
       const config = scratch(t)
       await workshop(config, ['select', String(e.number)])
-      const verify = await workshop(config, ['verify', e.solutionFile])
+      // The timeout is the machine's, not the solutions': a loaded CI machine took over 10 s once.
+      const verify = await workshop(config, ['verify', e.solutionFile, '--timeout', '60000'])
       t.is(verify.code, 0, `${e.id}: exit 0`)
       t.match(verify.stdout, /PASS: all \d+ checks passed/, `${e.id}: PASS`)
       t.match(verify.stdout, /The reference solution, for comparison/, `${e.id}: shows the reference solution`)
