@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import websocket from '@fastify/websocket'
 import { codes } from 'levelkit'
 import { runChatbot } from './chatbot.js'
+import { UNAVAILABLE } from './errors.js'
 
 const DEFAULTS = Object.freeze({
   // Bytes in one frame from a client: a larger one closes its socket with
@@ -625,11 +626,16 @@ async function livePlugin (fastify, options = {}) {
   /**
    * An error as a frame's `code` and `message`: the store's own (its codes
    * are stable, e.g. LEVELKIT_FORBIDDEN), ours, or INTERNAL for anything
-   * else (logged, not shown).
+   * else (logged, not shown). A database out of reach keeps its code with a
+   * message of ours (levelkit's names hosts), and is logged.
    * @param {unknown} err @returns {{ code: string, message: string }}
    */
   function describeError (err) {
     const { code, message } = /** @type {any} */ (err) || {}
+    if (typeof code === 'string' && Object.hasOwn(UNAVAILABLE, code)) {
+      app.log.error({ err }, 'live: the database is out of reach')
+      return { code, message: UNAVAILABLE[/** @type {keyof typeof UNAVAILABLE} */ (code)] }
+    }
     if (typeof code === 'string' && typeof message === 'string' && (code.startsWith('LEVELKIT_') || ownCodes.has(code))) return { code, message }
     app.log.error({ err }, 'live: unexpected error')
     return { code: 'INTERNAL', message: 'Internal error' }
