@@ -49,6 +49,7 @@ const TEXT = Object.freeze({ binary: false })
  * @property {Store} store the ChatStore, or a store with its methods
  * @property {import('./kv.js').Kv} kv the chatbot's key-value store
  * @property {(request: import('fastify').FastifyRequest) => Promise<{ userId: number, token: string } | null>} authenticate
+ * @property {(token: string) => Promise<number | null>} [sessionUser] the user of a session token, or null once it has ended: if decorated, each heartbeat checks the open sockets' sessions with it
  *
  * @typedef {Pick<import('levelkit/chat').ChatStore, 'checkChatMember' | 'getChat' | 'getChatMessages' | 'addChatMessage' | 'watch'>} Store
  * @typedef {import('levelkit/chat').Message} Message
@@ -133,6 +134,7 @@ async function livePlugin (fastify, options = {}) {
   /** @type {WeakMap<import('fastify').FastifyRequest, { userId: number, token: string }>} */
   const sessions = new WeakMap()
   let closing = false
+  let rechecking = false
   const heartbeat = settings.pingInterval > 0 ? setInterval(ping, settings.pingInterval).unref() : null
 
   await app.register(websocket, {
@@ -216,6 +218,34 @@ async function livePlugin (fastify, options = {}) {
       connection.alive = false
       connection.socket.ping()
     }
+    if (typeof app.sessionUser === 'function' && !rechecking) {
+      rechecking = true
+      recheckSessions(app.sessionUser).finally(() => { rechecking = false })
+    }
+  }
+
+  /**
+   * A session can end elsewhere: signed out through another server on the
+   * same database (endSession() reaches this process's sockets only), or
+   * expired. Each heartbeat reads the session of the open sockets, once per
+   * token, and closes with 1008 those whose session has ended. A read that
+   * fails (the database out of reach) closes nothing: the next one decides.
+   * @param {(token: string) => Promise<number | null>} sessionUser
+   */
+  async function recheckSessions (sessionUser) {
+    /** @type {Map<string, Connection[]>} */
+    const byToken = new Map()
+    for (const connection of connections) {
+      if (connection.closing) continue
+      const same = byToken.get(connection.token)
+      if (same === undefined) byToken.set(connection.token, [connection])
+      else same.push(connection)
+    }
+    await Promise.all(Array.from(byToken, async ([token, sockets]) => {
+      const userId = await sessionUser(token).catch(() => undefined)
+      if (userId === undefined || userId === sockets[0].userId) return
+      for (const connection of sockets) closeConnection(connection, 1008, 'The session has ended')
+    }))
   }
 
   /** @param {import('ws').WebSocket} socket @param {{ userId: number, token: string }} session */
