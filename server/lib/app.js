@@ -31,9 +31,10 @@ const HOUR = 3600 * 1000
  */
 
 /**
- * Build the app: ready, not listening. Decorates `app.store`, `app.kv` and
- * `app.authenticate(request)`. `app.close()` closes WebSockets with 1001 and
- * lets requests in flight finish; the store's database stays open.
+ * Build the app: ready, not listening. Decorates `app.store`, `app.kv`,
+ * `app.authenticate(request)` and `app.sessionUser(token)`. `app.close()`
+ * closes WebSockets with 1001 and lets requests in flight finish; the
+ * store's database stays open.
  * @param {AppOptions} options
  */
 export async function buildApp (options) {
@@ -60,6 +61,9 @@ export async function buildApp (options) {
   app.decorate('store', store)
   app.decorate('kv', kv)
   app.decorate('authenticate', authenticator(store))
+  // For live.js's heartbeat: a session signed out through another process
+  // ends its sockets here too.
+  app.decorate('sessionUser', (/** @type {string} */ token) => store.getUserFromSession(token))
   app.decorateRequest('auth', null)
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(notFoundHandler)

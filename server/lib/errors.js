@@ -1,8 +1,9 @@
 // Every error leaves the server as { error: { code, message } } with a 4xx
 // status for anything a client can cause: levelkit's codes keep their name,
 // the server's own are UNAUTHORIZED, RATE_LIMITED, BAD_REQUEST,
-// PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE and NOT_FOUND. A 500 means a
-// bug, and says nothing more than that.
+// PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE and NOT_FOUND. A 503 means the
+// database is out of reach for now (closing, busy, or PostgreSQL down). A
+// 500 means a bug, and says nothing more than that.
 import http from 'node:http'
 
 /** HTTP status of each levelkit code a client's request can cause. */
@@ -17,6 +18,16 @@ export const LEVELKIT_STATUS = Object.freeze({
   LEVELKIT_CONFLICT: 409,
   LEVELKIT_NOT_OPEN: 503,
   LEVELKIT_LOCK_TIMEOUT: 503
+})
+
+/**
+ * levelkit's codes for a database that is out of reach (PostgreSQL down, or
+ * a connection lost mid-commit): 503, and a message of the server's, since
+ * levelkit's names hosts and addresses a client has no business knowing.
+ */
+export const UNAVAILABLE = Object.freeze({
+  LEVELKIT_BACKEND_UNAVAILABLE: 'The database is unavailable: try again',
+  LEVELKIT_COMMIT_UNKNOWN: 'The database became unavailable while this was being written: it may or may not have been'
 })
 
 /** Fastify's own client errors with a code of the server's instead of BAD_REQUEST. */
@@ -54,6 +65,9 @@ export function describeError (err) {
   const code = err && typeof err.code === 'string' ? err.code : undefined
   if (code !== undefined && Object.hasOwn(LEVELKIT_STATUS, code)) {
     return { statusCode: LEVELKIT_STATUS[/** @type {keyof typeof LEVELKIT_STATUS} */ (code)], code, message: err.message }
+  }
+  if (code !== undefined && Object.hasOwn(UNAVAILABLE, code)) {
+    return { statusCode: 503, code, message: UNAVAILABLE[/** @type {keyof typeof UNAVAILABLE} */ (code)] }
   }
   const status = err && err.statusCode
   if (Number.isInteger(status) && status >= 400 && status < 500) {

@@ -9,6 +9,8 @@ declare module 'fastify' {
     kv: any
     /** The session a request carries (cookie, bearer token, or ?token= on a WebSocket upgrade), or null. */
     authenticate (request: FastifyRequest): Promise<{ userId: number, token: string } | null>
+    /** The user of a session token, or null once it has ended (signed out, here or through another process, or expired). */
+    sessionUser?: (token: string) => Promise<number | null>
     /** The live WebSocket side (live.js). */
     live?: { endSession (token: string): void }
   }

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import websocket from '@fastify/websocket'
 import { codes } from 'levelkit'
 import { runChatbot } from './chatbot.js'
+import { UNAVAILABLE } from './errors.js'
 
 const DEFAULTS = Object.freeze({
   // Bytes in one frame from a client: a larger one closes its socket with
@@ -48,6 +49,7 @@ const TEXT = Object.freeze({ binary: false })
  * @property {Store} store the ChatStore, or a store with its methods
  * @property {import('./kv.js').Kv} kv the chatbot's key-value store
  * @property {(request: import('fastify').FastifyRequest) => Promise<{ userId: number, token: string } | null>} authenticate
+ * @property {(token: string) => Promise<number | null>} [sessionUser] the user of a session token, or null once it has ended: if decorated, each heartbeat checks the open sockets' sessions with it
  *
  * @typedef {Pick<import('levelkit/chat').ChatStore, 'checkChatMember' | 'getChat' | 'getChatMessages' | 'addChatMessage' | 'watch'>} Store
  * @typedef {import('levelkit/chat').Message} Message
@@ -132,6 +134,7 @@ async function livePlugin (fastify, options = {}) {
   /** @type {WeakMap<import('fastify').FastifyRequest, { userId: number, token: string }>} */
   const sessions = new WeakMap()
   let closing = false
+  let rechecking = false
   const heartbeat = settings.pingInterval > 0 ? setInterval(ping, settings.pingInterval).unref() : null
 
   await app.register(websocket, {
@@ -215,6 +218,34 @@ async function livePlugin (fastify, options = {}) {
       connection.alive = false
       connection.socket.ping()
     }
+    if (typeof app.sessionUser === 'function' && !rechecking) {
+      rechecking = true
+      recheckSessions(app.sessionUser).finally(() => { rechecking = false })
+    }
+  }
+
+  /**
+   * A session can end elsewhere: signed out through another server on the
+   * same database (endSession() reaches this process's sockets only), or
+   * expired. Each heartbeat reads the session of the open sockets, once per
+   * token, and closes with 1008 those whose session has ended. A read that
+   * fails (the database out of reach) closes nothing: the next one decides.
+   * @param {(token: string) => Promise<number | null>} sessionUser
+   */
+  async function recheckSessions (sessionUser) {
+    /** @type {Map<string, Connection[]>} */
+    const byToken = new Map()
+    for (const connection of connections) {
+      if (connection.closing) continue
+      const same = byToken.get(connection.token)
+      if (same === undefined) byToken.set(connection.token, [connection])
+      else same.push(connection)
+    }
+    await Promise.all(Array.from(byToken, async ([token, sockets]) => {
+      const userId = await sessionUser(token).catch(() => undefined)
+      if (userId === undefined || userId === sockets[0].userId) return
+      for (const connection of sockets) closeConnection(connection, 1008, 'The session has ended')
+    }))
   }
 
   /** @param {import('ws').WebSocket} socket @param {{ userId: number, token: string }} session */
@@ -625,11 +656,16 @@ async function livePlugin (fastify, options = {}) {
   /**
    * An error as a frame's `code` and `message`: the store's own (its codes
    * are stable, e.g. LEVELKIT_FORBIDDEN), ours, or INTERNAL for anything
-   * else (logged, not shown).
+   * else (logged, not shown). A database out of reach keeps its code with a
+   * message of ours (levelkit's names hosts), and is logged.
    * @param {unknown} err @returns {{ code: string, message: string }}
    */
   function describeError (err) {
     const { code, message } = /** @type {any} */ (err) || {}
+    if (typeof code === 'string' && Object.hasOwn(UNAVAILABLE, code)) {
+      app.log.error({ err }, 'live: the database is out of reach')
+      return { code, message: UNAVAILABLE[/** @type {keyof typeof UNAVAILABLE} */ (code)] }
+    }
     if (typeof code === 'string' && typeof message === 'string' && (code.startsWith('LEVELKIT_') || ownCodes.has(code))) return { code, message }
     app.log.error({ err }, 'live: unexpected error')
     return { code: 'INTERNAL', message: 'Internal error' }

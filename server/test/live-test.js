@@ -436,6 +436,21 @@ test('an unexpected error of the store is answered as INTERNAL, without its mess
   await server.close()
 })
 
+test('a database out of reach keeps its code, with a message that names no host, and is logged', async t => {
+  const unreachable = () => async () => { throw Object.assign(new Error('PostgreSQL could not read: connect ECONNREFUSED 10.1.2.3:5432'), { code: codes.BACKEND_UNAVAILABLE }) }
+  const server = await start({}, { getChat: unreachable })
+  /** @type {any[]} */
+  const logged = []
+  server.app.log.error = (/** @type {any} */ ...args) => { logged.push(args) }
+  const ann = await server.user('ann')
+  const chatId = await chatOf(server.store, [ann])
+  const client = await server.connect(ann.token)
+  t.same(await client.request({ type: 'active', chatId }), { type: 'error', code: codes.BACKEND_UNAVAILABLE, message: 'The database is unavailable: try again', request: 'active', chatId })
+  t.match(logged[0]?.[0]?.err?.message ?? '', /ECONNREFUSED 10\.1\.2\.3/, 'the error is logged')
+  await client.close()
+  await server.close()
+})
+
 test('frames are answered one at a time, in order; a client with too many waiting is not read meanwhile', async t => {
   // Each send waits for a timer first, as on a slow disk.
   const slowly = (/** @type {ChatStore} */ store) => (/** @type {any} */ message) => sleep(1).then(() => store.addChatMessage(message))
