@@ -98,7 +98,9 @@ const USAGE = `Usage: node bench/sorted-write.js [options]
   --out DIR              output folder (default bench/out)
   --db-dir DIR           where the LevelDB databases go (default the OS temp dir)
   --keep-db              keep the LevelDB databases
-  --y-scale S            auto | log | linear (default auto)`
+  --y-scale S            auto | log | linear (default auto)
+  --levelkit DIR         the levelkit tree the levelkit modes load (default: the one this script is in),
+                         e.g. a checkout of an earlier commit, to measure a change with the same script`
 
 /** @param {string} message @returns {never} */
 const fail = message => failWith('sorted-write', USAGE, message)
@@ -119,7 +121,8 @@ const args = parseCli('sorted-write', USAGE, {
   out: { type: 'string', default: path.join(here, 'out') },
   'db-dir': { type: 'string', default: os.tmpdir() },
   'keep-db': { type: 'boolean', default: false },
-  'y-scale': { type: 'string', default: 'auto' }
+  'y-scale': { type: 'string', default: 'auto' },
+  levelkit: { type: 'string' }
 })
 
 /** @template T @param {() => T} parse @returns {T} */
@@ -145,6 +148,10 @@ if (args.compression !== undefined) {
   if (!['true', 'false'].includes(args.compression)) fail('--compression is true or false')
   levelOptions.compression = args.compression === 'true'
 }
+
+// The levelkit the levelkit modes load: its index.js.
+const levelkitEntry = path.resolve(args.levelkit ?? path.join(here, '..'), 'index.js')
+if (!fs.existsSync(levelkitEntry)) fail(`--levelkit: no levelkit at ${path.dirname(levelkitEntry)} (no index.js)`)
 
 const versions = versionsOf(['classic-level', 'memory-level', 'abstract-level'])
 const machine = machineInfo()
@@ -188,7 +195,8 @@ function runOne (v, round) {
     location,
     keepDb: args['keep-db'],
     bare: v.bare,
-    label: `${nameOf(v)} #${round}`
+    label: `${nameOf(v)} #${round}`,
+    levelkitEntry
   }
   return runInChild(WORKER, config, `The run "${config.label}"`)
 }
@@ -198,6 +206,7 @@ const startedAt = new Date()
 console.log(`sorted-write: ${fmt(entries)} pre-sorted entries, ${runs} run(s) each of ${modes.join(', ')} on ${backends.join(', ')}`)
 console.log(`  batch size ${batchSize}, ${concurrency} in flight for put modes, classic-level options ${JSON.stringify(levelOptions)}`)
 console.log(`  ${machine.cpu}, ${machine.cores} cores, ${machine.platform}, node ${versions.node}, classic-level ${versions['classic-level']}, memory-level ${versions['memory-level']}, levelkit ${versions.levelkit}`)
+if (args.levelkit !== undefined) console.log(`  levelkit modes load ${path.dirname(levelkitEntry)}`)
 console.log(`  load average ${loadBefore.map(l => l.toFixed(2)).join(' ')}; output ${shown(outDir)}`)
 
 /** @type {Map<string, any[]>} results per variant key, in round order */
@@ -519,7 +528,7 @@ fs.writeFileSync(jsonPath, JSON.stringify({
   machine,
   versions,
   loadAverage: { before: loadBefore, after: loadAfter },
-  options: { entries, runs, modes, backends, batchSize, concurrency, levelOptions, overhead: args.overhead },
+  options: { entries, runs, modes, backends, batchSize, concurrency, levelOptions, overhead: args.overhead, levelkit: path.dirname(levelkitEntry) },
   csvColumns: ['elapsed_ms', 'avg_ns_per_write', 'window_ms'],
   order,
   summary,

@@ -26,6 +26,7 @@
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import { performance } from 'node:perf_hooks'
+import { pathToFileURL } from 'node:url'
 import { Progress } from './progress.js'
 import { serveOneRun } from './child-run.js'
 import { dirSize } from './seeds-common.js'
@@ -48,7 +49,8 @@ const HASH_LIMIT = 100000
  *   location: string,
  *   keepDb: boolean,
  *   bare: boolean,
- *   label: string
+ *   label: string,
+ *   levelkitEntry: string
  * }} Config
  */
 
@@ -220,8 +222,8 @@ async function openRaw (config, encodings) {
 /** @param {Config} config */
 async function openLevelkit (config) {
   // The levelkit of this tree (a worktree's own lib), whatever the
-  // `levelkit` package resolves to.
-  const { open } = await import('../../index.js')
+  // `levelkit` package resolves to, or the one --levelkit names.
+  const { open } = await import(pathToFileURL(config.levelkitEntry).href)
   const options = config.backend === 'leveldb'
     ? { backend: 'leveldb', location: config.location, ...config.levelOptions, createIfMissing: true, errorIfExists: true }
     : { backend: 'memory' }
