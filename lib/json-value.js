@@ -80,6 +80,29 @@ const PLAIN = 'only plain objects, arrays, strings, finite numbers, booleans and
 // third faster, and a bulk load tests every string of every record.
 const NEEDS_ESCAPE = /[^\x20\x21\x23-\x5b\x5d-\ud7ff\ue000-\uffff]/
 
+// The JSON of property names seen lately, each with the colon after it. The
+// records of a load share their few property names: one lookup each, where
+// writing one costs a test for characters to escape and a new string.
+/** @type {Map<string, string>} */
+const keyJsons = new Map()
+// Names up to this long are remembered, up to this many (then forgotten all
+// at once): at most about 100 KB, whatever the records' names.
+const KEY_JSON_LENGTH = 48
+const KEY_JSONS = 1024
+
+/** The JSON of a property name, and the colon after it. @param {string} key */
+function keyJson (key) {
+  let json = keyJsons.get(key)
+  if (json === undefined) {
+    json = (NEEDS_ESCAPE.test(key) ? JSON.stringify(key) : `"${key}"`) + ':'
+    if (key.length <= KEY_JSON_LENGTH) {
+      if (keyJsons.size >= KEY_JSONS) keyJsons.clear()
+      keyJsons.set(key, json)
+    }
+  }
+  return json
+}
+
 /**
  * A rejection on its way up: each level adds its key to `path` (innermost
  * first), so the happy path allocates nothing.
@@ -177,7 +200,7 @@ function serializeObject (object, depth, removed, copy) {
         if (removed !== undefined) removed.push(key)
         continue
       }
-      json += (json.length === 1 ? '' : ',') + (NEEDS_ESCAPE.test(key) ? JSON.stringify(key) : `"${key}"`) + ':' + serialize(item, depth + 1, undefined, copy)
+      json += (json.length === 1 ? '' : ',') + keyJson(key) + serialize(item, depth + 1, undefined, copy)
       if (target !== null) {
         const value = item !== null && typeof item === 'object' ? lastCopy : item
         // JSON.parse() makes "__proto__" an own property; assigning it would set the prototype.
