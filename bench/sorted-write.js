@@ -65,7 +65,7 @@
 //   [--compare] [--backend leveldb|memory] [--runs 1] [--batch-size 1000]
 //   [--concurrency 10] [--write-buffer-size 4M] [--cache-size 8M]
 //   [--compression true|false] [--max-open-files 1000] [--overhead] [--out bench/out]
-//   [--db-dir <tmpdir>] [--keep-db] [--y-scale auto|log|linear]
+//   [--db-dir <tmpdir>] [--keep-db] [--y-scale auto|log|linear] [--levelkit DIR]
 
 import os from 'node:os'
 import fs from 'node:fs'
