@@ -36,8 +36,14 @@
 //
 // Every run is a child process of its own (bench/lib/sorted-write-worker.js):
 // a fresh database, a fresh heap, its own peak RSS. With --runs K the
-// configurations take turns (rotated order) K times; we report medians, and
-// ratios against raw `batch` on the same backend computed per round.
+// configurations take turns K times (see roundOrder(): raw and levelkit's
+// modes back to back, in alternating order; the others rotated); we report
+// medians, and ratios against raw `batch` (levelkit's also against `raw`)
+// on the same backend computed run by run, each round's as soon as it ends:
+// of wall time, of CPU time (user + system, all threads) of the timed loop,
+// and of the main thread's CPU time in it (Linux), the JavaScript side
+// without LevelDB's compaction thread. On a shared machine the CPU ratios
+// are the steadier figures.
 // --overhead adds, for the raw modes, runs of a minimal inline loop with no
 // recording (alternating before/after the instrumented run): the script's
 // own overhead is the ratio of the two medians.
@@ -59,7 +65,7 @@
 //   [--compare] [--backend leveldb|memory] [--runs 1] [--batch-size 1000]
 //   [--concurrency 10] [--write-buffer-size 4M] [--cache-size 8M]
 //   [--compression true|false] [--max-open-files 1000] [--overhead] [--out bench/out]
-//   [--db-dir <tmpdir>] [--keep-db] [--y-scale auto|log|linear]
+//   [--db-dir <tmpdir>] [--keep-db] [--y-scale auto|log|linear] [--levelkit DIR]
 
 import os from 'node:os'
 import fs from 'node:fs'
@@ -92,7 +98,9 @@ const USAGE = `Usage: node bench/sorted-write.js [options]
   --out DIR              output folder (default bench/out)
   --db-dir DIR           where the LevelDB databases go (default the OS temp dir)
   --keep-db              keep the LevelDB databases
-  --y-scale S            auto | log | linear (default auto)`
+  --y-scale S            auto | log | linear (default auto)
+  --levelkit DIR         the levelkit tree the levelkit modes load (default: the one this script is in),
+                         e.g. a checkout of an earlier commit, to measure a change with the same script`
 
 /** @param {string} message @returns {never} */
 const fail = message => failWith('sorted-write', USAGE, message)
@@ -113,7 +121,8 @@ const args = parseCli('sorted-write', USAGE, {
   out: { type: 'string', default: path.join(here, 'out') },
   'db-dir': { type: 'string', default: os.tmpdir() },
   'keep-db': { type: 'boolean', default: false },
-  'y-scale': { type: 'string', default: 'auto' }
+  'y-scale': { type: 'string', default: 'auto' },
+  levelkit: { type: 'string' }
 })
 
 /** @template T @param {() => T} parse @returns {T} */
@@ -139,6 +148,10 @@ if (args.compression !== undefined) {
   if (!['true', 'false'].includes(args.compression)) fail('--compression is true or false')
   levelOptions.compression = args.compression === 'true'
 }
+
+// The levelkit the levelkit modes load: its index.js.
+const levelkitEntry = path.resolve(args.levelkit ?? path.join(here, '..'), 'index.js')
+if (!fs.existsSync(levelkitEntry)) fail(`--levelkit: no levelkit at ${path.dirname(levelkitEntry)} (no index.js)`)
 
 const versions = versionsOf(['classic-level', 'memory-level', 'abstract-level'])
 const machine = machineInfo()
@@ -182,7 +195,8 @@ function runOne (v, round) {
     location,
     keepDb: args['keep-db'],
     bare: v.bare,
-    label: `${nameOf(v)} #${round}`
+    label: `${nameOf(v)} #${round}`,
+    levelkitEntry
   }
   return runInChild(WORKER, config, `The run "${config.label}"`)
 }
@@ -192,6 +206,7 @@ const startedAt = new Date()
 console.log(`sorted-write: ${fmt(entries)} pre-sorted entries, ${runs} run(s) each of ${modes.join(', ')} on ${backends.join(', ')}`)
 console.log(`  batch size ${batchSize}, ${concurrency} in flight for put modes, classic-level options ${JSON.stringify(levelOptions)}`)
 console.log(`  ${machine.cpu}, ${machine.cores} cores, ${machine.platform}, node ${versions.node}, classic-level ${versions['classic-level']}, memory-level ${versions['memory-level']}, levelkit ${versions.levelkit}`)
+if (args.levelkit !== undefined) console.log(`  levelkit modes load ${path.dirname(levelkitEntry)}`)
 console.log(`  load average ${loadBefore.map(l => l.toFixed(2)).join(' ')}; output ${shown(outDir)}`)
 
 /** @type {Map<string, any[]>} results per variant key, in round order */
@@ -199,12 +214,41 @@ const results = new Map()
 /** @type {Array<{ round: number, key: string }>} */
 const order = []
 
+/**
+ * The configurations of one round, in the order they run. raw and levelkit's
+ * modes are compared run by run, so on each backend they run back to back,
+ * in alternating order (raw first in odd rounds, last in even ones): a
+ * change in the machine's load hits both sides of a ratio alike. The other
+ * configurations rotate from round to round, so none of them always runs
+ * first (cold caches) or right after the slowest; they run before the pairs
+ * in odd rounds and after them in even ones.
+ * @param {number} round from 1
+ * @returns {Variant[]}
+ */
+function roundOrder (round) {
+  const paired = (/** @type {Variant} */ v) => modes.includes('raw') && (v.mode === 'raw' || v.mode.startsWith('levelkit'))
+  const others = variants.filter(v => !paired(v))
+  const shift = others.length === 0 ? 0 : (round - 1) % others.length
+  const rotated = others.slice(shift).concat(others.slice(0, shift))
+  /** @type {Variant[]} */
+  const pairs = []
+  for (const backend of backends) {
+    const block = variants.filter(v => v.backend === backend && paired(v))
+    pairs.push(...(round % 2 === 1 ? block : block.reverse()))
+  }
+  return round % 2 === 1 ? rotated.concat(pairs) : pairs.concat(rotated)
+}
+
+/** @param {any} r a run's result: CPU time of its timed loop, all threads */
+const cpuOf = r => r.loopCpuMs
+/** @param {any} r a run's result: CPU time of its main thread in the timed loop (null off Linux) */
+const mainCpuOf = r => r.loopMainCpuMs
+
+/** @param {number | null} a @param {number | null} b */
+const ratioOf = (a, b) => a === null || b === null || !(b > 0) ? null : a / b
+
 for (let round = 1; round <= runs; round++) {
-  // Rotate the order of the configurations from round to round, so none of
-  // them always runs first (cold caches) or right after the slowest.
-  const shift = (round - 1) % variants.length
-  const rotated = variants.slice(shift).concat(variants.slice(0, shift))
-  for (const v of rotated) {
+  for (const v of roundOrder(round)) {
     const withBare = args.overhead && (v.mode === 'put' || v.mode === 'batch')
     const bare = { ...v, bare: true }
     // Bare before instrumented in even rounds, after in odd ones.
@@ -216,9 +260,17 @@ for (let round = 1; round <= runs; round++) {
       if (!list) results.set(key, (list = []))
       list.push({ ...result, round })
       order.push({ round, key })
-      console.log(`  #${round} ${nameOf(which).padEnd(28)} ${(result.totalMs / 1000).toFixed(3).padStart(9)} s  ${fmt(result.writesPerSec).padStart(10)} writes/s  peak RSS ${mb(result.peakRssBytes)}`)
+      const main = mainCpuOf(result) === null ? '' : `, main thread ${(mainCpuOf(result) / 1000).toFixed(3)} s`
+      console.log(`  #${round} ${nameOf(which).padEnd(28)} ${(result.totalMs / 1000).toFixed(3).padStart(9)} s  ${fmt(result.writesPerSec).padStart(10)} writes/s  peak RSS ${mb(result.peakRssBytes)}  CPU ${(cpuOf(result) / 1000).toFixed(3)} s${main}  load ${os.loadavg()[0].toFixed(2)}`)
       if (!which.bare) writeCsv(which, round, result)
     }
+  }
+  // This round's levelkit/raw ratios, as soon as it has them.
+  for (const v of variants) {
+    if (!v.mode.startsWith('levelkit')) continue
+    const a = results.get(keyOf(v))?.find(r => r.round === round)
+    const b = results.get(keyOf({ ...v, mode: 'raw' }))?.find(r => r.round === round)
+    if (a && b) console.log(`  #${round} ${`${v.mode}/raw ${v.backend}`.padEnd(28)} ${formatRatios(runRatios(a, b))}`)
   }
 }
 const loadAfter = os.loadavg()
@@ -258,7 +310,9 @@ function summarize (list) {
       peakRssFileBytes: r.peakRssFileBytes,
       heapUsedBytes: r.heapUsedBytes,
       cpuUserMs: r.cpuUserMs,
-      cpuSystemMs: r.cpuSystemMs
+      cpuSystemMs: r.cpuSystemMs,
+      loopCpuMs: r.loopCpuMs,
+      loopMainCpuMs: r.loopMainCpuMs
     }
   })
   const m = (/** @type {string} */ field) => median(perRun.map(r => /** @type {any} */ (r)[field]))
@@ -268,6 +322,8 @@ function summarize (list) {
     totalMsMin: min(perRun.map(r => r.totalMs)),
     totalMsMax: max(perRun.map(r => r.totalMs)),
     writesPerSec: m('writesPerSec'),
+    loopCpuMs: m('loopCpuMs'),
+    loopMainCpuMs: list[0].loopMainCpuMs === null ? null : m('loopMainCpuMs'),
     windowMsP50: m('windowMsP50'),
     windowMsP99: m('windowMsP99'),
     windowMsMax: m('windowMsMax'),
@@ -289,28 +345,56 @@ const summary = {}
 for (const [key, list] of results) summary[key] = summarize(list)
 
 /**
- * Median over rounds of time(a) / time(b), both from the same round; also
- * the ratio of the medians, and of the median CPU times (user + system, the
- * whole process): CPU time is less sensitive to other load on the machine.
+ * The ratios of run `a` to run `b`: wall time, CPU time of the timed loop
+ * (all threads: user + system) and CPU time of the main thread alone (the
+ * JavaScript side, without LevelDB's compaction thread; null off Linux).
+ * Wall time is what a user waits for, but on a shared machine it moves with
+ * the load; CPU time moves less.
+ * @param {any} a @param {any} b
+ * @returns {{ wall: number, cpu: number | null, mainCpu: number | null }}
+ */
+function runRatios (a, b) {
+  return { wall: a.totalMs / b.totalMs, cpu: ratioOf(cpuOf(a), cpuOf(b)), mainCpu: ratioOf(mainCpuOf(a), mainCpuOf(b)) }
+}
+
+/** @param {{ wall: number, cpu: number | null, mainCpu: number | null }} r */
+function formatRatios (r) {
+  const x = (/** @type {number | null} */ n) => n === null ? 'n/a' : `${n.toFixed(2)}×`
+  return `wall ${x(r.wall)}, CPU ${x(r.cpu)}, main-thread CPU ${x(r.mainCpu)}`
+}
+
+/**
+ * Ratios of `a` to `b` run by run (the runs of one round: back to back for
+ * raw and levelkit), and their medians: of wall time, of CPU time (all
+ * threads) and of main-thread CPU time. Also the ratio of the median wall
+ * times.
  * @param {string} a @param {string} b
  */
 function pairedRatio (a, b) {
   const ra = results.get(a)
   const rb = results.get(b)
   if (!ra || !rb) return null
-  const ratios = []
+  /** @type {Array<{ round: number, wall: number, cpu: number | null, mainCpu: number | null }>} */
+  const perRound = []
   for (const x of ra) {
     const y = rb.find(r => r.round === x.round)
-    if (y) ratios.push(x.totalMs / y.totalMs)
+    if (y) perRound.push({ round: x.round, ...runRatios(x, y) })
   }
-  const cpu = (/** @type {any} */ r) => r.cpuUserMs + r.cpuSystemMs
+  const spread = (/** @type {Array<number | null>} */ list) => {
+    if (list.some(n => n === null)) return null
+    const numbers = /** @type {number[]} */ (list)
+    return { median: median(numbers), min: min(numbers), max: max(numbers) }
+  }
+  const wall = /** @type {{ median: number, min: number, max: number }} */ (spread(perRound.map(r => r.wall)))
   return {
-    median: median(ratios),
-    min: min(ratios),
-    max: max(ratios),
-    perRound: ratios,
+    median: wall.median,
+    min: wall.min,
+    max: wall.max,
+    cpu: spread(perRound.map(r => r.cpu)),
+    mainCpu: spread(perRound.map(r => r.mainCpu)),
+    perRound,
     ofMedians: median(ra.map(r => r.totalMs)) / median(rb.map(r => r.totalMs)),
-    cpuOfMedians: median(ra.map(cpu)) / median(rb.map(cpu))
+    cpuOfMedians: median(ra.map(cpuOf)) / median(rb.map(cpuOf))
   }
 }
 
@@ -336,7 +420,7 @@ for (const v of variants) {
 
 // Print.
 
-const rows = [['mode', 'backend', 'runs', 'total s (median)', 'min..max s', 'writes/s', 'p50 ms/1000', 'p99 ms/1000', 'max ms/1000', 'close ms', 'db size', 'B/entry', 'peak RSS', 'anon', 'file']]
+const rows = [['mode', 'backend', 'runs', 'total s (median)', 'min..max s', 'CPU s', 'main CPU s', 'writes/s', 'p50 ms/1000', 'p99 ms/1000', 'max ms/1000', 'close ms', 'db size', 'B/entry', 'peak RSS', 'anon', 'file']]
 for (const [key, s] of Object.entries(summary)) {
   const [first] = /** @type {any[]} */ (results.get(key))
   rows.push([
@@ -345,6 +429,8 @@ for (const [key, s] of Object.entries(summary)) {
     String(s.runs),
     (s.totalMs / 1000).toFixed(3),
     `${(s.totalMsMin / 1000).toFixed(2)}..${(s.totalMsMax / 1000).toFixed(2)}`,
+    (s.loopCpuMs / 1000).toFixed(3),
+    s.loopMainCpuMs === null ? 'n/a' : (s.loopMainCpuMs / 1000).toFixed(3),
     fmt(s.writesPerSec),
     first.bare ? '-' : s.windowMsP50.toFixed(3),
     first.bare ? '-' : s.windowMsP99.toFixed(3),
@@ -360,6 +446,7 @@ for (const [key, s] of Object.entries(summary)) {
 console.log()
 printTable(rows)
 console.log()
+console.log('  CPU s = CPU time (user + system, all threads) of the timed loop; main CPU s = its main thread\'s alone (Linux).')
 console.log('  ms/1000 = wall time of each window of 1000 writes (one batch in batch/levelkit); p50/p99/max over the windows of a run, median over runs.')
 console.log('  B/entry = stored key+value bytes of one entry. Peak RSS = the largest maxRSS of the run processes; anon / file =')
 console.log('  peaks of its anonymous (heaps, memtables, caches) and file-backed (node binary, mmap()ed table files) parts.')
@@ -375,9 +462,11 @@ for (const note of values) {
 }
 if (Object.keys(ratios).length > 0) {
   console.log()
-  console.log('Time ratios against batch (or raw) on the same backend (median of per-round ratios; > 1 = slower):')
+  console.log('Time ratios against batch (or raw) on the same backend, run by run (> 1 = slower): median (min..max over rounds)')
+  console.log('of wall time, of CPU time of the timed loop (all threads) and of its main thread\'s CPU time (the JavaScript side):')
+  const x = (/** @type {{ median: number, min: number, max: number } | null} */ r) => r === null ? 'n/a' : `${r.median.toFixed(2)}× (${r.min.toFixed(2)}..${r.max.toFixed(2)})`
   for (const [name, r] of Object.entries(ratios)) {
-    console.log(`  ${name.padEnd(28)} ${r.median.toFixed(2)}×  (${r.min.toFixed(2)}..${r.max.toFixed(2)} over ${r.perRound.length} round(s)); CPU time (user + system) ${r.cpuOfMedians.toFixed(2)}× between medians`)
+    console.log(`  ${name.padEnd(28)} wall ${x(r)}, CPU ${x(r.cpu)}, main-thread CPU ${x(r.mainCpu)}; ${r.perRound.length} round(s)`)
   }
 }
 // raw and levelkit's modes must have written the same database.
@@ -439,7 +528,7 @@ fs.writeFileSync(jsonPath, JSON.stringify({
   machine,
   versions,
   loadAverage: { before: loadBefore, after: loadAfter },
-  options: { entries, runs, modes, backends, batchSize, concurrency, levelOptions, overhead: args.overhead },
+  options: { entries, runs, modes, backends, batchSize, concurrency, levelOptions, overhead: args.overhead, levelkit: path.dirname(levelkitEntry) },
   csvColumns: ['elapsed_ms', 'avg_ns_per_write', 'window_ms'],
   order,
   summary,

@@ -538,8 +538,14 @@ export class Collection extends ModelHandle {
       const model = modelOf(this)
       const size = batchSizeOf(options, 'collection.insertMany()')
       let n = 0
+      // Function ids: the copy is handed to the id function frozen (see
+      // insertMany() of the model), frozen here as it is made.
+      const freeze = !model.sequential
       return loadInBatches(this, records, size, `The records passed to insertMany() of "${model.name}"`,
-        items => items.map(record => recordJsonWithCopy(record, `Record ${n++} passed to insertMany() of "${model.name}"`)),
+        items => items.map(record => {
+          const at = n++
+          return recordJsonWithCopy(record, () => `Record ${at} passed to insertMany() of "${model.name}"`, freeze)
+        }),
         (scope, pairs) => model.insertMany(scope, pairs))
     })
   }
@@ -1000,15 +1006,26 @@ function withIdJson (json, id) {
 
 /**
  * The JSON of a record, read once, and a copy of the record as JSON.parse()
- * would make it.
- * @param {unknown} record @param {string} what
+ * would make it (frozen all the way down with `freeze`).
+ * @param {unknown} record @param {() => string} what made only for an error
+ * @param {boolean} freeze
  * @returns {[string, any]}
  */
-function recordJsonWithCopy (record, what) {
-  if (record === null || typeof record !== 'object' || readInput(what, () => Array.isArray(record))) {
-    throw invalid(`${what} must be a plain object, got ${describe(record)}`)
+function recordJsonWithCopy (record, what, freeze) {
+  let array = false
+  if (record !== null && typeof record === 'object') {
+    // What readInput() does, with no closure per record.
+    try {
+      array = Array.isArray(record)
+    } catch (err) {
+      if (isLevelkitError(err)) throw err
+      throw invalid(`${what()} could not be read: ${errorMessage(err)}`, { cause: err })
+    }
   }
-  return encodeJsonWithCopy(record, what)
+  if (record === null || typeof record !== 'object' || array) {
+    throw invalid(`${what()} must be a plain object, got ${describe(record)}`)
+  }
+  return encodeJsonWithCopy(record, what, freeze)
 }
 
 /**

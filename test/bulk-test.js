@@ -575,3 +575,98 @@ test('insertMany checks unique values against writes decided and not yet written
   t.ok((await db.check()).ok)
   await db.close()
 })
+
+test('encodeJson writes every UTF-16 code unit, alone and with a neighbour, as JSON.stringify does', t => {
+  // The check for characters to escape decides between writing a string as
+  // it is and JSON.stringify(): one wrong character class is wrong JSON.
+  let wrong = 0
+  for (let unit = 0; unit <= 0xffff; unit++) {
+    const c = String.fromCharCode(unit)
+    for (const s of [c, `a${c}`, `${c}\udc00`, `\ud83d${c}`]) {
+      if (encodeJson(s, 'v') !== JSON.stringify(s) || encodeJsonWithCopy({ s }, 'v')[0] !== JSON.stringify({ s })) wrong++
+    }
+  }
+  t.is(wrong, 0, 'all 65,536 code units, lone and paired surrogates among them')
+  t.end()
+})
+
+test('encodeJsonWithCopy with freeze: the copy is frozen all the way down; the message of a refusal is made only for it', t => {
+  const [json, copy] = encodeJsonWithCopy({ a: { b: [1, { c: 'x' }] }, d: 2 }, 'v', true)
+  t.is(json, '{"a":{"b":[1,{"c":"x"}]},"d":2}')
+  t.ok(Object.isFrozen(copy) && Object.isFrozen(copy.a) && Object.isFrozen(copy.a.b) && Object.isFrozen(copy.a.b[1]), 'every level frozen')
+  const [, unfrozen] = encodeJsonWithCopy({ a: { b: [] } }, 'v')
+  t.ok(!Object.isFrozen(unfrozen) && !Object.isFrozen(unfrozen.a) && !Object.isFrozen(unfrozen.a.b), 'not frozen without freeze')
+  let made = 0
+  const what = () => { made++; return 'Record 7' }
+  encodeJsonWithCopy({ a: 1 }, what, true)
+  t.is(made, 0, 'no message for a value that is stored')
+  let err = null
+  try { encodeJsonWithCopy({ a: { b: NaN } }, what, true) } catch (e) { err = e }
+  t.is(err && err.code, 'LEVELKIT_INVALID')
+  t.match(err && err.message, /^Record 7 has a non-finite number \(NaN\) at a\.b/, 'the message, made for the refusal')
+  t.end()
+})
+
+test('insertMany and putMany refuse values JSON would change, and ids a key cannot hold: LEVELKIT_INVALID, nothing of the batch written', async t => {
+  const db = await open({ backend: 'memory' })
+  const users = db.collection('users')
+  const entries = db.collection('entries', { id: e => e.key })
+  // Each made on top of the record's other properties (its key, for function ids).
+  const bad = [
+    ['NaN', (/** @type {object} */ base) => ({ ...base, a: NaN }), 'a'],
+    ['-0', (/** @type {object} */ base) => ({ ...base, a: { b: -0 } }), 'a.b'],
+    ['Infinity in an array', (/** @type {object} */ base) => ({ ...base, a: [1, Infinity] }), 'a[1]'],
+    ['a Date', (/** @type {object} */ base) => ({ ...base, when: new Date(0) }), 'when'],
+    ['a toJSON', (/** @type {object} */ base) => ({ ...base, a: { toJSON: () => 1 } }), 'a'],
+    ['a hole', (/** @type {object} */ base) => ({ ...base, a: [1, , 2] }), 'a[1]'], // eslint-disable-line no-sparse-arrays
+    ['a symbol-keyed property', (/** @type {object} */ base) => ({ ...base, a: { [Symbol('s')]: 1 } }), 'a'],
+    ['a bigint', (/** @type {object} */ base) => ({ ...base, a: 1n }), 'a'],
+    ['a getter that throws', (/** @type {object} */ base) => Object.defineProperty({ ...base }, 'a', { get () { throw new Error('no') }, enumerable: true }), 'a']
+  ]
+  for (const [what, make, where] of /** @type {Array<[string, (base: object) => any, string]>} */ (bad)) {
+    for (const [call, run] of /** @type {Array<[string, () => Promise<unknown>]>} */ ([
+      ['insertMany() (sequence)', () => users.insertMany([{ n: 1 }, make({}), { n: 3 }], { batchSize: 2 })],
+      ['insertMany() (function ids)', () => entries.insertMany([{ key: 'k1' }, make({ key: 'k2' }), { key: 'k3' }], { batchSize: 2 })],
+      ['putMany()', () => users.putMany([[1, { n: 1 }], [2, make({})], [3, { n: 3 }]], { batchSize: 2 })]
+    ])) {
+      const err = await rejection(run())
+      t.is(err && err.code, 'LEVELKIT_INVALID', `${call} refuses ${what}`)
+      t.is(err && err.written, 0, 'nothing written')
+      if (err && !err.message.includes(` at ${where}`)) t.fail(`${call}: the message names ${where}: ${err.message}`)
+      if (err && !/\b(Record|entry) 1 passed to (insertMany|putMany)\(\)/.test(err.message)) t.fail(`${call}: the message names the record: ${err.message}`)
+    }
+  }
+  for (const key of ['\ud800', 'a\udc00b', ['x', '\udfff']]) {
+    const err = await rejection(entries.insertMany([{ key: 'ok' }, { key }]))
+    t.is(err && err.code, 'LEVELKIT_INVALID', `an id with a lone surrogate: ${JSON.stringify(key)}`)
+    t.match(err && err.message, /lone surrogate/)
+    t.is(err && err.written, 0)
+  }
+  t.is(await users.count(), 0, 'nothing stored')
+  t.is(await entries.count(), 0, 'nothing stored')
+  // A lone surrogate inside a value is JSON (escaped), stored and read back as it was.
+  t.is(await entries.insertMany([{ key: 'lone', text: 'a\ud800b' }]), 1)
+  t.is((await entries.get('lone')).text, 'a\ud800b')
+  t.ok((await db.check()).ok)
+  await db.close()
+})
+
+test('insertMany with function ids: the id function gets a copy frozen all the way down, read once', async t => {
+  const db = await open({ backend: 'memory' })
+  let reads = 0
+  const record = Object.defineProperty({ key: 'a', nested: { list: [1] } }, 'flaky', { get: () => reads++ === 0 ? 1 : NaN, enumerable: true })
+  /** @type {any[]} */
+  const seen = []
+  const entries = db.collection('entries', {
+    id: (/** @type {any} */ e) => {
+      seen.push(Object.isFrozen(e) && Object.isFrozen(e.nested) && Object.isFrozen(e.nested.list))
+      try { e.nested.list.push(2) } catch {}
+      return e.key
+    }
+  })
+  t.is(await entries.insertMany([record]), 1)
+  t.same(seen[0], true, 'frozen at every level')
+  t.is(reads, 1, 'each property read once')
+  t.same(await entries.get('a'), { key: 'a', nested: { list: [1] }, flaky: 1 }, 'what was read and checked is stored')
+  await db.close()
+})

@@ -26,6 +26,7 @@
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import { performance } from 'node:perf_hooks'
+import { pathToFileURL } from 'node:url'
 import { Progress } from './progress.js'
 import { serveOneRun } from './child-run.js'
 import { dirSize } from './seeds-common.js'
@@ -48,7 +49,8 @@ const HASH_LIMIT = 100000
  *   location: string,
  *   keepDb: boolean,
  *   bare: boolean,
- *   label: string
+ *   label: string,
+ *   levelkitEntry: string
  * }} Config
  */
 
@@ -220,8 +222,8 @@ async function openRaw (config, encodings) {
 /** @param {Config} config */
 async function openLevelkit (config) {
   // The levelkit of this tree (a worktree's own lib), whatever the
-  // `levelkit` package resolves to.
-  const { open } = await import('../../index.js')
+  // `levelkit` package resolves to, or the one --levelkit names.
+  const { open } = await import(pathToFileURL(config.levelkitEntry).href)
   const options = config.backend === 'leveldb'
     ? { backend: 'leveldb', location: config.location, ...config.levelOptions, createIfMissing: true, errorIfExists: true }
     : { backend: 'memory' }
@@ -264,6 +266,40 @@ class MemorySampler {
   }
 }
 
+/**
+ * CPU time of this process's main thread so far, in ms (Linux: from
+ * /proc/self/task/<pid>/stat), or null elsewhere. Unlike process.cpuUsage()
+ * it leaves out LevelDB's compaction thread and libuv's thread pool, which
+ * raw and levelkit share: it is the JavaScript side's own cost.
+ */
+function mainThreadCpuMs () {
+  const file = `/proc/self/task/${process.pid}/stat`
+  if (!fs.existsSync(file)) return null
+  const stat = fs.readFileSync(file, 'utf8')
+  // After the command name (which may hold spaces), in parentheses: field 3
+  // (state) onwards; utime and stime are fields 14 and 15, in clock ticks.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 1000 / CLOCK_TICKS
+}
+
+// Clock ticks per second of /proc's CPU times (USER_HZ): 100 on every Linux
+// architecture Node runs on.
+const CLOCK_TICKS = 100
+
+/** The CPU time of the timed loop: process (all threads) and main thread. */
+class CpuMeter {
+  constructor () {
+    this.process = process.cpuUsage()
+    this.main = mainThreadCpuMs()
+  }
+
+  stop () {
+    const { user, system } = process.cpuUsage(this.process)
+    const main = mainThreadCpuMs()
+    return { loopCpuMs: (user + system) / 1000, loopMainCpuMs: main === null || this.main === null ? null : main - this.main }
+  }
+}
+
 /** @param {Config} config */
 export async function run (config) {
   const { mode, entries: n } = config
@@ -282,6 +318,7 @@ export async function run (config) {
 
   let totalMs
   let valueNote
+  const cpu = new CpuMeter()
   if (mode === 'batch') {
     valueNote = 'the same 256 random bytes (a Buffer) for every entry'
     totalMs = config.bare
@@ -332,6 +369,7 @@ export async function run (config) {
       totalMs = await putLoop(n, config.concurrency, i => collection.insert({ key: keyOf(i), value }), rec, progress)
     }
   }
+  const { loopCpuMs, loopMainCpuMs } = cpu.stop()
   progress.done()
 
   const bytes = await entryBytes(level)
@@ -365,6 +403,8 @@ export async function run (config) {
     heapUsedBytes: process.memoryUsage().heapUsed,
     cpuUserMs: usage.userCPUTime / 1000,
     cpuSystemMs: usage.systemCPUTime / 1000,
+    loopCpuMs,
+    loopMainCpuMs,
     rows: {
       elapsedMs: Array.from(rec.elapsedMs.subarray(0, rec.count)),
       nsPerWrite: Array.from(rec.nsPerWrite.subarray(0, rec.count)),

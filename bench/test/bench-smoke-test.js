@@ -88,10 +88,35 @@ test('bench/sorted-write.js --compare --overhead with classic-level options', as
     t.same(summary.options.levelOptions, { writeBufferSize: 1 << 20, cacheSize: 1 << 20, compression: false }, 'classic-level options pass through')
     t.same(Object.keys(summary.ratiosAgainstBatch).sort(), ['levelkit/batch leveldb', 'levelkit/raw leveldb', 'put/batch leveldb', 'raw/batch leveldb'])
     t.same(Object.keys(summary.overhead).sort(), ['batch leveldb', 'put leveldb'])
+    t.match(stdout, /#1 levelkit\/raw leveldb +wall \d+\.\d\d×, CPU \d+\.\d\d×, main-thread CPU (\d+\.\d\d×|n\/a)/, 'each round prints its levelkit/raw ratios')
+    const paired = summary.ratiosAgainstBatch['levelkit/raw leveldb']
+    t.same(paired.perRound.map((/** @type {any} */ r) => r.round), [1, 2], 'ratios run by run')
+    t.ok(paired.perRound.every((/** @type {any} */ r) => r.wall > 0 && r.cpu > 0), 'of wall and CPU time')
+    t.ok(paired.cpu.median > 0 && paired.median > 0, 'and their medians')
+    // raw and levelkit back to back, in alternating order.
+    const pairs = summary.order.filter((/** @type {any} */ o) => o.key === 'raw-leveldb' || o.key === 'levelkit-leveldb').map((/** @type {any} */ o) => o.key)
+    t.same(pairs, ['raw-leveldb', 'levelkit-leveldb', 'levelkit-leveldb', 'raw-leveldb'], 'raw and levelkit alternate which goes first')
+    const at = summary.order.map((/** @type {any} */ o) => `${o.round} ${o.key}`)
+    for (const round of [1, 2]) t.is(Math.abs(at.indexOf(`${round} raw-leveldb`) - at.indexOf(`${round} levelkit-leveldb`)), 1, `round ${round}: back to back`)
     for (const mode of ['put', 'batch', 'raw', 'levelkit']) {
       for (const round of [1, 2]) checkCsv(t, join(dir, `${mode}-leveldb-run${round}.csv`), ENTRIES)
     }
     checkSvg(t, join(dir, 'sorted-write.svg'), 8)
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
+
+test('bench/sorted-write.js --levelkit: the levelkit modes load the tree it names', async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-smoke-'))
+  try {
+    const tree = fileURLToPath(new URL('../..', import.meta.url))
+    const { code, stdout, stderr } = await run(['--entries', String(ENTRIES), '--mode', 'raw,levelkit', '--levelkit', tree, '--out', out, '--db-dir', out])
+    t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
+    t.match(stdout, /levelkit modes load /, 'says which levelkit it measures')
+    const missing = await run(['--entries', String(ENTRIES), '--mode', 'levelkit', '--levelkit', join(out, 'nowhere'), '--out', out])
+    t.is(missing.code, 2, 'exit 2 for a folder with no levelkit')
+    t.match(missing.stderr, /--levelkit: no levelkit at/)
   } finally {
     rmSync(out, { recursive: true, force: true })
   }
