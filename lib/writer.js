@@ -148,6 +148,15 @@ export class Writer {
   }
 
   /**
+   * On IndexedDB with a leased cross-tab lock: keep up to `bytes` of values
+   * read and written while this tab holds the lock (lib/idb-direct.js).
+   * @param {number} bytes
+   */
+  leaseCache (bytes) {
+    if (this.idb !== null && this.#crossTab?.leased === true) this.idb.useCache(bytes)
+  }
+
+  /**
    * Resolves once this writer hears of every batch the other writers
    * commit, and knows the generation from which it does (where the lock
    * can tell: PostgreSQL): a transaction that begins after it need not
@@ -451,6 +460,8 @@ export class Writer {
       this.#releaseCrossTab()
       throw err
     }
+    // Nobody else writes until it is let go, and what others wrote before is forgotten.
+    this.idb?.lease(true)
   }
 
   /**
@@ -471,6 +482,7 @@ export class Writer {
       // Notifications are sent as batches commit, and may still be on their way.
       if (!known && mine !== null && stored > mine && lock.catchUp) known = await lock.catchUp() && this.#heardAll(mine, stored)
       if (!known) {
+        this.idb?.clearCache()
         for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
         for (const namespace of namespacesOf(this.#root)) namespace.clearReadCaches()
         // (On IndexedDB, transactions compare the values they read instead.)
@@ -564,6 +576,7 @@ export class Writer {
 
   #releaseCrossTab () {
     const release = this.#crossTabRelease
+    this.idb?.lease(false)
     if (release) {
       this.#crossTabRelease = null
       release()
@@ -615,9 +628,10 @@ export class Writer {
           // model-overhead, "What changed, and why").
           // One flush serves every write of the group: durable writes under
           // concurrency cost little more than relaxed ones.
+          const direct = !chained && this.#direct()
           if (chained) {
             await this.#writeChained(group.ops, sync)
-          } else if (this.#direct()) {
+          } else if (direct) {
             await /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb).write(lastOpPerKey(group.ops), sync)
           } else if (sync) {
             const ops = batchOps(group.ops)
@@ -627,6 +641,8 @@ export class Writer {
           } else {
             await this.#root.batch(batchOps(group.ops))
           }
+          // Written past the direct layer: its lease cache learns of it here.
+          if (!direct) this.idb?.landed(lastOpPerKey(group.ops))
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.written(op)
           if (wholes !== null) for (const namespace of wholes) namespace.wholeWritten()
           this.#forget(group)
@@ -758,6 +774,7 @@ export class Writer {
     this.#overlay.clear()
     this.#unindexed.length = 0
     // Cached values may come from the failed groups.
+    this.idb?.clearCache()
     for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
   }
 
@@ -819,6 +836,8 @@ export class Writer {
     const ops = []
     if (known) {
       for (const { prefix, type, key } of remote) {
+        // By its id (Namespace#keyId()): a namespace not declared here may still have been read.
+        if (!counted) this.idb?.forget(prefix + bytesToBinaryString(key))
         const namespace = namespaceByPrefix(this.#root, prefix)
         if (!namespace) continue
         ops.push({ type, key, namespace, sublevel: namespace.sublevel })
