@@ -248,19 +248,20 @@ export class IdbDirect {
    * critical section's reads then share it), else in a new one.
    * @param {Array<import('./write-scope.js').Op | null>} ops
    * @param {boolean} strict with 'strict' durability (flushed before complete)
+   * @param {boolean} [last] no critical section is waiting: nothing will join the transaction, which is committed at once
    * @returns {Promise<void>}
    */
-  write (ops, strict) {
+  write (ops, strict, last = false) {
     // Never throws: the write path's flush must stay asynchronous.
     try {
-      return this.#writeNow(ops, strict)
+      return this.#writeNow(ops, strict, last)
     } catch (err) {
       return Promise.reject(err)
     }
   }
 
-  /** @param {Array<import('./write-scope.js').Op | null>} ops @param {boolean} strict @returns {Promise<void>} */
-  #writeNow (ops, strict) {
+  /** @param {Array<import('./write-scope.js').Op | null>} ops @param {boolean} strict @param {boolean} last @returns {Promise<void>} */
+  #writeNow (ops, strict, last) {
     let slot = this.#slot(true, strict, true)
     let made = 0
     /** @type {(store: IDBObjectStore) => void} */
@@ -292,6 +293,13 @@ export class IdbDirect {
     slot.sealed = true
     slot.since = performance.now()
     const { transaction } = slot
+    // With nothing to join it, commit now, as Dexie does: else IndexedDB
+    // commits once every request's answer came back to this thread and
+    // none was made in its callbacks, a round trip later.
+    if (last && typeof transaction.commit === 'function') {
+      transaction.commit()
+      slot.done = true
+    }
     const written = new Promise((resolve, reject) => {
       transaction.addEventListener('complete', () => {
         // Before the batch's writes resolve: a read after them finds it.

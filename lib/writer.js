@@ -617,7 +617,10 @@ export class Writer {
         const group = this.#group
         this.#group = null
         const sync = group.sync || this.durable
-        const chained = group.bulk && !(sync && this.strict !== null) && this.#plainRoot()
+        // On IndexedDB a bulk load's batch goes the direct way too: in the
+        // transaction its reads were made in, one transaction per batch.
+        const direct = this.#direct()
+        const chained = !direct && group.bulk && !(sync && this.strict !== null) && this.#plainRoot()
         /** @type {import('./namespace.js').Namespace[] | null} a bulk group's namespaces whose caches wait for it whole (Namespace#writing()) */
         const wholes = chained ? [] : null
         try {
@@ -628,11 +631,11 @@ export class Writer {
           // model-overhead, "What changed, and why").
           // One flush serves every write of the group: durable writes under
           // concurrency cost little more than relaxed ones.
-          const direct = !chained && this.#direct()
           if (chained) {
             await this.#writeChained(group.ops, sync)
           } else if (direct) {
-            await /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb).write(lastOpPerKey(group.ops), sync)
+            // With no critical section waiting, none will read in its transaction.
+            await /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb).write(lastOpPerKey(group.ops), sync, this.#waiting.length === 0)
           } else if (sync) {
             const ops = batchOps(group.ops)
             /** @type {any} classic-level's option; others ignore it */
