@@ -576,8 +576,8 @@ export class Writer {
 
   #releaseCrossTab () {
     const release = this.#crossTabRelease
-    this.idb?.lease(false)
     if (release) {
+      this.idb?.lease(false)
       this.#crossTabRelease = null
       release()
     }
