@@ -206,6 +206,42 @@ export class IdbDirect {
    * @returns {Promise<[Array<[Uint8Array, any]>, any[]]>}
    */
   entriesWith (namespace, bounds, options, keys, write) {
+    if (this.#held && this.#cache !== null && keys.length > 0) {
+      // The values the lease cache holds need no request (a chat's record
+      // beside its last messages); the others are read beside the entries.
+      const values = new Array(keys.length)
+      /** @type {Array<[import('./namespace.js').Namespace, Uint8Array]>} */
+      const missed = []
+      /** @type {number[]} */
+      const at = []
+      for (let i = 0; i < keys.length; i++) {
+        const [other, key] = keys[i]
+        const hit = this.#hit(other.keyId(key))
+        if (hit !== undefined) values[i] = decodeValue(hit[0], other)
+        else {
+          missed.push(keys[i])
+          at.push(i)
+        }
+      }
+      const read = this.#entriesWithNow(namespace, bounds, options, missed, write)
+      const found = this.#filling(read.then(([, found]) => found), missed.map(([other, key]) => other.keyId(key)))
+      return Promise.all([read, found]).then(([[entries], found]) => {
+        for (let k = 0; k < at.length; k++) values[at[k]] = found[k]
+        return /** @type {[Array<[Uint8Array, any]>, any[]]} */ ([entries, values])
+      })
+    }
+    return this.#entriesWithNow(namespace, bounds, options, keys, write)
+  }
+
+  /**
+   * entriesWith() with every value read.
+   * @param {import('./namespace.js').Namespace} namespace @param {Bounds} bounds
+   * @param {{ values?: boolean, reverse?: boolean, limit?: number }} options
+   * @param {Array<[import('./namespace.js').Namespace, Uint8Array]>} keys
+   * @param {Mode} write
+   * @returns {Promise<[Array<[Uint8Array, any]>, any[]]>}
+   */
+  #entriesWithNow (namespace, bounds, options, keys, write) {
     const range = this.#range(namespace, bounds)
     const stored = keys.map(([other, key]) => this.#prefixed(other, key))
     return this.#retrying(write, store => Promise.all([
