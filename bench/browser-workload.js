@@ -13,7 +13,8 @@
 // could not tell the sides apart. Each page makes the data set from --seed
 // (--users, --chats of --members, --messages spread over the chats) and
 // bulk-loads it (levelkit: a db.write() per --chunk records doing what
-// ChatStore's methods do; Dexie: a bulkAdd() per --chunk), which side first
+// ChatStore's methods do, with users.insertMany() and messages.appendMany()
+// per chat; Dexie: a bulkAdd() per --chunk), which side first
 // alternating per run; then the sides answer the same sample of reads,
 // which must agree.
 //
@@ -371,7 +372,7 @@ console.log()
 console.log(`  Medians over ${opts.runs} run(s). levelkit/Dexie: the ratio of ops/s within each run, then the median (> 1: levelkit faster);`)
 console.log('  slice check: the ratio of median slice rates. IDB tx/op: IndexedDB transactions per operation (readwrite ones in brackets);')
 console.log('  requests/op: IDBObjectStore/IDBIndex requests plus cursor steps; locks/op: navigator.locks.request() per operation.')
-console.log(`  Bulk preload: levelkit a db.write() per ${fmt(opts.chunk)} records doing ChatStore's writes, Dexie a bulkAdd() per ${fmt(opts.chunk)}; the ratio is Dexie's time / levelkit's;`)
+console.log(`  Bulk preload: levelkit a db.write() per ${fmt(opts.chunk)} records doing ChatStore's writes (users.insertMany(), messages.appendMany() per chat), Dexie a bulkAdd() per ${fmt(opts.chunk)}; the ratio is Dexie's time / levelkit's;`)
 console.log(`  levelkit ${secs(preload.levelkit.byTable)}; Dexie ${secs(preload.dexie.byTable)}. Counts of the preload are totals, not per operation.`)
 console.log('  stored: navigator.storage.estimate().usage of the side\'s origin after its preload minus before (on disk, so it depends on when the')
 console.log('  backing store last compacted: min..max over runs, levelkit then Dexie).')

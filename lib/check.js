@@ -39,6 +39,9 @@ export async function checkDatabase (db, options) {
   // so an index that becomes ready meanwhile is left out, never checked
   // against a snapshot from before its last batch.
   const unbuilt = unbuiltIndexes(db)
+  // What it looks for was written behind levelkit's back: on IndexedDB,
+  // read it from the database, not from the values the lease cache keeps.
+  db.writer.idb?.clearCache()
 
   if (!repair) {
     if (!root.supports.explicitSnapshots) return db.writer.read(async () => report(await scan(db, undefined, new Set(unbuilt.keys())), new Set(), unbuilt))

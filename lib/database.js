@@ -58,6 +58,9 @@ export class Database {
     // Bounded in bytes too: values and lists can be large (a relation's
     // list, a block of children).
     if (this.readCache > 0) setReadCacheBudget(level, readCacheBytes, this.readCachePolicy)
+    // On IndexedDB, values are kept while this tab holds the leased cross-tab
+    // lock instead (lib/idb-direct.js): off where the caches are off.
+    if (!syncReads && readCacheBytes > 0 && readCache.size !== 0) this.writer.leaseCache(readCacheBytes)
     // Lets the root refer to the tuple encoding by name ('tuple').
     level.keyEncoding(tupleEncoding)
     /** What each index was declared with and how far it is built (lib/schema.js). */

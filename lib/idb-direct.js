@@ -1,4 +1,5 @@
 /* global IDBDatabase, IDBKeyRange */
+import { entrySize } from './read-cache.js'
 
 // A lower layer under the write path and the reads for a browser-level
 // database: the same object store, keys and values as browser-level writes
@@ -31,7 +32,21 @@
 const JOIN_MS = 8
 const READ_JOIN_MS = 50
 
+// The lease cache. While this tab holds the cross-tab write lock (leased:
+// kept while idle until another tab asks for it), no other tab writes the
+// database, so the values this tab reads or writes stay what is stored:
+// they are kept here and answer reads, inside the write path and out, with
+// no IndexedDB request. The write path says when it holds the lock, and
+// when it lost it or caught up after others wrote (lib/writer.js): what
+// another tab wrote meanwhile is dropped key by key as its messages tell,
+// or everything when this tab did not hear of all of it. A read that
+// missed fills its key only if the lock was held from its request to its
+// answer and no batch landed on that key meanwhile.
+
 const MAX_COUNT = 2 ** 32 - 1
+
+// An entry above this share of the lease cache's bytes is not kept.
+const LARGEST_SHARE = 16
 
 const textEncoder = new TextEncoder()
 const textDecoder = new TextDecoder()
@@ -72,6 +87,22 @@ export class IdbDirect {
   /** Write path transactions opened so far. */
   #writes = 0
 
+  /** @type {Map<string, any> | null} the lease cache, by key id, oldest use first; null: off */
+  #cache = null
+  /** estimated bytes of its entries */
+  #cacheBytes = 0
+  #cacheMax = 0
+  /** Whether the lease cache answers and fills: this tab holds the cross-tab lock and knows what is stored. */
+  #held = false
+  /** Moves each time the lease cache is cleared or the lock is taken or let go: a read of an older one fills nothing. */
+  #epoch = 0
+  /** Batches landed so far. */
+  #landings = 0
+  /** Reads that may fill the cache, not yet answered. */
+  #fills = 0
+  /** @type {Map<string, number>} while reads that may fill are out: the landing that last wrote each key */
+  #touched = new Map()
+
   /** @param {any} level a browser-level database */
   constructor (level) {
     this.#level = level
@@ -91,6 +122,18 @@ export class IdbDirect {
    * @returns {Promise<any>}
    */
   get (namespace, key, write) {
+    if (this.#held && this.#cache !== null) {
+      const id = namespace.keyId(key)
+      const hit = this.#hit(id)
+      // As this namespace returns it (another may read the key as bytes).
+      if (hit !== undefined) return Promise.resolve(decodeValue(hit[0], namespace))
+      return this.#filling(this.#getNow(namespace, key, write).then(value => [value]), [id]).then(([value]) => value)
+    }
+    return this.#getNow(namespace, key, write)
+  }
+
+  /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {Mode} write @returns {Promise<any>} */
+  #getNow (namespace, key, write) {
     const stored = this.#prefixed(namespace, key)
     return this.#retrying(write, store => this.#settle(store.get(stored))).then(value => decodeValue(value, namespace))
   }
@@ -103,6 +146,31 @@ export class IdbDirect {
    */
   getMany (namespace, keys, write) {
     if (keys.length === 0) return Promise.resolve([])
+    if (this.#held && this.#cache !== null) {
+      const values = new Array(keys.length)
+      /** @type {Uint8Array[]} */
+      const missed = []
+      /** @type {number[]} */
+      const at = []
+      for (let i = 0; i < keys.length; i++) {
+        const hit = this.#hit(namespace.keyId(keys[i]))
+        if (hit !== undefined) values[i] = decodeValue(hit[0], namespace)
+        else {
+          missed.push(keys[i])
+          at.push(i)
+        }
+      }
+      if (missed.length === 0) return Promise.resolve(values)
+      return this.#filling(this.#getManyNow(namespace, missed, write), missed.map(key => namespace.keyId(key))).then(found => {
+        for (let k = 0; k < at.length; k++) values[at[k]] = found[k]
+        return values
+      })
+    }
+    return this.#getManyNow(namespace, keys, write)
+  }
+
+  /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys @param {Mode} write @returns {Promise<any[]>} */
+  #getManyNow (namespace, keys, write) {
     const stored = keys.map(key => this.#prefixed(namespace, key))
     return this.#retrying(write, store => Promise.all(stored.map(key => this.#settle(store.get(key)))))
       .then(values => values.map(value => decodeValue(value, namespace)))
@@ -138,6 +206,42 @@ export class IdbDirect {
    * @returns {Promise<[Array<[Uint8Array, any]>, any[]]>}
    */
   entriesWith (namespace, bounds, options, keys, write) {
+    if (this.#held && this.#cache !== null && keys.length > 0) {
+      // The values the lease cache holds need no request (a chat's record
+      // beside its last messages); the others are read beside the entries.
+      const values = new Array(keys.length)
+      /** @type {Array<[import('./namespace.js').Namespace, Uint8Array]>} */
+      const missed = []
+      /** @type {number[]} */
+      const at = []
+      for (let i = 0; i < keys.length; i++) {
+        const [other, key] = keys[i]
+        const hit = this.#hit(other.keyId(key))
+        if (hit !== undefined) values[i] = decodeValue(hit[0], other)
+        else {
+          missed.push(keys[i])
+          at.push(i)
+        }
+      }
+      const read = this.#entriesWithNow(namespace, bounds, options, missed, write)
+      const found = this.#filling(read.then(([, found]) => found), missed.map(([other, key]) => other.keyId(key)))
+      return Promise.all([read, found]).then(([[entries], found]) => {
+        for (let k = 0; k < at.length; k++) values[at[k]] = found[k]
+        return /** @type {[Array<[Uint8Array, any]>, any[]]} */ ([entries, values])
+      })
+    }
+    return this.#entriesWithNow(namespace, bounds, options, keys, write)
+  }
+
+  /**
+   * entriesWith() with every value read.
+   * @param {import('./namespace.js').Namespace} namespace @param {Bounds} bounds
+   * @param {{ values?: boolean, reverse?: boolean, limit?: number }} options
+   * @param {Array<[import('./namespace.js').Namespace, Uint8Array]>} keys
+   * @param {Mode} write
+   * @returns {Promise<[Array<[Uint8Array, any]>, any[]]>}
+   */
+  #entriesWithNow (namespace, bounds, options, keys, write) {
     const range = this.#range(namespace, bounds)
     const stored = keys.map(([other, key]) => this.#prefixed(other, key))
     return this.#retrying(write, store => Promise.all([
@@ -180,19 +284,20 @@ export class IdbDirect {
    * critical section's reads then share it), else in a new one.
    * @param {Array<import('./write-scope.js').Op | null>} ops
    * @param {boolean} strict with 'strict' durability (flushed before complete)
+   * @param {boolean} [last] no critical section is waiting: nothing will join the transaction, which is committed at once
    * @returns {Promise<void>}
    */
-  write (ops, strict) {
+  write (ops, strict, last = false) {
     // Never throws: the write path's flush must stay asynchronous.
     try {
-      return this.#writeNow(ops, strict)
+      return this.#writeNow(ops, strict, last)
     } catch (err) {
       return Promise.reject(err)
     }
   }
 
-  /** @param {Array<import('./write-scope.js').Op | null>} ops @param {boolean} strict @returns {Promise<void>} */
-  #writeNow (ops, strict) {
+  /** @param {Array<import('./write-scope.js').Op | null>} ops @param {boolean} strict @param {boolean} last @returns {Promise<void>} */
+  #writeNow (ops, strict, last) {
     let slot = this.#slot(true, strict, true)
     let made = 0
     /** @type {(store: IDBObjectStore) => void} */
@@ -224,11 +329,148 @@ export class IdbDirect {
     slot.sealed = true
     slot.since = performance.now()
     const { transaction } = slot
+    // With nothing to join it, commit now, as Dexie does: else IndexedDB
+    // commits once every request's answer came back to this thread and
+    // none was made in its callbacks, a round trip later.
+    if (last && typeof transaction.commit === 'function') {
+      transaction.commit()
+      slot.done = true
+    }
     const written = new Promise((resolve, reject) => {
-      transaction.addEventListener('complete', () => resolve(undefined))
-      transaction.addEventListener('abort', () => reject(transaction.error || new Error('IndexedDB transaction aborted')))
+      transaction.addEventListener('complete', () => {
+        // Before the batch's writes resolve: a read after them finds it.
+        this.landed(ops)
+        resolve(undefined)
+      })
+      transaction.addEventListener('abort', () => {
+        // Reads that joined it may have seen its writes.
+        this.clearCache()
+        reject(transaction.error || new Error('IndexedDB transaction aborted'))
+      })
     })
     return /** @type {Promise<void>} */ (written)
+  }
+
+  /**
+   * Keep a lease cache of up to `bytes` (estimated) of values: 0 turns it off.
+   * @param {number} bytes
+   */
+  useCache (bytes) {
+    this.#cacheMax = bytes
+    this.#cache = bytes > 0 ? new Map() : null
+    this.#cacheBytes = 0
+  }
+
+  /**
+   * The write path holds the cross-tab lock and knows what is stored (true),
+   * or may no longer (false): the lease cache answers only meanwhile.
+   * @param {boolean} held
+   */
+  lease (held) {
+    if (held === this.#held) return
+    this.#held = held
+    this.#epoch++
+  }
+
+  /** Drop every value of the lease cache. */
+  clearCache () {
+    this.#epoch++
+    if (this.#cache === null) return
+    this.#cache.clear()
+    this.#cacheBytes = 0
+  }
+
+  /**
+   * Another tab wrote a key: drop its value.
+   * @param {string} id the key's id (Namespace#keyId())
+   */
+  forget (id) {
+    if (this.#cache === null) return
+    this.#drop(id)
+    if (this.#fills > 0) this.#touched.set(id, ++this.#landings)
+  }
+
+  /**
+   * A batch of this tab landed (committed): its values are what is stored.
+   * @param {Array<import('./write-scope.js').Op | null>} ops each key once
+   */
+  landed (ops) {
+    const cache = this.#cache
+    if (cache === null) return
+    const landing = ++this.#landings
+    const touch = this.#fills > 0
+    for (const op of ops) {
+      if (op === null) continue
+      const id = op.id ?? (op.id = op.namespace.keyId(op.key))
+      if (touch) this.#touched.set(id, landing)
+      if (this.#held) this.#keep(id, op.type === 'put' ? decodeValue(op.value, op.namespace) : undefined)
+      else this.#drop(id)
+    }
+  }
+
+  /** The cached value of `id` as [value], or undefined. @param {string} id @returns {[any] | undefined} */
+  #hit (id) {
+    const cache = /** @type {Map<string, any>} */ (this.#cache)
+    const value = cache.get(id)
+    if (value === undefined && !cache.has(id)) return undefined
+    // Used last: moved to the end, evicted last.
+    cache.delete(id)
+    cache.set(id, value)
+    return [value]
+  }
+
+  /**
+   * Keep what `read` answers for `ids` if the lock was held throughout
+   * and no batch wrote them meanwhile.
+   * @param {Promise<any[]>} read the values of `ids` @param {string[]} ids
+   * @returns {Promise<any[]>}
+   */
+  #filling (read, ids) {
+    const epoch = this.#epoch
+    const since = this.#landings
+    this.#fills++
+    const done = () => {
+      if (--this.#fills === 0) this.#touched.clear()
+    }
+    return read.then(values => {
+      if (epoch === this.#epoch && this.#held) {
+        for (let i = 0; i < ids.length; i++) {
+          const landed = this.#touched.get(ids[i])
+          if (landed === undefined || landed <= since) this.#keep(ids[i], values[i])
+        }
+      }
+      done()
+      return values
+    }, err => {
+      done()
+      throw err
+    })
+  }
+
+  /** @param {string} id @param {any} value */
+  #keep (id, value) {
+    const cache = /** @type {Map<string, any>} */ (this.#cache)
+    this.#drop(id)
+    const size = entrySize(id, value)
+    if (size > this.#cacheMax / LARGEST_SHARE) return
+    cache.set(id, value)
+    this.#cacheBytes += size
+    // Least recently used first.
+    if (this.#cacheBytes > this.#cacheMax) {
+      for (const [old, kept] of cache) {
+        cache.delete(old)
+        this.#cacheBytes -= entrySize(old, kept)
+        if (this.#cacheBytes <= this.#cacheMax) break
+      }
+    }
+  }
+
+  /** @param {string} id */
+  #drop (id) {
+    const cache = /** @type {Map<string, any>} */ (this.#cache)
+    if (!cache.has(id)) return
+    this.#cacheBytes -= entrySize(id, cache.get(id))
+    cache.delete(id)
   }
 
   /**

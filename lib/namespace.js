@@ -153,6 +153,8 @@ export class Namespace {
   }
 
   clearReadCaches () {
+    // On IndexedDB the lease cache holds values of every namespace.
+    this.idb?.clearCache()
     this.readCache?.clear()
     if (this.listCache !== null) {
       this.listCache.clear()

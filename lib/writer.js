@@ -148,6 +148,15 @@ export class Writer {
   }
 
   /**
+   * On IndexedDB with a leased cross-tab lock: keep up to `bytes` of values
+   * read and written while this tab holds the lock (lib/idb-direct.js).
+   * @param {number} bytes
+   */
+  leaseCache (bytes) {
+    if (this.idb !== null && this.#crossTab?.leased === true) this.idb.useCache(bytes)
+  }
+
+  /**
    * Resolves once this writer hears of every batch the other writers
    * commit, and knows the generation from which it does (where the lock
    * can tell: PostgreSQL): a transaction that begins after it need not
@@ -451,6 +460,8 @@ export class Writer {
       this.#releaseCrossTab()
       throw err
     }
+    // Nobody else writes until it is let go, and what others wrote before is forgotten.
+    this.idb?.lease(true)
   }
 
   /**
@@ -471,6 +482,7 @@ export class Writer {
       // Notifications are sent as batches commit, and may still be on their way.
       if (!known && mine !== null && stored > mine && lock.catchUp) known = await lock.catchUp() && this.#heardAll(mine, stored)
       if (!known) {
+        this.idb?.clearCache()
         for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
         for (const namespace of namespacesOf(this.#root)) namespace.clearReadCaches()
         // (On IndexedDB, transactions compare the values they read instead.)
@@ -565,6 +577,7 @@ export class Writer {
   #releaseCrossTab () {
     const release = this.#crossTabRelease
     if (release) {
+      this.idb?.lease(false)
       this.#crossTabRelease = null
       release()
     }
@@ -604,7 +617,10 @@ export class Writer {
         const group = this.#group
         this.#group = null
         const sync = group.sync || this.durable
-        const chained = group.bulk && !(sync && this.strict !== null) && this.#plainRoot()
+        // On IndexedDB a bulk load's batch goes the direct way too: in the
+        // transaction its reads were made in, one transaction per batch.
+        const direct = this.#direct()
+        const chained = !direct && group.bulk && !(sync && this.strict !== null) && this.#plainRoot()
         /** @type {import('./namespace.js').Namespace[] | null} a bulk group's namespaces whose caches wait for it whole (Namespace#writing()) */
         const wholes = chained ? [] : null
         try {
@@ -617,8 +633,9 @@ export class Writer {
           // concurrency cost little more than relaxed ones.
           if (chained) {
             await this.#writeChained(group.ops, sync)
-          } else if (this.#direct()) {
-            await /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb).write(lastOpPerKey(group.ops), sync)
+          } else if (direct) {
+            // With no critical section waiting, none will read in its transaction.
+            await /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb).write(lastOpPerKey(group.ops), sync, this.#waiting.length === 0)
           } else if (sync) {
             const ops = batchOps(group.ops)
             /** @type {any} classic-level's option; others ignore it */
@@ -627,6 +644,8 @@ export class Writer {
           } else {
             await this.#root.batch(batchOps(group.ops))
           }
+          // Written past the direct layer: its lease cache learns of it here.
+          if (!direct) this.idb?.landed(lastOpPerKey(group.ops))
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.written(op)
           if (wholes !== null) for (const namespace of wholes) namespace.wholeWritten()
           this.#forget(group)
@@ -758,6 +777,7 @@ export class Writer {
     this.#overlay.clear()
     this.#unindexed.length = 0
     // Cached values may come from the failed groups.
+    this.idb?.clearCache()
     for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
   }
 
@@ -819,6 +839,8 @@ export class Writer {
     const ops = []
     if (known) {
       for (const { prefix, type, key } of remote) {
+        // By its id (Namespace#keyId()): a namespace not declared here may still have been read.
+        if (!counted) this.idb?.forget(prefix + bytesToBinaryString(key))
         const namespace = namespaceByPrefix(this.#root, prefix)
         if (!namespace) continue
         ops.push({ type, key, namespace, sublevel: namespace.sublevel })

@@ -1,3 +1,4 @@
+/* global IDBObjectStore */
 // Two tabs of one origin writing one IndexedDB database at once, in a real
 // Chromium: the write path must serialize across tabs (Web Locks), and a
 // watcher in one tab must see what the other tab writes (BroadcastChannel).
@@ -378,3 +379,108 @@ test('a leased lock: writes awaited one at a time take it once; another tab stil
     t.same(frozen, { before: 1, after: 0 }, 'a tab about to be frozen lets its idle lease go')
   })
 })
+
+/**
+ * In tab `page`: open `location` with a counter 'hits' and an items
+ * collection, as window.lease; count the tab's IndexedDB get requests.
+ * With `deaf`, the tab hears nothing the other tabs post (as when a
+ * message is missed).
+ * @param {any} page @param {string} location @param {boolean} deaf
+ */
+function openLeased (page, location, deaf) {
+  return page.evaluate(async ({ location, deaf }) => {
+    const w = /** @type {any} */ (window)
+    if (deaf) {
+      // levelkit's channel listens with onmessage: let it hear only that
+      // another tab wants the lock, not what the others wrote.
+      const onmessage = /** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(BroadcastChannel.prototype, 'onmessage'))
+      Object.defineProperty(BroadcastChannel.prototype, 'onmessage', {
+        configurable: true,
+        get () { return onmessage.get?.call(this) },
+        set (/** @type {any} */ listener) {
+          onmessage.set?.call(this, (/** @type {MessageEvent} */ event) => { if (event.data?.want === true) listener(event) })
+        }
+      })
+    }
+    if (w.getRequests === undefined) {
+      w.getRequests = 0
+      for (const name of ['get', 'getAll', 'getAllRecords']) {
+        const method = /** @type {any} */ (IDBObjectStore.prototype)[name]
+        if (typeof method !== 'function') continue
+        /** @type {any} */ (IDBObjectStore.prototype)[name] = function (/** @type {any[]} */ ...args) {
+          w.getRequests++
+          return method.apply(this, args)
+        }
+      }
+    }
+    const db = await w.levelkit.open({ location })
+    w.lease = { db, hits: db.counter('hits'), items: db.collection('items') }
+    // A first write: what declaring the models writes is written by then.
+    await w.lease.hits.add('opened')
+  }, { location, deaf })
+}
+
+/**
+ * In a tab opened by openLeased(): run `what` ('add', 'get', 'getMany',
+ * 'insert') and answer its value and the get requests it made.
+ * @param {any} page @param {string} what
+ */
+function leased (page, what) {
+  return page.evaluate(async (what) => {
+    const w = /** @type {any} */ (window)
+    const { hits, items } = w.lease
+    const before = w.getRequests
+    let value
+    if (what === 'settle') {
+      // A 'want' heard up to WANT_REPEAT_MS before this tab took the lock
+      // lets it go once idle: after a pause, a write takes it to keep.
+      await new Promise(resolve => setTimeout(resolve, 250))
+      value = await hits.add('settle')
+    } else if (what === 'add') value = await hits.add('k')
+    else if (what === 'get') value = await hits.get('k')
+    else if (what === 'insert') value = await items.insert({ at: Date.now() })
+    else if (what === 'item') value = (await items.get(1))?.n ?? null
+    else if (what === 'update') value = (await items.update(1, { n: Math.floor(Math.random() * 1e9) }), (await items.get(1)).n)
+    else throw new Error(what)
+    return { value, requests: w.getRequests - before }
+  }, what)
+}
+
+for (const deaf of [false, true]) {
+  test(`the lease cache: the tab holding the lock answers reads from memory; what another tab writes is read afresh${deaf ? ' (its messages unheard)' : ''}`, { timeout: 120000 }, async t => {
+    await withTabs(2, async ([a, b]) => {
+      const location = `cross-tab-lease-cache-${deaf}`
+      await openLeased(a, location, deaf)
+      await openLeased(b, location, false)
+
+      t.is((await leased(a, 'add')).value, 1, 'tab A counts 1')
+      await leased(a, 'settle')
+      const cached = await leased(a, 'get')
+      t.same(cached, { value: 1, requests: 0 }, 'tab A, holding the lock, reads the counter without a request')
+
+      t.is((await leased(b, 'add')).value, 2, 'tab B takes the lock and counts 2')
+      t.is((await leased(a, 'get')).value, 2, 'tab A, no longer holding the lock, reads what B wrote')
+      t.is((await leased(a, 'add')).value, 3, 'tab A takes the lock again: its write reads what B wrote, and counts 3')
+      await leased(a, 'settle')
+      t.same(await leased(a, 'get'), { value: 3, requests: 0 }, 'and keeps it')
+
+      // A record: A reads it while holding, B changes it, A writes something else (takes the lock back) and reads it.
+      t.is((await leased(a, 'insert')).value, 1, 'tab A inserts item 1')
+      const first = await leased(a, 'update')
+      await leased(a, 'settle')
+      t.same(await leased(a, 'item'), { value: first.value, requests: 0 }, 'tab A reads item 1 from memory')
+      const changed = await leased(b, 'update')
+      t.not(changed.value, first.value, 'tab B changes item 1')
+      t.is((await leased(a, 'add')).value, 4, 'tab A takes the lock again (counts 4)')
+      t.is((await leased(a, 'item')).value, changed.value, 'tab A reads item 1 as B left it')
+      const report = await a.evaluate(async () => {
+        const { db } = /** @type {any} */ (window).lease
+        const { ok, problems } = await db.check()
+        await db.close()
+        return { ok, problems }
+      })
+      t.same(report, { ok: true, problems: [] }, 'check() is clean')
+      await b.evaluate(() => /** @type {any} */ (window).lease.db.close())
+    })
+  })
+}

@@ -120,7 +120,9 @@ async function setup (config) {
  * Load the data set into one side in chunks of `chunk` records, each one
  * write: on levelkit a db.write() doing what ChatStore's methods do (the
  * models' writes, the hash counter, both directions of the members
- * relation, the messages' sequence); on Dexie a bulkAdd(). Times each table.
+ * relation, the messages' sequence), with levelkit's bulk calls where
+ * ChatStore's writes have one (users.insertMany(), messages.appendMany()
+ * per chat); on Dexie a bulkAdd(). Times each table.
  * @param {string} side @param {number} chunk
  */
 async function preload (side, chunk) {
@@ -143,7 +145,9 @@ async function preload (side, chunk) {
     const store = sides.levelkit
     const db = store.db
     await timed('users', users, rows => db.write(async (/** @type {any} */ w) => {
-      for (const user of rows) await store.users.in(w).insert(user)
+      // levelkit's bulk call, as Dexie's side uses bulkAdd(): the chunk's
+      // unique usernames are looked up at once.
+      await store.users.in(w).insertMany(rows, { batchSize: rows.length })
       await store.passwordCosts.in(w).add(data.params, rows.length)
     }))
     await timed('chats', data.chats, rows => db.write(async (/** @type {any} */ w) => {
@@ -153,9 +157,19 @@ async function preload (side, chunk) {
       }
     }))
     await timed('messages', data.messages, rows => db.write(async (/** @type {any} */ w) => {
+      // Each chat's messages of the chunk in one bulk call, in order: the
+      // chat read and its sequence raised once.
+      /** @type {Map<number, any[]>} */
+      const byChat = new Map()
       for (const message of rows) {
-        const seq = await store.messages.in(w).append(message.chatId, message)
-        if (seq !== message.id) throw new Error(`Message ${message.chatId}/${message.id} got sequence number ${seq}`)
+        const list = byChat.get(message.chatId)
+        if (list === undefined) byChat.set(message.chatId, [message])
+        else list.push(message)
+      }
+      for (const [chatId, messages] of byChat) {
+        const last = await store.messages.in(w).lastSeq(chatId)
+        if (last + 1 !== messages[0].id) throw new Error(`Message ${chatId}/${messages[0].id} would get sequence number ${last + 1}`)
+        await store.messages.in(w).appendMany(chatId, messages, { batchSize: messages.length })
       }
     }))
   }

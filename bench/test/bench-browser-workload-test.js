@@ -49,7 +49,10 @@ test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, asyn
     for (const op of [...OPS, 'preload']) {
       t.same(rows.filter(row => row[1] === op).map(row => row[3]).sort(), ['dexie', 'levelkit'], `${op}: both sides`)
     }
-    t.ok(rows.every(row => Number(row[7]) > 0 && Number(row[8]) > 0), 'a rate and IndexedDB transactions on every row')
+    t.ok(rows.every(row => Number(row[7]) > 0), 'a rate on every row')
+    // levelkit's reads may make none: the tab holding the leased lock answers them from its lease cache.
+    const writes = ['createUser', 'createUserC', 'createChat', 'createChatC', 'addChatMessage', 'addChatMessageC', 'preload']
+    t.ok(rows.every(row => row[3] === 'levelkit' && !writes.includes(row[1]) ? Number(row[8]) >= 0 : Number(row[8]) > 0), 'IndexedDB transactions on every row of Dexie, and on every write row of levelkit')
 
     const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
     t.is(summary.benchmark, 'browser-workload')
