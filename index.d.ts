@@ -104,14 +104,18 @@ export interface OpenOptions {
    * index entries, relation edges, counters), and lists of a relation's
    * edges, kept exact by the write path as its batches are written
    * (default 10000; 0 turns it off): a number of entries, or
-   * `{ policy, size }` (policy default 'tinylfu'). Only with synchronous
-   * reads: never on IndexedDB, where other tabs write too.
+   * `{ policy, size }` (policy default 'tinylfu'). With synchronous reads.
+   * On IndexedDB, where other tabs write too, the tab that holds the
+   * cross-tab lock keeps the values it reads and writes instead (the lease
+   * cache, docs/browser.md#several-tabs), bounded by `readCacheBytes`; 0
+   * turns it off there too.
    */
   readCache?: number | { policy?: ReadCachePolicy, size?: number }
   /**
    * Bytes (estimated: keys and values) that all the read caches of the
    * database hold together, relation lists and child blocks included
-   * (default 64 MiB; 0 turns the caches off). A value or list larger than a
+   * (default 64 MiB; 0 turns the caches off, the IndexedDB lease cache
+   * included). A value or list larger than a
    * sixteenth of it is read but not kept.
    */
   readCacheBytes?: number
