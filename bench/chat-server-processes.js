@@ -30,6 +30,8 @@
 //   [--duration 5] [--warmup 1] [--connections 32] [--users 400]
 //   [--chats 100] [--members 10] [--seed 1] [--no-leveldb]
 //   [--out bench/out] [--db-dir <tmpdir>]
+// To profile the servers: BENCH_SERVER_NODE_ARGS='--cpu-prof' (node options
+// of the levelkit-chat processes).
 
 import os from 'node:os'
 import fs from 'node:fs'
@@ -174,7 +176,8 @@ async function fill (cell, r) {
  * @returns {Promise<{ url: string, child: import('node:child_process').ChildProcess }>}
  */
 function startBin (flags) {
-  const child = spawn(process.execPath, [BIN, '--port', '0', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS || '').split(' ').filter(Boolean)
+  const child = spawn(process.execPath, [...nodeArgs, BIN, '--port', '0', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => { child.kill(); reject(new Error(`levelkit-chat did not listen within ${START_LIMIT / 1000} s: ${output}`)) }, START_LIMIT)
