@@ -575,19 +575,9 @@ export class Schema {
         scope.put(index.namespace, entry.key, entry.value)
       }
     }
-    const finished = page.last
     const after = rows.length > 0 ? rows[rows.length - 1].key : progress.after
     if (after !== null) reader.passed(after)
-    const done = progress.done + rows.length
-    const total = Math.max(progress.total, done)
-    scope.put(this.#namespace, key, JSON.stringify(finished
-      ? { ...declarationOf(index), state: 'ready', done, total }
-      : { ...declarationOf(index), state: 'building', after: after === null ? null : bytesToHex(after), done, total }))
-    // Advanced only as the batch is decided: a batch that throws is done again.
-    progress.after = after
-    progress.done = index.status.done = done
-    progress.total = index.status.total = total
-    return finished
+    return this.#advance(scope, index, key, progress, after, rows.length, page.last)
   }
 
   /**
@@ -630,9 +620,20 @@ export class Schema {
         scope.put(index.namespace, entry.key, entry.value)
       }
     }
-    const finished = page.length < batchSize
     const after = page.length > 0 ? page[page.length - 1][0] : progress.after
-    const done = progress.done + page.length
+    return this.#advance(scope, index, key, progress, after, page.length, page.length < batchSize)
+  }
+
+  /**
+   * Put a build batch's marker in its critical section, past the `count`
+   * records it indexed (up to `after`): ready after the last batch. Returns
+   * `finished`.
+   * @param {WriteScope} scope @param {SecondaryIndex} index @param {Uint8Array} key
+   * @param {{ after: Uint8Array | null, done: number, total: number }} progress
+   * @param {Uint8Array | null} after @param {number} count @param {boolean} finished
+   */
+  #advance (scope, index, key, progress, after, count, finished) {
+    const done = progress.done + count
     const total = Math.max(progress.total, done)
     scope.put(this.#namespace, key, JSON.stringify(finished
       ? { ...declarationOf(index), state: 'ready', done, total }
