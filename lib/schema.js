@@ -78,6 +78,8 @@ export class Schema {
   #comparing = new Map()
   /** @type {Map<SecondaryIndex, Promise<void>>} builds running */
   #builds = new Map()
+  /** @type {Map<SecondaryIndex, () => Promise<void>>} per build running, what counts its total (once) */
+  #totals = new Map()
 
   /** @param {import('./database.js').Database} db */
   constructor (db) {
@@ -138,6 +140,8 @@ export class Schema {
     // Whatever stopped it, a build that is waited for runs.
     this.#start(model, index)
     if (wait === false || !canWait) {
+      // Not waited for: a later error, or db.schemaStatus(), has it.
+      this.#totals.get(index)?.()
       const why = wait === false
         ? 'and the read was made with { wait: false }'
         : 'and inside a db.write() callback a read cannot wait for it (the build needs the write path): read it outside, or after db.buildIndexes()'
@@ -172,6 +176,7 @@ export class Schema {
    */
   async status () {
     await this.compared()
+    await Promise.all([...this.#totals.values()].map(count => count()))
     /** @type {Record<string, Record<string, IndexStatus>>} */
     const result = {}
     for (const { model, index } of this.#declaredIndexes()) {
@@ -399,19 +404,23 @@ export class Schema {
         if (writer.closed) return
         await writer.run(scope => this.#clearBatch(scope, model, index, key))
       }
-      /** @type {Promise<void> | null} */
-      let counting = null
-      if (progress.after === null && status.state === 'building') {
-        progress.done = 0
-        // Counted beside the first batches: an estimate for the progress,
-        // which need not hold the build up (a scan of every key).
-        counting = countRecords(model).then(n => { progress.total = status.total = Math.max(n, progress.done) }, noop)
-      }
+      if (progress.after === null && status.state === 'building') progress.done = 0
       if (status.state === 'building') {
-        if (writer.acrossTabs) await this.#buildFresh(model, index, key, progress)
-        else await this.#buildAhead(model, index, key, progress)
+        /** @type {Promise<void> | null} */
+        let counting = null
+        // The total is an estimate for the progress, and a scan of every
+        // key: 10-15% of a build's CPU time. Counted only once asked for
+        // (db.schemaStatus(), a read told the index is being built), beside
+        // the batches.
+        this.#totals.set(index, () => (counting ??= countRecords(model).then(n => { progress.total = status.total = Math.max(n, progress.done) }, noop)))
+        try {
+          if (writer.acrossTabs) await this.#buildFresh(model, index, key, progress)
+          else await this.#buildAhead(model, index, key, progress)
+        } finally {
+          this.#totals.delete(index)
+          await counting
+        }
       }
-      await counting
     } catch (err) {
       if (writer.closed || /** @type {any} */ (err)?.code === codes.NOT_OPEN) return
       status.set('failed', /** @type {Error} */ (err))
