@@ -229,6 +229,39 @@ for (const backend of backends) {
     }
   })
 
+  test(`${backend.name}: db.schemaStatus() during a build reports how many records it has to index (counted once asked for)`, async t => {
+    setBuildBatchSize(BATCH)
+    const base = await backend.base()
+    try {
+      const first = await open({ db: base.level })
+      const plain = first.collection('books')
+      await first.write(async w => {
+        for (let i = 0; i < RECORDS; i++) await plain.in(w).insert({ title: `t${i}`, tags: [], n: i })
+      })
+      await first.close()
+
+      const db = await open({ db: base.level })
+      db.collection('books', { indexes: { byN: { key: (/** @type {any} */ r) => r.n } } })
+      /** @type {any[]} */
+      const seen = []
+      let pages = 0
+      setBuildPageHook(async () => {
+        if (++pages === 3) seen.push((await db.schemaStatus()).books.byN)
+      })
+      await db.buildIndexes()
+      t.is(seen.length, 1, 'asked during the build')
+      t.is(seen[0].state, 'building')
+      t.ok(seen[0].done > 0 && seen[0].done < RECORDS, `part of it done (${seen[0].done})`)
+      t.is(seen[0].total, RECORDS, 'the total is every record')
+      t.same((await db.schemaStatus()).books.byN, { state: 'ready', declared: true, done: RECORDS, total: RECORDS }, 'ready: every record done')
+      await db.close()
+    } finally {
+      setBuildPageHook(null)
+      setBuildBatchSize(256)
+      await base.close()
+    }
+  })
+
   test(`${backend.name}: a build and db.schemaStatus() answer while writes go on without a pause`, async t => {
     const base = await backend.base()
     let stop = false
