@@ -19,7 +19,7 @@ export class IndexState {
   state = 'unknown'
   /** records indexed by the build so far */
   done = 0
-  /** records the collection held when the build started (an estimate) */
+  /** records the collection holds, counted once asked for (an estimate; until then, `done`) */
   total = 0
   /** @type {Error | null} why the build failed */
   error = null

@@ -78,6 +78,8 @@ export class Schema {
   #comparing = new Map()
   /** @type {Map<SecondaryIndex, Promise<void>>} builds running */
   #builds = new Map()
+  /** @type {Map<SecondaryIndex, () => Promise<void>>} per build running, what counts its total (once) */
+  #totals = new Map()
 
   /** @param {import('./database.js').Database} db */
   constructor (db) {
@@ -138,6 +140,8 @@ export class Schema {
     // Whatever stopped it, a build that is waited for runs.
     this.#start(model, index)
     if (wait === false || !canWait) {
+      // Not waited for: a later error, or db.schemaStatus(), has it.
+      this.#totals.get(index)?.()
       const why = wait === false
         ? 'and the read was made with { wait: false }'
         : 'and inside a db.write() callback a read cannot wait for it (the build needs the write path): read it outside, or after db.buildIndexes()'
@@ -172,6 +176,7 @@ export class Schema {
    */
   async status () {
     await this.compared()
+    await Promise.all([...this.#totals.values()].map(count => count()))
     /** @type {Record<string, Record<string, IndexStatus>>} */
     const result = {}
     for (const { model, index } of this.#declaredIndexes()) {
@@ -399,19 +404,23 @@ export class Schema {
         if (writer.closed) return
         await writer.run(scope => this.#clearBatch(scope, model, index, key))
       }
-      /** @type {Promise<void> | null} */
-      let counting = null
-      if (progress.after === null && status.state === 'building') {
-        progress.done = 0
-        // Counted beside the first batches: an estimate for the progress,
-        // which need not hold the build up (a scan of every key).
-        counting = countRecords(model).then(n => { progress.total = status.total = Math.max(n, progress.done) }, noop)
-      }
+      if (progress.after === null && status.state === 'building') progress.done = 0
       if (status.state === 'building') {
-        if (writer.acrossTabs) await this.#buildFresh(model, index, key, progress)
-        else await this.#buildAhead(model, index, key, progress)
+        /** @type {Promise<void> | null} */
+        let counting = null
+        // The total is an estimate for the progress, and a scan of every
+        // key: 10-15% of a build's CPU time. Counted only once asked for
+        // (db.schemaStatus(), a read told the index is being built), beside
+        // the batches.
+        this.#totals.set(index, () => (counting ??= countRecords(model).then(n => { progress.total = status.total = Math.max(n, progress.done) }, noop)))
+        try {
+          if (writer.acrossTabs) await this.#buildFresh(model, index, key, progress)
+          else await this.#buildAhead(model, index, key, progress)
+        } finally {
+          this.#totals.delete(index)
+          await counting
+        }
       }
-      await counting
     } catch (err) {
       if (writer.closed || /** @type {any} */ (err)?.code === codes.NOT_OPEN) return
       status.set('failed', /** @type {Error} */ (err))
@@ -575,19 +584,9 @@ export class Schema {
         scope.put(index.namespace, entry.key, entry.value)
       }
     }
-    const finished = page.last
     const after = rows.length > 0 ? rows[rows.length - 1].key : progress.after
     if (after !== null) reader.passed(after)
-    const done = progress.done + rows.length
-    const total = Math.max(progress.total, done)
-    scope.put(this.#namespace, key, JSON.stringify(finished
-      ? { ...declarationOf(index), state: 'ready', done, total }
-      : { ...declarationOf(index), state: 'building', after: after === null ? null : bytesToHex(after), done, total }))
-    // Advanced only as the batch is decided: a batch that throws is done again.
-    progress.after = after
-    progress.done = index.status.done = done
-    progress.total = index.status.total = total
-    return finished
+    return this.#advance(scope, index, key, progress, after, rows.length, page.last)
   }
 
   /**
@@ -630,9 +629,20 @@ export class Schema {
         scope.put(index.namespace, entry.key, entry.value)
       }
     }
-    const finished = page.length < batchSize
     const after = page.length > 0 ? page[page.length - 1][0] : progress.after
-    const done = progress.done + page.length
+    return this.#advance(scope, index, key, progress, after, page.length, page.length < batchSize)
+  }
+
+  /**
+   * Put a build batch's marker in its critical section, past the `count`
+   * records it indexed (up to `after`): ready after the last batch. Returns
+   * `finished`.
+   * @param {WriteScope} scope @param {SecondaryIndex} index @param {Uint8Array} key
+   * @param {{ after: Uint8Array | null, done: number, total: number }} progress
+   * @param {Uint8Array | null} after @param {number} count @param {boolean} finished
+   */
+  #advance (scope, index, key, progress, after, count, finished) {
+    const done = progress.done + count
     const total = Math.max(progress.total, done)
     scope.put(this.#namespace, key, JSON.stringify(finished
       ? { ...declarationOf(index), state: 'ready', done, total }

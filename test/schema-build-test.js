@@ -125,6 +125,58 @@ for (const backend of backends) {
     })
   }
 
+  for (const name of Object.keys(INDEXES)) {
+    test(`${backend.name}: a ${name} index built where other tabs write (each page read in its batch's critical section) while writes go on`, async t => {
+      setBuildBatchSize(BATCH)
+      const base = await backend.base()
+      let readAhead = 0
+      try {
+        const first = await open({ db: base.level })
+        const plain = first.collection('books')
+        await first.write(async w => {
+          for (let i = 0; i < RECORDS; i++) await plain.in(w).insert({ title: `t${i}`, tags: [`g${i % 5}`, `h${i % 3}`], n: i })
+        })
+        await first.close()
+
+        const db = await open({ db: base.level })
+        // As on IndexedDB with Web Locks, or PostgreSQL shared: this process
+        // hears of other writers' writes only once written (lib/schema.js, #buildFresh()).
+        Object.defineProperty(db.writer, 'acrossTabs', { value: true })
+        setBuildPageHook(() => { readAhead++ })
+        const books = db.collection('books', { indexes: { [name]: INDEXES[name] } })
+        let built = false
+        const build = db.buildIndexes().then(() => { built = true })
+        const building = () => !built
+        let k = 0
+        /** @type {Set<string>} */
+        const states = new Set()
+        // Four writers: writes decided and not yet written when a batch reads its page.
+        await Promise.all(Array.from({ length: 4 }, async (_, w) => {
+          for (let i = w; building() && i < 800; i += 4) {
+            const id = 1 + (i * 13) % RECORDS
+            if (i % 4 === 0) await books.update(id, { title: `moved${k++}`, tags: ['m'] }).catch(notFound)
+            else if (i % 4 === 1) await books.update(id, { n: -1 }).catch(notFound)
+            else if (i % 4 === 2) await books.del(1 + (i * 7) % RECORDS).catch(notFound)
+            else await books.insert({ title: `new${k++}`, tags: ['n'], n: k })
+            if (i % 40 === w) states.add((await db.schemaStatus()).books[name].state)
+          }
+        }))
+        await build
+        t.is(readAhead, 0, 'no page was read ahead')
+        t.ok(states.has('building'), `writes went on during the build (states seen: ${[...states].join(', ')})`)
+        t.is((await db.schemaStatus()).books[name].state, 'ready', 'ready')
+        const { actual, scratch } = await againstScratch(base.level, name)
+        t.same(actual, scratch, 'the index equals one computed from scratch')
+        t.same((await db.check()).problems, [], 'check() is clean')
+        await db.close()
+      } finally {
+        setBuildPageHook(null)
+        setBuildBatchSize(256)
+        await base.close()
+      }
+    })
+  }
+
   test(`${backend.name}: a build's batches grow while no other writes go on, and stay at the batch size while they do`, async t => {
     setBuildBatchSize(BATCH)
     const base = await backend.base()
@@ -169,6 +221,39 @@ for (const backend of backends) {
       if (backend.name === 'leveldb') t.same(grown, [], `with writes going on (${writes} of them during the build), pages of ${BATCH} records (${sizes.join(' ')})`)
       const { actual, scratch } = await againstScratch(base.level, 'byTitle')
       t.same(actual, scratch, 'the index equals one computed from scratch')
+      await db.close()
+    } finally {
+      setBuildPageHook(null)
+      setBuildBatchSize(256)
+      await base.close()
+    }
+  })
+
+  test(`${backend.name}: db.schemaStatus() during a build reports how many records it has to index (counted once asked for)`, async t => {
+    setBuildBatchSize(BATCH)
+    const base = await backend.base()
+    try {
+      const first = await open({ db: base.level })
+      const plain = first.collection('books')
+      await first.write(async w => {
+        for (let i = 0; i < RECORDS; i++) await plain.in(w).insert({ title: `t${i}`, tags: [], n: i })
+      })
+      await first.close()
+
+      const db = await open({ db: base.level })
+      db.collection('books', { indexes: { byN: { key: (/** @type {any} */ r) => r.n } } })
+      /** @type {any[]} */
+      const seen = []
+      let pages = 0
+      setBuildPageHook(async () => {
+        if (++pages === 3) seen.push((await db.schemaStatus()).books.byN)
+      })
+      await db.buildIndexes()
+      t.is(seen.length, 1, 'asked during the build')
+      t.is(seen[0].state, 'building')
+      t.ok(seen[0].done > 0 && seen[0].done < RECORDS, `part of it done (${seen[0].done})`)
+      t.is(seen[0].total, RECORDS, 'the total is every record')
+      t.same((await db.schemaStatus()).books.byN, { state: 'ready', declared: true, done: RECORDS, total: RECORDS }, 'ready: every record done')
       await db.close()
     } finally {
       setBuildPageHook(null)
