@@ -58,6 +58,8 @@ export class Database {
     // Bounded in bytes too: values and lists can be large (a relation's
     // list, a block of children).
     if (this.readCache > 0) setReadCacheBudget(level, readCacheBytes, this.readCachePolicy)
+    // Without getSync (postgres), the write path's section cache instead (lib/section-cache.js), off with the others.
+    if (readCacheBytes === 0 || readCache.size === 0) this.writer.sectionCache = null
     // Lets the root refer to the tuple encoding by name ('tuple').
     level.keyEncoding(tupleEncoding)
     /** What each index was declared with and how far it is built (lib/schema.js). */
