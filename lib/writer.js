@@ -141,12 +141,14 @@ export class Writer {
     this.idb = idbDirectFor(root)
     /**
      * What critical sections read and decided, where each read is a round
-     * trip (no getSync: postgres; IndexedDB reads in the section's own
-     * transaction instead): lib/section-cache.js. open({ readCache: 0 })
-     * turns it off (lib/database.js).
+     * trip and the backend says that every write to it goes through levelkit
+     * (`cachesSectionReads`: postgres, where other processes' writes are
+     * heard of): lib/section-cache.js. Not elsewhere: a value written behind
+     * levelkit's back would go unseen. open({ readCache: 0 }) turns it off
+     * (lib/database.js).
      * @type {SectionCache | null}
      */
-    this.sectionCache = !syncReads && this.idb === null ? new SectionCache(SECTION_CACHE_ENTRIES) : null
+    this.sectionCache = !syncReads && this.idb === null && (/** @type {any} */ (root).db ?? root).cachesSectionReads === true ? new SectionCache(SECTION_CACHE_ENTRIES) : null
     if (crossTab) {
       this.#generationSpace = new Namespace(root, layout.writes(), 'utf8')
       crossTab.listen(message => this.#heard(message))

@@ -125,6 +125,17 @@ export class PostgresLevel extends AbstractLevel {
     this.#shared = shared
   }
 
+  /**
+   * Tells levelkit's write path that it may keep what its critical sections
+   * read (lib/section-cache.js): a read is a round trip here, and every
+   * write of the table goes through levelkit (one process owns the table, or
+   * every process writes under the shared writer lock and tells the others
+   * what it wrote).
+   */
+  get cachesSectionReads () {
+    return true
+  }
+
   /** Whether other processes may write the table too (the shared option). */
   get shared () {
     return this.#shared
