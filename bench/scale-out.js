@@ -7,10 +7,8 @@
 //   SQL ×P         the hand-written store on `pg` (bench/lib/pg-chat-store.js),
 //                  P writer processes on the same tables (--writers, default 1,2,4)
 //   levelkit-pg ×P levelkit's ChatStore over the postgres backend, P processes
-//                  on one table (--processes, default 1,2,4). Until levelkit
-//                  shares a table between processes, the second process's
-//                  open() fails with LEVELKIT_LOCKED and the cell reads
-//                  "n/a (one process per table until multi-process lands)".
+//                  on one table opened with `shared: true` (--processes,
+//                  default 1,2,4; the shared writer lock serializes their writes)
 //   levelkit-leveldb ×1  levelkit's ChatStore on classic-level, one process
 // Every cell gets the same data set (--users, --chats of --members,
 // --messages), filled by its first process in an order that gives the same
@@ -26,7 +24,9 @@
 // Per operation and cell: ops/s (all ops / the time from the first process's
 // start to the last one's end), p50 and p99 latency (over every call of
 // every process), and retries (the SQL store's deadlock and serialization
-// retries; levelkit counts none: "–"). Medians over --runs runs; ratio =
+// retries; levelkit on PostgreSQL retries none: its writes are serialized
+// by the shared writer lock), and round trips per operation (statements
+// every process of the cell sent to PostgreSQL / ops). Medians over --runs runs; ratio =
 // the cell's ops/s / the SQL store's ops/s with as many processes, measured
 // in the same run (levelkit-leveldb against SQL ×1), then the median (> 1:
 // faster than the hand-written SQL). Goals (issue 18): levelkit-pg ≥ 0.7×
@@ -279,7 +279,8 @@ async function slice (handle, op, from, to) {
     ms: max(parts.map(p => p.end)) - min(parts.map(p => p.start)),
     ops: parts.reduce((sum, p) => sum + p.ops, 0),
     latencies: parts.flatMap(p => p.latencies),
-    retries: parts.some(p => p.retries === null) ? null : parts.reduce((sum, p) => sum + p.retries, 0)
+    retries: parts.some(p => p.retries === null) ? null : parts.reduce((sum, p) => sum + p.retries, 0),
+    queries: parts.reduce((sum, p) => sum + p.queries, 0)
   }
 }
 
@@ -305,7 +306,7 @@ async function runOnce (run, work) {
       progress.label = `run ${run}/${runs}: ${op}`
       const total = work.inputs[op].length
       const count = Math.max(1, Math.min(slices, total))
-      const acc = live.map(() => ({ ms: 0, ops: 0, latencies: /** @type {number[]} */ ([]), retries: /** @type {number | null} */ (0), slices: /** @type {number[]} */ ([]) }))
+      const acc = live.map(() => ({ ms: 0, ops: 0, latencies: /** @type {number[]} */ ([]), retries: /** @type {number | null} */ (0), queries: 0, slices: /** @type {number[]} */ ([]) }))
       for (let k = 0; k < count; k++) {
         const from = Math.floor(k * total / count)
         const to = Math.floor((k + 1) * total / count)
@@ -317,13 +318,14 @@ async function runOnce (run, work) {
           a.ops += part.ops
           for (const l of part.latencies) a.latencies.push(l)
           a.retries = a.retries === null || part.retries === null ? null : a.retries + part.retries
+          a.queries += part.queries
           a.slices.push(part.ops / part.ms * 1000)
         }
         progress.update(++slicesDone)
       }
       live.forEach((h, i) => {
         const a = acc[i]
-        results[h.cell.key][op] = { ops: a.ops, ms: a.ms, opsPerSec: a.ops / a.ms * 1000, p50Ms: quantile(a.latencies, 0.5), p99Ms: quantile(a.latencies, 0.99), retries: a.retries, sliceOpsPerSec: a.slices }
+        results[h.cell.key][op] = { ops: a.ops, ms: a.ms, opsPerSec: a.ops / a.ms * 1000, p50Ms: quantile(a.latencies, 0.5), p99Ms: quantile(a.latencies, 0.99), retries: a.retries, roundTrips: a.queries / a.ops, sliceOpsPerSec: a.slices }
       })
     }
     /** @type {Record<string, any>} */
@@ -402,22 +404,23 @@ for (const op of ops) {
       ratioPerRun: ratios,
       scaling: scalings.length > 0 ? median(scalings) : null,
       retries: retries.includes(null) ? null : retries.reduce((a, b) => a + b, 0),
+      roundTrips: median(measured.map(r => r.cells[cell.key].results[op].roundTrips)),
       opsPerSecPerRun: rate,
       runs: measured.length
     }
   }
 }
 
-const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', '× SQL (same processes)', '× one process', 'retries']]
+const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', '× SQL (same processes)', '× one process', 'retries', 'round trips/op']]
 for (const op of ops) {
   const label = OPERATIONS.find(o => o.key === op)?.label ?? op
   for (const cell of cells) {
     const s = summary[op][cell.key]
-    if (s.na) table.push([label, cell.label, s.na, '', '', '', '', ''])
+    if (s.na) table.push([label, cell.label, s.na, '', '', '', '', '', ''])
     else {
       const goal = cell.kind === 'levelkit-pg' && s.ratio !== null ? (s.ratio >= 0.7 ? ' (≥0.7 met)' : ' (≥0.7 MISSED)') : ''
       const ratio = cell.kind === 'sql' ? 'reference' : s.ratio === null ? '–' : `${s.ratio.toFixed(2)}×${goal}`
-      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ratio, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries)])
+      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ratio, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries), cell.kind === 'levelkit-leveldb' ? '–' : s.roundTrips.toFixed(2)])
     }
   }
 }
@@ -426,7 +429,8 @@ printTable(table, 2)
 console.log()
 console.log(`  Medians over ${runs} run(s); ops/s = every process's ops / (last end - first start); p50/p99 over every call of every process.`)
 console.log('  × SQL = ops/s / the hand-written SQL store\'s ops/s with as many processes, in the same run, then the median (levelkit on LevelDB: against SQL ×1).')
-console.log('  retries: the SQL store\'s operations PostgreSQL aborted (deadlock, serialization failure) and it ran again; levelkit counts none (–).')
+console.log('  retries: the SQL store\'s operations PostgreSQL aborted (deadlock, serialization failure) and it ran again; levelkit on PostgreSQL retries none (its writes are serialized by the shared writer lock).')
+console.log('  round trips/op: statements sent to PostgreSQL by every process of the cell (a query of several statements counts once) / ops, the median over runs.')
 console.log('  × one process = ops/s / the same store\'s with one process, in the same run, then the median: how throughput rises with processes.')
 const pop = (/** @type {string} */ key) => {
   const measured = perRun.filter(r => !r.cells[key].na)
@@ -439,10 +443,10 @@ if (problems.length === 0) {
     : '  Every cell answered the sample reads alike after being filled (the final check needs every operation: not run).')
 }
 
-writeCsv(path.join(run0.outDir, 'results.csv'), ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries'],
+writeCsv(path.join(run0.outDir, 'results.csv'), ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op'],
   perRun.flatMap(r => ops.flatMap(op => cells.filter(c => !r.cells[c.key].na).map(c => {
     const x = r.cells[c.key].results[op]
-    return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries]
+    return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries, x.roundTrips]
   }))))
 
 const colors = { sql: ['#1f77b4', '#6baed6', '#c6dbef', '#08519c'], 'levelkit-pg': ['#d62728', '#fb6a4a', '#fcbba1', '#a50f15'], 'levelkit-leveldb': ['#2ca02c'] }
@@ -468,7 +472,7 @@ finishRun(run0.outDir, { name: 'scale-out', startedAt: run0.startedAt, machine: 
   postgres: { throwaway: server.throwaway, settings },
   options: { runs, writers, processes, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
   cells,
-  csvColumns: ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries'],
+  csvColumns: ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op'],
   summary,
   problems,
   runs: perRun.map(r => ({

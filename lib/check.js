@@ -40,8 +40,11 @@ export async function checkDatabase (db, options) {
   // against a snapshot from before its last batch.
   const unbuilt = unbuiltIndexes(db)
   // What it looks for was written behind levelkit's back: on IndexedDB,
-  // read it from the database, not from the values the lease cache keeps.
+  // read it from the database, not from the values the lease cache keeps;
+  // on postgres, critical sections after it decide on what is stored, not on
+  // what the section cache kept.
   db.writer.idb?.clearCache()
+  db.writer.sectionCache?.clear()
 
   if (!repair) {
     if (!root.supports.explicitSnapshots) return db.writer.read(async () => report(await scan(db, undefined, new Set(unbuilt.keys())), new Set(), unbuilt))

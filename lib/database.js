@@ -61,6 +61,8 @@ export class Database {
     // On IndexedDB, values are kept while this tab holds the leased cross-tab
     // lock instead (lib/idb-direct.js): off where the caches are off.
     if (!syncReads && readCacheBytes > 0 && readCache.size !== 0) this.writer.leaseCache(readCacheBytes)
+    // Without getSync (postgres), the write path's section cache instead (lib/section-cache.js), off with the others.
+    if (readCacheBytes === 0 || readCache.size === 0) this.writer.sectionCache = null
     // Lets the root refer to the tuple encoding by name ('tuple').
     level.keyEncoding(tupleEncoding)
     /** What each index was declared with and how far it is built (lib/schema.js). */

@@ -207,21 +207,40 @@ export class WriteScope {
 
   /**
    * Read a key of a namespace that is not cached, from the database, once
-   * per section (see #reads). A failed read is not kept.
+   * per section (see #reads), or from the writer's section cache where it
+   * keeps one (lib/section-cache.js): then a value, not a promise. A failed
+   * read is not kept.
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
-   * @returns {Promise<any>}
+   * @returns {any}
    */
   #readOnce (namespace, key) {
     const reads = this.#reads || (this.#reads = new Map())
     const id = namespace.keyId(key)
-    let read = reads.get(id)
-    if (read === undefined) {
-      const idb = this.writer.idb
-      // On IndexedDB, in the transaction the section's batch is written in.
-      read = Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, false))
-      reads.set(id, read)
-      read.catch(() => { if (reads.get(id) === read) reads.delete(id) })
+    const read = reads.get(id)
+    if (read !== undefined) return read
+    const sections = this.writer.sectionCache
+    if (sections !== null) {
+      const hit = sections.lookup(id)
+      if (hit !== undefined) return hit[0]
     }
+    return this.#read(namespace, key, id, reads)
+  }
+
+  /**
+   * Start reading a key for this section, kept in #reads (and in the
+   * section cache, if nothing changed meanwhile).
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {string} id
+   * @param {Map<string, Promise<any>>} reads
+   * @returns {Promise<any>}
+   */
+  #read (namespace, key, id, reads) {
+    const idb = this.writer.idb
+    const sections = this.writer.sectionCache
+    const version = sections === null ? 0 : sections.version
+    // On IndexedDB, in the transaction the section's batch is written in.
+    const read = Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, false))
+    reads.set(id, read)
+    read.then(value => { if (sections !== null) sections.keep(id, value, version) }, () => { if (reads.get(id) === read) reads.delete(id) })
     return read
   }
 
@@ -232,26 +251,28 @@ export class WriteScope {
 
   /**
    * Start reading `keys` of `namespace` at once where each read is a round
-   * trip (IndexedDB): the get()s of them that follow in this section take
-   * these reads (see #readOnce) instead of making requests one after
-   * another. Keys decided and not yet written are left to get(), which
-   * answers them from the ops; elsewhere this does nothing.
+   * trip (IndexedDB, and backends without synchronous reads, such as
+   * postgres, which sends reads issued together as one statement): the
+   * get()s of them that follow in this section take these reads (see
+   * #readOnce) instead of making requests one after another. Keys decided
+   * and not yet written are left to get(), which answers them from the
+   * ops; elsewhere this does nothing.
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys
    */
   prefetch (namespace, keys) {
     const idb = this.writer.idb
+    const direct = idb !== null && idb.ready
     // Not for a transaction (defersCounters): it reads outside the critical
     // section, as of its own start, and not through #reads.
-    if (idb === null || !idb.ready || namespace.cache !== null || !this.open || keys.length < 2 || this.defersCounters) return
+    if ((!direct && this.writer.syncReads) || namespace.cache !== null || !this.open || keys.length < 2 || this.defersCounters) return
     const reads = this.#reads || (this.#reads = new Map())
     if (this.indexed < this.ops.length) this.index()
     const pending = this.ops.length > 0 || this.writer.pending
+    const sections = this.writer.sectionCache
     for (const key of keys) {
       const id = namespace.keyId(key)
-      if (reads.has(id) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
-      const read = idb.get(namespace, key, this.#mode())
-      reads.set(id, read)
-      read.catch(() => { if (reads.get(id) === read) reads.delete(id) })
+      if (reads.has(id) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
+      this.#read(namespace, key, id, reads)
     }
   }
 

@@ -8,10 +8,13 @@ import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { LockManager } from './lock-manager.js'
 import { idbDirectFor } from './idb-direct.js'
 import { WANT_REPEAT_MS } from './cross-tab.js'
+import { SectionCache } from './section-cache.js'
 
 // How long one tab (or process) may keep the shared writer lock while it
 // has more to write, before it lets a waiting one in.
 const CROSS_TAB_SLICE_MS = 50
+// Values the section cache keeps at most (see lib/section-cache.js).
+const SECTION_CACHE_ENTRIES = 10000
 // The key of the generation in its namespace (layout.writes()).
 const GENERATION_KEY = new TextEncoder().encode('generation')
 
@@ -136,6 +139,16 @@ export class Writer {
     this.#crossTab = crossTab
     /** On IndexedDB: reads and batches of the write path, many per transaction (lib/idb-direct.js). */
     this.idb = idbDirectFor(root)
+    /**
+     * What critical sections read and decided, where each read is a round
+     * trip and the backend says that every write to it goes through levelkit
+     * (`cachesSectionReads`: postgres, where other processes' writes are
+     * heard of): lib/section-cache.js. Not elsewhere: a value written behind
+     * levelkit's back would go unseen. open({ readCache: 0 }) turns it off
+     * (lib/database.js).
+     * @type {SectionCache | null}
+     */
+    this.sectionCache = !syncReads && this.idb === null && (/** @type {any} */ (root).db ?? root).cachesSectionReads === true ? new SectionCache(SECTION_CACHE_ENTRIES) : null
     if (crossTab) {
       this.#generationSpace = new Namespace(root, layout.writes(), 'utf8')
       crossTab.listen(message => this.#heard(message))
@@ -485,6 +498,7 @@ export class Writer {
         this.idb?.clearCache()
         for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
         for (const namespace of namespacesOf(this.#root)) namespace.clearReadCaches()
+        this.sectionCache?.clear()
         // (On IndexedDB, transactions compare the values they read instead.)
         if (this.#transactions.size > 0 && !this.validatesByValue) this.#unknownAt = ++this.#decisions
       }
@@ -602,10 +616,19 @@ export class Writer {
     const group = this.#group || (this.#group = this.#newest = new Group())
     if (sync) group.sync = true
     if (scope.bulk) group.bulk = true
+    const sections = this.sectionCache
+    // A bulk load's values would only push out the others.
+    if (sections !== null && scope.bulk) sections.clear()
     for (const op of scope.ops) {
       group.ops.push(op)
       this.#unindexed.push(op)
       if (op.namespace.cache !== null) op.namespace.remember(op.key, op.value)
+      else if (sections !== null && !scope.bulk) {
+        if (op.id === undefined) op.id = op.namespace.keyId(op.key)
+        // A counter a transaction raises holds at least the value, maybe more.
+        if (op.raise) sections.delete(op.id)
+        else sections.set(op.id, op.type === 'put' ? op.value : undefined)
+      }
     }
     if (!this.#flushing) this.#flushing = this.#flush()
     return group.promise
@@ -779,6 +802,7 @@ export class Writer {
     // Cached values may come from the failed groups.
     this.idb?.clearCache()
     for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
+    this.sectionCache?.clear()
   }
 
   /**
@@ -847,6 +871,7 @@ export class Writer {
         if (counted) continue
         namespace.cache?.delete(bytesToBinaryString(key))
         if (namespace.readCache !== null || namespace.listCache !== null) namespace.clearReadCaches()
+        this.sectionCache?.delete(namespace.keyId(key))
       }
     } else {
       const namespaces = message.prefixes === null ? [...namespacesOf(this.#root)] : message.prefixes.map(prefix => namespaceByPrefix(this.#root, prefix))
@@ -856,6 +881,7 @@ export class Writer {
         if (counted) continue
         namespace.cache?.clear()
         namespace.clearReadCaches()
+        this.sectionCache?.clear()
       }
     }
     if (!counted && this.#transactions.size > 0 && !(known === false && this.validatesByValue)) {

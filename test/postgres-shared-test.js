@@ -20,7 +20,7 @@ import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
 import { postgresForTests } from './util/postgres.js'
 import { range } from './util/common.js'
-import { FAST, ACCOUNTS, INITIAL, declareBank, openShared } from './fixtures/postgres-shared-worker.js'
+import { FAST, ACCOUNTS, INITIAL, declareBank, openShared, increment } from './fixtures/postgres-shared-worker.js'
 import { WRITER_LOCK_SPACE } from '../lib/backends/postgres-shared.js'
 
 const server = await postgresForTests(test)
@@ -168,6 +168,46 @@ test('postgres shared: bank transfers as transactions in 4 processes keep the to
     t.is(all.reduce((sum, a) => sum + a.balance, 0), ACCOUNTS * INITIAL, 'the total is what it was')
     t.ok(all.every(a => a.balance >= 0), 'no balance went negative')
     await checkClean(t, db, 'after transfers in 4 processes')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres shared: a critical section reads what another process wrote, not what this one read or wrote before (section cache)', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table)
+  try {
+    const { accounts } = declareBank(db)
+    await accounts.insert({ balance: INITIAL })
+    t.is(await increment(db, accounts), INITIAL + 1, 'an increment here (the record read and written in a critical section)')
+    t.is(await increment(db, accounts), INITIAL + 2, 'another, which reads what the first wrote')
+    const other = await start(table, 'set', { balance: 777 })
+    other.go()
+    t.is(await other.result(), 777, 'another process set the balance to 777')
+    t.is(await increment(db, accounts), 778, 'the next increment here reads 777')
+    const more = await start(table, 'set', { balance: 5 })
+    more.go()
+    await more.result()
+    // Several at once: the first takes the lock again, the others read what it decided.
+    const results = await Promise.all(range(1, 5).map(() => increment(db, accounts)))
+    t.deepEqual(results, [6, 7, 8, 9, 10], 'five concurrent increments after another process wrote 5: 6..10')
+    await checkClean(t, db, 'after increments here and writes there')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres shared: 4 processes x 50 increments of one record, each read and written in a critical section: none lost', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table)
+  try {
+    const { accounts } = declareBank(db)
+    await accounts.insert({ balance: 0 })
+    const workers = await Promise.all(range(0, 3).map(() => start(table, 'increment', { n: 50, inFlight: 4 })))
+    for (const w of workers) w.go()
+    await Promise.all(workers.map(w => w.result()))
+    t.is((await accounts.get(1)).balance, 200, 'the balance is 200')
+    await checkClean(t, db, 'after increments in 4 processes')
   } finally {
     await db.close()
   }

@@ -18,6 +18,8 @@ const IDLE_SNAPSHOT_CLIENTS = 4
 // to the last, so a short read costs little and a long one holds one chunk.
 const FIRST_CHUNK = 16
 const MAX_CHUNK = 1000
+// Keys one statement of coalesced point reads asks for at most.
+const MAX_COALESCED = 1000
 // The first key of the advisory locks on tables: 'LKIT'.
 const LOCK_SPACE = 0x4c4b4954
 
@@ -121,6 +123,17 @@ export class PostgresLevel extends AbstractLevel {
     this.#sharedPool = pool === undefined ? null : pool
     this.#table = table
     this.#shared = shared
+  }
+
+  /**
+   * Tells levelkit's write path that it may keep what its critical sections
+   * read (lib/section-cache.js): a read is a round trip here, and every
+   * write of the table goes through levelkit (one process owns the table, or
+   * every process writes under the shared writer lock and tells the others
+   * what it wrote).
+   */
+  get cachesSectionReads () {
+    return true
   }
 
   /** Whether other processes may write the table too (the shared option). */
@@ -333,12 +346,17 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {Buffer} key @param {any} options */
   async _get (key, options) {
-    const rows = await this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, [key], options.snapshot)
-    return rows.length === 0 ? undefined : rows[0].value
+    if (options.snapshot) {
+      const rows = await this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, [key], options.snapshot)
+      return rows.length === 0 ? undefined : rows[0].value
+    }
+    const [value] = await this.#coalesce([key])
+    return value
   }
 
   /** @param {Buffer[]} keys @param {any} options */
   async _getMany (keys, options) {
+    if (!options.snapshot) return this.#coalesce(keys)
     const rows = await this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], options.snapshot)
     const found = new Map(rows.map(row => [row.key.toString('latin1'), row.value]))
     return keys.map(key => found.get(key.toString('latin1')))
@@ -346,15 +364,67 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {Buffer} key @param {any} options */
   async _has (key, options) {
-    const rows = await this.#query('read a key', `SELECT 1 FROM ${quote(this.#table)} WHERE key = $1`, [key], options.snapshot)
-    return rows.length > 0
+    if (options.snapshot) {
+      const rows = await this.#query('read a key', `SELECT 1 FROM ${quote(this.#table)} WHERE key = $1`, [key], options.snapshot)
+      return rows.length > 0
+    }
+    const [value] = await this.#coalesce([key])
+    return value !== undefined
   }
 
   /** @param {Buffer[]} keys @param {any} options */
   async _hasMany (keys, options) {
+    if (!options.snapshot) return (await this.#coalesce(keys)).map(value => value !== undefined)
     const rows = await this.#query('read keys', `SELECT key FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], options.snapshot)
     const found = new Set(rows.map(row => row.key.toString('latin1')))
     return keys.map(key => found.has(key.toString('latin1')))
+  }
+
+  /** @type {Array<{ keys: Buffer[], resolve: (values: Array<Buffer | undefined>) => void, reject: (err: unknown) => void }>} point reads waiting for the next statement */
+  #reads = []
+
+  /**
+   * The values of `keys`, read with every other point read (get, getMany,
+   * has, hasMany without a snapshot) asked for in the same turn of the
+   * event loop, up to MAX_COALESCED keys per statement: one round trip
+   * where reads issued together (Promise.all(), the write path's
+   * prefetch(), concurrent callers) would each make one. The reads are
+   * sent once the microtasks running now are done (process.nextTick()
+   * from a microtask runs after the microtask queue drains), so no read
+   * waits for a timer. One statement reads every key as of one moment.
+   * @param {Buffer[]} keys
+   * @returns {Promise<Array<Buffer | undefined>>}
+   */
+  #coalesce (keys) {
+    return new Promise((resolve, reject) => {
+      if (this.#reads.length === 0) process.nextTick(() => this.#readCoalesced())
+      this.#reads.push({ keys, resolve, reject })
+    })
+  }
+
+  #readCoalesced () {
+    const reads = this.#reads
+    this.#reads = []
+    /** @type {Map<string, Buffer>} */
+    const unique = new Map()
+    for (const read of reads) for (const key of read.keys) unique.set(key.toString('latin1'), key)
+    const keys = [...unique.values()]
+    /** @type {Array<Promise<Map<string, Buffer>>>} */
+    const chunks = []
+    for (let i = 0; i < keys.length; i += MAX_COALESCED) {
+      const chunk = keys.slice(i, i + MAX_COALESCED)
+      /** @type {Promise<Map<string, Buffer>>} */
+      const found = chunk.length === 1
+        ? this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, chunk).then(rows => new Map(rows.length === 0 ? [] : [[chunk[0].toString('latin1'), rows[0].value]]))
+        : this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [chunk]).then(rows => new Map(rows.map(row => [row.key.toString('latin1'), row.value])))
+      chunks.push(found)
+    }
+    Promise.all(chunks).then(maps => {
+      const found = maps.length === 1 ? maps[0] : new Map(maps.flatMap(map => [...map]))
+      for (const read of reads) read.resolve(read.keys.map(key => found.get(key.toString('latin1'))))
+    }, err => {
+      for (const read of reads) read.reject(err)
+    })
   }
 
   /** @param {Buffer} key @param {Buffer} value */
