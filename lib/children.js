@@ -105,6 +105,8 @@ export class ChildrenModel {
     this.layoutState = new IndexState()
     /** @type {((scope: WriteScope) => void) | null} */
     this.layoutRecord = null
+    /** Start the move of its data into the declared layout, if one is waiting (lib/schema.js). */
+    this.startLayoutMove = noop
     db.schema.declareLayout(this)
   }
 
@@ -159,7 +161,10 @@ export class ChildrenModel {
       parents.push(/** @type {unknown[]} */ (decodeKey(key, namespace))[0])
     }
     for (const parentId of parents) {
-      const purged = this.purge !== null && await scope.get(this.purge, encode(parentId)) !== undefined
+      // Children of a parent being purged are deleted, not moved; so are
+      // those of a parent gone (its purge may have ended before this batch
+      // reached them; ids are never reused with 'purge').
+      const purged = this.purge !== null && (await scope.get(this.purge, encode(parentId)) !== undefined || await scope.get(this.parent.records, encode(parentId)) === undefined)
       progress.done += await regroupChildren(scope, this.storage, this.keyPerChild, this.blocks, parentId, purged)
     }
     if (keys.length === size) {

@@ -13,6 +13,7 @@ import { scopeOf, scopedPrepare } from './model-handle.js'
  * @property {() => Record<string, unknown>} declaredLayout what the stored schema keeps of its declaration
  * @property {(scope: import('./write-scope.js').WriteScope, stored: Record<string, unknown> | undefined) => Promise<boolean>} layoutMatches
  *   whether its data is in the declared layout already, `stored` the layout the stored schema names (if any)
+ * @property {() => void} startLayoutMove start the move the comparison found needed, if not yet (lib/schema.js)
  * @property {((scope: import('./write-scope.js').WriteScope) => void) | null} layoutRecord
  *   puts the stored layout record a comparison left for the model's next write (lib/schema.js), until it is written
  * @property {(scope: import('./write-scope.js').WriteScope, progress: LayoutProgress, size: number) => Promise<boolean>} moveLayoutBatch
@@ -33,6 +34,8 @@ export function layoutReady (model, inScope) {
   const state = model.layoutState
   if (state.state === 'ready' || (state.state === 'unknown' && inScope)) return undefined
   if (state.state === 'failed') throw state.error
+  // Whatever stopped it, a move that is waited for runs.
+  model.startLayoutMove()
   if (inScope) {
     throw levelkitError(codes.INDEX_BUILDING, `The data of ${model.layoutKind} "${model.name}" is being moved into its declared layout (${state.done} moved so far), and inside a db.write() callback a read or write of it cannot wait for that (the move needs the write path): use it outside, or after db.buildIndexes()`, {
       [model.layoutKind]: model.name, done: state.done

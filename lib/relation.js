@@ -7,7 +7,7 @@ import { assertName, layout } from './names.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, after, promised, transactionIn } from './model-handle.js'
-import { describe, isDefined, elementsOf } from './common.js'
+import { describe, isDefined, elementsOf, noop } from './common.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
 import { optionsOf, optionsObject, RANGE } from './options.js'
 import { EdgeDirection, ListDirection, compareIds } from './relation-directions.js'
@@ -73,6 +73,8 @@ export class RelationModel {
     this.layoutState = new IndexState()
     /** @type {((scope: WriteScope) => void) | null} */
     this.layoutRecord = null
+    /** Start the move of its data into the declared layout, if one is waiting (lib/schema.js). */
+    this.startLayoutMove = noop
     db.schema.declareLayout(this)
   }
 

@@ -119,6 +119,7 @@ export class Schema {
    */
   async compared () {
     await Promise.allSettled(this.#comparing.values())
+    for (const model of this.#moves.keys()) model.startLayoutMove()
     await Promise.allSettled(this.#moves.values())
   }
 
@@ -131,14 +132,23 @@ export class Schema {
    */
   declareLayout (model) {
     const state = model.layoutState
-    if (this.#db.writer.closed) return state.set('ready')
-    const moved = this.#layout(model).finally(() => { this.#moves.delete(model) })
+    const writer = this.#db.writer
+    if (writer.closed) return state.set('ready')
+    /** @type {() => void} */
+    let start = noop
+    const started = new Promise(resolve => { start = () => resolve(undefined) })
+    model.startLayoutMove = start
+    writer.onClose(start)
+    const moved = this.#layout(model, started).finally(() => { this.#moves.delete(model) })
     moved.catch(noop)
     this.#moves.set(model, moved)
   }
 
-  /** @param {LayoutModel} model */
-  async #layout (model) {
+  /**
+   * Compare; if the data must move, wait for its first use to start the move.
+   * @param {LayoutModel} model @param {Promise<unknown>} started
+   */
+  async #layout (model, started) {
     const writer = this.#db.writer
     const state = model.layoutState
     const key = encode([model.layoutKind, model.name])
@@ -146,15 +156,21 @@ export class Schema {
     try {
       // In a critical section queued now: no write to the model is decided
       // before it (they wait for the state anyway).
-      const compared = writer.run(scope => this.#compareLayout(scope, model, key, declared))
+      const compared = writer.run(scope => this.#compareLayout(scope, model, key, declared, false))
       this.#layoutCompares.set(model, compared.finally(() => this.#layoutCompares.delete(model)).catch(noop))
       let progress = await compared
       if (progress === null) return state.set('ready')
       state.set('building')
       state.done = progress.done
+      // Moved from the model's first use (a read, a write), or
+      // db.buildIndexes(), db.check(), db.migrate(): not merely declared
+      // (a program may declare models over data that is not its own, and
+      // refuse it).
+      await started
       // On IndexedDB, one tab moves it; another waits, then finds it moved.
       await schemaLockFor(this.#db.level).hold(async () => {
-        progress = await writer.run(scope => this.#compareLayout(scope, model, key, declared))
+        if (writer.closed) return
+        progress = await writer.run(scope => this.#compareLayout(scope, model, key, declared, true))
         while (progress !== null) {
           if (writer.closed) return
           const current = progress
@@ -185,9 +201,10 @@ export class Schema {
    * layout (stored as such), else where its move starts or resumes, with
    * the move's marker stored.
    * @param {WriteScope} scope @param {LayoutModel} model @param {Uint8Array} key @param {Record<string, unknown>} declared
+   * @param {boolean} moving whether the move starts now (else nothing is stored for it yet)
    * @returns {Promise<LayoutProgress | null>}
    */
-  async #compareLayout (scope, model, key, declared) {
+  async #compareLayout (scope, model, key, declared, moving) {
     await scope.writer.drain()
     const value = await current(scope, this.#namespace, key)
     const stored = value === undefined ? undefined : parseJson(value, this.#namespace, key)
@@ -202,7 +219,7 @@ export class Schema {
       this.#deferLayout(model, key, { ...declared, state: 'ready' })
       return null
     }
-    scope.put(this.#namespace, key, JSON.stringify({ ...declared, state: 'moving', phase: null, after: null, done: 0 }))
+    if (moving) scope.put(this.#namespace, key, JSON.stringify({ ...declared, state: 'moving', phase: null, after: null, done: 0 }))
     return { phase: null, after: null, done: 0 }
   }
 
@@ -234,7 +251,7 @@ export class Schema {
       const { state, done, error } = /** @type {LayoutModel} */ (model).layoutState
       if (state === 'ready') continue
       /** @type {IndexStatus} */
-      const status = { state: state === 'building' ? 'moving' : state, declared: true, done, total: done }
+      const status = { state: state === 'building' ? 'moving' : state, declared: true, done }
       if (error !== null) status.error = error
       result[model.name] = { layout: status }
     }
