@@ -84,6 +84,8 @@ export class Schema {
   #totals = new Map()
   /** @type {Map<LayoutModel, Promise<void>>} layout comparisons and moves running */
   #moves = new Map()
+  /** @type {WeakSet<LayoutModel>} models whose move (if they need one) was started */
+  #movesStarted = new WeakSet()
   /** @type {Map<LayoutModel, Promise<unknown>>} layout comparisons not yet done */
   #layoutCompares = new Map()
 
@@ -115,12 +117,15 @@ export class Schema {
 
   /**
    * Resolves once every declaration so far is compared with the stored
-   * schema, and every layout move it started is over.
+   * schema, and every layout move under way is over. A move not started
+   * stays so: check() then reports the data in the old layout (a program
+   * may check data it declared models over to tell whether it is its own,
+   * and must not have moved it by then).
    */
   async compared () {
     await Promise.allSettled(this.#comparing.values())
-    for (const model of this.#moves.keys()) model.startLayoutMove()
-    await Promise.allSettled(this.#moves.values())
+    await Promise.allSettled(this.#layoutCompares.values())
+    await Promise.allSettled([...this.#moves].filter(([model]) => model.layoutState.state === 'building' && this.#movesStarted.has(model)).map(([, moved]) => moved))
   }
 
   /**
@@ -136,7 +141,12 @@ export class Schema {
     if (writer.closed) return state.set('ready')
     /** @type {() => void} */
     let start = noop
-    const started = new Promise(resolve => { start = () => resolve(undefined) })
+    const started = new Promise(resolve => {
+      start = () => {
+        this.#movesStarted.add(model)
+        resolve(undefined)
+      }
+    })
     model.startLayoutMove = start
     writer.onClose(start)
     const moved = this.#layout(model, started).finally(() => { this.#moves.delete(model) })
@@ -242,6 +252,26 @@ export class Schema {
     writer.onClose(stop)
   }
 
+  /**
+   * Take as moved the relations and children sets whose move waits for
+   * their first use but whose data is in the declared layout now (a
+   * repair moved it, see check()): their move is started, finds nothing to
+   * move, and they are ready when this resolves. Others stay waiting.
+   */
+  async adoptLayouts () {
+    const writer = this.#db.writer
+    const adopted = []
+    for (const [model, moved] of this.#moves) {
+      if (model.layoutState.state !== 'building' || this.#movesStarted.has(model)) continue
+      const key = encode([model.layoutKind, model.name])
+      const progress = await writer.run(scope => this.#compareLayout(scope, model, key, model.declaredLayout(), false))
+      if (progress !== null) continue
+      model.startLayoutMove()
+      adopted.push(moved)
+    }
+    await Promise.allSettled(adopted)
+  }
+
   /** The layout moves not over, for db.schemaStatus(). */
   #layoutStatus () {
     /** @type {Record<string, Record<string, IndexStatus>>} */
@@ -303,6 +333,8 @@ export class Schema {
    * rejects with the error of one that failed (after all have settled).
    */
   async buildIndexes () {
+    for (const model of this.#moves.keys()) model.startLayoutMove()
+    await Promise.allSettled(this.#moves.values())
     await this.compared()
     const indexes = this.#declaredIndexes()
     for (const { model, index } of indexes) {
