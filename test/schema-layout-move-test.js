@@ -119,6 +119,54 @@ for (const backend of backends) {
   })
 }
 
+for (const backend of backends) {
+  test(`${backend.name}: a database without stored layouts (written by an earlier levelkit) is taken as it is when its data is in the declared layout, and moved when not`, async t => {
+    const base = await backend.base()
+    /** @param {any} db @param {Array<'from' | 'to'>} lists @param {number} blockSize */
+    const declare = (db, lists, blockSize) => {
+      const people = db.collection('people')
+      return { people, rel: db.relation('follows', { from: people, to: people, lists }), notes: db.children('notes', { parent: people, blockSize }) }
+    }
+    const forget = () => base.level.sublevel(':levelkit.meta', { keyEncoding: 'view' }).clear()
+    /** @param {any} db @param {any} m */
+    const wrongReads = async (db, { rel, notes }) => {
+      let wrong = 0
+      for (let i = 1; i <= 40; i++) {
+        if (JSON.stringify(await rel.to(i).all()) !== JSON.stringify([...follows(i)].sort((a, b) => a - b))) wrong++
+        if (JSON.stringify(await notes.getMany(i, [1, 6, 9])) !== JSON.stringify([`${i}:1`, `${i}:6`, `${i}:9`])) wrong++
+      }
+      return wrong
+    }
+    try {
+      const first = await open({ db: base.level })
+      const a = declare(first, ['to'], 4)
+      await a.people.insertMany(Array.from({ length: PEOPLE }, (_, i) => ({ n: i + 1 })))
+      for (let i = 1; i <= PEOPLE; i++) {
+        await a.rel.addMany(i, follows(i))
+        await a.notes.appendMany(i, Array.from({ length: 9 }, (_, k) => `${i}:${k + 1}`))
+      }
+      await first.close()
+
+      await forget()
+      const same = await open({ db: base.level })
+      const b = declare(same, ['to'], 4)
+      t.same(await same.schemaStatus().then(s => [s.follows, s.notes]), [undefined, undefined], 'the same layouts: nothing to move')
+      t.is(await wrongReads(same, b), 0, 'and reads answer')
+      await same.close()
+
+      await forget()
+      const other = await open({ db: base.level })
+      const c = declare(other, ['from'], 8)
+      t.same(await other.schemaStatus().then(s => [s.follows?.layout?.state, s.notes?.layout?.state]), ['moving', 'moving'], 'other layouts: both moved (blocks of 4 told from blocks of 8 by their keys)')
+      t.is(await wrongReads(other, c), 0, 'reads wait for the moves, then answer')
+      t.same((await other.check()).problems, [], 'check() is clean')
+      await other.close()
+    } finally {
+      await base.close()
+    }
+  })
+}
+
 test('cleanup', t => {
   for (const backend of backends) backend.done()
   t.end()
