@@ -1,11 +1,10 @@
-// Issue 17 asks that a layout change (a relation's `lists`, a children
-// set's `blockSize`) be moved online like an index build: existing data
-// moved in bounded batches while writes go on, reads that need it waiting
-// (never a silently incomplete answer), check() clean afterwards, with no
-// check({ repair: true }) by hand. Today the move is that repair (one batch,
-// docs/api.md), and until it runs reads see only the new layout: these tests
-// are marked todo until levelkit stores relations and children in its
-// schema and moves them itself; remove `todo` then. On memory and LevelDB.
+// Issue 17: a layout change (a relation's `lists`, a children set's
+// `blockSize`) is moved online like an index build (lib/schema.js): existing
+// data moved in bounded batches, reads and writes of the model waiting for
+// it (never a silently incomplete answer), check() clean afterwards, with no
+// check({ repair: true }) by hand. See also test/schema-layout-move-test.js
+// (writes during a move) and test/schema-layout-crash-test.js (SIGKILL).
+// On memory and LevelDB.
 import test from 'tape'
 import fs from 'node:fs'
 import os from 'node:os'
