@@ -30,6 +30,21 @@ import { COUNTER_KEY } from './versions.js'
  * @returns {Promise<{ ok: boolean, problems: Problem[], repaired: number, unchecked?: Array<{ collection: string, index: string, state: string }> }>}
  */
 export async function checkDatabase (db, options) {
+  const result = await checkOrRepair(db, options)
+  // A relation or children set whose data had to move into its declared
+  // layout waits for its first use to move it (lib/schema.js); if its data
+  // is in that layout now (repaired, or found so), it is ready. Not inside
+  // a db.write() callback, which holds the write path that needs.
+  if (!db.writer.inWriteCallback && !db.writer.closed) await db.schema.adoptLayouts()
+  return result
+}
+
+/**
+ * @param {import('./database.js').Database} db
+ * @param {unknown} options { repair }
+ * @returns {Promise<{ ok: boolean, problems: Problem[], repaired: number, unchecked?: Array<{ collection: string, index: string, state: string }> }>}
+ */
+async function checkOrRepair (db, options) {
   const { repair = false } = optionsOf(options, 'db.check()')
   if (typeof repair !== 'boolean') throw invalid('The repair option must be a boolean')
   const root = db.level

@@ -149,6 +149,23 @@ export class ChildBlocks {
     return seq - (seq - 1) % this.blockSize
   }
 
+  /**
+   * Whether a stored block is a block of this size: aligned to it, holding
+   * only children of its own seqs. One that does not parse counts as one
+   * (nothing can be moved out of it; check() reports it).
+   * @param {Uint8Array} key @param {string} text
+   */
+  aligned (key, text) {
+    const first = firstOf(key, this.namespace)
+    let pairs
+    try {
+      pairs = parseBlock(text)
+    } catch {
+      return true
+    }
+    return this.first(first) === first && pairs.every(pair => this.first(pair[0]) === first)
+  }
+
   /** @param {unknown} parentId @param {number} seq */
   keyOf (parentId, seq) {
     return encode([parentId, this.first(seq)])
@@ -348,6 +365,88 @@ export class ChildBlocks {
       }
     }
     return entries
+  }
+}
+
+/**
+ * Rewrite the children of one parent into the layout in use, `storage`,
+ * in a critical section: its children kept as keys of their own and in
+ * blocks (of any size) are read, and written again as `storage` keeps
+ * them, unless they are so already; where a child is in both, the copy in
+ * blocks wins with blocks in use, the key of its own otherwise (as check()
+ * decides). A child of its own key that is not JSON cannot go into a block:
+ * it is left as it is. With `purged` (the parent is being purged), the
+ * children are deleted instead. Returns how many children were moved.
+ * @param {WriteScope} scope @param {KeyPerChild | ChildBlocks} storage
+ * @param {KeyPerChild} keyPerChild @param {ChildBlocks} blocks @param {unknown} parentId @param {boolean} purged
+ */
+export async function regroupChildren (scope, storage, keyPerChild, blocks, parentId, purged) {
+  const bounds = tupleBounds([parentId], {})
+  const keyed = /** @type {Array<[Uint8Array, string]>} */ (await scope.entries(keyPerChild.namespace, bounds))
+  const blocked = /** @type {Array<[Uint8Array, string]>} */ (await scope.entries(blocks.namespace, bounds))
+  if (purged) {
+    for (const [key] of keyed) scope.del(keyPerChild.namespace, key)
+    for (const [key] of blocked) scope.del(blocks.namespace, key)
+    return 0
+  }
+  if (storage === keyPerChild) {
+    const kept = new Set(keyed.map(([key]) => seqOf(key, keyPerChild.namespace)))
+    let moved = 0
+    for (const [key, text] of blocked) {
+      for (const [seq, value] of /** @type {Array<[number, any]>} */ (blocks.parse(text, parentId, key))) {
+        if (kept.has(seq)) continue
+        scope.put(keyPerChild.namespace, encode([parentId, seq]), JSON.stringify(value))
+        moved++
+      }
+      scope.del(blocks.namespace, key)
+    }
+    return moved
+  }
+  if (keyed.length === 0 && blocked.every(([key, text]) => blocks.aligned(key, text))) return 0
+  /** @type {Map<number, string>} each child's JSON, by seq */
+  const children = new Map()
+  for (const [key, text] of blocked) {
+    for (const [seq, value] of /** @type {Array<[number, any]>} */ (blocks.parse(text, parentId, key))) {
+      if (!children.has(seq)) children.set(seq, JSON.stringify(value))
+    }
+  }
+  let moved = 0
+  for (const [key, json] of keyed) {
+    const seq = seqOf(key, keyPerChild.namespace)
+    if (!children.has(seq)) {
+      if (!isJson(json)) continue
+      children.set(seq, json)
+      moved++
+    }
+    scope.del(keyPerChild.namespace, key)
+  }
+  // Deleted first: a block written below at one of these keys replaces the delete.
+  for (const [key] of blocked) scope.del(blocks.namespace, key)
+  /** @type {string[]} */
+  let group = []
+  let first = 0
+  const flush = () => {
+    if (group.length > 0) scope.put(blocks.namespace, encode([parentId, first]), `[${group.join(',')}]`)
+    group = []
+  }
+  for (const seq of [...children.keys()].sort((a, b) => a - b)) {
+    if (blocks.first(seq) !== first) {
+      flush()
+      first = blocks.first(seq)
+    }
+    group.push(`[${seq},${children.get(seq)}]`)
+  }
+  flush()
+  return moved
+}
+
+/** @param {string} text */
+function isJson (text) {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
   }
 }
 

@@ -6,11 +6,14 @@ import { assertName, layout } from './names.js'
 import { Namespace } from './namespace.js'
 import { Query, BACKEND_LIMIT } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, allOf, promised, transactionIn } from './model-handle.js'
+import { compareBytes } from './bytes.js'
+import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, after, allOf, promised, transactionIn } from './model-handle.js'
 import { describe, noop, readInput, elementsOf } from './common.js'
 import { optionsOf } from './options.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
-import { KeyPerChild, ChildBlocks } from './child-layouts.js'
+import { KeyPerChild, ChildBlocks, regroupChildren } from './child-layouts.js'
+import { IndexState } from './index-state.js'
+import { layoutReady, layoutPrepare } from './layout-moves.js'
 
 const ON_DELETE = ['cascade', 'restrict', 'purge']
 
@@ -20,6 +23,10 @@ const PURGE_CHUNK = 1000
 const PURGE_RETRIES = 5
 
 const MAX_BLOCK_SIZE = 1024
+
+// Blocks looked at to tell whether a database without a stored blockSize
+// keeps its blocks at the declared size.
+const SAMPLE_BLOCKS = 256
 
 // Children a watcher reads at a time.
 const WATCH_PAGE = 64
@@ -93,6 +100,82 @@ export class ChildrenModel {
       // right after declaring waits for it).
       this.startPurge()
     }
+    this.layoutKind = /** @type {const} */ ('children')
+    /** Whether its children are in the declared layout: reads and writes wait for it (lib/layout-moves.js). */
+    this.layoutState = new IndexState()
+    /** @type {((scope: WriteScope) => void) | null} */
+    this.layoutRecord = null
+    /** Start the move of its data into the declared layout, if one is waiting (lib/schema.js). */
+    this.startLayoutMove = noop
+    db.schema.declareLayout(this)
+  }
+
+  /** What the stored schema keeps of the declaration: 0 for one key per child. */
+  declaredLayout () {
+    return { blockSize: this.storage === this.blocks ? this.blocks.blockSize : 0 }
+  }
+
+  /**
+   * Whether the children are in the declared layout. The namespace of the
+   * other layout must hold nothing; with blocks in use, the blocks must be
+   * of the declared size: known if the stored schema says so, else (a
+   * database of an earlier levelkit, or another blockSize stored) told
+   * from the first SAMPLE_BLOCKS blocks, each of which must be aligned to
+   * the size and hold only seqs of its own block (a block of another size
+   * that does not show among them is missed: check() reports it).
+   * @param {WriteScope} scope @param {Record<string, unknown> | undefined} stored
+   */
+  async layoutMatches (scope, stored) {
+    const other = this.storage === this.blocks ? this.keyPerChild : this.blocks
+    if ((await other.namespace.sublevel.keys({ limit: 1 }).all()).length > 0) return false
+    if (this.storage !== this.blocks || stored?.blockSize === this.blocks.blockSize) return true
+    const sample = await this.blocks.namespace.sublevel.iterator({ limit: SAMPLE_BLOCKS }).all()
+    return sample.every(([key, text]) => this.blocks.aligned(key, text))
+  }
+
+  /**
+   * Move the children of about `size` stored keys into the declared
+   * layout, a parent at a time (regroupChildren()): first the parents with
+   * a child in the namespace of the other layout, then (with blocks in use)
+   * those with blocks, which are rewritten unless each is of the declared
+   * size. `progress.after` is where the next batch starts in the phase's
+   * namespace, past the last parent done.
+   * @param {WriteScope} scope @param {import('./layout-moves.js').LayoutProgress} progress @param {number} size
+   */
+  async moveLayoutBatch (scope, progress, size) {
+    await this.writer.drain()
+    const phases = this.storage === this.blocks ? ['keys', 'blocks'] : ['blocks']
+    if (progress.phase === null || !phases.includes(progress.phase)) {
+      progress.phase = phases[0]
+      progress.after = null
+    }
+    const namespace = progress.phase === 'keys' ? this.keyPerChild.namespace : this.blocks.namespace
+    const keys = await namespace.sublevel.keys(progress.after === null ? { limit: size } : { gte: progress.after, limit: size }).all()
+    /** @type {unknown[]} */
+    const parents = []
+    let last = null
+    for (const key of keys) {
+      const parentKey = encode(/** @type {unknown[]} */ (decodeKey(key, namespace))[0])
+      if (last !== null && compareBytes(last, parentKey) === 0) continue
+      last = parentKey
+      parents.push(/** @type {unknown[]} */ (decodeKey(key, namespace))[0])
+    }
+    for (const parentId of parents) {
+      // Children of a parent being purged are deleted, not moved; so are
+      // those of a parent gone (its purge may have ended before this batch
+      // reached them; ids are never reused with 'purge').
+      const purged = this.purge !== null && (await scope.get(this.purge, encode(parentId)) !== undefined || await scope.get(this.parent.records, encode(parentId)) === undefined)
+      progress.done += await regroupChildren(scope, this.storage, this.keyPerChild, this.blocks, parentId, purged)
+    }
+    if (keys.length === size) {
+      progress.after = /** @type {Uint8Array} */ (tupleBounds([parents[parents.length - 1]], {}).lt)
+      return false
+    }
+    const next = phases.indexOf(progress.phase) + 1
+    if (next === phases.length) return true
+    progress.phase = phases[next]
+    progress.after = null
+    return false
   }
 
   /** Run the background purge, or have the running one look again. */
@@ -164,6 +247,7 @@ export class ChildrenModel {
 
   /** @param {WriteScope} scope @param {unknown} parentId @param {string} json */
   async append (scope, parentId, json) {
+    if (this.layoutRecord !== null) this.layoutRecord(scope)
     const parentKey = this.parent.keyOf(parentId)
     if (await scope.get(this.parent.records, parentKey) === undefined) {
       throw levelkitError(codes.NOT_FOUND, `Children "${this.name}": parent "${this.parent.name}" has no record with id ${describe(parentId)}`, {
@@ -183,6 +267,7 @@ export class ChildrenModel {
    * @param {WriteScope} scope @param {unknown} parentId @param {string[]} jsons
    */
   async appendMany (scope, parentId, jsons) {
+    if (this.layoutRecord !== null) this.layoutRecord(scope)
     const parentKey = this.parent.keyOf(parentId)
     if (await scope.get(this.parent.records, parentKey) === undefined) {
       throw levelkitError(codes.NOT_FOUND, `Children "${this.name}": parent "${this.parent.name}" has no record with id ${describe(parentId)}`, {
@@ -196,6 +281,7 @@ export class ChildrenModel {
 
   /** @param {WriteScope} scope @param {unknown} parentId @param {unknown} seq @param {string} json */
   async put (scope, parentId, seq, json) {
+    if (this.layoutRecord !== null) this.layoutRecord(scope)
     const n = this.assertChild(parentId, seq)
     if (await this.isPurging(parentId, scope) || !(await this.storage.replace(scope, parentId, n, json))) {
       throw levelkitError(codes.NOT_FOUND, `Children "${this.name}" of ${describe(parentId)} has no item ${describe(seq)}`, { children: this.name, id: parentId, seq })
@@ -204,6 +290,7 @@ export class ChildrenModel {
 
   /** @param {WriteScope} scope @param {unknown} parentId @param {unknown} seq */
   async del (scope, parentId, seq) {
+    if (this.layoutRecord !== null) this.layoutRecord(scope)
     const n = this.assertChild(parentId, seq)
     if (await this.isPurging(parentId, scope)) return false
     return this.storage.remove(scope, parentId, n)
@@ -215,7 +302,15 @@ export class ChildrenModel {
       scope.put(this.purge, encode(parentId), '')
       return
     }
-    const { keys, count } = await this.storage.stored(scope, parentId, this.onDelete === 'restrict')
+    const { keys, count: kept } = await this.storage.stored(scope, parentId, this.onDelete === 'restrict')
+    let count = kept
+    // While the children move between layouts, some may be in the other one.
+    if (this.layoutState.state !== 'ready') {
+      const other = this.storage === this.blocks ? this.keyPerChild : this.blocks
+      const old = await other.stored(scope, parentId, this.onDelete === 'restrict')
+      count += old.count
+      if (this.onDelete !== 'restrict') for (const key of old.keys) scope.del(other.namespace, key)
+    }
     if (this.onDelete === 'restrict' && count > 0) {
       throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(parentId)} from "${this.parent.name}": it has ${count} "${this.name}" (onDelete: 'restrict')`, {
         collection: this.parent.name, children: this.name, id: parentId
@@ -328,7 +423,7 @@ export class Children extends ModelHandle {
     return promised(() => {
       const parent = modelOf(this).parent.idArg(parentId)
       const json = encodeJson(value, `Value for "${this.name}"`)
-      return writeThrough(this, scope => modelOf(this).append(scope, parent, json))
+      return after(layoutReady(modelOf(this), scopeOf(this) !== null), () => writeThrough(this, scope => modelOf(this).append(scope, parent, json)))
     })
   }
 
@@ -348,9 +443,9 @@ export class Children extends ModelHandle {
       model.parent.keyOf(parent)
       const size = batchSizeOf(options, 'children.appendMany()')
       let n = 0
-      return loadInBatches(this, values, size, `The values passed to appendMany() of "${model.name}"`,
+      return after(layoutReady(model, scopeOf(this) !== null), () => loadInBatches(this, values, size, `The values passed to appendMany() of "${model.name}"`,
         items => items.map(value => encodeJson(value, `Value ${n++} passed to appendMany() of "${model.name}"`)),
-        (scope, jsons) => model.appendMany(scope, parent, jsons))
+        (scope, jsons) => model.appendMany(scope, parent, jsons)))
     })
   }
 
@@ -359,7 +454,7 @@ export class Children extends ModelHandle {
     return promised(() => {
       const parent = modelOf(this).parent.idArg(parentId)
       const json = encodeJson(value, `Value for "${this.name}"`)
-      return writeThrough(this, scope => modelOf(this).put(scope, parent, seq, json))
+      return after(layoutReady(modelOf(this), scopeOf(this) !== null), () => writeThrough(this, scope => modelOf(this).put(scope, parent, seq, json)))
     })
   }
 
@@ -367,7 +462,7 @@ export class Children extends ModelHandle {
   del (parentId, seq) {
     return promised(() => {
       const parent = modelOf(this).parent.idArg(parentId)
-      return writeThrough(this, scope => modelOf(this).del(scope, parent, seq))
+      return after(layoutReady(modelOf(this), scopeOf(this) !== null), () => writeThrough(this, scope => modelOf(this).del(scope, parent, seq)))
     })
   }
 
@@ -376,6 +471,7 @@ export class Children extends ModelHandle {
     const model = modelOf(this)
     const parent = model.parent.idArg(parentId)
     const n = model.assertChild(parent, seq)
+    await layoutReady(model, scopeOf(this) !== null)
     const key = model.storage.keyOf(parent, n)
     const value = model.storage.find(model.storage.parse(await readThrough(this, model.items, key), parent, key), n)
     if (value === undefined || await model.isPurging(parent, scopeOf(this))) return undefined
@@ -395,6 +491,7 @@ export class Children extends ModelHandle {
     const parent = model.parent.idArg(parentId)
     const parentKey = model.parent.keyOf(parent)
     const wanted = elementsOf(seqs, `The sequence numbers passed to getMany() of "${model.name}"`).map(seq => model.assertSeq(seq))
+    await layoutReady(model, scopeOf(this) !== null)
     // Each stored value is read once: with blocks, one read serves many seqs.
     /** @type {Uint8Array[]} */
     const keys = []
@@ -432,7 +529,8 @@ export class Children extends ModelHandle {
    * @param {any} [options] gt/gte/lt/lte over seq, limit, reverse, cursor
    */
   range (parentId, options) {
-    return modelOf(this).range(parentId, optionsOf(options, 'children.range()'), scopedPrepare(this), transactionIn(this))
+    const model = modelOf(this)
+    return model.range(parentId, optionsOf(options, 'children.range()'), layoutPrepare(this, model), transactionIn(this))
   }
 
   /** The last sequence number handed out for `parentId` (0 if none). @param {unknown} parentId */

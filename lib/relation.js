@@ -1,14 +1,16 @@
 import { encode } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
-import { decodeKey } from './stored.js'
+import { decodeKey, decodeList } from './stored.js'
+import { IndexState } from './index-state.js'
+import { layoutReady, layoutPrepare } from './layout-moves.js'
 import { assertName, layout } from './names.js'
 import { Query } from './query.js'
 import { tupleBounds } from './bounds.js'
-import { ModelHandle, modelOf, writeThrough, readThrough, scopedPrepare, after, promised, transactionIn } from './model-handle.js'
-import { describe, isDefined, elementsOf } from './common.js'
+import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, after, promised, transactionIn } from './model-handle.js'
+import { describe, isDefined, elementsOf, noop } from './common.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
 import { optionsOf, optionsObject, RANGE } from './options.js'
-import { EdgeDirection, ListDirection } from './relation-directions.js'
+import { EdgeDirection, ListDirection, compareIds } from './relation-directions.js'
 
 const ON_DELETE = ['cascade', 'restrict']
 const LIST_SIDES = ['from', 'to']
@@ -63,8 +65,65 @@ export class RelationModel {
       forward: lists.includes('to') ? new EdgeDirection(this.root, layout.forward(name), 0, false) : new ListDirection(this.root, layout.list(name, 'to'), 0, this.to.sequential),
       reverse: lists.includes('from') ? new EdgeDirection(this.root, layout.reverse(name), 0, false) : new ListDirection(this.root, layout.list(name, 'from'), 0, this.from.sequential)
     }
+    this.lists = LIST_SIDES.filter(side => lists.includes(side))
     this.from.dependents.push({ name, beforeDelete: (scope, id) => this.beforeDelete(scope, id, this.forward, this.reverse, this.onDelete.from, this.from) })
     this.to.dependents.push({ name, beforeDelete: (scope, id) => this.beforeDelete(scope, id, this.reverse, this.forward, this.onDelete.to, this.to) })
+    this.layoutKind = /** @type {const} */ ('relation')
+    /** Whether its edges are in the declared layout: reads and writes wait for it (lib/layout-moves.js). */
+    this.layoutState = new IndexState()
+    /** @type {((scope: WriteScope) => void) | null} */
+    this.layoutRecord = null
+    /** Start the move of its data into the declared layout, if one is waiting (lib/schema.js). */
+    this.startLayoutMove = noop
+    db.schema.declareLayout(this)
+  }
+
+  /** What the stored schema keeps of the declaration. */
+  declaredLayout () {
+    return { lists: this.lists }
+  }
+
+  /**
+   * Whether the edges are in the declared layout: none in the namespaces of
+   * the other layout of each direction (what `lists` does not use). Exact,
+   * and two reads: a layout's namespaces hold nothing once it is not used.
+   * @param {WriteScope} scope
+   */
+  async layoutMatches (scope) {
+    for (const direction of [this.unused.forward, this.unused.reverse]) {
+      if ((await direction.namespace.sublevel.keys({ limit: 1 }).all()).length > 0) return false
+    }
+    return true
+  }
+
+  /**
+   * Move about `size` edges (or lists) out of the namespaces of the layout
+   * not in use, through the directions in use (as add() writes them), and
+   * delete them there, in the critical section of one batch: the old
+   * namespaces shrink as the move goes, so where it is needs no marker.
+   * @param {WriteScope} scope @param {import('./layout-moves.js').LayoutProgress} progress @param {number} size
+   */
+  async moveLayoutBatch (scope, progress, size) {
+    await this.writer.drain()
+    let budget = size
+    for (const [old, now] of /** @type {Array<[Direction, Direction]>} */ ([[this.unused.forward, this.forward], [this.unused.reverse, this.reverse]])) {
+      const namespace = old.namespace
+      const page = await namespace.sublevel.iterator({ limit: budget }).all()
+      for (const [key, value] of page) {
+        if (old.kind === 'edges') {
+          const [head, other] = /** @type {unknown[]} */ (decodeKey(key, namespace))
+          await now.add(scope, head, other)
+        } else {
+          const head = decodeKey(key, namespace)
+          for (const other of decodeList(value, namespace, key)) await now.add(scope, head, other)
+        }
+        scope.del(namespace, key)
+      }
+      progress.done += page.length
+      budget -= page.length
+      if (budget === 0) return false
+    }
+    return true
   }
 
   /**
@@ -141,6 +200,7 @@ export class RelationModel {
    * @returns {boolean | Promise<boolean>} whether it changed
    */
   change (scope, fromId, toId, change) {
+    if (this.layoutRecord !== null) this.layoutRecord(scope)
     const { forward, reverse } = this
     if (reverse.kind === 'lists') {
       return after(reverse[change](scope, toId, fromId), changed => changed && after(forward[change](scope, fromId, toId), () => true))
@@ -166,6 +226,8 @@ export class RelationModel {
    */
   async beforeDelete (scope, id, near, far, policy, collection) {
     const others = await near.others(scope, id)
+    // While its edges move between layouts, an edge may be in either: both are looked at.
+    if (this.layoutState.state !== 'ready') return this.beforeDeleteMoving(scope, id, near, far, policy, collection, others)
     if (policy === 'restrict') {
       if (others.length > 0) {
         throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(id)} from "${collection.name}": relation "${this.name}" has ${others.length} edge(s) to it (onDelete: 'restrict')`, {
@@ -176,6 +238,33 @@ export class RelationModel {
     }
     for (const other of others) await far.remove(scope, other, id)
     near.removeAll(scope, id, others)
+  }
+
+  /**
+   * beforeDelete() while the edges move: each direction may hold an edge
+   * in its declared layout or in the other one (not yet moved).
+   * @param {WriteScope} scope @param {unknown} id @param {Direction} near @param {Direction} far
+   * @param {string} policy @param {CollectionModel} collection @param {unknown[]} others what `near` holds
+   */
+  async beforeDeleteMoving (scope, id, near, far, policy, collection, others) {
+    const oldNear = near === this.forward ? this.unused.forward : this.unused.reverse
+    const oldFar = far === this.forward ? this.unused.forward : this.unused.reverse
+    const oldOthers = await oldNear.others(scope, id)
+    const all = [...others, ...oldOthers.filter(other => !others.some(known => compareIds(known, other) === 0))]
+    if (policy === 'restrict') {
+      if (all.length > 0) {
+        throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(id)} from "${collection.name}": relation "${this.name}" has ${all.length} edge(s) to it (onDelete: 'restrict')`, {
+          collection: collection.name, relation: this.name, id
+        })
+      }
+      return
+    }
+    for (const other of all) {
+      if (await far.has((namespace, key) => scope.get(namespace, key), other, id)) await far.remove(scope, other, id)
+      if (await oldFar.has((namespace, key) => scope.get(namespace, key), other, id)) await oldFar.remove(scope, other, id)
+    }
+    near.removeAll(scope, id, others)
+    oldNear.removeAll(scope, id, oldOthers)
   }
 
   /** Check both ids (the edge keys encode them). @param {unknown} fromId @param {unknown} toId */
@@ -255,7 +344,7 @@ export class Relation extends ModelHandle {
       const model = modelOf(this)
       const from = model.from.idArg(fromId)
       const to = model.to.idArg(toId)
-      return writeThrough(this, scope => model.add(scope, from, to))
+      return after(layoutReady(model, scopeOf(this) !== null), () => writeThrough(this, scope => model.add(scope, from, to)))
     })
   }
 
@@ -274,11 +363,11 @@ export class Relation extends ModelHandle {
       const from = model.from.idArg(fromId)
       const size = batchSizeOf(options, 'relation.addMany()')
       let added = 0
-      return loadInBatches(this, toIds, size, `The "${model.to.name}" ids passed to addMany() of relation "${model.name}"`,
+      return after(layoutReady(model, scopeOf(this) !== null), () => loadInBatches(this, toIds, size, `The "${model.to.name}" ids passed to addMany() of relation "${model.name}"`,
         items => items.map(id => model.to.idArg(id)),
         // Counted as each batch is decided: the sum is answered only once every batch is written.
         (scope, to) => after(model.addMany(scope, from, to), n => { added += n }))
-        .then(() => added)
+        .then(() => added))
     })
   }
 
@@ -288,7 +377,7 @@ export class Relation extends ModelHandle {
       const model = modelOf(this)
       const from = model.from.idArg(fromId)
       const to = model.to.idArg(toId)
-      return writeThrough(this, scope => model.remove(scope, from, to))
+      return after(layoutReady(model, scopeOf(this) !== null), () => writeThrough(this, scope => model.remove(scope, from, to)))
     })
   }
 
@@ -300,8 +389,10 @@ export class Relation extends ModelHandle {
       const to = model.to.idArg(toId)
       model.checkIds(from, to)
       const read = (/** @type {import('./namespace.js').Namespace} */ namespace, /** @type {Uint8Array} */ key) => readThrough(this, namespace, key)
-      if (model.forward.kind === 'lists' && model.reverse.kind === 'edges') return model.reverse.has(read, to, from)
-      return model.forward.has(read, from, to)
+      return after(layoutReady(model, scopeOf(this) !== null), () => {
+        if (model.forward.kind === 'lists' && model.reverse.kind === 'edges') return model.reverse.has(read, to, from)
+        return model.forward.has(read, from, to)
+      })
     })
   }
 
@@ -311,7 +402,7 @@ export class Relation extends ModelHandle {
    */
   to (fromId, options) {
     const model = modelOf(this)
-    return model.query(model.forward, model.from, fromId, optionsOf(options, 'relation.to()'), scopedPrepare(this), transactionIn(this))
+    return model.query(model.forward, model.from, fromId, optionsOf(options, 'relation.to()'), layoutPrepare(this, model), transactionIn(this))
   }
 
   /**
@@ -320,6 +411,6 @@ export class Relation extends ModelHandle {
    */
   from (toId, options) {
     const model = modelOf(this)
-    return model.query(model.reverse, model.to, toId, optionsOf(options, 'relation.from()'), scopedPrepare(this), transactionIn(this))
+    return model.query(model.reverse, model.to, toId, optionsOf(options, 'relation.from()'), layoutPrepare(this, model), transactionIn(this))
   }
 }

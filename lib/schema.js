@@ -21,6 +21,8 @@ import { describe, errorMessage, deepFreeze, noop } from './common.js'
  *   is deleting its entries
  * @typedef {{ code: string, message: string, [detail: string]: unknown }} StoredError
  * @typedef {{ state: string, declared: boolean, done?: number, total?: number, error?: Error }} IndexStatus
+ * @typedef {import('./layout-moves.js').LayoutModel} LayoutModel
+ * @typedef {import('./layout-moves.js').LayoutProgress} LayoutProgress
  */
 
 // Records indexed (or entries cleared) per critical section: each batch
@@ -80,6 +82,12 @@ export class Schema {
   #builds = new Map()
   /** @type {Map<SecondaryIndex, () => Promise<void>>} per build running, what counts its total (once) */
   #totals = new Map()
+  /** @type {Map<LayoutModel, Promise<void>>} layout comparisons and moves running */
+  #moves = new Map()
+  /** @type {WeakSet<LayoutModel>} models whose move (if they need one) was started */
+  #movesStarted = new WeakSet()
+  /** @type {Map<LayoutModel, Promise<unknown>>} layout comparisons not yet done */
+  #layoutCompares = new Map()
 
   /** @param {import('./database.js').Database} db */
   constructor (db) {
@@ -107,9 +115,177 @@ export class Schema {
     this.#comparing.set(model, compared)
   }
 
-  /** Resolves once every declaration so far is compared with the stored schema. */
+  /**
+   * Resolves once every declaration so far is compared with the stored
+   * schema, and every layout move under way is over. A move not started
+   * stays so: check() then reports the data in the old layout (a program
+   * may check data it declared models over to tell whether it is its own,
+   * and must not have moved it by then).
+   */
   async compared () {
     await Promise.allSettled(this.#comparing.values())
+    await Promise.allSettled(this.#layoutCompares.values())
+    await Promise.allSettled([...this.#moves].filter(([model]) => model.layoutState.state === 'building' && this.#movesStarted.has(model)).map(([, moved]) => moved))
+  }
+
+  /**
+   * Compare the layout of a relation or children set just declared with
+   * the stored one, and move its data into the declared layout if it is
+   * not there yet (lib/layout-moves.js). Starts at once; until it is over,
+   * the model's reads and writes wait for its `layoutState`.
+   * @param {LayoutModel} model
+   */
+  declareLayout (model) {
+    const state = model.layoutState
+    const writer = this.#db.writer
+    if (writer.closed) return state.set('ready')
+    /** @type {() => void} */
+    let start = noop
+    const started = new Promise(resolve => {
+      start = () => {
+        this.#movesStarted.add(model)
+        resolve(undefined)
+      }
+    })
+    model.startLayoutMove = start
+    writer.onClose(start)
+    const moved = this.#layout(model, started).finally(() => { this.#moves.delete(model) })
+    moved.catch(noop)
+    this.#moves.set(model, moved)
+  }
+
+  /**
+   * Compare; if the data must move, wait for its first use to start the move.
+   * @param {LayoutModel} model @param {Promise<unknown>} started
+   */
+  async #layout (model, started) {
+    const writer = this.#db.writer
+    const state = model.layoutState
+    const key = encode([model.layoutKind, model.name])
+    const declared = model.declaredLayout()
+    try {
+      // In a critical section queued now: no write to the model is decided
+      // before it (they wait for the state anyway).
+      const compared = writer.run(scope => this.#compareLayout(scope, model, key, declared, false))
+      this.#layoutCompares.set(model, compared.finally(() => this.#layoutCompares.delete(model)).catch(noop))
+      let progress = await compared
+      if (progress === null) return state.set('ready')
+      state.set('building')
+      state.done = progress.done
+      // Moved from the model's first use (a read, a write), or
+      // db.buildIndexes(), db.check(), db.migrate(): not merely declared
+      // (a program may declare models over data that is not its own, and
+      // refuse it).
+      await started
+      // On IndexedDB, one tab moves it; another waits, then finds it moved.
+      await schemaLockFor(this.#db.level).hold(async () => {
+        if (writer.closed) return
+        progress = await writer.run(scope => this.#compareLayout(scope, model, key, declared, true))
+        while (progress !== null) {
+          if (writer.closed) return
+          const current = progress
+          const finished = await paced(writer, async scope => {
+            const finished = await model.moveLayoutBatch(scope, current, batchSize)
+            scope.put(this.#namespace, key, JSON.stringify(finished
+              ? { ...declared, state: 'ready' }
+              : { ...declared, state: 'moving', phase: current.phase, after: current.after === null ? null : bytesToHex(current.after), done: current.done }))
+            return finished
+          })
+          state.done = current.done
+          if (finished) progress = null
+        }
+      })
+      if (progress === null) state.set('ready')
+      else state.interrupt(levelkitError(codes.NOT_OPEN, `The database was closed before the data of "${model.name}" was moved into its declared layout (the next open resumes it)`))
+    } catch (err) {
+      if (writer.closed || /** @type {any} */ (err)?.code === codes.NOT_OPEN) {
+        state.interrupt(levelkitError(codes.NOT_OPEN, `The database was closed before the data of "${model.name}" was moved into its declared layout (the next open resumes it)`))
+        return
+      }
+      state.set('failed', /** @type {Error} */ (err))
+    }
+  }
+
+  /**
+   * In a critical section: null if the data of `model` is in its declared
+   * layout (stored as such), else where its move starts or resumes, with
+   * the move's marker stored.
+   * @param {WriteScope} scope @param {LayoutModel} model @param {Uint8Array} key @param {Record<string, unknown>} declared
+   * @param {boolean} moving whether the move starts now (else nothing is stored for it yet)
+   * @returns {Promise<LayoutProgress | null>}
+   */
+  async #compareLayout (scope, model, key, declared, moving) {
+    await scope.writer.drain()
+    const value = await current(scope, this.#namespace, key)
+    const stored = value === undefined ? undefined : parseJson(value, this.#namespace, key)
+    const same = stored !== undefined && sameLayout(stored, declared)
+    if (same && stored.state === 'ready') return null
+    if (same && stored.state === 'moving') {
+      return { phase: stored.phase ?? null, after: typeof stored.after === 'string' ? hexToBytes(stored.after) : null, done: stored.done ?? 0 }
+    }
+    // No stored layout (a database of an earlier levelkit), another one, or
+    // a move towards another one: the data says whether it needs moving.
+    if (await model.layoutMatches(scope, stored === undefined ? undefined : { ...stored, state: undefined })) {
+      this.#deferLayout(model, key, { ...declared, state: 'ready' })
+      return null
+    }
+    if (moving) scope.put(this.#namespace, key, JSON.stringify({ ...declared, state: 'moving', phase: null, after: null, done: 0 }))
+    return { phase: null, after: null, done: 0 }
+  }
+
+  /**
+   * Store a layout record with the model's next write, in its batch (as a
+   * collection's declarations are, see onWrite()): declaring writes nothing.
+   * @param {LayoutModel} model @param {Uint8Array} key @param {object} record
+   */
+  #deferLayout (model, key, record) {
+    const namespace = this.#namespace
+    const writer = this.#db.writer
+    const id = namespace.keyId(key)
+    const value = JSON.stringify(record)
+    model.layoutRecord = scope => scope.push({ type: 'put', id, key, value, sublevel: namespace.sublevel, namespace })
+    const stop = writer.onWritten(written => {
+      if (!written.some(op => op.namespace === namespace && (op.id ?? namespace.keyId(op.key)) === id)) return
+      model.layoutRecord = null
+      stop()
+    })
+    writer.onClose(stop)
+  }
+
+  /**
+   * Take as moved the relations and children sets whose move waits for
+   * their first use but whose data is in the declared layout now (a
+   * repair moved it, see check()): their move is started, finds nothing to
+   * move, and they are ready when this resolves. Others stay waiting.
+   */
+  async adoptLayouts () {
+    const writer = this.#db.writer
+    const adopted = []
+    for (const [model, moved] of this.#moves) {
+      if (model.layoutState.state !== 'building' || this.#movesStarted.has(model)) continue
+      const key = encode([model.layoutKind, model.name])
+      const progress = await writer.run(scope => this.#compareLayout(scope, model, key, model.declaredLayout(), false))
+      if (progress !== null) continue
+      model.startLayoutMove()
+      adopted.push(moved)
+    }
+    await Promise.allSettled(adopted)
+  }
+
+  /** The layout moves not over, for db.schemaStatus(). */
+  #layoutStatus () {
+    /** @type {Record<string, Record<string, IndexStatus>>} */
+    const result = {}
+    for (const { kind, model } of this.#db.models()) {
+      if (kind === 'collection') continue
+      const { state, done, error } = /** @type {LayoutModel} */ (model).layoutState
+      if (state === 'ready') continue
+      /** @type {IndexStatus} */
+      const status = { state: state === 'building' ? 'moving' : state, declared: true, done }
+      if (error !== null) status.error = error
+      result[model.name] = { layout: status }
+    }
+    return result
   }
 
   /**
@@ -157,6 +333,8 @@ export class Schema {
    * rejects with the error of one that failed (after all have settled).
    */
   async buildIndexes () {
+    for (const model of this.#moves.keys()) model.startLayoutMove()
+    await Promise.allSettled(this.#moves.values())
     await this.compared()
     const indexes = this.#declaredIndexes()
     for (const { model, index } of indexes) {
@@ -167,6 +345,10 @@ export class Schema {
     for (const { index } of indexes) {
       if (index.status.state === 'failed') throw index.status.error
     }
+    for (const { kind, model } of this.#db.models()) {
+      const state = kind === 'collection' ? null : /** @type {LayoutModel} */ (model).layoutState
+      if (state !== null && state.state === 'failed') throw state.error
+    }
   }
 
   /**
@@ -175,7 +357,9 @@ export class Schema {
    * @returns {Promise<Record<string, Record<string, IndexStatus>>>}
    */
   async status () {
-    await this.compared()
+    // Not the layout moves: their progress is what it reports.
+    await Promise.allSettled(this.#comparing.values())
+    await Promise.allSettled(this.#layoutCompares.values())
     await Promise.all([...this.#totals.values()].map(count => count()))
     /** @type {Record<string, Record<string, IndexStatus>>} */
     const result = {}
@@ -188,6 +372,7 @@ export class Schema {
       if (error !== null) status.error = error
       collection[index.name] = status
     }
+    Object.assign(result, this.#layoutStatus())
     for (const { collection, name, stored } of await this.#undeclared()) {
       (result[collection] || (result[collection] = {}))[name] = { state: stored.state === 'dropping' ? 'dropping' : 'undeclared', declared: false }
     }
@@ -726,6 +911,14 @@ function current (scope, namespace, key) {
 /** @param {SecondaryIndex} index @returns {Declaration} */
 function declarationOf (index) {
   return { unique: index.unique, multi: index.multi, covering: index.covering, version: index.version }
+}
+
+/**
+ * Whether a stored layout record is for the declared layout.
+ * @param {any} stored @param {Record<string, unknown>} declared
+ */
+function sameLayout (stored, declared) {
+  return Object.keys(declared).every(name => JSON.stringify(stored[name]) === JSON.stringify(declared[name]))
 }
 
 /** @param {StoredIndex} stored @param {Declaration} declared */

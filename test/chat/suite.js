@@ -372,7 +372,8 @@ export function chatSuite (test, common) {
     writes.stop()
     t.is(chat, 1, 'the first chat id is 1')
     t.is(writes.batches.length, 1, 'one batch')
-    t.same(countOps(writes.batches[0]), { 'chats:put': 1, 'chats.seq:put': 1, 'members.list.to:put': 1, 'members.list.from:put': 3 },
+    // The stored schema's record of the relation's layout rides with its first write (lib/schema.js).
+    t.same(withoutSchema(countOps(writes.batches[0])), { 'chats:put': 1, 'chats.seq:put': 1, 'members.list.to:put': 1, 'members.list.from:put': 3 },
       'holding the chat, its list of members and each member\'s list of chats')
 
     const got = await store.getChat(chat)
@@ -605,7 +606,8 @@ export function chatSuite (test, common) {
     t.is(await store.addChatMessage({ chatId: one, senderId: a, text: 'hello', timestamp: base }), 1, 'the first id is 1')
     writes.stop()
     t.is(writes.batches.length, 1, 'one batch')
-    t.same(countOps(writes.batches[0]), { 'messages.blocks:put': 1, 'messages.seq:put': 1, 'chats:put': 1 }, 'holding the message (in its block) and the chat\'s lastActivity')
+    // The stored schema's record of the children's layout rides with their first write (lib/schema.js).
+    t.same(withoutSchema(countOps(writes.batches[0])), { 'messages.blocks:put': 1, 'messages.seq:put': 1, 'chats:put': 1 }, 'holding the message (in its block) and the chat\'s lastActivity')
     t.same(await store.getChatMessages(one), [{ id: 1, chatId: one, senderId: a, text: 'hello', timestamp: base }], 'the message is one value')
     t.is((await store.getChat(one))?.lastActivity, base)
 
@@ -1126,4 +1128,12 @@ async function within (promise, ms) {
   } finally {
     clearTimeout(timer)
   }
+}
+
+/**
+ * Op counts by namespace without the stored schema's (`:levelkit.meta`).
+ * @param {Record<string, number>} counts
+ */
+function withoutSchema (counts) {
+  return Object.fromEntries(Object.entries(counts).filter(([name]) => !name.startsWith(':levelkit.meta:')))
 }

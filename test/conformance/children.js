@@ -288,7 +288,8 @@ function blocksSuite (test, common) {
     const messages = db.children('messages', { parent: chats, blockSize: 3 })
     const c = await chats.insert({})
     const batches = []
-    onModelWrite(db, (/** @type {any[]} */ ops) => batches.push(ops.map(op => namespaceOf(op.key))))
+    // The stored schema's record of the layout rides with the first append (lib/schema.js).
+    onModelWrite(db, (/** @type {any[]} */ ops) => batches.push(ops.map(op => namespaceOf(op.key)).filter(name => name !== ':levelkit.meta')))
     for (let i = 1; i <= 7; i++) await messages.append(c, { i })
     t.same(batches[0], ['messages.blocks', 'messages.seq'], 'an append writes its block and the sequence, in one batch')
     t.same(await storedBlocks(db), [

@@ -224,7 +224,8 @@ function listSuite (test, common) {
     const u2 = await users.insert({ username: 'b' })
     /** @type {string[][]} */
     const batches = []
-    onModelWrite(db, (/** @type {any[]} */ ops) => batches.push(ops.map(op => namespaceOf(op.key)).sort()))
+    // The stored schema's record of the relation's layout rides with its first write (lib/schema.js).
+    onModelWrite(db, (/** @type {any[]} */ ops) => batches.push(ops.map(op => namespaceOf(op.key)).filter(name => name !== ':levelkit.meta').sort()))
     const chat = await db.write(async (w) => {
       const id = await chats.in(w).insert({})
       await members.in(w).add(id, u1)
