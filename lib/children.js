@@ -129,6 +129,7 @@ export class ChildrenModel {
     const other = this.storage === this.blocks ? this.keyPerChild : this.blocks
     if ((await other.namespace.sublevel.keys({ limit: 1 }).all()).length > 0) return false
     if (this.storage !== this.blocks || stored?.blockSize === this.blocks.blockSize) return true
+    /** @type {Array<[any, any]>} */
     const sample = await this.blocks.namespace.sublevel.iterator({ limit: SAMPLE_BLOCKS }).all()
     return sample.every(([key, text]) => this.blocks.aligned(key, text))
   }
