@@ -215,6 +215,18 @@ export interface IndexStatus {
   error?: Error
 }
 
+/**
+ * A relation's or children set's data being moved into its declared layout
+ * ('moving', values done so far) or a move that failed (`error`). Listed
+ * only until the move is over.
+ */
+export interface LayoutStatus {
+  state: 'moving' | 'failed'
+  declared: true
+  done?: number
+  error?: Error
+}
+
 export interface CollectionOptions<T> {
   /** 'sequence' (default): integer ids from 1, stored in the record as `id`. */
   id?: 'sequence'
@@ -381,6 +393,8 @@ export interface RelationOptions<F extends TupleValue = TupleValue, T extends Tu
    * Directions stored as one list of ids per id instead of one key per edge:
    * 'from' for what `from(id)` returns, 'to' for `to(id)`. Reading a whole
    * list is one point read; each edge change rewrites the list. Default [].
+   * Changing it on a relation with edges moves them at its first use, in
+   * bounded batches; its reads and writes wait meanwhile.
    */
   lists?: Array<'from' | 'to'>
 }
@@ -420,8 +434,9 @@ export interface ChildrenOptions<P extends TupleValue = TupleValue> {
    * Store the children in blocks of this many (2–1024) per value, under
    * [parentId, first seq of the block], instead of one key per child: a page
    * of n children is about n / blockSize point reads, and an append rewrites
-   * its block. Default: one key per child. When it changes,
-   * `check({ repair: true })` moves the stored children.
+   * its block. Default: one key per child. When it changes, the stored
+   * children are moved at the set's first use, in bounded batches; its
+   * reads and writes wait meanwhile.
    */
   blockSize?: number
 }
@@ -558,10 +573,10 @@ export declare class Database {
    */
   transaction<R> (fn: (tx: Transaction, attempt: number) => Promise<R> | R, options?: TransactionOptions): Promise<R>
   check (options?: { repair?: boolean }): Promise<CheckReport>
-  /** Build every declared index that is not ready (a failed build is tried again); rejects with the error of a build that fails. */
+  /** Build every declared index that is not ready (a failed build is tried again) and finish every waiting layout move; rejects with the error of one that fails. */
   buildIndexes (): Promise<void>
-  /** Per collection, per index: its state and the progress of its build. */
-  schemaStatus (): Promise<Record<string, Record<string, IndexStatus>>>
+  /** Per collection, per index: its state and the progress of its build; per relation or children set whose layout is being moved: `{ layout: LayoutStatus }`. */
+  schemaStatus (): Promise<Record<string, Record<string, IndexStatus | LayoutStatus>>>
   /** Delete the entries and stored declaration of every index stored for a declared collection but no longer declared; resolves with what it dropped. */
   dropUndeclared (): Promise<Array<{ collection: string, index: string }>>
   /**
