@@ -12,6 +12,10 @@
 // - Fencing: a process whose writer connection dies while it holds the lock
 //   (and another process writes meanwhile) has its batch refused, not
 //   committed over the other's.
+// - The writer lock is leased: one process writing one write at a time
+//   takes it once; a holder keeping it idle lets it go when another process
+//   wants it, and at once when its listening connection (which hears the
+//   'want') is lost and cannot come back.
 // db.check() is clean after each.
 import test from 'tape'
 import { fork } from 'node:child_process'
@@ -277,4 +281,102 @@ test('postgres shared: a batch decided under a lock lost with its connection is 
   } finally {
     await db.close()
   }
+})
+
+/** The connections that hold the writer lock. */
+async function writerLockHolders () {
+  const { rows } = await server.pool.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid AND objsubid = 2", [WRITER_LOCK_SPACE])
+  return rows.length
+}
+
+/** @param {number} ms */
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+test('postgres shared: one process writing one write at a time takes the writer lock once (the lease)', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table)
+  try {
+    await declareBank(db).accounts.insert({ balance: INITIAL })
+  } finally {
+    await db.close()
+  }
+  const writer = await start(table, 'serial', { n: 20 })
+  writer.go()
+  const { locks, balance } = await writer.result()
+  t.is(balance, 19, 'the 20 writes are stored')
+  t.is(locks, 1, '20 writes awaited one by one: pg_advisory_lock once')
+})
+
+test('postgres shared: a process keeping the lease idle lets it go when another wants it', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table)
+  try {
+    await declareBank(db).accounts.insert({ balance: INITIAL })
+  } finally {
+    await db.close()
+  }
+  const holder = await start(table, 'idle', { balance: 1 })
+  holder.go()
+  await holder.next(m => m?.done === 1)
+  await sleep(300)
+  t.is(await writerLockHolders(), 1, 'idle after its write, the holder keeps the writer lock')
+  const other = await start(table, 'set', { balance: 2 })
+  const began = Date.now()
+  other.go()
+  const done = await Promise.race([other.next(m => m?.done !== undefined || m?.failed !== undefined), sleep(5000).then(() => null)])
+  const took = Date.now() - began
+  t.ok(done !== null && took < 2000, `another process wrote ${took} ms after it started to (< 2000)`)
+  if (done === null) {
+    other.child.kill()
+    holder.child.kill()
+    return
+  }
+  t.is(await other.result(), 2, 'its write stands')
+  holder.child.send({ set: 3 })
+  await holder.next(m => m?.set === 3)
+  t.pass('the first process takes the lock back and writes again')
+  holder.child.send({ close: true })
+  await holder.exited
+  const check = await openShared(server.connectionString, table)
+  try {
+    t.is((await declareBank(check).accounts.get(1)).balance, 3, 'the last write stands')
+    await checkClean(t, check, 'after the lease changed hands')
+  } finally {
+    await check.close()
+  }
+})
+
+test('postgres shared: a holder whose listening connection is lost (and cannot come back) lets the lease go', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table)
+  try {
+    await declareBank(db).accounts.insert({ balance: INITIAL })
+  } finally {
+    await db.close()
+  }
+  const holder = await start(table, 'idle', { balance: 1 })
+  holder.go()
+  await holder.next(m => m?.done === 1)
+  await sleep(300)
+  t.is(await writerLockHolders(), 1, 'idle after its write, the holder keeps the writer lock')
+  holder.child.send({ block: true })
+  await holder.next(m => m?.blocked === true)
+  // The holder is the only process with the table open.
+  const { rows } = await server.pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'levelkit listen'")
+  t.is(rows.length, 1, "the holder's listening connection is terminated")
+  const other = await start(table, 'set', { balance: 2 })
+  const began = Date.now()
+  other.go()
+  const done = await Promise.race([other.next(m => m?.done !== undefined || m?.failed !== undefined), sleep(5000).then(() => null)])
+  const took = Date.now() - began
+  t.ok(done !== null && took < 2000, `another process wrote ${took} ms after it started to (< 2000)`)
+  if (done === null) other.child.kill()
+  else t.is(await other.result(), 2, 'its write stands')
+  // Still deaf: its next write lets the lock go once written, as before the lease.
+  holder.child.send({ set: 3 })
+  await holder.next(m => m?.set === 3 || m?.failed !== undefined)
+  await sleep(300)
+  t.is(await writerLockHolders(), 0, 'a write of the deaf holder: the lock is let go after it')
+  holder.child.send({ close: true })
+  await holder.exited
 })

@@ -152,8 +152,13 @@ export class PostgresLevel extends AbstractLevel {
     if (this.#writerLock === null || this.#writerLock.closed) {
       this.#writerLock = new PostgresWriterLock({
         lockKey: this.#lockKey,
-        connect: () => connectClient(this.#clientConfig()),
-        route: client => { this.#writeClient = client }
+        // Named, so that pg_stat_activity tells them apart.
+        connect: purpose => connectClient({ fallback_application_name: `levelkit ${purpose}`, ...this.#clientConfig() }),
+        route: client => { this.#writeClient = client },
+        notify: async (channel, payload) => {
+          if (this.#pool === null) throw new Error('The database is closed')
+          return this.#pool.query('SELECT pg_notify($1, $2)', [channel, payload])
+        }
       }, this.#table)
     }
     return this.#writerLock

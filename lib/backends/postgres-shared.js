@@ -8,8 +8,19 @@
 // (fencing). Each batch tells the other processes what it wrote with
 // pg_notify() in its own statement, so they hear of it exactly when it
 // commits, on a connection of their own that LISTENs.
+//
+// The lock is leased, as a Web Lock is between tabs (lib/cross-tab.js): the
+// process that holds it keeps it while idle, so that writes awaited one at
+// a time take it once, not once each. A process that waits for it says so
+// ('want', a notification on the same channel) before it queues up, and
+// again every WANT_REPEAT_MS while it waits; the holder's listening
+// connection hears it and the writer lets go once idle. A holder whose
+// listening connection is down cannot hear it: until it listens again, the
+// lock is not leased (it is let go whenever idle), so that a 'want' lost
+// meanwhile cannot keep another process waiting.
 import pg from 'pg'
 import { randomBytes } from 'node:crypto'
+import { WANT_REPEAT_MS } from '../cross-tab.js'
 
 // A notification's payload is at most 8000 bytes: a batch's keys are sent
 // in chunks of at most this many characters of JSON, and past MAX_CHUNKS,
@@ -24,7 +35,11 @@ export const WRITER_LOCK_SPACE = 0x4c4b5752
 /**
  * @typedef {import('../cross-tab.js').RemoteMessage} RemoteMessage
  * @typedef {import('../cross-tab.js').CrossTab} CrossTab
- * @typedef {{ connect: () => Promise<import('pg').Client>, route: (client: import('pg').Client | null) => void, lockKey: number }} SharedWriterHost
+ * @typedef {object} SharedWriterHost
+ * @property {(purpose: 'writer' | 'listen') => Promise<import('pg').Client>} connect a connection outside the pool
+ * @property {(client: import('pg').Client | null) => void} route where the batches go while the lock is held (null: the pool)
+ * @property {(channel: string, payload: string) => Promise<unknown>} notify sends a notification through the pool
+ * @property {number} lockKey
  */
 
 /**
@@ -51,6 +66,10 @@ export class PostgresWriterLock {
   #listening = null
   /** @type {Set<(message: RemoteMessage) => void>} */
   #listeners = new Set()
+  /** @type {Set<() => void>} called when another process says it waits for the lock */
+  #wantListeners = new Set()
+  /** The payload of this lock's 'want'. */
+  #want
   /** @type {Map<string, { parts: any[], left: number }>} chunks of a batch's notification heard so far, by sender and generation */
   #partial = new Map()
   #closed = false
@@ -66,6 +85,20 @@ export class PostgresWriterLock {
     this.name = table
     // (Unsigned: a channel LISTEN names without quotes.)
     this.#channel = `levelkit_${host.lockKey >>> 0}`
+    this.#want = JSON.stringify({ f: this.#self, w: 1 })
+  }
+
+  /**
+   * Whether the lock may be kept while idle (lib/writer.js): only while
+   * the listening connection is up, to hear the others' 'want'.
+   */
+  get leased () {
+    return this.#listener !== null && !this.#closed
+  }
+
+  /** @param {() => void} listener */
+  wanted (listener) {
+    this.#wantListeners.add(listener)
   }
 
   /** Whether close() was called (a database closed, the backend still open, makes a new one). */
@@ -89,19 +122,24 @@ export class PostgresWriterLock {
     let client = this.#client
     if (client === null || this.#lost !== null) {
       this.#drop()
-      client = await this.#host.connect()
+      client = await this.#host.connect('writer')
       const onError = (/** @type {Error} */ err) => { if (this.#client === client) this.#lost = err }
       client.on('error', onError)
       this.#client = client
       this.#lost = null
     }
-    // Waits, on the server, for the process holding it to let go (or die).
+    // Waits, on the server, for the process holding it to let go (or die),
+    // asking it to meanwhile: it may be keeping it idle.
+    this.#sendWant()
+    const repeat = setInterval(() => this.#sendWant(), WANT_REPEAT_MS)
     try {
       await client.query(`SELECT pg_advisory_lock(${WRITER_LOCK_SPACE}, $1)`, [this.#host.lockKey])
     } catch (err) {
       // The next acquire() connects anew.
       if (this.#client === client) this.#lost = /** @type {Error} */ (err)
       throw err
+    } finally {
+      clearInterval(repeat)
     }
     this.#holding = true
     this.#host.route(client)
@@ -176,10 +214,33 @@ export class PostgresWriterLock {
     this.#closed = true
     this.#heardFirst()
     this.#listeners.clear()
+    this.#wantListeners.clear()
     this.#drop()
     const listener = this.#listener
     this.#listener = null
     if (listener) listener.end().catch(noop)
+  }
+
+  #sendingWant = false
+
+  /**
+   * Tell the other processes this one waits for the lock: on the listening
+   * connection, or through the pool while it is down. One at a time: a
+   * slow one is not piled on.
+   */
+  #sendWant () {
+    if (this.#sendingWant || this.#closed) return
+    this.#sendingWant = true
+    const listener = this.#listener
+    const sent = listener !== null
+      ? listener.query('SELECT pg_notify($1, $2)', [this.#channel, this.#want])
+      : this.#host.notify(this.#channel, this.#want)
+    // A 'want' not sent is sent again soon; the lock is waited for anyway.
+    sent.catch(noop).finally(() => { this.#sendingWant = false })
+  }
+
+  #callWanted () {
+    for (const listener of this.#wantListeners) listener()
   }
 
   /** End the writer connection, if any (a failed one, or at close). */
@@ -197,7 +258,7 @@ export class PostgresWriterLock {
       /** @type {import('pg').Client | undefined} */
       let client
       try {
-        client = await this.#host.connect()
+        client = await this.#host.connect('listen')
         if (this.#closed) {
           await client.end().catch(noop)
           return
@@ -217,6 +278,10 @@ export class PostgresWriterLock {
         await lost
         if (this.#listener === client) this.#listener = null
         client.end().catch(noop)
+        // Deaf to the others' 'want' until it listens again: an idle
+        // holder lets the lock go now, as if wanted (the lock is no longer
+        // leased meanwhile, see leased).
+        if (!this.#closed) this.#callWanted()
       } catch {
         if (client) client.end().catch(noop)
       }
@@ -233,6 +298,10 @@ export class PostgresWriterLock {
       return
     }
     if (chunk === null || typeof chunk !== 'object' || chunk.f === this.#self) return
+    if (chunk.w === 1) {
+      this.#callWanted()
+      return
+    }
     if ('p' in chunk) {
       this.#deliver({ generation: chunk.g, ops: null, prefixes: Array.isArray(chunk.p) ? chunk.p : null })
       return
