@@ -38,8 +38,9 @@ const GENERATION_KEY = new TextEncoder().encode('generation')
  * On IndexedDB other tabs, and on PostgreSQL with the shared option other
  * processes, write the same database: a writer holds the shared writer lock
  * (lib/cross-tab.js) from its first critical section until it is idle
- * (nothing queued, nothing unwritten), in slices; a leased lock (Web Locks)
- * it keeps while idle too, until another writer says it wants it, so that
+ * (nothing queued, nothing unwritten), in slices; a leased lock (Web Locks,
+ * PostgreSQL's writer lock while it can hear other processes) it keeps while
+ * idle too, until another writer says it wants it, so that
  * writes awaited one at a time take it once. Every batch also writes
  * the database's generation, one more than the last: a writer that takes
  * the lock again and finds the generation it left kept its cached values
