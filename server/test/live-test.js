@@ -601,6 +601,10 @@ test('fan-out costs per message, not per socket: one watcher and the same store 
   const users = []
   for (let i = 0; i < 12; i++) users.push(await server.user(`u${i}`))
   const chatId = await chatOf(store, users)
+  // A message in another chat first: until a model's first write carries its
+  // stored layout, levelkit listens for that write (one listener more).
+  const other = await chatOf(store, users)
+  await store.addChatMessage({ chatId: other, senderId: users[0].id, text: 'first' })
   const idle = server.watchers()
   const clients = await Promise.all(users.map(user => server.connect(user.token)))
   const MESSAGES = 10
