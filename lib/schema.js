@@ -754,6 +754,12 @@ export class Schema {
     const rows = page.rows
     // A chained batch: cheaper for the backend to take than an array batch of as many ops (lib/writer.js).
     scope.bulk = true
+    // No two of its ops have one key: entries of distinct records (a
+    // record's entries are distinct, and a unique value two records share
+    // throws in #claim()) and the marker. The writer then skips its
+    // per-key de-duplication (Writer#writeChained(), which stays correct
+    // if a key did repeat: a chained batch applies its ops in order).
+    scope.distinctKeys = true
     // Nobody else decides while this runs: what is not pending now in the
     // page's range is not pending until it is done.
     const pending = rows.length > 0 && writer.pending && writer.pendingWithin(records, rows[0].key, rows[rows.length - 1].key)
