@@ -9,9 +9,10 @@
 //   build    the same records loaded into a collection without it, the
 //            database closed and opened again with byK declared, and
 //            db.buildIndexes() timed: the time of the build (pages read
-//            ahead while the batch before is written; batches of 256
-//            records, growing to 1024 when no other writes go on, each its
-//            own critical section);
+//            ahead while the batches before are written, up to 4 of them
+//            decided and not yet written; batches of 256 records, growing
+//            to 1024 when no other writes go on, each its own critical
+//            section);
 //            goal: build <= 0.5 x insert;
 //            each with the CPU time of the process (process.cpuUsage(): the
 //            main thread, libuv's threads and LevelDB's compaction thread)

@@ -46,6 +46,10 @@ export function setBuildBatchSize (n) {
 // a build's CPU profile, against 5% at 256.
 const QUIET_GROWTH = 4
 
+// With no other writes, how many of a build's batches may be decided and
+// not yet written at a time (lib/writer.js writes them in order).
+const QUIET_IN_FLIGHT = 4
+
 /** @type {((page: ReadonlyArray<Uint8Array>) => Promise<void> | void) | null} */
 let pageHook = null
 
@@ -670,8 +674,8 @@ export class Schema {
     const writer = model.writer
     const status = index.status
     const reader = new PageReader(model, index, progress.after)
-    /** @type {Promise<unknown> | null} the write of the batch before the last decided, if not yet awaited */
-    let previous = null
+    /** @type {Array<Promise<unknown>>} the writes of batches decided and not yet awaited, oldest first */
+    const unwritten = []
     /** @type {Promise<Page> | null} */
     let ahead = null
     try {
@@ -707,9 +711,9 @@ export class Schema {
         await Promise.race([decided, written])
         const busy = others(at, before)
         before = at
+        unwritten.push(written)
         if (current.last) {
-          if (previous !== null) await previous
-          await written
+          while (unwritten.length > 0) await unwritten.shift()
           // Ready once its last batch is written: a read it lets through reads what is written.
           status.set('ready')
           return
@@ -718,24 +722,25 @@ export class Schema {
           // Other writes go on: this batch is written before the next is
           // queued, and a pause as long as it took leaves them the write path.
           size = batchSize
-          if (previous !== null) await previous
-          previous = null
-          await written
+          while (unwritten.length > 0) await unwritten.shift()
           const pause = Math.min(Date.now() - started, MAX_PAUSE_MS)
           if (pause > 0 && !writer.closed) await new Promise(resolve => setTimeout(resolve, pause))
           ahead = reader.read(size)
         } else {
-          // Alone: at most this batch and the next unwritten at a time.
+          // Alone: up to QUIET_IN_FLIGHT batches decided and not yet written.
+          // The writer writes its groups in order, each one atomic batch, so
+          // the marker of a batch is never stored before the entries of the
+          // batches before it; the batches decided while one is written go
+          // in one group, and the thread computes the next pages meanwhile.
           size = Math.min(size * 2, batchSize * QUIET_GROWTH)
-          if (previous !== null) await previous
-          previous = written
+          while (unwritten.length > QUIET_IN_FLIGHT) await unwritten.shift()
         }
         page = await /** @type {Promise<Page>} */ (ahead)
         ahead = null
       }
     } finally {
       // Nothing of the build left running: its writes, its read ahead.
-      if (previous !== null) await /** @type {Promise<unknown>} */ (previous).catch(noop)
+      for (const write of unwritten) await write.catch(noop)
       if (ahead !== null) await /** @type {Promise<Page>} */ (ahead).catch(noop)
       await reader.close()
     }
@@ -754,6 +759,12 @@ export class Schema {
     const rows = page.rows
     // A chained batch: cheaper for the backend to take than an array batch of as many ops (lib/writer.js).
     scope.bulk = true
+    // No two of its ops have one key: entries of distinct records (a
+    // record's entries are distinct, and a unique value two records share
+    // throws in #claim()) and the marker. The writer then skips its
+    // per-key de-duplication (Writer#writeChained(), which stays correct
+    // if a key did repeat: a chained batch applies its ops in order).
+    scope.distinctKeys = true
     // Nobody else decides while this runs: what is not pending now in the
     // page's range is not pending until it is done.
     const pending = rows.length > 0 && writer.pending && writer.pendingWithin(records, rows[0].key, rows[rows.length - 1].key)

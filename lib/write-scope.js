@@ -30,6 +30,8 @@ export class WriteScope {
     this.hostsReads = false
     /** Whether this is a batch of a bulk load (lib/bulk.js): the writer writes it as a chained batch */
     this.bulk = false
+    /** Whether no two of its ops have one key (an index build's batch): a chained batch then takes them as they are (Writer#writeChained()) */
+    this.distinctKeys = false
     /** Whether its batch is to be flushed to disk: on IndexedDB its reads then go in a 'strict' transaction, which the batch joins */
     this.durable = false
   }

@@ -311,6 +311,29 @@ for (const backend of backends) {
   })
 }
 
+for (const backend of backends) {
+  // A build reads records nobody else holds, but its key function must see
+  // what a write's sees: one that changes the record (in place) fails the
+  // build as it fails the write, instead of indexing what writes refuse.
+  test(`${backend.name}: a build's key function gets a deeply frozen record, as a write's does`, async t => {
+    setBuildBatchSize(BATCH)
+    const base = await backend.base()
+    try {
+      const first = await open({ db: base.level })
+      await first.collection('lists').insertMany(Array.from({ length: 50 }, (_, i) => ({ list: [i, i + 1] })))
+      await first.close()
+      const db = await open({ db: base.level })
+      db.collection('lists', { indexes: { last: { key: (/** @type {any} */ r) => r.list.reverse()[0] } } })
+      const failed = await db.buildIndexes().then(() => null, err => err)
+      t.is(failed?.code, 'LEVELKIT_INVALID', 'reverse() on a nested array fails the build')
+      t.is((await db.schemaStatus()).lists.last.state, 'failed', 'the index is failed')
+      await db.close()
+    } finally {
+      await base.close()
+    }
+  })
+}
+
 test('cleanup', t => {
   for (const backend of backends) backend.done()
   t.end()
