@@ -307,7 +307,12 @@ test('postgres shared: one process writing one write at a time takes the writer 
   t.is(locks, 1, '20 writes awaited one by one: pg_advisory_lock once')
 })
 
-test('postgres shared: a process keeping the lease idle lets it go when another wants it', async t => {
+/**
+ * A bank table and a process that wrote to it once and keeps the leased
+ * writer lock while idle.
+ * @param {any} t
+ */
+async function idleHolder (t) {
   const table = server.table()
   const db = await openShared(server.connectionString, table)
   try {
@@ -320,6 +325,11 @@ test('postgres shared: a process keeping the lease idle lets it go when another 
   await holder.next(m => m?.done === 1)
   await sleep(300)
   t.is(await writerLockHolders(), 1, 'idle after its write, the holder keeps the writer lock')
+  return { table, holder }
+}
+
+test('postgres shared: a process keeping the lease idle lets it go when another wants it', async t => {
+  const { table, holder } = await idleHolder(t)
   const other = await start(table, 'set', { balance: 2 })
   const began = Date.now()
   other.go()
@@ -347,18 +357,7 @@ test('postgres shared: a process keeping the lease idle lets it go when another 
 })
 
 test('postgres shared: a holder whose listening connection is lost (and cannot come back) lets the lease go', async t => {
-  const table = server.table()
-  const db = await openShared(server.connectionString, table)
-  try {
-    await declareBank(db).accounts.insert({ balance: INITIAL })
-  } finally {
-    await db.close()
-  }
-  const holder = await start(table, 'idle', { balance: 1 })
-  holder.go()
-  await holder.next(m => m?.done === 1)
-  await sleep(300)
-  t.is(await writerLockHolders(), 1, 'idle after its write, the holder keeps the writer lock')
+  const { table, holder } = await idleHolder(t)
   holder.child.send({ block: true })
   await holder.next(m => m?.blocked === true)
   // The holder is the only process with the table open.
