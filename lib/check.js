@@ -7,6 +7,7 @@ import { parseBlock } from './child-layouts.js'
 import { optionsOf } from './options.js'
 import { describe } from './common.js'
 import { COUNTER_KEY } from './versions.js'
+import { isJson } from './json-value.js'
 
 /**
  * @typedef {import('./namespace.js').Namespace} Namespace
@@ -823,16 +824,6 @@ async function checkCounter (model, snapshot, problem) {
 function storedInteger (text) {
   const n = Number(text)
   return Number.isSafeInteger(n) && String(n) === text ? n : null
-}
-
-/** @param {string} text */
-function isJson (text) {
-  try {
-    JSON.parse(text)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /**

@@ -7,6 +7,7 @@ import { decodeError } from './errors.js'
 import { describe } from './common.js'
 import { decodeKey } from './stored.js'
 import { BACKEND_LIMIT } from './query.js'
+import { isJson } from './json-value.js'
 
 /**
  * How a set of ordered children is stored. Both layouts answer the same
@@ -438,16 +439,6 @@ export async function regroupChildren (scope, storage, keyPerChild, blocks, pare
   }
   flush()
   return moved
-}
-
-/** @param {string} text */
-function isJson (text) {
-  try {
-    JSON.parse(text)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /**

@@ -276,3 +276,13 @@ function refusal (err, what) {
 function pathString (path) {
   return path.length === 0 ? 'the top level' : path.map(p => typeof p === 'number' ? `[${p}]` : `.${p}`).join('').replace(/^\./, '')
 }
+
+/** Whether `text` parses as JSON. @param {string} text */
+export function isJson (text) {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
