@@ -276,6 +276,29 @@ export default function (test, common) {
     await db.close()
   })
 
+  test(`${common.backend}: a transaction writing a versioned collection while a db.write() scope that wrote it is open takes a version of its own`, async t => {
+    const db = await common.open()
+    const items = db.collection('items', { versioned: true })
+    for (let i = 0; i < 2; i++) await items.insert({ n: 0 })
+    const wrote = deferred()
+    const go = deferred()
+    // The scope has taken its version, and decides it only when it ends.
+    const writing = db.write(async w => {
+      await items.in(w).update(2, { n: 1 })
+      wrote.resolve()
+      await go.promise
+    })
+    await wrote.promise
+    const committing = db.transaction(tx => items.in(tx).update(1, { n: 1 }))
+    await sleep(5)
+    go.resolve()
+    await Promise.all([writing, committing])
+    const versions = await Promise.all([1, 2].map(id => items.version(id)))
+    t.is(new Set(versions).size, 2, `two versions (${versions})`)
+    t.same((await db.check()).problems, [])
+    await db.close()
+  })
+
   test(`${common.backend}: transactions writing a versioned collection side by side do not conflict on its version counter`, async t => {
     const db = await common.open()
     const items = db.collection('items', { versioned: true })
