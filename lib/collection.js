@@ -130,6 +130,16 @@ export class CollectionModel {
   }
 
   /**
+   * The value of the sequence, as the scope sees it (0 for none).
+   * @param {WriteScope} scope
+   * @returns {Promise<number>}
+   */
+  async sequenceValue (scope) {
+    const stored = await scope.peek(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
+    return stored === undefined ? 0 : parseInteger(stored, /** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
+  }
+
+  /**
    * The id a new record gets. A transaction takes it without reading the
    * sequence into the attempt (see Transaction#defersCounters): it reserves
    * it in memory, so no other insert hands it out, and reads the record's
@@ -141,10 +151,16 @@ export class CollectionModel {
   async nextId (scope) {
     let id = (await this.lastId(scope)) + 1
     if (scope.defersCounters) {
-      // Another transaction may have reserved one while this one read.
-      id = Math.max(id, this.reservedId + 1)
-      this.reservedId = id
-      await scope.get(this.records, encode(id))
+      for (;;) {
+        // Another transaction may have reserved one while this one read.
+        id = Math.max(id, this.reservedId + 1)
+        this.reservedId = id
+        // A record there already is one the sequence does not know of yet:
+        // a put() of that id whose commit this read waited for (a lock), or
+        // an insert outside the attempt decided after it read the sequence.
+        if (await scope.get(this.records, encode(id)) === undefined) break
+        id++
+      }
     }
     return id
   }
@@ -346,8 +362,11 @@ export class CollectionModel {
       for (const dependent of this.dependents) if (dependent.beforeCreate) await dependent.beforeCreate(scope, id)
     }
     const old = previous === undefined ? undefined : parseRecord(previous, this.records, idBytes)
-    // Keep the sequence ahead of every id, so insert() never hands this one out.
-    const raise = this.sequential && /** @type {number} */ (id) > await this.lastId(scope)
+    // Keep the sequence ahead of every id, so insert() never hands this one
+    // out and check() finds no record past it. Compared with the sequence
+    // itself, not lastId(): an id a transaction took and never committed is
+    // past the sequence but not past lastId().
+    const raise = this.sequential && /** @type {number} */ (id) > await this.sequenceValue(scope)
     await writeIndexEntries(scope, this, id, idBytes, old, record, stored)
     if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.put(this.records, idBytes, stored)

@@ -278,7 +278,16 @@ export class Transaction extends WriteScope {
     if (this.ops.length > 0) {
       this.index()
       const own = this.local.get(id)
-      if (own !== undefined) return own.type === 'put' ? own.value : undefined
+      if (own !== undefined && own.raise !== true) return own.type === 'put' ? own.value : undefined
+      if (own !== undefined) {
+        // What the attempt raises a counter to is a floor, not its value: a
+        // write outside the attempt may have raised it further since (an
+        // insert taking the next id), and the attempt must not take the
+        // same number again.
+        const current = this.#current(namespace, key, id)
+        if (current instanceof Promise) return current.then(value => larger(own.value, value))
+        return larger(own.value, current)
+      }
     }
     return this.#current(namespace, key, id)
   }
@@ -417,6 +426,15 @@ async function raised (scope, op) {
   const stored = await scope.get(op.namespace, op.key)
   const current = stored === undefined ? 0 : parseInteger(stored, op.namespace, op.key)
   return String(Math.max(current, Number(op.value)))
+}
+
+/**
+ * The larger of two counter values (strings of integers, or undefined for
+ * none): a value that is not an integer is left to the caller's check.
+ * @param {string} floor @param {any} stored
+ */
+function larger (floor, stored) {
+  return stored !== undefined && Number(stored) > Number(floor) ? stored : floor
 }
 
 /**

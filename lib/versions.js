@@ -49,9 +49,13 @@ export class RecordVersions {
   async stamp (scope, idBytes, deleted) {
     const stored = await scope.peek(this.counter, COUNTER_KEY)
     const last = stored === undefined ? 0 : parseInteger(stored, this.counter, COUNTER_KEY)
-    // A transaction reserves its version in memory (see CollectionModel#nextId()).
+    // A transaction reserves its version in memory (see CollectionModel#nextId()),
+    // and so does every other write: a transaction does not see the counter
+    // a db.write() scope raises until the scope ends, and must not take the
+    // scope's version meanwhile. (A write that does not go through leaves
+    // its version unused.)
     const version = Math.max(last, this.reserved) + 1
-    if (scope.defersCounters) this.reserved = version
+    this.reserved = version
     scope.raise(this.counter, COUNTER_KEY, version)
     if (deleted) scope.del(this.namespace, idBytes)
     else scope.put(this.namespace, idBytes, String(version))

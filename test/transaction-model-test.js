@@ -25,6 +25,9 @@
 // timing, so a replay may need a few runs:
 //   LEVELKIT_TX_ONLY=<memory|leveldb> LEVELKIT_TX_SEED=<seed> LEVELKIT_TX_HISTORIES=1 npx tape test/transaction-model-test.js
 // LEVELKIT_TX_HISTORIES=<n> sets the number of histories per backend.
+// LEVELKIT_TX_MIX=inserts makes half the programs plain inserts, and 40% of
+// transaction steps inserts, of names not taken yet: transactions inserting
+// while inserts outside them take the next ids (other histories per seed).
 
 import test from 'tape'
 import os from 'node:os'
@@ -39,6 +42,7 @@ const env = process.env
 const SEED = env.LEVELKIT_TX_SEED === undefined ? Date.now() % 0x7fffffff : Number(env.LEVELKIT_TX_SEED)
 const ONLY = env.LEVELKIT_TX_ONLY // 'memory' or 'leveldb'
 const HISTORIES = env.LEVELKIT_TX_HISTORIES === undefined ? null : Number(env.LEVELKIT_TX_HISTORIES)
+const INSERTS = env.LEVELKIT_TX_MIX === 'inserts'
 const MEMORY_HISTORIES = HISTORIES ?? 30
 const LEVELDB_HISTORIES = HISTORIES ?? 20
 
@@ -65,7 +69,7 @@ function generateHistory (rand) {
   const schema = { covering: rand() < 0.5, blockSize: rand() < 0.5 ? 4 : undefined }
   const size = 20 + rand.int(41)
   const programs = []
-  for (let i = 0; i < size; i++) programs.push(rand() < 0.1 ? plainProgram(rand) : txProgram(rand, locking))
+  for (let i = 0; i < size; i++) programs.push(rand() < (INSERTS ? 0.5 : 0.1) ? plainProgram(rand) : txProgram(rand, locking))
   return { locking, schema, programs, setup: generateSetup(rand) }
 }
 
@@ -116,7 +120,11 @@ function txProgram (rand, locking) {
   }
 }
 
+/** An insert of a name no record has yet (in all likelihood). */
+const freshInsert = rand => ({ op: 'insert', name: rand.pick(NAMES) + rand.int(1000) })
+
 function plainProgram (rand) {
+  if (INSERTS && rand() < 0.7) return { kind: 'plain', steps: [freshInsert(rand)], salt: rand.int(1000), start: rand.int(10) }
   const step = rand.pick([
     () => ({ op: 'add', key: rand.pick(KEYS) }),
     () => ({ op: 'bump', id: itemId(rand) }),
@@ -131,6 +139,7 @@ function randomStep (rand, locks) {
   const lock = () => locks && rand() < 0.4 ? rand.pick(LOCKS) : undefined
   const id = () => rand() < 0.5 ? itemId(rand) : undefined
   const limit = () => maybe(rand, 0.5, () => 1 + rand.int(3))
+  if (INSERTS && rand() < 0.4) return freshInsert(rand)
   const r = rand.int(100)
   if (r < 14) return { op: 'get', id: id(), fallback: itemId(rand), lock: lock() }
   if (r < 22) return { op: 'getBy', name: rand.pick(NAMES), lock: lock() }

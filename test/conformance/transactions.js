@@ -188,6 +188,117 @@ export default function (test, common) {
     await db.close()
   })
 
+  // The sequence as the attempt sees it after its own insert is the value it
+  // raises it to: an insert outside the transaction that takes the next id
+  // raises it further, and the attempt's next insert must see that.
+  for (const lock of [undefined, 'shared', 'soft', 'hard']) {
+    test(`${common.backend}: an insert after an insert outside the transaction took the next id gets a new one (${lock ?? 'no'} lock)`, async t => {
+      const { db, accounts } = await bank(2)
+      const first = deferred()
+      const go = deferred()
+      const ids = []
+      const inserting = db.transaction(async (tx, attempt) => {
+        const a = accounts.in(tx)
+        if (lock !== undefined) await a.get(1, { lock })
+        const id = await a.insert({ balance: 1, status: 'tx' })
+        if (attempt === 1) {
+          first.resolve(id)
+          await go.promise
+        }
+        return [id, await a.insert({ balance: 2, status: 'tx' })]
+      })
+      const id = await first.promise
+      const outside = await accounts.insert({ balance: 3, status: 'outside' })
+      t.isNot(outside, id, 'the insert outside takes another id than the transaction\'s')
+      go.resolve()
+      ids.push(...await inserting)
+      t.is(new Set([...ids, outside]).size, 3, `three ids (${ids}, ${outside})`)
+      t.is((await accounts.get(outside)).status, 'outside', 'the record inserted outside is kept')
+      for (const [i, mine] of ids.entries()) t.is((await accounts.get(mine))?.balance, i + 1, `the transaction's record ${mine} is there`)
+      t.is(await accounts.count(), 5)
+      t.same((await db.check()).problems, [])
+      await db.close()
+    })
+  }
+
+  test(`${common.backend}: an insert whose id a locked transaction put meanwhile gets another`, async t => {
+    const { db, accounts } = await bank(2)
+    // It puts the id the sequence hands out next, holding a hard lock on it,
+    // so the insert's read of its new record's key waits for its commit.
+    const release = await holdLock(db, tx => accounts.in(tx).get(3, { lock: 'hard' }), tx => accounts.in(tx).put(3, { balance: 2, status: 'put' }))
+    const inserting = db.transaction(tx => accounts.in(tx).insert({ balance: 1, status: 'tx' }))
+    t.is(await settlesWithin(inserting, WAITS_MS), 'hung', 'the insert waits for the lock')
+    await release()
+    const id = await inserting
+    t.isNot(id, 3, `the insert took another id (${id})`)
+    t.is((await accounts.get(3)).status, 'put', 'the put is kept')
+    t.is((await accounts.get(id))?.status, 'tx', 'the inserted record is there')
+    t.is(await accounts.count(), 4)
+    t.ok(await accounts.insert({ balance: 0, status: 'new' }) > id, 'the sequence is past both')
+    t.same((await db.check()).problems, [])
+    await db.close()
+  })
+
+  test(`${common.backend}: a put() of the id a transaction took and did not commit raises the sequence`, async t => {
+    const { db, accounts } = await bank(2)
+    const took = []
+    await rejects(t, db.transaction(async tx => {
+      took.push(await accounts.in(tx).insert({ balance: 1, status: 'tx' }))
+      throw Object.assign(new Error('give up'), { code: 'TEST_ABORT' })
+    }), 'TEST_ABORT')
+    t.is(await accounts.put(took[0], { balance: 2, status: 'put' }), true, `the put of ${took[0]} creates the record`)
+    t.same((await db.check()).problems, [], 'the sequence is not behind it')
+    t.ok(await accounts.insert({ balance: 0, status: 'new' }) > took[0], 'an insert takes an id past it')
+    await db.close()
+  })
+
+  test(`${common.backend}: a write outside a transaction between two of its writes of a versioned collection takes a version of its own`, async t => {
+    const db = await common.open()
+    const items = db.collection('items', { versioned: true })
+    for (let i = 0; i < 3; i++) await items.insert({ n: 0 })
+    const first = deferred()
+    const go = deferred()
+    const writing = db.transaction(async (tx, attempt) => {
+      await items.in(tx).update(1, { n: 1 })
+      if (attempt === 1) {
+        first.resolve()
+        await go.promise
+      }
+      await items.in(tx).update(3, { n: 1 })
+    })
+    await first.promise
+    await items.update(2, { n: 1 })
+    go.resolve()
+    await writing
+    const versions = await Promise.all([1, 2, 3].map(id => items.version(id)))
+    t.is(new Set(versions).size, 3, `three versions (${versions})`)
+    t.same((await db.check()).problems, [])
+    await db.close()
+  })
+
+  test(`${common.backend}: a transaction writing a versioned collection while a db.write() scope that wrote it is open takes a version of its own`, async t => {
+    const db = await common.open()
+    const items = db.collection('items', { versioned: true })
+    for (let i = 0; i < 2; i++) await items.insert({ n: 0 })
+    const wrote = deferred()
+    const go = deferred()
+    // The scope has taken its version, and decides it only when it ends.
+    const writing = db.write(async w => {
+      await items.in(w).update(2, { n: 1 })
+      wrote.resolve()
+      await go.promise
+    })
+    await wrote.promise
+    const committing = db.transaction(tx => items.in(tx).update(1, { n: 1 }))
+    await sleep(5)
+    go.resolve()
+    await Promise.all([writing, committing])
+    const versions = await Promise.all([1, 2].map(id => items.version(id)))
+    t.is(new Set(versions).size, 2, `two versions (${versions})`)
+    t.same((await db.check()).problems, [])
+    await db.close()
+  })
+
   test(`${common.backend}: transactions writing a versioned collection side by side do not conflict on its version counter`, async t => {
     const db = await common.open()
     const items = db.collection('items', { versioned: true })
