@@ -13,7 +13,7 @@ import { lockModeOf } from './transaction.js'
 import { describe, isDefined, errorMessage, isLevelkitError, readInput, entriesOf, elementsOf, deepFreeze } from './common.js'
 import { optionsOf } from './options.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
-import { readKeys } from './read-keys.js'
+import { readKeys, Gap } from './read-keys.js'
 import { RecordVersions, ifVersionOf } from './versions.js'
 
 const SEQUENCE_KEY = encode('last')
@@ -180,8 +180,9 @@ export class CollectionModel {
    * raised once and, for function ids, whether each id is taken read for
    * the whole batch at once (see takenKeys()).
    * @param {WriteScope} scope @param {Array<[string, any]>} pairs each record's JSON and a copy of it (encodeJsonWithCopy())
+   * @param {Gap | null} [gap] what the bulk call knows of where its ids are free (see Gap)
    */
-  async insertMany (scope, pairs) {
+  async insertMany (scope, pairs, gap = null) {
     // In a transaction, or after other writes of the same scope: one by one.
     if (scope.defersCounters || scope.ops.length > 0) {
       for (const [json] of pairs) await this.insert(scope, json)
@@ -225,7 +226,7 @@ export class CollectionModel {
       }
     }
     // A sequence id is new by construction (see lastId()).
-    const taken = this.sequential ? null : await this.takenKeys(scope, keys)
+    const taken = this.sequential ? null : await this.takenKeys(scope, keys, gap)
     const indexed = this.indexes.size > 0 ? await newRecordsEntries(scope, this, records, ids, keys, jsons) : null
     // What store() would check and write for each record, in order.
     for (let i = 0; i < records.length; i++) {
@@ -250,10 +251,11 @@ export class CollectionModel {
    * written, a stored one (see readKeys()), or one earlier in `keys`.
    * @param {WriteScope} scope with no ops of its own
    * @param {Uint8Array[]} keys
+   * @param {Gap | null} gap
    * @returns {Promise<Uint8Array>}
    */
-  async takenKeys (scope, keys) {
-    const found = await readKeys(scope, this.records, keys, false)
+  async takenKeys (scope, keys, gap) {
+    const found = await readKeys(scope, this.records, keys, false, gap)
     const taken = new Uint8Array(keys.length)
     let increasing = true
     for (let i = 0; i < keys.length; i++) {
@@ -541,12 +543,13 @@ export class Collection extends ModelHandle {
       // Function ids: the copy is handed to the id function frozen (see
       // insertMany() of the model), frozen here as it is made.
       const freeze = !model.sequential
+      const gap = new Gap()
       return loadInBatches(this, records, size, `The records passed to insertMany() of "${model.name}"`,
         items => items.map(record => {
           const at = n++
           return recordJsonWithCopy(record, () => `Record ${at} passed to insertMany() of "${model.name}"`, freeze)
         }),
-        (scope, pairs) => model.insertMany(scope, pairs))
+        (scope, pairs) => model.insertMany(scope, pairs, gap))
     })
   }
 
