@@ -65,10 +65,11 @@ export class Gap {
  * are matched by comparing bytes, with no lookup id each. Not through the
  * read cache, which a load would only fill with absent keys.
  *
- * With a `gap` (a bulk load's batch, outside any scope, where no other tab
- * or process writes) and keys in increasing order: keys inside the gap
- * are not read at all; else the range read goes on past `high` to the
- * next stored key, which makes a new gap from `high` to it.
+ * With a `gap` (a bulk load's batch, where no other tab or process writes)
+ * and keys in increasing order: keys inside the gap are not read at all;
+ * else the range read goes on past `high` to the next stored key, which
+ * makes a new gap from `high` to it. (In a db.write() scope only a load's
+ * first batch comes here: the gap is never used.)
  * @param {import('./write-scope.js').WriteScope} scope
  * @param {import('./namespace.js').Namespace} namespace
  * @param {Uint8Array[]} keys
@@ -86,7 +87,7 @@ export async function readKeys (scope, namespace, keys, values, gap = null) {
   let low = keys[0]
   let high = keys[n - 1]
   if (gap !== null) {
-    if (increasing && scope.bulk && !scope.writer.acrossTabs && gap.holds(scope, low, high)) {
+    if (increasing && !scope.writer.acrossTabs && gap.holds(scope, low, high)) {
       gap.advance(scope, high)
       return found
     }
@@ -95,7 +96,7 @@ export async function readKeys (scope, namespace, keys, values, gap = null) {
     // written may land in it: checked before the read, while this critical
     // section keeps new ones from being decided.
     const writer = scope.writer
-    if (!increasing || !scope.bulk || writer.acrossTabs || (writer.pending && writer.pendingWithin(namespace, high, TOP))) gap = null
+    if (!increasing || writer.acrossTabs || (writer.pending && writer.pendingWithin(namespace, high, TOP))) gap = null
   }
   if (!increasing) {
     for (const key of keys) {
