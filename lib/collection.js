@@ -13,7 +13,7 @@ import { lockModeOf } from './transaction.js'
 import { describe, isDefined, errorMessage, isLevelkitError, readInput, entriesOf, elementsOf, deepFreeze } from './common.js'
 import { optionsOf } from './options.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
-import { readKeys, Gap } from './read-keys.js'
+import { readKeys, isIncreasing, Gap } from './read-keys.js'
 import { RecordVersions, ifVersionOf } from './versions.js'
 
 const SEQUENCE_KEY = encode('last')
@@ -255,13 +255,10 @@ export class CollectionModel {
    * @returns {Promise<Uint8Array>}
    */
   async takenKeys (scope, keys, gap) {
-    const found = await readKeys(scope, this.records, keys, false, gap)
+    const increasing = isIncreasing(keys)
+    const found = await readKeys(scope, this.records, keys, false, gap, increasing)
     const taken = new Uint8Array(keys.length)
-    let increasing = true
-    for (let i = 0; i < keys.length; i++) {
-      if (found[i] !== undefined) taken[i] = 1
-      if (i > 0 && increasing) increasing = compareBytes(keys[i - 1], keys[i]) < 0
-    }
+    for (let i = 0; i < keys.length; i++) if (found[i] !== undefined) taken[i] = 1
     if (!increasing) {
       // A later record with the same id is refused.
       const seen = new Set()

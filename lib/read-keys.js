@@ -55,6 +55,15 @@ export class Gap {
 }
 
 /**
+ * Whether `keys` are in strictly increasing order (so none is there twice).
+ * @param {Uint8Array[]} keys
+ */
+export function isIncreasing (keys) {
+  for (let i = 1; i < keys.length; i++) if (compareBytes(keys[i - 1], keys[i]) >= 0) return false
+  return true
+}
+
+/**
  * The current values of `keys` of `namespace` (undefined: absent), read for
  * a whole batch of a bulk load at once, from a critical section with no ops
  * of its own: ops decided and not yet written first, then what is stored,
@@ -75,15 +84,14 @@ export class Gap {
  * @param {Uint8Array[]} keys
  * @param {boolean} values whether the values are wanted: else `true` stands for each stored one
  * @param {Gap | null} [gap]
+ * @param {boolean} [increasing] whether `keys` are in increasing order, if the caller knows
  * @returns {Promise<any[]>}
  */
-export async function readKeys (scope, namespace, keys, values, gap = null) {
+export async function readKeys (scope, namespace, keys, values, gap = null, increasing = isIncreasing(keys)) {
   const n = keys.length
   /** @type {any[]} */
   const found = new Array(n).fill(undefined)
   if (n === 0) return found
-  let increasing = true
-  for (let i = 1; i < n && increasing; i++) increasing = compareBytes(keys[i - 1], keys[i]) < 0
   let low = keys[0]
   let high = keys[n - 1]
   if (gap !== null) {
