@@ -22,6 +22,8 @@ const SEQUENCE_KEY = encode('last')
 // while writes keep moving the value on in between, before it reads them as
 // a read of the write path, which no write can come between.
 const GET_BY_ATTEMPTS = 3
+// put() reads the record it replaces unless given it (putMany()).
+const UNREAD = Symbol('unread')
 
 /**
  * @typedef {import('./write-scope.js').WriteScope} WriteScope
@@ -321,25 +323,37 @@ export class CollectionModel {
   }
 
   /**
-   * Put [id, json] entries (checked by the caller) in one scope, in order.
+   * Put [id, json] entries (checked by the caller) in one scope, in order:
+   * what as many put()s would do, with the records they replace read for
+   * the whole batch at once (see readKeys(); not through the read cache,
+   * which a load would fill with absent keys).
    * @param {WriteScope} scope @param {Array<[unknown, string]>} entries
    */
   async putMany (scope, entries) {
-    for (const [id, json] of entries) await this.put(scope, id, json)
+    const keys = scope.defersCounters || scope.ops.length > 0 || entries.length < 2 ? null : entries.map(([id]) => this.keyOf(id))
+    // In a transaction, after other writes of the same scope, or with an id
+    // twice (the later put() replaces what the earlier one decided): one by one.
+    if (keys === null || (!isIncreasing(keys) && new Set(keys.map(key => this.records.keyId(key))).size < keys.length)) {
+      for (const [id, json] of entries) await this.put(scope, id, json)
+      return
+    }
+    const stored = await readKeys(scope, this.records, keys, true)
+    for (let i = 0; i < entries.length; i++) await this.put(scope, entries[i][0], entries[i][1], undefined, stored[i])
   }
 
   /**
    * @param {WriteScope} scope @param {unknown} id @param {string} json
    * @param {number} [ifVersion] write only if the record is at this version
+   * @param {string | undefined | typeof UNREAD} [known] the record it replaces, if the caller read it (putMany())
    * @returns {Promise<boolean>} true if created
    */
-  async put (scope, id, json, ifVersion) {
+  async put (scope, id, json, ifVersion, known = UNREAD) {
     const idBytes = this.keyOf(id)
     const parsed = JSON.parse(json)
     const stored = this.sequential && parsed.id === undefined ? withIdJson(json, /** @type {number} */ (id)) : json
     const record = this.seal(this.withId(parsed, id, idBytes))
     this.validateRecord(record)
-    const previous = await scope.get(this.records, idBytes)
+    const previous = known === UNREAD ? await scope.get(this.records, idBytes) : known
     if (ifVersion !== undefined) await this.expectVersion(scope, id, idBytes, previous, ifVersion)
     if (previous === undefined) {
       for (const dependent of this.dependents) if (dependent.beforeCreate) await dependent.beforeCreate(scope, id)

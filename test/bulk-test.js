@@ -764,3 +764,22 @@ test('insertMany in increasing order: a write decided and not yet written past t
   t.ok((await db.check()).ok)
   await db.close()
 })
+
+test('putMany reads the records a batch replaces at once: an id twice in a batch, and writes decided and not yet written', async t => {
+  const { db, users } = await usersDb()
+  await users.insertMany([1, 2, 3].map(user))
+  t.is(await users.putMany([[1, { email: 'a@x' }], [2, { email: 'b@x' }], [1, { email: 'c@x' }]]), 3)
+  t.same(await users.get(1), { id: 1, email: 'c@x' }, 'the later put of an id wins')
+  t.is(await users.getBy('email', 'a@x'), undefined, 'the entry of what it replaced is gone')
+  t.is(await users.getBy('email', 'u1@x'), undefined)
+  // Not awaited: decided, maybe not yet written, when the batch reads.
+  const putting = users.put(3, { email: 'd@x' })
+  const inserting = users.insert(user(4))
+  t.is(await users.putMany([[3, { email: 'e@x' }], [4, { email: 'f@x' }]]), 2)
+  await Promise.all([putting, inserting])
+  t.is(await users.getBy('email', 'd@x'), undefined, 'a record put just before is replaced with its index entries')
+  t.is(await users.getBy('email', 'u4@x'), undefined, 'a record inserted just before too')
+  t.same((await users.query().all()).map(u => u.email), ['c@x', 'b@x', 'e@x', 'f@x'])
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
