@@ -13,7 +13,7 @@ import { lockModeOf } from './transaction.js'
 import { describe, isDefined, errorMessage, isLevelkitError, readInput, entriesOf, elementsOf, deepFreeze } from './common.js'
 import { optionsOf } from './options.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
-import { readKeys } from './read-keys.js'
+import { readKeys, isIncreasing, Gap } from './read-keys.js'
 import { RecordVersions, ifVersionOf } from './versions.js'
 
 const SEQUENCE_KEY = encode('last')
@@ -22,6 +22,8 @@ const SEQUENCE_KEY = encode('last')
 // while writes keep moving the value on in between, before it reads them as
 // a read of the write path, which no write can come between.
 const GET_BY_ATTEMPTS = 3
+// put() reads the record it replaces unless given it (putMany()).
+const UNREAD = Symbol('unread')
 
 /**
  * @typedef {import('./write-scope.js').WriteScope} WriteScope
@@ -196,8 +198,9 @@ export class CollectionModel {
    * raised once and, for function ids, whether each id is taken read for
    * the whole batch at once (see takenKeys()).
    * @param {WriteScope} scope @param {Array<[string, any]>} pairs each record's JSON and a copy of it (encodeJsonWithCopy())
+   * @param {Gap | null} [gap] what the bulk call knows of where its ids are free (see Gap)
    */
-  async insertMany (scope, pairs) {
+  async insertMany (scope, pairs, gap = null) {
     // In a transaction, or after other writes of the same scope: one by one.
     if (scope.defersCounters || scope.ops.length > 0) {
       for (const [json] of pairs) await this.insert(scope, json)
@@ -241,7 +244,7 @@ export class CollectionModel {
       }
     }
     // A sequence id is new by construction (see lastId()).
-    const taken = this.sequential ? null : await this.takenKeys(scope, keys)
+    const taken = this.sequential ? null : await this.takenKeys(scope, keys, gap)
     const indexed = this.indexes.size > 0 ? await newRecordsEntries(scope, this, records, ids, keys, jsons) : null
     // What store() would check and write for each record, in order.
     for (let i = 0; i < records.length; i++) {
@@ -266,16 +269,14 @@ export class CollectionModel {
    * written, a stored one (see readKeys()), or one earlier in `keys`.
    * @param {WriteScope} scope with no ops of its own
    * @param {Uint8Array[]} keys
+   * @param {Gap | null} gap
    * @returns {Promise<Uint8Array>}
    */
-  async takenKeys (scope, keys) {
-    const found = await readKeys(scope, this.records, keys, false)
+  async takenKeys (scope, keys, gap) {
+    const increasing = isIncreasing(keys)
+    const found = await readKeys(scope, this.records, keys, false, gap, increasing)
     const taken = new Uint8Array(keys.length)
-    let increasing = true
-    for (let i = 0; i < keys.length; i++) {
-      if (found[i] !== undefined) taken[i] = 1
-      if (i > 0 && increasing) increasing = compareBytes(keys[i - 1], keys[i]) < 0
-    }
+    for (let i = 0; i < keys.length; i++) if (found[i] !== undefined) taken[i] = 1
     if (!increasing) {
       // A later record with the same id is refused.
       const seen = new Set()
@@ -338,25 +339,37 @@ export class CollectionModel {
   }
 
   /**
-   * Put [id, json] entries (checked by the caller) in one scope, in order.
+   * Put [id, json] entries (checked by the caller) in one scope, in order:
+   * what as many put()s would do, with the records they replace read for
+   * the whole batch at once (see readKeys(); not through the read cache,
+   * which a load would fill with absent keys).
    * @param {WriteScope} scope @param {Array<[unknown, string]>} entries
    */
   async putMany (scope, entries) {
-    for (const [id, json] of entries) await this.put(scope, id, json)
+    const keys = scope.defersCounters || scope.ops.length > 0 || entries.length < 2 ? null : entries.map(([id]) => this.keyOf(id))
+    // In a transaction, after other writes of the same scope, or with an id
+    // twice (the later put() replaces what the earlier one decided): one by one.
+    if (keys === null || (!isIncreasing(keys) && new Set(keys.map(key => this.records.keyId(key))).size < keys.length)) {
+      for (const [id, json] of entries) await this.put(scope, id, json)
+      return
+    }
+    const stored = await readKeys(scope, this.records, keys, true)
+    for (let i = 0; i < entries.length; i++) await this.put(scope, entries[i][0], entries[i][1], undefined, stored[i])
   }
 
   /**
    * @param {WriteScope} scope @param {unknown} id @param {string} json
    * @param {number} [ifVersion] write only if the record is at this version
+   * @param {string | undefined | typeof UNREAD} [known] the record it replaces, if the caller read it (putMany())
    * @returns {Promise<boolean>} true if created
    */
-  async put (scope, id, json, ifVersion) {
+  async put (scope, id, json, ifVersion, known = UNREAD) {
     const idBytes = this.keyOf(id)
     const parsed = JSON.parse(json)
     const stored = this.sequential && parsed.id === undefined ? withIdJson(json, /** @type {number} */ (id)) : json
     const record = this.seal(this.withId(parsed, id, idBytes))
     this.validateRecord(record)
-    const previous = await scope.get(this.records, idBytes)
+    const previous = known === UNREAD ? await scope.get(this.records, idBytes) : known
     if (ifVersion !== undefined) await this.expectVersion(scope, id, idBytes, previous, ifVersion)
     if (previous === undefined) {
       for (const dependent of this.dependents) if (dependent.beforeCreate) await dependent.beforeCreate(scope, id)
@@ -560,12 +573,13 @@ export class Collection extends ModelHandle {
       // Function ids: the copy is handed to the id function frozen (see
       // insertMany() of the model), frozen here as it is made.
       const freeze = !model.sequential
+      const gap = new Gap()
       return loadInBatches(this, records, size, `The records passed to insertMany() of "${model.name}"`,
         items => items.map(record => {
           const at = n++
           return recordJsonWithCopy(record, () => `Record ${at} passed to insertMany() of "${model.name}"`, freeze)
         }),
-        (scope, pairs) => model.insertMany(scope, pairs))
+        (scope, pairs) => model.insertMany(scope, pairs, gap))
     })
   }
 

@@ -670,3 +670,139 @@ test('insertMany with function ids: the id function gets a copy frozen all the w
   t.same(await entries.get('a'), { key: 'a', nested: { list: [1] }, flaky: 1 }, 'what was read and checked is stored')
   await db.close()
 })
+
+// A sorted load reads the store once for a run of batches: the gap it found
+// free holds only while nothing but the load decides ops (lib/read-keys.js, Gap).
+const padded = (/** @type {number} */ i) => String(i).padStart(5, '0')
+/** @param {number} from @param {number} to */
+const keyed = (from, to) => Array.from({ length: to - from }, (_, i) => ({ key: padded(from + i) }))
+
+test('insertMany in increasing order: an id stored past the first batch, by put() or behind levelkit\'s back, is found', async t => {
+  const level = new MemoryLevel()
+  const db = await open({ db: level })
+  const entries = db.collection('entries', { id: e => e.key })
+  await entries.put(padded(150), { key: padded(150), mine: true })
+  let err = await rejection(entries.insertMany(keyed(0, 300), { batchSize: 100 }))
+  t.is(err && err.code, 'LEVELKIT_EXISTS', 'an id put before the load')
+  t.is(err && err.id, padded(150))
+  t.is(err && err.written, 100, 'after the batch before it')
+  t.same(await entries.get(padded(150)), { key: padded(150), mine: true }, 'not overwritten')
+  // The same record written to the store directly, under a key past what is loaded.
+  const [[key, value]] = await level.iterator({ gte: '', keyEncoding: 'view', valueEncoding: 'view' }).all().then(all => all.filter(([k]) => Buffer.from(k).toString('latin1').endsWith(padded(150))))
+  const behind = Uint8Array.from(key)
+  behind[behind.length - 1] = '7'.charCodeAt(0) // 00157
+  await level.put(behind, value, { keyEncoding: 'view', valueEncoding: 'view' })
+  err = await rejection(entries.insertMany(keyed(151, 400), { batchSize: 2 }))
+  t.is(err && err.code, 'LEVELKIT_EXISTS', 'an id written behind levelkit\'s back before the load')
+  t.is(err && err.id, padded(157))
+  t.is(err && err.written, 6)
+  t.same(JSON.parse(await level.get(behind, { keyEncoding: 'view', valueEncoding: 'utf8' })), { key: padded(150), mine: true }, 'not overwritten')
+  await db.close()
+})
+
+test('insertMany in increasing order: a put() decided between two batches, into the span of the next, is found', async t => {
+  const db = await open({ backend: 'memory' })
+  const entries = db.collection('entries', { id: e => e.key })
+  async function * source () {
+    yield * keyed(0, 100)
+    // Decided after the first batch, before the second.
+    await entries.put(padded(150), { key: padded(150), mine: true })
+    yield * keyed(100, 300)
+  }
+  const err = await rejection(entries.insertMany(source(), { batchSize: 100 }))
+  t.is(err && err.code, 'LEVELKIT_EXISTS')
+  t.is(err && err.id, padded(150))
+  t.is(err && err.written, 100)
+  t.same(await entries.get(padded(150)), { key: padded(150), mine: true }, 'not overwritten')
+  t.is(await entries.count(), 101)
+  t.ok((await db.check()).ok)
+  await db.close()
+})
+
+/** A memory-level that says when an iterator is made. */
+class WatchedLevel extends GatedLevel {
+  constructor () {
+    super()
+    /** @type {(() => void) | null} */
+    this.reading = null
+  }
+
+  /** @param {any} options */
+  _iterator (options) {
+    this.reading?.()
+    return super._iterator(options)
+  }
+}
+
+test('insertMany in increasing order: a write decided and not yet written past the first batch is found after it lands', async t => {
+  const level = new WatchedLevel()
+  const db = await open({ db: level })
+  const entries = db.collection('entries', { id: e => e.key })
+  let release = () => {}
+  level.gate = new Promise(resolve => { release = resolve })
+  const arrived = new Promise(resolve => { level.arrived = () => resolve(undefined) })
+  // Decided, held at the gate: not in the store when the first batch reads it.
+  const putting = entries.put(padded(150), { key: padded(150), mine: true })
+  await arrived
+  const read = new Promise(resolve => { level.reading = () => resolve(undefined) })
+  async function * source () {
+    yield * keyed(0, 100)
+    await read
+    // The first batch decided (everything after its read is synchronous
+    // or a microtask), the put lands: the second batch finds it stored.
+    await new Promise(resolve => setImmediate(resolve))
+    level.gate = null
+    release()
+    await putting
+    yield * keyed(100, 300)
+  }
+  const err = await rejection(entries.insertMany(source(), { batchSize: 100 }))
+  t.is(err && err.code, 'LEVELKIT_EXISTS')
+  t.is(err && err.id, padded(150))
+  t.is(err && err.written, 100)
+  t.same(await entries.get(padded(150)), { key: padded(150), mine: true }, 'not overwritten')
+  t.ok((await db.check()).ok)
+  await db.close()
+})
+
+test('putMany reads the records a batch replaces at once: an id twice in a batch, and writes decided and not yet written', async t => {
+  const { db, users } = await usersDb()
+  await users.insertMany([1, 2, 3].map(user))
+  t.is(await users.putMany([[1, { email: 'a@x' }], [2, { email: 'b@x' }], [1, { email: 'c@x' }]]), 3)
+  t.same(await users.get(1), { id: 1, email: 'c@x' }, 'the later put of an id wins')
+  t.is(await users.getBy('email', 'a@x'), undefined, 'the entry of what it replaced is gone')
+  t.is(await users.getBy('email', 'u1@x'), undefined)
+  // Not awaited: decided, maybe not yet written, when the batch reads.
+  const putting = users.put(3, { email: 'd@x' })
+  const inserting = users.insert(user(4))
+  t.is(await users.putMany([[3, { email: 'e@x' }], [4, { email: 'f@x' }]]), 2)
+  await Promise.all([putting, inserting])
+  t.is(await users.getBy('email', 'd@x'), undefined, 'a record put just before is replaced with its index entries')
+  t.is(await users.getBy('email', 'u4@x'), undefined, 'a record inserted just before too')
+  t.same((await users.query().all()).map(u => u.email), ['c@x', 'b@x', 'e@x', 'f@x'])
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})
+
+test('insertMany with sequence ids: a record stored past the sequence, by put() or behind levelkit\'s back, is not overwritten', async t => {
+  const level = new MemoryLevel()
+  let db = await open({ db: level })
+  let users = db.collection('users')
+  t.is(await users.insertMany([{ n: 1 }, { n: 2 }]), 2)
+  await users.put(10, { n: 10 })
+  t.is(await users.insertMany([{ n: 11 }, { n: 12 }], { batchSize: 1 }), 2)
+  t.same((await users.query().all()).map(u => u.id), [1, 2, 10, 11, 12], 'ids go on past a put id')
+  // Record 20 written to the store directly, next to record 10.
+  const [[key10, value10]] = (await level.iterator({ keyEncoding: 'view', valueEncoding: 'utf8' }).all()).filter(([, v]) => v === '{"id":10,"n":10}')
+  const { encode } = await import('../lib/tuple.js')
+  const prefix = key10.subarray(0, key10.length - encode(10).length)
+  const key20 = new Uint8Array([...prefix, ...encode(20)])
+  await db.close()
+  await level.open()
+  await level.put(key20, value10.replace('10', '20').replace('10', '20'), { keyEncoding: 'view', valueEncoding: 'utf8' })
+  db = await open({ db: level })
+  users = db.collection('users')
+  t.is(await users.insertMany([{ n: 21 }, { n: 22 }]), 2)
+  t.same((await users.query().all()).map(u => [u.id, u.n]), [[1, 1], [2, 2], [10, 10], [11, 11], [12, 12], [20, 20], [21, 21], [22, 22]], 'a load after opening goes on past the highest stored id')
+  await db.close()
+})
