@@ -438,7 +438,7 @@ printTable(table, 2)
 console.log()
 console.log(`  Medians over ${runs} run(s); ops/s = every process's ops / (last end - first start); p50/p99 over every call of every process.`)
 console.log('  × SQL = ops/s / the hand-written SQL store\'s ops/s with as many processes, in the same run, then the median (levelkit on LevelDB: against SQL ×1).')
-console.log('  retries: the SQL store\'s operations PostgreSQL aborted (deadlock, serialization failure) and it ran again; levelkit on PostgreSQL retries none (its writes are serialized by the shared writer lock).')
+console.log('  retries: the SQL store\'s operations PostgreSQL aborted (deadlock, serialization failure) and it ran again; levelkit on PostgreSQL retries none (its writes are serialized by the shared writer lock; with key locks, the critical sections run again on a busy key are not counted here).')
 console.log('  round trips/op: statements sent to PostgreSQL by every process of the cell (a query of several statements counts once) / ops, the median over runs.')
 console.log('  × one process = ops/s / the same store\'s with one process, in the same run, then the median: how throughput rises with processes.')
 const pop = (/** @type {string} */ key) => {
