@@ -368,6 +368,17 @@ export class Transaction extends WriteScope {
    */
   async #validateAcrossTabs () {
     const writer = this.writer
+    // With key locks (postgres, shared), read them again under their locks.
+    const locks = []
+    for (const { namespace, key } of /** @type {Map<string, any>} */ (this.#seen).values()) {
+      const locked = writer.lockKeys(namespace, [key])
+      if (locked !== null) locks.push(locked)
+    }
+    if (this.#seenRanges.length > 0) {
+      const locked = writer.lockRanges()
+      if (locked !== null) locks.push(locked)
+    }
+    if (locks.length > 0) await Promise.all(locks)
     for (const [id, { namespace, key, value }] of /** @type {Map<string, any>} */ (this.#seen)) {
       const op = writer.pending ? writer.lookup(id) : undefined
       const current = op !== undefined ? (op.type === 'put' ? op.value : undefined) : await namespace.read(key, writer.syncReads)

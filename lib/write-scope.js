@@ -200,6 +200,9 @@ export class WriteScope {
     // Nothing is pending for the key here, so the stored value is current.
     const name = bytesToBinaryString(key)
     if (namespace.cache.has(name)) return namespace.cache.get(name)
+    // With key locks, read once the key is locked (then, cached, until the lock goes).
+    const locked = this.writer.lockKeys(namespace, [key])
+    if (locked !== null) return locked.then(() => this.get(namespace, key))
     const idb = this.writer.idb
     const value = idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, this.writer.syncReads)
     if (value instanceof Promise) return value.then(v => { namespace.remember(key, v); return v })
@@ -239,8 +242,12 @@ export class WriteScope {
     const idb = this.writer.idb
     const sections = this.writer.sectionCache
     const version = sections === null ? 0 : sections.version
+    // With key locks, once the key is locked.
+    const locked = this.writer.lockKeys(namespace, [key])
     // On IndexedDB, in the transaction the section's batch is written in.
-    const read = Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, false))
+    const read = locked !== null
+      ? locked.then(() => namespace.read(key, false))
+      : Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, false))
     reads.set(id, read)
     read.then(value => { if (sections !== null) sections.keep(id, value, version) }, () => { if (reads.get(id) === read) reads.delete(id) })
     return read
@@ -334,6 +341,9 @@ export class WriteScope {
    */
   async entries (namespace, bounds, options) {
     await this.writer.drain()
+    // With key locks, the range lock, once what was decided is written (which lets the locks go).
+    const locked = this.writer.lockRanges()
+    if (locked !== null) await locked
     const values = options?.values !== false
     const idb = this.writer.idb
     const stored = idb !== null && idb.ready

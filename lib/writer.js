@@ -128,6 +128,17 @@ export class Writer {
    * keys are unknown: every transaction that began before it conflicts.
    */
   #unknownAt = 0
+  /**
+   * PostgreSQL shared with locking: 'keys' (lib/backends/postgres-keylocks.js):
+   * no table lock; critical sections lock the keys they read in a
+   * transaction their group's batch commits, so a group is written once no
+   * section runs, and sections wait for it.
+   * @type {KeyLocks | null}
+   */
+  #keyLocks = null
+  /** With key locks: KeyLocks#requests when the running section began, and whether its locks went with a group drain() wrote. */
+  #sectionRequests = 0
+  #sectionLost = false
 
   /**
    * @param {import('abstract-level').AbstractLevel<any, any, any>} root
@@ -154,7 +165,31 @@ export class Writer {
       this.#generationSpace = new Namespace(root, layout.writes(), 'utf8')
       crossTab.listen(message => this.#heard(message))
       crossTab.wanted?.(() => this.#wanted())
+      const keyLocks = /** @type {any} */ (crossTab).locksKeys === true ? /** @type {KeyLocks} */ (/** @type {unknown} */ (crossTab)) : null
+      if (keyLocks !== null) {
+        this.#keyLocks = keyLocks
+        // What a section read is known right only while its key is locked.
+        keyLocks.onEnd(() => {
+          this.sectionCache?.clear()
+          for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
+        })
+      }
     }
+  }
+
+  /**
+   * With key locks (see #keyLocks): lock `keys` of `namespace` before a
+   * critical section reads them; null when there is nothing to wait for.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys
+   * @returns {Promise<void> | null}
+   */
+  lockKeys (namespace, keys) {
+    return this.#keyLocks === null ? null : this.#keyLocks.lock(namespace.prefix, keys)
+  }
+
+  /** With key locks: before a critical section reads a range. @returns {Promise<void> | null} */
+  lockRanges () {
+    return this.#keyLocks === null ? null : this.#keyLocks.lockRanges()
   }
 
   get epoch () {
@@ -346,12 +381,41 @@ export class Writer {
     let failed = false
     let failure
     const pending = this.#newest
-    const scope = new WriteScope(this)
+    let scope = new WriteScope(this)
     if (sync || this.durable) scope.durable = true
     try {
-      if (this.#crossTab) await this.#holdCrossTab()
+      // With key locks, not while a group is written (it ends the key transaction).
+      if (this.#keyLocks !== null) while (this.#flushing) await this.#flushing
+      else if (this.#crossTab) await this.#holdCrossTab()
       this.#holder = scope
-      result = await fn(scope)
+      for (;;) {
+        if (this.#keyLocks !== null) {
+          this.#sectionRequests = this.#keyLocks.requests
+          this.#sectionLost = false
+        }
+        try {
+          result = await fn(scope)
+          // Unless the locks it took went with a group drain() wrote: then
+          // it runs again (a section that drains first, as an index
+          // build's batch does, takes none before).
+          if (this.#keyLocks === null || !this.#sectionLost) break
+          this.#keyLocks.stats.retries++
+        } catch (err) {
+          if (this.#keyLocks === null || !this.#keyLocks.busy(err)) throw err
+        }
+        // A key another process holds, while this one holds some: write
+        // what was decided, let every lock go, and run the section again
+        // (lib/backends/postgres-keylocks.js).
+        const guests = scope.closeToGuests()
+        if (guests !== null) await guests
+        scope.close()
+        if (this.#group !== null && !this.#flushing) this.#flushing = this.#flush()
+        await this.drain()
+        await this.#keyLocks.idle()
+        scope = new WriteScope(this)
+        if (sync || this.durable) scope.durable = true
+        this.#holder = scope
+      }
       // Reads let in beside the scope (read()) see none of its batch land.
       const guests = scope.closeToGuests()
       if (guests !== null) await guests
@@ -408,8 +472,17 @@ export class Writer {
     return this.run(read)
   }
 
-  /** Resolves when every op decided so far is written. */
+  /**
+   * Resolves when every op decided so far is written. With key locks, a
+   * group waiting for the sections to stop is written now: a section
+   * running meanwhile then runs again (its locks went with the transaction).
+   */
   async drain () {
+    const keyLocks = this.#keyLocks
+    if (keyLocks !== null && this.#group !== null && !this.#flushing) {
+      if (this.#locked && keyLocks.requests !== this.#sectionRequests) this.#sectionLost = true
+      this.#flushing = this.#flush()
+    }
     while (this.#flushing) await this.#flushing
   }
 
@@ -442,6 +515,8 @@ export class Writer {
     if (next) next()
     else {
       this.#locked = false
+      // With key locks, a group is written once no section runs.
+      if (this.#keyLocks !== null && this.#group !== null && !this.#flushing) this.#flushing = this.#flush()
       if (!this.#flushing) this.#idleCrossTab()
     }
   }
@@ -517,7 +592,8 @@ export class Writer {
    */
   async settleRemote () {
     const lock = this.#crossTab
-    if (lock === null) return
+    // With key locks, transactions compare the values they read instead.
+    if (lock === null || this.#keyLocks !== null) return
     const value = await /** @type {Namespace} */ (this.#generationSpace).read(GENERATION_KEY, false)
     const stored = value === undefined ? 0 : Number(value)
     const mine = this.#generation
@@ -552,6 +628,13 @@ export class Writer {
    * @returns {import('./cross-tab.js').RemoteMessage}
    */
   #stamp (group) {
+    if (this.#keyLocks !== null) {
+      // No generation: it would be one key every batch of every process writes.
+      /** @type {import('./cross-tab.js').RemoteMessage} */
+      const message = { generation: null, ops: lastOpPerKey(group.ops).flatMap(op => op === null ? [] : [{ prefix: op.namespace.prefix, type: op.type, key: op.key }]), prefixes: null }
+      this.#keyLocks.stage(message)
+      return message
+    }
     if (this.#generation === null) throw levelkitError(codes.ABORTED, 'Write aborted: the database\'s generation is unknown since a batch failed')
     const generation = this.#generation + 1
     const space = /** @type {Namespace} */ (this.#generationSpace)
@@ -585,6 +668,11 @@ export class Writer {
 
   /** Nothing queued, nothing unwritten: let the lock go, unless it is leased and nobody wants it. */
   #idleCrossTab () {
+    if (this.#keyLocks !== null) {
+      // Locks of sections that decided nothing: let them go.
+      this.#keyLocks.idle().catch(noop)
+      return
+    }
     if (this.#crossTab?.leased && !this.closed && !this.#crossTabStale && !this.#wantedLately()) return
     this.#releaseCrossTab()
   }
@@ -632,7 +720,7 @@ export class Writer {
         else sections.set(op.id, op.type === 'put' ? op.value : undefined)
       }
     }
-    if (!this.#flushing) this.#flushing = this.#flush()
+    if (!this.#flushing && this.#keyLocks === null) this.#flushing = this.#flush()
     return group.promise
   }
 
@@ -893,7 +981,9 @@ export class Writer {
         this.sectionCache?.clear()
       }
     }
-    if (!counted && this.#transactions.size > 0 && !(known === false && this.validatesByValue)) {
+    // With key locks, a transaction checks the values it read again under
+    // their locks at commit: a batch heard of late would only fail it for nothing.
+    if (!counted && this.#keyLocks === null && this.#transactions.size > 0 && !(known === false && this.validatesByValue)) {
       const at = ++this.#decisions
       if (!known) this.#unknownAt = at
       else {
@@ -989,6 +1079,18 @@ const UTF8_VALUE = Object.freeze({ keyEncoding: 'view', valueEncoding: 'utf8' })
 const VIEW_VALUE = Object.freeze({ keyEncoding: 'view', valueEncoding: 'view' })
 /** @type {any} classic-level's option; others ignore it */
 const SYNC = Object.freeze({ sync: true })
+
+/**
+ * @typedef {object} KeyLocks the key locks of lib/backends/postgres-keylocks.js, as the write path uses them
+ * @property {(prefix: string, keys: Uint8Array[]) => Promise<void> | null} lock
+ * @property {() => Promise<void> | null} lockRanges
+ * @property {(err: unknown) => boolean} busy whether `err` asks for the critical section to run again
+ * @property {() => Promise<void>} idle ends the key transaction, if open
+ * @property {(listener: () => void) => void} onEnd
+ * @property {number} requests how many lock requests were made
+ * @property {{ retries: number }} stats
+ * @property {(message: import('./cross-tab.js').RemoteMessage) => void} stage
+ */
 
 class Group {
   constructor () {

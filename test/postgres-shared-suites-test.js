@@ -9,7 +9,9 @@ import { chatSuite } from './chat/suite.js'
 import { postgresForTests } from './util/postgres.js'
 
 const server = await postgresForTests(test)
-const openShared = () => open({ backend: 'postgres', pool: server.pool, table: server.table(), shared: true })
+// 'keys' when test/postgres-keylocks-test.js imports this file with ?locking=keys.
+const locking = new URL(import.meta.url).searchParams.get('locking') === 'keys' ? 'keys' : 'table'
+const openShared = () => open({ backend: 'postgres', pool: server.pool, table: server.table(), shared: true, locking })
 
 conformance(test, { backend: 'postgres', open: openShared })
 chatSuite(test, { backend: 'postgres', open: openShared })

@@ -24,10 +24,18 @@ import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
 import { postgresForTests } from './util/postgres.js'
 import { range } from './util/common.js'
-import { FAST, ACCOUNTS, INITIAL, declareBank, openShared, increment } from './fixtures/postgres-shared-worker.js'
+import { FAST, ACCOUNTS, INITIAL, declareBank, openShared as openWorkerShared, increment } from './fixtures/postgres-shared-worker.js'
 import { WRITER_LOCK_SPACE } from '../lib/backends/postgres-shared.js'
 
 const server = await postgresForTests(test)
+// How the processes take turns: the writer lock ('table', the default), or
+// key locks ('keys': test/postgres-keylocks-test.js imports this file with ?locking=keys).
+const locking = new URL(import.meta.url).searchParams.get('locking') === 'keys' ? 'keys' : 'table'
+const mode = locking === 'keys' ? 'postgres shared (key locks)' : 'postgres shared'
+/** @param {string} connectionString @param {string} table */
+const openShared = (connectionString, table) => openWorkerShared(connectionString, table, locking)
+// The writer lock's own tests.
+const writerLockTest = locking === 'table' ? test : test.skip
 const WORKER = fileURLToPath(new URL('./fixtures/postgres-shared-worker.js', import.meta.url))
 
 /**
@@ -35,7 +43,7 @@ const WORKER = fileURLToPath(new URL('./fixtures/postgres-shared-worker.js', imp
  * @param {string} table @param {string} role @param {object} args
  */
 async function start (table, role, args) {
-  const child = fork(WORKER, [server.connectionString, table, role, JSON.stringify(args)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const child = fork(WORKER, [server.connectionString, table, role, JSON.stringify(args), locking], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   /** @type {Promise<{ code: number | null, signal: string | null }>} */
   const exited = new Promise(resolve => child.once('exit', (code, signal) => resolve({ code, signal })))
   /** @type {any[]} */
@@ -79,7 +87,7 @@ async function checkClean (t, db, what) {
   t.deepEqual(result.problems, [], `${what}: check() reports no problems`)
 }
 
-test('postgres shared: a shared table refuses an unshared opener, and the other way round', async t => {
+test(`${mode}: a shared table refuses an unshared opener, and the other way round`, async t => {
   const table = server.table()
   const db = await open({ backend: 'postgres', connectionString: server.connectionString, table, shared: true })
   try {
@@ -101,7 +109,7 @@ test('postgres shared: a shared table refuses an unshared opener, and the other 
   t.match(String(invalid?.message), /shared option must be a boolean/, 'shared must be a boolean')
 })
 
-test('postgres shared: 4 processes x 50 concurrent createUser() of one username: exactly one wins', async t => {
+test(`${mode}: 4 processes x 50 concurrent createUser() of one username: exactly one wins`, async t => {
   const table = server.table()
   const workers = await Promise.all(range(0, 3).map(worker => start(table, 'users', { n: 50, username: 'alice', worker })))
   for (const w of workers) w.go()
@@ -121,7 +129,7 @@ test('postgres shared: 4 processes x 50 concurrent createUser() of one username:
   }
 })
 
-test('postgres shared: 4 processes sending to one chat get ids 1..N; watchers in 2 more processes see every message in order', async t => {
+test(`${mode}: 4 processes sending to one chat get ids 1..N; watchers in 2 more processes see every message in order`, async t => {
   const table = server.table()
   const db = await openShared(server.connectionString, table)
   try {
@@ -155,7 +163,7 @@ test('postgres shared: 4 processes sending to one chat get ids 1..N; watchers in
   }
 })
 
-test('postgres shared: bank transfers as transactions in 4 processes keep the total', async t => {
+test(`${mode}: bank transfers as transactions in 4 processes keep the total`, async t => {
   const table = server.table()
   const db = await openShared(server.connectionString, table)
   try {
@@ -177,7 +185,7 @@ test('postgres shared: bank transfers as transactions in 4 processes keep the to
   }
 })
 
-test('postgres shared: a critical section reads what another process wrote, not what this one read or wrote before (section cache)', async t => {
+test(`${mode}: a critical section reads what another process wrote, not what this one read or wrote before (section cache)`, async t => {
   const table = server.table()
   const db = await openShared(server.connectionString, table)
   try {
@@ -201,7 +209,7 @@ test('postgres shared: a critical section reads what another process wrote, not 
   }
 })
 
-test('postgres shared: 4 processes x 50 increments of one record, each read and written in a critical section: none lost', async t => {
+test(`${mode}: 4 processes x 50 increments of one record, each read and written in a critical section: none lost`, async t => {
   const table = server.table()
   const db = await openShared(server.connectionString, table)
   try {
@@ -217,7 +225,7 @@ test('postgres shared: 4 processes x 50 increments of one record, each read and 
   }
 })
 
-test('postgres shared: a process killed with SIGKILL while it holds the writer lock: the others go on', async t => {
+test(`${mode}: a process killed with SIGKILL while it holds the writer lock: the others go on`, async t => {
   const table = server.table()
   const db = await openShared(server.connectionString, table)
   try {
@@ -245,7 +253,7 @@ test('postgres shared: a process killed with SIGKILL while it holds the writer l
   }
 })
 
-test('postgres shared: a batch decided under a lock lost with its connection is refused (fencing)', async t => {
+writerLockTest(`${mode}: a batch decided under a lock lost with its connection is refused (fencing)`, async t => {
   const table = server.table()
   const db = await openShared(server.connectionString, table)
   try {
@@ -292,7 +300,7 @@ async function writerLockHolders () {
 /** @param {number} ms */
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
-test('postgres shared: one process writing one write at a time keeps the writer lock it took for its first write (the lease)', async t => {
+writerLockTest(`${mode}: one process writing one write at a time keeps the writer lock it took for its first write (the lease)`, async t => {
   const table = server.table()
   const db = await openShared(server.connectionString, table)
   try {
@@ -328,7 +336,7 @@ async function idleHolder (t) {
   return { table, holder }
 }
 
-test('postgres shared: a process keeping the lease idle lets it go when another wants it', async t => {
+writerLockTest(`${mode}: a process keeping the lease idle lets it go when another wants it`, async t => {
   const { table, holder } = await idleHolder(t)
   const other = await start(table, 'set', { balance: 2 })
   const began = Date.now()
@@ -356,7 +364,7 @@ test('postgres shared: a process keeping the lease idle lets it go when another 
   }
 })
 
-test('postgres shared: a holder whose listening connection is lost (and cannot come back) lets the lease go', async t => {
+writerLockTest(`${mode}: a holder whose listening connection is lost (and cannot come back) lets the lease go`, async t => {
   const { table, holder } = await idleHolder(t)
   holder.child.send({ block: true })
   await holder.next(m => m?.blocked === true)

@@ -14,7 +14,7 @@ import { prng } from 'levelkit-testkit/prng'
 import { PgChatStore } from './pg-chat-store.js'
 
 /**
- * @typedef {'sql' | 'levelkit-pg' | 'levelkit-leveldb'} Kind
+ * @typedef {'sql' | 'levelkit-pg' | 'levelkit-pg-keys' | 'levelkit-leveldb'} Kind
  * @typedef {{
  *   kind: Kind, rank: number, processes: number, connectionString?: string, schema?: string, table?: string,
  *   location?: string, concurrency: number, scryptN: number
@@ -76,8 +76,8 @@ async function openStore (config) {
   }
   // Shared in every cell, one process too: the curve over 1, 2, 4 processes
   // is then of one configuration.
-  const db = config.kind === 'levelkit-pg'
-    ? await open({ backend: 'postgres', connectionString: config.connectionString, table: config.table, poolSize: config.concurrency, shared: true, pg: { idleTimeoutMillis: IDLE_MS } })
+  const db = config.kind === 'levelkit-pg' || config.kind === 'levelkit-pg-keys'
+    ? await open({ backend: 'postgres', connectionString: config.connectionString, table: config.table, poolSize: config.concurrency, shared: true, locking: config.kind === 'levelkit-pg-keys' ? 'keys' : 'table', pg: { idleTimeoutMillis: IDLE_MS } })
     : await open({ backend: 'leveldb', location: config.location })
   try {
     const store = await ChatStore.open(db, { passwordCost })

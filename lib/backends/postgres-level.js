@@ -7,6 +7,7 @@ import pg from 'pg'
 import { levelkitError, codes, invalid } from '../errors.js'
 import { describe } from '../common.js'
 import { PostgresWriterLock, connectClient } from './postgres-shared.js'
+import { PostgresKeyLocks } from './postgres-keylocks.js'
 import { failoverOf, PrimaryPool, CommitLog } from './postgres-hosts.js'
 
 const DEFAULT_TABLE = 'levelkit'
@@ -37,6 +38,10 @@ const statementNames = new Map()
  * @property {boolean} [shared] let other processes open the table too, each writing under
  *   a lock they take in turn (levelkit's shared writer lock); false by default: one open
  *   database per table, LEVEL_LOCKED for a second
+ * @property {'table' | 'keys'} [locking] with shared: how processes take turns. 'table' (the
+ *   default): one writer lock for the table, held by one process at a time; 'keys': each
+ *   process's critical sections lock the keys they read, in a transaction their batch commits
+ *   (postgres-keylocks.js), so that writes on different keys go on at once
  * @property {Array<string | { host: string, port?: number }>} [hosts] the hosts of a primary and its
  *   standbys: the primary is used, found again after a failover (see postgres-hosts.js)
  * @property {number} [failoverTimeout] how long an operation waits for a primary, in ms (30000)
@@ -74,10 +79,12 @@ export class PostgresLevel extends AbstractLevel {
   #commits = null
   /** @type {Promise<void> | null} */
   #relocking = null
+  /** @type {'table' | 'keys'} */
+  #locking
 
   /** @param {PostgresLevelOptions & Record<string, any>} [options] */
   constructor (options = {}) {
-    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, ...forward } = options
+    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, locking = 'table', ...forward } = options
     if (pool !== undefined) {
       if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function' || typeof pool.connect !== 'function') {
         throw invalid(`The pool option must be a pg Pool, got ${describe(pool)}`)
@@ -97,6 +104,9 @@ export class PostgresLevel extends AbstractLevel {
     }
     if (typeof shared !== 'boolean') {
       throw invalid(`The shared option must be a boolean, got ${describe(shared)}`)
+    }
+    if (locking !== 'table' && locking !== 'keys') {
+      throw invalid(`The locking option must be 'table' or 'keys', got ${describe(locking)}`)
     }
     if (shared && hosts !== undefined) {
       // The writer lock's connection does not follow a failover yet.
@@ -123,6 +133,7 @@ export class PostgresLevel extends AbstractLevel {
     this.#sharedPool = pool === undefined ? null : pool
     this.#table = table
     this.#shared = shared
+    this.#locking = locking
   }
 
   /**
@@ -150,7 +161,8 @@ export class PostgresLevel extends AbstractLevel {
   sharedWriterLock () {
     if (!this.#shared || this.#lockKey === null) return null
     if (this.#writerLock === null || this.#writerLock.closed) {
-      this.#writerLock = new PostgresWriterLock({
+      const Lock = this.#locking === 'keys' ? PostgresKeyLocks : PostgresWriterLock
+      this.#writerLock = new Lock({
         lockKey: this.#lockKey,
         // Named, so that pg_stat_activity tells them apart.
         connect: purpose => connectClient({ fallback_application_name: `levelkit ${purpose}`, ...this.#clientConfig() }),
@@ -472,6 +484,8 @@ export class PostgresLevel extends AbstractLevel {
     const table = quote(this.#table)
     const upsert = `INSERT INTO ${table} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
     const remove = `DELETE FROM ${table} WHERE key = ANY($1::bytea[])`
+    const keyLocks = this.#writerLock instanceof PostgresKeyLocks && !this.#writerLock.closed ? this.#writerLock : null
+    if (keyLocks !== null) return this.#batchInKeyTransaction(keyLocks, upsert, [putKeys, putValues, delKeys])
     const client = this.#writeClient
     const notices = client === null ? null : /** @type {PostgresWriterLock} */ (this.#writerLock).takeStaged()
     if (client !== null && notices !== null) {
@@ -493,6 +507,31 @@ export class PostgresLevel extends AbstractLevel {
       const both = `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])) ${upsert}`
       if (client !== null) await this.#query('write a batch', both, [putKeys, putValues, delKeys], undefined, false, client)
       else await this.#writeBatch(both, [putKeys, putValues, delKeys])
+    }
+  }
+
+  /**
+   * With locking: 'keys', a batch is written in the key transaction its
+   * critical sections locked their keys in, and commits it: the
+   * notifications go in the same statement, heard exactly when it commits.
+   * @param {PostgresKeyLocks} keyLocks @param {string} upsert @param {unknown[]} values
+   */
+  async #batchInKeyTransaction (keyLocks, upsert, values) {
+    const table = quote(this.#table)
+    const notices = keyLocks.takeStaged() ?? []
+    try {
+      const client = await keyLocks.client()
+      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [...values, notices], undefined, false, client)
+    } catch (err) {
+      await keyLocks.rollback()
+      throw err
+    }
+    const committed = keyLocks.commit()
+    if (committed === null) return
+    try {
+      await committed
+    } catch (err) {
+      throw backendError('commit a batch', err)
     }
   }
 

@@ -1,0 +1,293 @@
+// Several processes writing one table with open({ backend: 'postgres',
+// shared: true, locking: 'keys' }): instead of one writer lock for the
+// whole table (postgres-shared.js), a process's critical sections run in a
+// transaction of its own connection, the key transaction, which takes a
+// transaction-level advisory lock on every key they read before they read
+// it; their batch is written in that transaction and commits it, which
+// lets the locks go. Processes that decide on different keys write at the
+// same time; two that decide on one key take turns.
+//
+// Deadlocks: a key transaction waits for a lock only while it holds none
+// (its first statement), taking the keys of that statement in one order
+// (sorted). Once it holds some, it only tries (pg_try_advisory_xact_lock);
+// a lock another transaction holds throws KeyLockBusy, and the write path
+// commits what it decided so far, ends the transaction and runs the
+// critical section again, in a new transaction whose first statement waits
+// for the busy keys. A transaction that holds locks never waits for one, so
+// no two wait for each other.
+//
+// Range reads (a child list, the edges of a relation) cannot lock the keys
+// they would see: every key transaction holds the table's range lock in
+// shared mode, and a critical section that reads a range runs in a
+// transaction holding it exclusively (KeyLockBusy again when it held it
+// shared).
+//
+// Cached values (lib/section-cache.js, cached namespaces) are trusted only
+// while the key transaction that read them holds their keys' locks: the
+// write path forgets them when it ends (onEnd()).
+import { createHash } from 'node:crypto'
+import { PostgresWriterLock } from './postgres-shared.js'
+
+// The first key of the range lock: 'LKRG'.
+export const RANGE_LOCK_SPACE = 0x4c4b5247
+
+/** Thrown by a lock that another transaction holds while this one holds locks: run the critical section again. */
+export class KeyLockBusy extends Error {
+  /** @param {boolean} exclusive whether it was the range lock */
+  constructor (exclusive) {
+    super('A key lock is held by another process: the critical section runs again')
+    this.exclusive = exclusive
+  }
+}
+
+/**
+ * The key transaction of a postgres database shared with locking: 'keys'.
+ * Notifications, listening and catching up are the writer lock's.
+ */
+export class PostgresKeyLocks extends PostgresWriterLock {
+  /** Read values are checked again at commit, under the keys' locks (lib/transaction.js). */
+  validatesByValue = true
+  /** Tells the write path (lib/writer.js) to lock keys rather than take this as a table lock. */
+  locksKeys = true
+  #keyHost
+  /** @type {import('pg').Client | null} */
+  #client = null
+  /** @type {Promise<import('pg').Client> | null} */
+  #connecting = null
+  /** Whether a transaction is open (BEGIN sent). */
+  #open = false
+  /** @type {Map<string, Promise<void> | null>} the lock keys (decimal bigints) the open transaction holds (null) or asked for (the statement's promise) */
+  #held = new Map()
+  /** @type {'none' | 'shared' | 'exclusive'} the range lock the open transaction holds */
+  #range = 'none'
+  /** @type {Set<string>} keys found busy: the next transaction waits for them in its first statement */
+  #busy = new Set()
+  #busyRange = false
+  /** @type {Array<() => void>} */
+  #endListeners = []
+  /** @type {Array<{ locks: string[], resolve: () => void, reject: (err: unknown) => void }>} lock requests waiting for the next statement */
+  #requests = []
+  /** How many lock requests were made (lib/writer.js tells whether a section made any). */
+  requests = 0
+  /** Counters, for tests and the benchmark. */
+  stats = { statements: 0, retries: 0, transactions: 0 }
+
+  /**
+   * @param {import('./postgres-shared.js').SharedWriterHost} host
+   * @param {string} table
+   */
+  constructor (host, table) {
+    super(host, table)
+    this.#keyHost = host
+  }
+
+  /** Never kept while idle: there is no table lock to keep. */
+  get leased () {
+    return false
+  }
+
+  /** The table lock is never taken in this mode. */
+  async acquire () {
+    return () => {}
+  }
+
+  /** Whether `err` asks for the critical section to run again. @param {unknown} err */
+  busy (err) {
+    return err instanceof KeyLockBusy
+  }
+
+  /** @param {() => void} listener called each time the key transaction ends (its locks let go) */
+  onEnd (listener) {
+    this.#endListeners.push(listener)
+  }
+
+  /** Whether the key transaction holds (or asked for) any lock. */
+  get holding () {
+    return this.#open
+  }
+
+  /**
+   * Lock the keys of `prefix` (a namespace's) for the key transaction:
+   * null when it holds them all already, else a promise (rejected with
+   * KeyLockBusy when another transaction holds one of them).
+   * @param {string} prefix @param {Uint8Array[]} keys
+   * @returns {Promise<void> | null}
+   */
+  lock (prefix, keys) {
+    this.requests++
+    /** @type {string[]} */
+    const wanted = []
+    /** @type {Array<Promise<void>>} */
+    const asked = []
+    for (const key of keys) {
+      const lock = this.#lockKey(prefix, key)
+      const held = this.#held.get(lock)
+      if (held === undefined) wanted.push(lock)
+      else if (held !== null) asked.push(held)
+    }
+    if (wanted.length === 0 && this.#open) return asked.length === 0 ? null : Promise.all(asked).then(noop)
+    /** @type {Promise<void>} */
+    const requested = new Promise((resolve, reject) => {
+      if (this.#requests.length === 0) process.nextTick(() => this.#send())
+      this.#requests.push({ locks: wanted, resolve, reject })
+    })
+    return asked.length === 0 ? requested : Promise.all([requested, ...asked]).then(noop)
+  }
+
+  /**
+   * The range lock, exclusively: null when held, else a promise; a
+   * transaction that already holds it shared must end first (KeyLockBusy).
+   * @returns {Promise<void> | null}
+   */
+  lockRanges () {
+    if (this.#range === 'exclusive') return null
+    if (this.#open) {
+      this.#busyRange = true
+      this.stats.retries++
+      return Promise.reject(new KeyLockBusy(true))
+    }
+    this.#busyRange = true
+    return this.lock('', [])
+  }
+
+  /**
+   * The connection the key transaction runs on (and batches are written
+   * on). Statements must reach it in the order they are made: callers
+   * query it at once when it is connected.
+   * @returns {Promise<import('pg').Client>}
+   */
+  client () {
+    if (this.#client !== null) return Promise.resolve(this.#client)
+    if (this.#connecting === null) {
+      this.#connecting = this.#keyHost.connect('writer').then(client => {
+        client.on('error', () => {
+          if (this.#client === client) {
+            this.#client = null
+            this.#ended()
+          }
+        })
+        this.#client = client
+        this.#connecting = null
+        return client
+      }, err => {
+        this.#connecting = null
+        throw err
+      })
+    }
+    return this.#connecting
+  }
+
+  /**
+   * After a batch was written in the key transaction: commit it (null if
+   * none is open). The locks are let go once it commits.
+   * @returns {Promise<void> | null}
+   */
+  commit () {
+    if (!this.#open) return null
+    const client = this.#client
+    this.#ended()
+    if (client !== null) return client.query('COMMIT').then(noop)
+    if (this.#connecting === null) return Promise.reject(new Error('The key transaction\'s connection was lost'))
+    return this.#connecting.then(client => client.query('COMMIT')).then(noop)
+  }
+
+  /** A batch failed in the key transaction: roll it back (it is aborted anyway). */
+  rollback () {
+    if (!this.#open) return Promise.resolve()
+    const client = this.#client
+    this.#ended()
+    if (client !== null) return client.query('ROLLBACK').then(noop, noop)
+    return this.#connecting === null ? Promise.resolve() : this.#connecting.then(client => client.query('ROLLBACK')).then(noop, noop)
+  }
+
+  /** Nothing decided waits to be written: end the transaction, letting its locks go. */
+  idle () {
+    return this.commit() ?? Promise.resolve()
+  }
+
+  close () {
+    super.close()
+    const client = this.#client
+    this.#client = null
+    this.#ended()
+    if (client) client.end().catch(noop)
+  }
+
+  #ended () {
+    if (!this.#open) return
+    this.#open = false
+    this.#held.clear()
+    this.#range = 'none'
+    for (const listener of this.#endListeners) listener()
+  }
+
+  /** @param {string} prefix @param {Uint8Array} key */
+  #lockKey (prefix, key) {
+    const hash = createHash('sha1')
+    hash.update(this.name)
+    hash.update('\0')
+    hash.update(prefix)
+    hash.update('\0')
+    hash.update(key)
+    return hash.digest().readBigInt64BE(0).toString()
+  }
+
+  /** Send the lock requests of this turn as one statement. */
+  async #send () {
+    const requests = this.#requests
+    this.#requests = []
+    /** @type {Set<string>} */
+    const locks = new Set()
+    for (const request of requests) for (const lock of request.locks) if (this.#held.get(lock) !== null) locks.add(lock)
+    const fresh = !this.#open
+    let text
+    if (fresh) {
+      // Holding nothing: wait, in one order, for every key (and the ones
+      // found busy before), with the range lock first.
+      for (const lock of this.#busy) locks.add(lock)
+      this.#busy.clear()
+      const exclusive = this.#busyRange
+      this.#busyRange = false
+      const sorted = [...locks].sort()
+      text = `BEGIN; SELECT pg_advisory_xact_lock${exclusive ? '' : '_shared'}(${RANGE_LOCK_SPACE}, ${this.#keyHost.lockKey})` +
+        (sorted.length > 0 ? `; SELECT count(pg_advisory_xact_lock(k)) FROM unnest('{${sorted.join(',')}}'::bigint[]) AS k` : '')
+      this.#open = true
+      this.#range = exclusive ? 'exclusive' : 'shared'
+      this.stats.transactions++
+    } else if (locks.size > 0) {
+      text = `SELECT bool_and(pg_try_advisory_xact_lock(k)) AS locked FROM unnest('{${[...locks].join(',')}}'::bigint[]) AS k`
+    } else {
+      for (const request of requests) request.resolve()
+      return
+    }
+    this.stats.statements++
+    // Asked for, not yet held: a lock() of the same keys meanwhile waits for it too.
+    /** @type {Promise<void>} */
+    const statement = new Promise((resolve, reject) => { requests.push({ locks: [], resolve: () => resolve(undefined), reject }) })
+    statement.catch(noop)
+    for (const lock of locks) this.#held.set(lock, statement)
+    try {
+      const client = this.#client ?? await this.client()
+      const result = await client.query(text)
+      if (!fresh) {
+        const rows = /** @type {any} */ (result).rows
+        if (rows[0].locked !== true) {
+          // Which ones are busy is not told: all are waited for next time.
+          for (const lock of locks) this.#busy.add(lock)
+          this.stats.retries++
+          throw new KeyLockBusy(false)
+        }
+      }
+      for (const lock of locks) if (this.#held.get(lock) === statement) this.#held.set(lock, null)
+      for (const request of requests) request.resolve()
+    } catch (err) {
+      if (!(err instanceof KeyLockBusy)) {
+        // The transaction is lost (its connection, or an error aborted it).
+        this.rollback().catch(noop)
+      }
+      for (const request of requests) request.reject(err)
+    }
+  }
+}
+
+function noop () {}

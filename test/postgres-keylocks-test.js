@@ -1,0 +1,68 @@
+// open({ backend: 'postgres', shared: true, locking: 'keys' }): the
+// processes lock the keys their critical sections read
+// (lib/backends/postgres-keylocks.js) instead of taking turns with the
+// table's writer lock. Two databases open on one table in this process
+// stand for two processes (each has its own write path and key
+// transaction): a write of another key goes on while one holds a key; a
+// write of the held key waits for it. Then the tests of several processes
+// on one table (test/postgres-shared-test.js) and the conformance and chat
+// suites (test/postgres-shared-suites-test.js), with key locks.
+import test from 'tape'
+import { open } from '../index.js'
+import { postgresForTests } from './util/postgres.js'
+
+const server = await postgresForTests(test)
+// LEVELKIT_TEST_LOCKING=table runs the first test with the writer lock: it must fail.
+const locking = process.env.LEVELKIT_TEST_LOCKING === 'table' ? 'table' : 'keys'
+
+/** @param {number} ms */
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+test('postgres key locks: a write of another key goes on while a critical section holds one; a write of that key waits for it', async t => {
+  const table = server.table()
+  const options = { backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking, poolSize: 2 }
+  const a = await open(options)
+  const b = await open(options)
+  try {
+    const accountsA = a.collection('accounts')
+    const accountsB = b.collection('accounts')
+    await accountsA.insert({ balance: 1 })
+    await accountsA.insert({ balance: 2 })
+    /** @type {() => void} */
+    let letGo = () => {}
+    const gate = new Promise(resolve => { letGo = () => resolve(undefined) })
+    /** @type {() => void} */
+    let hasRead = () => {}
+    const read = new Promise(resolve => { hasRead = () => resolve(undefined) })
+    const holding = a.write(async (/** @type {any} */ w) => {
+      const { balance } = await accountsA.in(w).get(1)
+      hasRead()
+      await gate
+      await accountsA.in(w).update(1, { balance: balance + 10 })
+    })
+    await read
+    const other = await Promise.race([accountsB.update(2, { balance: 20 }).then(() => 'written'), sleep(5000).then(() => 'still waiting after 5 s')])
+    t.is(other, 'written', 'the other database writes account 2 while account 1 is held')
+    let done = false
+    const same = accountsB.update(1, { balance: 100 }).then(() => { done = true })
+    await sleep(500)
+    t.notOk(done, 'its write of account 1 waits for the section that holds it')
+    letGo()
+    await holding
+    await same
+    t.is((await accountsA.get(1)).balance, 100, 'then it goes on, after the section: account 1 holds its value')
+    t.is((await accountsA.get(2)).balance, 20, 'account 2 holds the other write')
+    const { rows } = await server.pool.query('SELECT count(*)::int AS n FROM pg_locks WHERE locktype = \'advisory\' AND granted AND objsubid = 1')
+    t.is(rows[0].n, 0, 'no key lock is left once both are idle')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
+if (locking === 'keys') {
+  const keys = '?locking=keys'
+  await import('./postgres-shared-test.js' + keys)
+  await import('./postgres-shared-suites-test.js' + keys)
+}
