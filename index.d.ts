@@ -82,6 +82,16 @@ export interface OpenOptions {
   failoverTimeout?: number
   /** postgres: let other processes open the table too, all writing under one lock they take in turn (default false: one open database per table; LEVELKIT_LOCKED for a second). Not with `hosts` yet. */
   shared?: boolean
+  /**
+   * postgres, with shared: how processes take turns writing. 'table' (default):
+   * one writer lock for the table, held by one process at a time (leased while
+   * idle). 'keys': each process's critical sections lock the keys they read
+   * (advisory transaction locks) in a transaction their batch commits, so writes
+   * of different keys go on at once; a critical section (a db.write() callback
+   * included) may then run more than once. Slower than 'table' below four
+   * processes today (bench/RESULTS.md, scale-out).
+   */
+  locking?: 'table' | 'keys'
   /** postgres: connections the pool opens at most (default 10); the table lock and snapshots take connections of their own. */
   poolSize?: number
   /**
