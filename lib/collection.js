@@ -169,6 +169,8 @@ export class CollectionModel {
     if (!this.sequential) return this.create(scope, record, json, this.computeId(deepFreeze(record)))
     this.assertNoId(record)
     const id = await this.nextId(scope)
+    // A transaction's id is only reserved (a put() of it may commit first).
+    if (!scope.defersCounters) scope.created(this.records, encode(id))
     await this.create(scope, record, json, id)
     scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, id)
     return id

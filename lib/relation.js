@@ -177,6 +177,8 @@ export class RelationModel {
   exists (scope, collection, direction, id) {
     const key = encode(id)
     if (direction.kind === 'lists') {
+      // A record this section created under a new id has no list yet.
+      if (scope.isCreated(collection.records, key)) scope.absent(direction.namespace, key)
       return after(scope.get(direction.namespace, key), list => list !== undefined || after(scope.get(collection.records, key), isDefined))
     }
     return after(scope.get(collection.records, key), isDefined)

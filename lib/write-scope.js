@@ -49,6 +49,17 @@ export class WriteScope {
    */
   #reads = null
 
+  /**
+   * Key ids this section knows hold nothing in the database (the lists of
+   * a record it created under a new sequence id): get() answers them from
+   * the ops, else with undefined, without a read. Null until the first.
+   * @type {Set<string> | null}
+   */
+  #absent = null
+
+  /** @type {Set<string> | null} key ids of the records this section created under a new sequence id */
+  #created = null
+
   /** @type {Set<Promise<unknown>>} reads running beside this scope */
   #guests = new Set()
 
@@ -191,6 +202,9 @@ export class WriteScope {
       if (this.indexed < this.ops.length) this.index()
       const op = this.local.get(id) || this.writer.lookup(id)
       if (op !== undefined) return op.type === 'put' ? op.value : undefined
+      if (this.#absent !== null && this.#absent.has(id)) return undefined
+    } else if (this.#absent !== null && this.#absent.has(namespace.keyId(key))) {
+      return undefined
     }
     if (namespace.cache === null) {
       if (this.writer.syncReads) return namespace.read(key, true)
@@ -246,6 +260,34 @@ export class WriteScope {
     return read
   }
 
+  /**
+   * The record `key` of `records` is created by this section under a new
+   * sequence id: no record had that id, so nothing keyed by it is stored
+   * either (a relation writes a record's lists in the record's batches).
+   * @param {import('./namespace.js').Namespace} records @param {Uint8Array} key
+   */
+  created (records, key) {
+    (this.#created ??= new Set()).add(records.keyId(key))
+  }
+
+  /**
+   * Whether this section created the record `key` of `records` under a new
+   * sequence id (see created()).
+   * @param {import('./namespace.js').Namespace} records @param {Uint8Array} key
+   */
+  isCreated (records, key) {
+    return this.#created !== null && this.#created.has(records.keyId(key))
+  }
+
+  /**
+   * `key` of `namespace` holds nothing in the database (see #absent): its
+   * reads in this section are answered without a request.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   */
+  absent (namespace, key) {
+    (this.#absent ??= new Set()).add(namespace.keyId(key))
+  }
+
   /** Where this section reads on IndexedDB (see lib/idb-direct.js). @returns {import('./idb-direct.js').Mode} */
   #mode () {
     return this.durable ? 'strict' : true
@@ -273,7 +315,7 @@ export class WriteScope {
     const sections = this.writer.sectionCache
     for (const key of keys) {
       const id = namespace.keyId(key)
-      if (reads.has(id) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
+      if (reads.has(id) || (this.#absent !== null && this.#absent.has(id)) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
       this.#read(namespace, key, id, reads)
     }
   }

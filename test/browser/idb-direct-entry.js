@@ -383,5 +383,49 @@ test('idb-direct: the last 50 messages and a user\'s chats take few requests, an
   await close()
 })
 
+test('idb-direct: createChat reads none of the new chat\'s lists', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const store = await ChatStore.open(db, { passwordCost: { scryptN: 1024, pbkdf2Iterations: 1 } })
+  const ids = []
+  for (let i = 0; i < 6; i++) ids.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
+  // The users' lists and the sequence are read once, then known.
+  await store.createChat({ name: 'warm', adminId: ids[0], userIds: ids.slice(1, 5) })
+  const again = await countRequests(() => store.createChat({ name: 'again', adminId: ids[0], userIds: ids.slice(1, 5) }))
+  t.is(again.requests, 0, `a new chat of known users: no read request (${JSON.stringify({ ...again, answer: undefined })})`)
+  t.same(await store.members.to(/** @type {number} */ (again.answer)).all(), ids.slice(0, 5), 'its members')
+  t.is((await store.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
+test('idb-direct: edges of a record created in the same write read no list of it; of a record created before, its list', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const groups = db.collection('groups')
+  const people = db.collection('people')
+  const members = db.relation('members', { from: groups, to: people, lists: ['from', 'to'] })
+  const p = []
+  for (let i = 0; i < 4; i++) p.push(await people.insert({ i }))
+  const old = await groups.insert({ name: 'old' })
+  await members.addMany(old, [p[0], p[1]])
+  // Not created in this write: its list is read, and keeps what it held.
+  const made = await db.write(async (/** @type {any} */ w) => {
+    await members.in(w).addMany(old, [p[2]])
+    const id = await groups.in(w).insert({ name: 'new' })
+    await members.in(w).addMany(id, [p[1], p[3]])
+    return id
+  })
+  t.same(await members.to(old).all(), [p[0], p[1], p[2]], 'the older group\'s list kept its members and got the new one')
+  t.same(await members.to(made).all(), [p[1], p[3]], 'the new group\'s list')
+  t.same(await members.from(p[1]).all(), [old, made], 'a member\'s list kept its group and got the new one')
+  // A record written before under an id the sequence had not handed out.
+  await groups.put(made + 1, { name: 'put' })
+  await members.addMany(made + 1, [p[0]])
+  const after = await groups.insert({ name: 'after' })
+  await members.addMany(after, [p[3]])
+  t.ok(after > made + 1, `an insert after a put() of a higher id gets a new id (${after})`)
+  t.same(await members.from(p[0]).all(), [old, made + 1], 'the put() record\'s edges are kept')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
 // @ts-ignore
 window.levelkitTests = { run }
