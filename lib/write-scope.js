@@ -52,13 +52,11 @@ export class WriteScope {
   /**
    * Key ids this section knows hold nothing in the database (the lists of
    * a record it created under a new sequence id): get() answers them from
-   * the ops, else with undefined, without a read. Null until the first.
+   * the ops, else with undefined, without a read; on IndexedDB the lease
+   * cache learns them once the batch is written. Null until the first.
    * @type {Set<string> | null}
    */
   #absent = null
-
-  /** @type {Set<string> | null} key ids of the records this section created under a new sequence id */
-  #created = null
 
   /** @type {Set<Promise<unknown>>} reads running beside this scope */
   #guests = new Set()
@@ -261,31 +259,17 @@ export class WriteScope {
   }
 
   /**
-   * The record `key` of `records` is created by this section under a new
-   * sequence id: no record had that id, so nothing keyed by it is stored
-   * either (a relation writes a record's lists in the record's batches).
-   * @param {import('./namespace.js').Namespace} records @param {Uint8Array} key
-   */
-  created (records, key) {
-    (this.#created ??= new Set()).add(records.keyId(key))
-  }
-
-  /**
-   * Whether this section created the record `key` of `records` under a new
-   * sequence id (see created()).
-   * @param {import('./namespace.js').Namespace} records @param {Uint8Array} key
-   */
-  isCreated (records, key) {
-    return this.#created !== null && this.#created.has(records.keyId(key))
-  }
-
-  /**
    * `key` of `namespace` holds nothing in the database (see #absent): its
    * reads in this section are answered without a request.
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
    */
   absent (namespace, key) {
     (this.#absent ??= new Set()).add(namespace.keyId(key))
+  }
+
+  /** The key ids absent() was told of, or null. */
+  get absentIds () {
+    return this.#absent
   }
 
   /** Where this section reads on IndexedDB (see lib/idb-direct.js). @returns {import('./idb-direct.js').Mode} */
