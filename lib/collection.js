@@ -27,7 +27,8 @@ const UNREAD = Symbol('unread')
 
 /**
  * @typedef {import('./write-scope.js').WriteScope} WriteScope
- * @typedef {{ name: string, beforeDelete: (scope: WriteScope, id: unknown) => Promise<void>, beforeCreate?: (scope: WriteScope, id: unknown) => Promise<void> }} Dependent
+ * @typedef {{ name: string, beforeDelete: (scope: WriteScope, id: unknown) => Promise<void>, beforeCreate?: (scope: WriteScope, id: unknown) => Promise<void>, created?: (scope: WriteScope, id: unknown) => void }} Dependent
+ *   `created`: a record gets a new sequence id in `scope`, so nothing keyed by it is stored yet
  */
 
 /**
@@ -187,6 +188,8 @@ export class CollectionModel {
     if (!this.sequential) return this.create(scope, record, json, this.computeId(deepFreeze(record)))
     this.assertNoId(record)
     const id = await this.nextId(scope)
+    // A transaction's id is only reserved (a put() of it may commit first).
+    if (!scope.defersCounters) for (const dependent of this.dependents) dependent.created?.(scope, id)
     await this.create(scope, record, json, id)
     scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, id)
     return id
@@ -224,6 +227,7 @@ export class CollectionModel {
         ids.push(id)
         keys.push(encode(id))
         jsons.push(withIdJson(json, id))
+        for (const dependent of this.dependents) dependent.created?.(scope, id)
       }
     } else {
       for (const [json, copy] of pairs) {

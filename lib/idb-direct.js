@@ -102,6 +102,8 @@ export class IdbDirect {
   #fills = 0
   /** @type {Map<string, number>} while reads that may fill are out: the landing that last wrote each key */
   #touched = new Map()
+  /** @type {Map<string, Promise<any>>} point reads that may fill the lease cache, not yet answered, by key id */
+  #ahead = new Map()
 
   /** @param {any} level a browser-level database */
   constructor (level) {
@@ -127,9 +129,31 @@ export class IdbDirect {
       const hit = this.#hit(id)
       // As this namespace returns it (another may read the key as bytes).
       if (hit !== undefined) return Promise.resolve(decodeValue(hit[0], namespace))
-      return this.#filling(this.#getNow(namespace, key, write).then(value => [value]), [id]).then(([value]) => value)
+      // A read of the key that may fill the cache is on its way (one made
+      // ahead, see keeps): what it leaves in the cache answers, else read.
+      const ahead = this.#ahead.get(id)
+      if (ahead !== undefined) {
+        const again = () => this.get(namespace, key, write)
+        return ahead.then(again, again)
+      }
+      const read = this.#filling(this.#getNow(namespace, key, write).then(value => [value]), [id]).then(([value]) => value)
+      this.#ahead.set(id, read)
+      // Before the reactions of the reads that joined it.
+      const done = () => { if (this.#ahead.get(id) === read) this.#ahead.delete(id) }
+      read.then(done, done)
+      return read
     }
     return this.#getNow(namespace, key, write)
+  }
+
+  /**
+   * Whether a point read made now is kept for the reads after it, those of
+   * the write path included (the lease cache is on and this tab holds the
+   * lock): a read made ahead of a write (a username looked up while its
+   * password hashes) then saves the write's critical section its round trip.
+   */
+  get keeps () {
+    return this.#held && this.#cache !== null
   }
 
   /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {Mode} write @returns {Promise<any>} */
@@ -406,6 +430,19 @@ export class IdbDirect {
       if (this.#held) this.#keep(id, op.type === 'put' ? decodeValue(op.value, op.namespace) : undefined)
       else this.#drop(id)
     }
+  }
+
+  /**
+   * Just after a batch of this tab landed (its write resolved): the keys
+   * `ids` held nothing before it (the lists of records it created under new
+   * sequence ids), so those it did not write hold nothing now.
+   * @param {string[]} ids @param {Array<import('./write-scope.js').Op | null>} ops the batch's
+   */
+  landedAbsent (ids, ops) {
+    if (this.#cache === null || !this.#held) return
+    const written = new Set()
+    for (const op of ops) if (op !== null) written.add(op.id ?? (op.id = op.namespace.keyId(op.key)))
+    for (const id of ids) if (!written.has(id)) this.#keep(id, undefined)
   }
 
   /** The cached value of `id` as [value], or undefined. @param {string} id @returns {[any] | undefined} */

@@ -66,8 +66,11 @@ export class RelationModel {
       reverse: lists.includes('from') ? new EdgeDirection(this.root, layout.reverse(name), 0, false) : new ListDirection(this.root, layout.list(name, 'from'), 0, this.from.sequential)
     }
     this.lists = LIST_SIDES.filter(side => lists.includes(side))
-    this.from.dependents.push({ name, beforeDelete: (scope, id) => this.beforeDelete(scope, id, this.forward, this.reverse, this.onDelete.from, this.from) })
-    this.to.dependents.push({ name, beforeDelete: (scope, id) => this.beforeDelete(scope, id, this.reverse, this.forward, this.onDelete.to, this.to) })
+    // A record created under a new sequence id has no list yet: its edges
+    // read none (a relation writes a record's lists in the record's
+    // batches, and sequence ids are never handed out twice).
+    this.from.dependents.push({ name, beforeDelete: (scope, id) => this.beforeDelete(scope, id, this.forward, this.reverse, this.onDelete.from, this.from), created: (scope, id) => noListYet(scope, this.forward, id) })
+    this.to.dependents.push({ name, beforeDelete: (scope, id) => this.beforeDelete(scope, id, this.reverse, this.forward, this.onDelete.to, this.to), created: (scope, id) => noListYet(scope, this.reverse, id) })
     this.layoutKind = /** @type {const} */ ('relation')
     /** Whether its edges are in the declared layout: reads and writes wait for it (lib/layout-moves.js). */
     this.layoutState = new IndexState()
@@ -413,4 +416,13 @@ export class Relation extends ModelHandle {
     const model = modelOf(this)
     return model.query(model.reverse, model.to, toId, optionsOf(options, 'relation.from()'), layoutPrepare(this, model), transactionIn(this))
   }
+}
+
+/**
+ * The list of `id` in `direction`, if it keeps lists, holds nothing: the
+ * record `id` is new (see Dependent `created`).
+ * @param {WriteScope} scope @param {Direction} direction @param {unknown} id
+ */
+function noListYet (scope, direction, id) {
+  if (direction.kind === 'lists') scope.absent(direction.namespace, encode(id))
 }

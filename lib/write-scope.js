@@ -49,6 +49,15 @@ export class WriteScope {
    */
   #reads = null
 
+  /**
+   * Key ids this section knows hold nothing in the database (the lists of
+   * a record it created under a new sequence id): get() answers them from
+   * the ops, else with undefined, without a read; on IndexedDB the lease
+   * cache learns them once the batch is written. Null until the first.
+   * @type {Set<string> | null}
+   */
+  #absent = null
+
   /** @type {Set<Promise<unknown>>} reads running beside this scope */
   #guests = new Set()
 
@@ -191,6 +200,9 @@ export class WriteScope {
       if (this.indexed < this.ops.length) this.index()
       const op = this.local.get(id) || this.writer.lookup(id)
       if (op !== undefined) return op.type === 'put' ? op.value : undefined
+      if (this.#absent !== null && this.#absent.has(id)) return undefined
+    } else if (this.#absent !== null && this.#absent.has(namespace.keyId(key))) {
+      return undefined
     }
     if (namespace.cache === null) {
       if (this.writer.syncReads) return namespace.read(key, true)
@@ -253,6 +265,20 @@ export class WriteScope {
     return read
   }
 
+  /**
+   * `key` of `namespace` holds nothing in the database (see #absent): its
+   * reads in this section are answered without a request.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   */
+  absent (namespace, key) {
+    (this.#absent ??= new Set()).add(namespace.keyId(key))
+  }
+
+  /** The key ids absent() was told of, or null. */
+  get absentIds () {
+    return this.#absent
+  }
+
   /** Where this section reads on IndexedDB (see lib/idb-direct.js). @returns {import('./idb-direct.js').Mode} */
   #mode () {
     return this.durable ? 'strict' : true
@@ -280,7 +306,7 @@ export class WriteScope {
     const sections = this.writer.sectionCache
     for (const key of keys) {
       const id = namespace.keyId(key)
-      if (reads.has(id) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
+      if (reads.has(id) || (this.#absent !== null && this.#absent.has(id)) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
       this.#read(namespace, key, id, reads)
     }
   }

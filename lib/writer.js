@@ -706,6 +706,7 @@ export class Writer {
     if (sync) group.sync = true
     if (scope.bulk) group.bulk = true
     if (!scope.distinctKeys) group.distinctKeys = false
+    if (scope.absentIds !== null) (group.absent ??= []).push(...scope.absentIds)
     const sections = this.sectionCache
     // A bulk load's values would only push out the others.
     if (sections !== null && scope.bulk) sections.clear()
@@ -747,8 +748,11 @@ export class Writer {
           if (chained) {
             await this.#writeChained(group.ops, sync, group.distinctKeys)
           } else if (direct) {
+            const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb)
+            const ops = lastOpPerKey(group.ops)
             // With no critical section waiting, none will read in its transaction.
-            await /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb).write(lastOpPerKey(group.ops), sync, this.#waiting.length === 0)
+            await idb.write(ops, sync, this.#waiting.length === 0)
+            if (group.absent !== null) idb.landedAbsent(group.absent, ops)
           } else if (sync) {
             const ops = batchOps(group.ops)
             /** @type {any} classic-level's option; others ignore it */
@@ -1102,6 +1106,8 @@ class Group {
     this.ops = []
     /** whether some write of the group asked for its batch to be flushed to disk */
     this.sync = false
+    /** @type {string[] | null} ids of keys its sections knew hold nothing (WriteScope#absent()) */
+    this.absent = null
     /** @type {(value?: any) => void} */
     this.resolve = noop
     /** @type {(reason?: any) => void} */

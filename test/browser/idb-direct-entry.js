@@ -383,5 +383,96 @@ test('idb-direct: the last 50 messages and a user\'s chats take few requests, an
   await close()
 })
 
+test('idb-direct: createChat reads none of the new chat\'s lists', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const store = await ChatStore.open(db, { passwordCost: { scryptN: 1024, pbkdf2Iterations: 1 } })
+  const ids = []
+  for (let i = 0; i < 6; i++) ids.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
+  // The users' lists and the sequence are read once, then known.
+  await store.createChat({ name: 'warm', adminId: ids[0], userIds: ids.slice(1, 5) })
+  const again = await countRequests(() => store.createChat({ name: 'again', adminId: ids[0], userIds: ids.slice(1, 5) }))
+  t.is(again.requests, 0, `a new chat of known users: no read request (${JSON.stringify({ ...again, answer: undefined })})`)
+  t.same(await store.members.to(/** @type {number} */ (again.answer)).all(), ids.slice(0, 5), 'its members')
+  // Users created since: their lists are known empty.
+  const more = [await store.createUser({ username: 'late1', password: 'secret-password' }), await store.createUser({ username: 'late2', password: 'secret-password' })]
+  const late = await countRequests(() => store.createChat({ name: 'late', adminId: ids[0], userIds: [...more, ids[5]] }))
+  t.is(late.requests, 0, `a new chat of users created by this tab, one never in a chat: no read request (${JSON.stringify({ ...late, answer: undefined })})`)
+  t.same(await store.members.to(/** @type {number} */ (late.answer)).all(), [ids[0], ids[5], ...more], 'its members')
+  for (const id of [ids[0], ids[5], ...more]) t.same(await store.members.from(id).all(), id === ids[0] ? [1, 2, /** @type {number} */ (late.answer)] : [late.answer], `user ${id}'s chats`)
+  t.is((await store.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
+test('idb-direct: edges of a record created in the same write read no list of it; of a record created before, its list', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const groups = db.collection('groups')
+  const people = db.collection('people')
+  const members = db.relation('members', { from: groups, to: people, lists: ['from', 'to'] })
+  const p = []
+  for (let i = 0; i < 4; i++) p.push(await people.insert({ i }))
+  const old = await groups.insert({ name: 'old' })
+  await members.addMany(old, [p[0], p[1]])
+  // Not created in this write: its list is read, and keeps what it held.
+  const made = await db.write(async (/** @type {any} */ w) => {
+    await members.in(w).addMany(old, [p[2]])
+    const id = await groups.in(w).insert({ name: 'new' })
+    await members.in(w).addMany(id, [p[1], p[3]])
+    return id
+  })
+  t.same(await members.to(old).all(), [p[0], p[1], p[2]], 'the older group\'s list kept its members and got the new one')
+  t.same(await members.to(made).all(), [p[1], p[3]], 'the new group\'s list')
+  t.same(await members.from(p[1]).all(), [old, made], 'a member\'s list kept its group and got the new one')
+  // Created in bulk, and in a write of their own: known to have no lists.
+  await people.insertMany([{ i: 10 }, { i: 11 }, { i: 12 }])
+  const bulk = [p[3] + 1, p[3] + 2, p[3] + 3]
+  const group = await countRequests(() => db.write(async (/** @type {any} */ w) => {
+    const id = await groups.in(w).insert({ name: 'bulk' })
+    await members.in(w).addMany(id, bulk)
+    return id
+  }))
+  t.is(group.requests, 0, `a new group of people created in bulk before: no read request (${JSON.stringify({ ...group, answer: undefined })})`)
+  t.same(await members.to(/** @type {number} */ (group.answer)).all(), bulk, 'the bulk group\'s list')
+  for (const id of bulk) t.same(await members.from(id).all(), [group.answer], `person ${id}'s groups`)
+  // A record written before under an id the sequence had not handed out.
+  const high = /** @type {number} */ (group.answer) + 1
+  await groups.put(high, { name: 'put' })
+  await members.addMany(high, [p[0]])
+  const after = await groups.insert({ name: 'after' })
+  await members.addMany(after, [p[3]])
+  t.ok(after > high, `an insert after a put() of a higher id gets a new id (${after})`)
+  t.same(await members.from(p[0]).all(), [old, high], 'the put() record\'s edges are kept')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
+test('idb-direct: a read that joins one made ahead reads again when that one could not be kept', async (/** @type {any} */ t) => {
+  const level = new BrowserLevel(fresh(), { prefix: '' })
+  await level.open()
+  const namespace = new Namespace(level, 'names', 'utf8')
+  const idb = /** @type {import('../../lib/idb-direct.js').IdbDirect} */ (idbDirectFor(level))
+  idb.useCache(1 << 20)
+  idb.lease(true)
+  t.ok(idb.keeps, 'reads are kept while the lock is held')
+  const key = encode('ann')
+  const ahead = idb.get(namespace, key, false)
+  // The key is written after that read began (a transaction after the
+  // read's), and the lease cache is told (as lib/writer.js #heard() tells
+  // it of another tab's writes).
+  const db = /** @type {IDBDatabase} */ (/** @type {any} */ (level).db)
+  const tx = db.transaction([level.location], 'readwrite')
+  const stored = new TextEncoder().encode(namespace.prefix)
+  const full = new Uint8Array(stored.length + key.length)
+  full.set(stored, 0)
+  full.set(key, stored.length)
+  tx.objectStore(tx.objectStoreNames[0]).put(new TextEncoder().encode('"written"'), full)
+  idb.forget(namespace.keyId(key))
+  // A critical section's read (in the write path's transaction).
+  const joined = idb.get(namespace, key, true)
+  t.is(await ahead, undefined, 'the read made ahead saw the key before the write')
+  t.is(await joined, '"written"', 'the section\'s read that joined it reads what is stored now')
+  t.is(await idb.get(namespace, key, true), '"written"', 'and so does the next one')
+  await level.close()
+})
+
 // @ts-ignore
 window.levelkitTests = { run }
