@@ -17,13 +17,16 @@
 //            each with the CPU time of the process (process.cpuUsage(): the
 //            main thread, libuv's threads and LevelDB's compaction thread)
 //            beside the wall time: on a shared machine the wall time follows
-//            the load, the CPU time much less;
+//            the load, the CPU time much less; and (Linux) the main thread's
+//            own CPU time: the rest is LevelDB's (reads, writes, compaction);
 //   writes   --writers concurrent loops (8) of update(id, patch) on random
 //            ids of that database for --seconds (3) with no build, after as
 //            long a warm-up: writes/s;
 //            then the same loops while a second index (byN) is built:
 //            writes/s during the build (over the build's duration), and the
 //            slowdown (writes/s without / writes/s during).
+//   generate how long making the records takes alone (they are made as the
+//            insert loads them, so the insert's time holds this much of it).
 // With --runs K (3) every figure is the median of the runs.
 //
 // Output: a line per run, the medians, the goal (met / missed), and under
@@ -41,6 +44,7 @@ import { open } from 'levelkit'
 import { prng } from 'levelkit-testkit/prng'
 import { median, fmt, parseCount } from './lib/stats.js'
 import { parseCli, optionOf, writeCsv, printTable, finishRun, startRun, printMachine, dirSize, loadText } from './lib/seeds-common.js'
+import { mainThreadCpuMs } from './lib/thread-cpu.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const NAME = 'index-build'
@@ -91,12 +95,29 @@ async function timeInsert (run) {
   const db = await open({ backend: 'leveldb', location: location(`insert-${run}`) })
   const items = db.collection('items', { indexes: { byK } })
   const cpu = process.cpuUsage()
+  const main = mainThreadCpuMs()
   const start = performance.now()
   await items.insertMany(recordsOf(seed + run))
   const ms = performance.now() - start
   const cpuMs = cpuMsSince(cpu)
+  const mainCpuMs = mainCpuSince(main)
   await db.close()
-  return { ms, cpuMs }
+  return { ms, cpuMs, mainCpuMs }
+}
+
+/** CPU time (ms) of making the records alone. @param {number} run */
+function timeGenerate (run) {
+  const cpu = process.cpuUsage()
+  let n = 0
+  for (const record of recordsOf(seed + run)) n += record.n
+  if (n < 0) throw new Error('unreachable: keeps the loop')
+  return cpuMsSince(cpu)
+}
+
+/** CPU time (ms) of the main thread since `from`, or NaN where it is not known. @param {number | null} from */
+function mainCpuSince (from) {
+  const now = mainThreadCpuMs()
+  return from === null || now === null ? NaN : now - from
 }
 
 /** CPU time (user + system, ms) of the process since `from`. @param {NodeJS.CpuUsage} from */
@@ -114,10 +135,12 @@ async function timeBuild (run) {
   const db = await open({ backend: 'leveldb', location: where })
   const items = db.collection('items', { indexes: { byK } })
   const cpu = process.cpuUsage()
+  const main = mainThreadCpuMs()
   const start = performance.now()
   await db.buildIndexes()
   const ms = performance.now() - start
   const cpuMs = cpuMsSince(cpu)
+  const mainCpuMs = mainCpuSince(main)
   const status = (await db.schemaStatus()).items.byK
   if (status.state !== 'ready') throw new Error(`byK is ${status.state} after buildIndexes()`)
   // The index answers: the first record's key finds it.
@@ -125,7 +148,7 @@ async function timeBuild (run) {
   const found = await items.query({ index: 'byK', eq: first.k }).all()
   if (found.length !== 1 || found[0].n !== 0) throw new Error('the built index does not find the first record')
   await db.close()
-  return { ms, cpuMs, where }
+  return { ms, cpuMs, mainCpuMs, where }
 }
 
 /**
@@ -187,13 +210,14 @@ printMachine(runInfo, ['classic-level'])
 const rows = []
 try {
   for (let run = 1; run <= runs; run++) {
-    const { ms: insertMs, cpuMs: insertCpuMs } = await timeInsert(run)
-    console.log(`  run ${run}: inserted with the index in ${fmt(insertMs)} ms (CPU ${fmt(insertCpuMs)} ms), load ${loadText(os.loadavg())}`)
-    const { ms: buildMs, cpuMs: buildCpuMs, where } = await timeBuild(run)
-    console.log(`  run ${run}: built the index in ${fmt(buildMs)} ms (CPU ${fmt(buildCpuMs)} ms), load ${loadText(os.loadavg())}`)
+    const { ms: insertMs, cpuMs: insertCpuMs, mainCpuMs: insertMainCpuMs } = await timeInsert(run)
+    console.log(`  run ${run}: inserted with the index in ${fmt(insertMs)} ms (CPU ${fmt(insertCpuMs)} ms, main thread ${fmt(insertMainCpuMs)} ms), load ${loadText(os.loadavg())}`)
+    const { ms: buildMs, cpuMs: buildCpuMs, mainCpuMs: buildMainCpuMs, where } = await timeBuild(run)
+    console.log(`  run ${run}: built the index in ${fmt(buildMs)} ms (CPU ${fmt(buildCpuMs)} ms, main thread ${fmt(buildMainCpuMs)} ms), load ${loadText(os.loadavg())}`)
+    const generateCpuMs = timeGenerate(run)
     const bytes = dirSize(where)
     const writes = await writesDuringBuild(where, run)
-    const row = { run, insertMs, buildMs, ratio: buildMs / insertMs, insertCpuMs, buildCpuMs, cpuRatio: buildCpuMs / insertCpuMs, ...writes, slowdown: writes.quietPerSec / writes.duringPerSec, bytes }
+    const row = { run, insertMs, buildMs, ratio: buildMs / insertMs, insertCpuMs, buildCpuMs, cpuRatio: buildCpuMs / insertCpuMs, insertMainCpuMs, buildMainCpuMs, generateCpuMs, ...writes, slowdown: writes.quietPerSec / writes.duringPerSec, bytes }
     rows.push(row)
     console.log(`  run ${run}: insert with the index ${fmt(insertMs)} ms, build ${fmt(buildMs)} ms (${row.ratio.toFixed(2)}x; CPU ${row.cpuRatio.toFixed(2)}x); writes/s ${fmt(writes.quietPerSec)} without a build, ${fmt(writes.duringPerSec)} during one (${row.slowdown.toFixed(2)}x slower; that build took ${fmt(writes.buildUnderWritesMs)} ms)`)
     for (const name of fs.readdirSync(dbRoot)) fs.rmSync(path.join(dbRoot, name), { recursive: true, force: true })
@@ -210,6 +234,9 @@ const summary = {
   insertCpuMs: med('insertCpuMs'),
   buildCpuMs: med('buildCpuMs'),
   cpuRatio: med('cpuRatio'),
+  insertMainCpuMs: med('insertMainCpuMs'),
+  buildMainCpuMs: med('buildMainCpuMs'),
+  generateCpuMs: med('generateCpuMs'),
   quietWritesPerSec: med('quietPerSec'),
   duringWritesPerSec: med('duringPerSec'),
   slowdown: med('slowdown'),
@@ -225,21 +252,31 @@ printTable([
   ['insert CPU (ms)', fmt(summary.insertCpuMs)],
   ['build CPU (ms)', fmt(summary.buildCpuMs)],
   ['build / insert, CPU', summary.cpuRatio.toFixed(2)],
+  ['insert CPU, main thread (ms)', fmt(summary.insertMainCpuMs)],
+  ['build CPU, main thread (ms)', fmt(summary.buildMainCpuMs)],
+  ['making the records, in the insert (CPU ms)', fmt(summary.generateCpuMs)],
   ['writes/s without a build', fmt(summary.quietWritesPerSec)],
   ['writes/s during a build', fmt(summary.duringWritesPerSec)],
   ['slowdown of writes', `${summary.slowdown.toFixed(2)}x`],
   ['build under writes (ms)', fmt(summary.buildUnderWritesMs)]
 ])
+// By wall time and by CPU time: on a loaded machine the insert, which keeps
+// both cores busy (its compaction), waits for them longer than the build, and
+// the wall time alone flatters the build.
 const met = summary.ratio <= GOAL
+const cpuMet = summary.cpuRatio <= GOAL
 console.log()
-console.log(`Goal: build <= ${GOAL} x insert with the index: ${met ? 'met' : 'missed'} (${summary.ratio.toFixed(2)})`)
+console.log(`Goal: build <= ${GOAL} x insert with the index: ${met ? 'met' : 'missed'} (${summary.ratio.toFixed(2)}); by CPU time: ${cpuMet ? 'met' : 'missed'} (${summary.cpuRatio.toFixed(2)})`)
 
 const outDir = runInfo.outDir
-writeCsv(path.join(outDir, 'results.csv'), ['run', 'insert_ms', 'build_ms', 'ratio', 'insert_cpu_ms', 'build_cpu_ms', 'cpu_ratio', 'writes_per_s_quiet', 'writes_per_s_during', 'slowdown', 'build_under_writes_ms', 'db_bytes'],
-  rows.map(r => [r.run, r.insertMs, r.buildMs, r.ratio, r.insertCpuMs, r.buildCpuMs, r.cpuRatio, r.quietPerSec, r.duringPerSec, r.slowdown, r.buildUnderWritesMs, r.bytes]))
+writeCsv(path.join(outDir, 'results.csv'), ['run', 'insert_ms', 'build_ms', 'ratio', 'insert_cpu_ms', 'build_cpu_ms', 'cpu_ratio', 'insert_main_cpu_ms', 'build_main_cpu_ms', 'generate_cpu_ms', 'writes_per_s_quiet', 'writes_per_s_during', 'slowdown', 'build_under_writes_ms', 'db_bytes'],
+  rows.map(r => [r.run, r.insertMs, r.buildMs, r.ratio, r.insertCpuMs, r.buildCpuMs, r.cpuRatio, r.insertMainCpuMs, r.buildMainCpuMs, r.generateCpuMs, r.quietPerSec, r.duringPerSec, r.slowdown, r.buildUnderWritesMs, r.bytes]))
 finishRun(outDir, { ...runInfo, loadAfter: os.loadavg() }, {
   options: { records, runs, writers, seconds, seed },
   summary,
-  goals: [{ goal: `build <= ${GOAL} x insert with the index declared`, value: summary.ratio, met }],
+  goals: [
+    { goal: `build <= ${GOAL} x insert with the index declared`, value: summary.ratio, met },
+    { goal: `build <= ${GOAL} x insert with the index declared, by CPU time`, value: summary.cpuRatio, met: cpuMet }
+  ],
   runs: rows
 }, ['results.csv'])
