@@ -5,33 +5,9 @@
 // test can fail.
 
 import test from 'tape'
-import { bundlePath, launchChromium, serve, LEVELKIT_PAGE } from './util/browser.js'
+import { withTabs } from './util/browser.js'
 
 const RECORDS = 1500
-
-/**
- * Run `fn` with `count` tabs of one origin open, each with the bundle
- * loaded as window.levelkit; close them after.
- * @param {number} count @param {(pages: import('playwright-core').Page[]) => Promise<void>} fn
- */
-async function withTabs (count, fn) {
-  const server = await serve({ '/': LEVELKIT_PAGE, '/levelkit.js': bundlePath })
-  const browser = await launchChromium()
-  try {
-    const context = await browser.newContext()
-    const pages = []
-    for (let i = 0; i < count; i++) {
-      const page = await context.newPage()
-      await page.goto(server.url + '/')
-      await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
-      pages.push(page)
-    }
-    await fn(pages)
-  } finally {
-    await browser.close()
-    await server.close()
-  }
-}
 
 /** Write the records the migration rewrites (no migration run yet). @param {any} page @param {string} location */
 function seed (page, location) {
