@@ -75,6 +75,8 @@ export class PostgresSerializable extends PostgresWriterLock {
     for (let e = /** @type {any} */ (err), depth = 0; e != null && depth < 5; e = e.cause, depth++) {
       const state = typeof e.sqlState === 'string' ? e.sqlState : e.code
       if (typeof state === 'string' && RETRY_STATES.has(state)) return true
+      // Another error that a failure caused (a transaction's LEVELKIT_CONFLICT) is its own answer.
+      if (typeof e.code === 'string' && e.code.startsWith('LEVELKIT_') && e.code !== 'LEVELKIT_BACKEND_UNAVAILABLE') return false
     }
     return false
   }
