@@ -336,6 +336,9 @@ export class Transaction extends WriteScope {
     for (;;) {
       if (writer.locks.active) await this.#lockWrites()
       const done = await writer.run(async scope => {
+        // Run again by the write path: PostgreSQL failed the serializable
+        // transaction its batch was in (locking: 'serializable'). The attempt runs again.
+        if (this.committing) throw conflict('PostgreSQL could not serialize the transaction its batch was written in')
         this.assertOpen()
         // A lock taken since the writes were locked (or before any lock
         // existed) on a key written here: wait for it outside, then again.

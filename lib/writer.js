@@ -372,6 +372,31 @@ export class Writer {
    * @returns {Promise<T>}
    */
   async run (fn, sync = false, decided = null) {
+    const keyLocks = this.#keyLocks
+    if (keyLocks === null || keyLocks.rerunsGroups !== true) return this.#runOnce(fn, sync, decided)
+    // With locking: 'serializable', the transaction a section ran in may
+    // fail after it returned, at its group's batch or COMMIT (or a section
+    // decided on top of a group that failed so): it runs again, in a new
+    // transaction, as long as its caller has no answer.
+    for (;;) {
+      try {
+        return await this.#runOnce(fn, sync, decided)
+      } catch (err) {
+        const cause = /** @type {any} */ (err)?.code === codes.ABORTED ? /** @type {any} */ (err).cause : err
+        if (this.closed || !keyLocks.busy(cause)) throw err
+        keyLocks.stats.retries++
+      }
+    }
+  }
+
+  /**
+   * @template T
+   * @param {(scope: WriteScope) => Promise<T> | T} fn
+   * @param {boolean} sync
+   * @param {(() => void) | null} decided
+   * @returns {Promise<T>}
+   */
+  async #runOnce (fn, sync, decided) {
     if (this.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
     if (this.#locked) await this.#wait()
     else this.#locked = true
@@ -394,7 +419,9 @@ export class Writer {
           this.#sectionLost = false
         }
         try {
-          result = await fn(scope)
+          const running = scope
+          // With locking: 'serializable', its reads go to the transaction.
+          result = await (this.#keyLocks?.within ? this.#keyLocks.within(() => fn(running)) : fn(running))
           // Unless the locks it took went with a group drain() wrote: then
           // it runs again (a section that drains first, as an index
           // build's batch does, takes none before).
@@ -402,6 +429,8 @@ export class Writer {
           this.#keyLocks.stats.retries++
         } catch (err) {
           if (this.#keyLocks === null || !this.#keyLocks.busy(err)) throw err
+          // (Key locks count theirs as they find a key busy.)
+          if (this.#keyLocks.rerunsGroups === true) this.#keyLocks.stats.retries++
         }
         // A key another process holds, while this one holds some: write
         // what was decided, let every lock go, and run the section again
@@ -1089,6 +1118,8 @@ const SYNC = Object.freeze({ sync: true })
  * @property {(prefix: string, keys: Uint8Array[]) => Promise<void> | null} lock
  * @property {() => Promise<void> | null} lockRanges
  * @property {(err: unknown) => boolean} busy whether `err` asks for the critical section to run again
+ * @property {boolean} [rerunsGroups] with locking: 'serializable': a group whose transaction failed at its batch or COMMIT runs its sections again
+ * @property {<T>(fn: () => Promise<T> | T) => Promise<T>} [within] runs a critical section (its reads go to the transaction)
  * @property {() => Promise<void>} idle ends the key transaction, if open
  * @property {(listener: () => void) => void} onEnd
  * @property {number} requests how many lock requests were made

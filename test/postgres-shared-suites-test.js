@@ -9,8 +9,10 @@ import { chatSuite } from './chat/suite.js'
 import { postgresForTests } from './util/postgres.js'
 
 const server = await postgresForTests(test)
-// 'keys' when test/postgres-keylocks-test.js imports this file with ?locking=keys.
-const locking = new URL(import.meta.url).searchParams.get('locking') === 'keys' ? 'keys' : 'table'
+// 'keys' when test/postgres-keylocks-test.js imports this file with ?locking=keys,
+// 'serializable' when test/postgres-serializable-test.js does with ?locking=serializable.
+const asked = new URL(import.meta.url).searchParams.get('locking')
+const locking = asked === 'keys' || asked === 'serializable' ? asked : 'table'
 const openShared = () => open({ backend: 'postgres', pool: server.pool, table: server.table(), shared: true, locking })
 
 conformance(test, { backend: 'postgres', open: openShared })

@@ -29,9 +29,11 @@ import { WRITER_LOCK_SPACE } from '../lib/backends/postgres-shared.js'
 
 const server = await postgresForTests(test)
 // How the processes take turns: the writer lock ('table', the default), or
-// key locks ('keys': test/postgres-keylocks-test.js imports this file with ?locking=keys).
-const locking = new URL(import.meta.url).searchParams.get('locking') === 'keys' ? 'keys' : 'table'
-const mode = locking === 'keys' ? 'postgres shared (key locks)' : 'postgres shared'
+// key locks ('keys': test/postgres-keylocks-test.js imports this file with ?locking=keys), or
+// serializable transactions (test/postgres-serializable-test.js, ?locking=serializable).
+const asked = new URL(import.meta.url).searchParams.get('locking')
+const locking = asked === 'keys' || asked === 'serializable' ? asked : 'table'
+const mode = locking === 'keys' ? 'postgres shared (key locks)' : locking === 'serializable' ? 'postgres shared (serializable)' : 'postgres shared'
 /** @param {string} connectionString @param {string} table */
 const openShared = (connectionString, table) => openWorkerShared(connectionString, table, locking)
 // The writer lock's own tests.

@@ -14,7 +14,7 @@ import { prng } from 'levelkit-testkit/prng'
 import { PgChatStore } from './pg-chat-store.js'
 
 /**
- * @typedef {'sql' | 'levelkit-pg' | 'levelkit-pg-keys' | 'levelkit-leveldb'} Kind
+ * @typedef {'sql' | 'levelkit-pg' | 'levelkit-pg-keys' | 'levelkit-pg-serializable' | 'levelkit-leveldb'} Kind
  * @typedef {{
  *   kind: Kind, rank: number, processes: number, connectionString?: string, schema?: string, table?: string,
  *   location?: string, concurrency: number, scryptN: number
@@ -76,15 +76,19 @@ async function openStore (config) {
   }
   // Shared in every cell, one process too: the curve over 1, 2, 4 processes
   // is then of one configuration.
-  const db = config.kind === 'levelkit-pg' || config.kind === 'levelkit-pg-keys'
-    ? await open({ backend: 'postgres', connectionString: config.connectionString, table: config.table, poolSize: config.concurrency, shared: true, locking: config.kind === 'levelkit-pg-keys' ? 'keys' : 'table', pg: { idleTimeoutMillis: IDLE_MS } })
+  const locking = config.kind === 'levelkit-pg-keys' ? 'keys' : config.kind === 'levelkit-pg-serializable' ? 'serializable' : 'table'
+  const db = config.kind !== 'levelkit-leveldb'
+    ? await open({ backend: 'postgres', connectionString: config.connectionString, table: config.table, poolSize: config.concurrency, shared: true, locking, pg: { idleTimeoutMillis: IDLE_MS } })
     : await open({ backend: 'leveldb', location: config.location })
   try {
     const store = await ChatStore.open(db, { passwordCost })
     // ChatStore's writes are critical sections (db.write()), serialized in
     // memory and, across processes, by the shared writer lock: PostgreSQL
     // never aborts one, and levelkit retries none.
-    return { store, retries: () => 0, close: () => db.close() }
+    // With key locks or serializable transactions, the sections run again
+    // (a busy key, a serialization failure): counted by the lock.
+    const lock = config.kind === 'levelkit-leveldb' ? null : /** @type {any} */ (db).level.sharedWriterLock?.()
+    return { store, retries: () => lock?.stats?.retries ?? 0, close: () => db.close() }
   } catch (err) {
     await db.close().catch(() => {})
     throw err

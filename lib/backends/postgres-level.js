@@ -8,6 +8,7 @@ import { levelkitError, codes, invalid } from '../errors.js'
 import { describe } from '../common.js'
 import { PostgresWriterLock, connectClient } from './postgres-shared.js'
 import { PostgresKeyLocks } from './postgres-keylocks.js'
+import { PostgresSerializable } from './postgres-serializable.js'
 import { failoverOf, PrimaryPool, CommitLog } from './postgres-hosts.js'
 
 const DEFAULT_TABLE = 'levelkit'
@@ -38,10 +39,12 @@ const statementNames = new Map()
  * @property {boolean} [shared] let other processes open the table too, each writing under
  *   a lock they take in turn (levelkit's shared writer lock); false by default: one open
  *   database per table, LEVEL_LOCKED for a second
- * @property {'table' | 'keys'} [locking] with shared: how processes take turns. 'table' (the
+ * @property {'table' | 'keys' | 'serializable'} [locking] with shared: how processes take turns. 'table' (the
  *   default): one writer lock for the table, held by one process at a time; 'keys': each
  *   process's critical sections lock the keys they read, in a transaction their batch commits
- *   (postgres-keylocks.js), so that writes on different keys go on at once
+ *   (postgres-keylocks.js), so that writes on different keys go on at once; 'serializable':
+ *   the same transaction, SERIALIZABLE and locking nothing, its sections run again when
+ *   PostgreSQL fails it (postgres-serializable.js)
  * @property {Array<string | { host: string, port?: number }>} [hosts] the hosts of a primary and its
  *   standbys: the primary is used, found again after a failover (see postgres-hosts.js)
  * @property {number} [failoverTimeout] how long an operation waits for a primary, in ms (30000)
@@ -79,7 +82,7 @@ export class PostgresLevel extends AbstractLevel {
   #commits = null
   /** @type {Promise<void> | null} */
   #relocking = null
-  /** @type {'table' | 'keys'} */
+  /** @type {'table' | 'keys' | 'serializable'} */
   #locking
 
   /** @param {PostgresLevelOptions & Record<string, any>} [options] */
@@ -105,8 +108,8 @@ export class PostgresLevel extends AbstractLevel {
     if (typeof shared !== 'boolean') {
       throw invalid(`The shared option must be a boolean, got ${describe(shared)}`)
     }
-    if (locking !== 'table' && locking !== 'keys') {
-      throw invalid(`The locking option must be 'table' or 'keys', got ${describe(locking)}`)
+    if (locking !== 'table' && locking !== 'keys' && locking !== 'serializable') {
+      throw invalid(`The locking option must be 'table', 'keys' or 'serializable', got ${describe(locking)}`)
     }
     if (shared && hosts !== undefined) {
       // The writer lock's connection does not follow a failover yet.
@@ -161,7 +164,7 @@ export class PostgresLevel extends AbstractLevel {
   sharedWriterLock () {
     if (!this.#shared || this.#lockKey === null) return null
     if (this.#writerLock === null || this.#writerLock.closed) {
-      const Lock = this.#locking === 'keys' ? PostgresKeyLocks : PostgresWriterLock
+      const Lock = this.#locking === 'keys' ? PostgresKeyLocks : this.#locking === 'serializable' ? PostgresSerializable : PostgresWriterLock
       this.#writerLock = new Lock({
         lockKey: this.#lockKey,
         // Named, so that pg_stat_activity tells them apart.
@@ -363,8 +366,9 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {Buffer} key @param {any} options */
   async _get (key, options) {
-    if (options.snapshot) {
-      const rows = await this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, [key], options.snapshot)
+    const snapshot = options.snapshot ?? this.#sectionTransaction()
+    if (snapshot) {
+      const rows = await this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, [key], snapshot)
       return rows.length === 0 ? undefined : rows[0].value
     }
     const [value] = await this.#coalesce([key])
@@ -373,16 +377,18 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {Buffer[]} keys @param {any} options */
   async _getMany (keys, options) {
-    if (!options.snapshot) return this.#coalesce(keys)
-    const rows = await this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], options.snapshot)
+    const snapshot = options.snapshot ?? this.#sectionTransaction()
+    if (!snapshot) return this.#coalesce(keys)
+    const rows = await this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], snapshot)
     const found = new Map(rows.map(row => [row.key.toString('latin1'), row.value]))
     return keys.map(key => found.get(key.toString('latin1')))
   }
 
   /** @param {Buffer} key @param {any} options */
   async _has (key, options) {
-    if (options.snapshot) {
-      const rows = await this.#query('read a key', `SELECT 1 FROM ${quote(this.#table)} WHERE key = $1`, [key], options.snapshot)
+    const snapshot = options.snapshot ?? this.#sectionTransaction()
+    if (snapshot) {
+      const rows = await this.#query('read a key', `SELECT 1 FROM ${quote(this.#table)} WHERE key = $1`, [key], snapshot)
       return rows.length > 0
     }
     const [value] = await this.#coalesce([key])
@@ -391,8 +397,9 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {Buffer[]} keys @param {any} options */
   async _hasMany (keys, options) {
-    if (!options.snapshot) return (await this.#coalesce(keys)).map(value => value !== undefined)
-    const rows = await this.#query('read keys', `SELECT key FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], options.snapshot)
+    const snapshot = options.snapshot ?? this.#sectionTransaction()
+    if (!snapshot) return (await this.#coalesce(keys)).map(value => value !== undefined)
+    const rows = await this.#query('read keys', `SELECT key FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], snapshot)
     const found = new Set(rows.map(row => row.key.toString('latin1')))
     return keys.map(key => found.has(key.toString('latin1')))
   }
@@ -484,7 +491,7 @@ export class PostgresLevel extends AbstractLevel {
     const table = quote(this.#table)
     const upsert = `INSERT INTO ${table} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
     const remove = `DELETE FROM ${table} WHERE key = ANY($1::bytea[])`
-    const keyLocks = this.#writerLock instanceof PostgresKeyLocks && !this.#writerLock.closed ? this.#writerLock : null
+    const keyLocks = (this.#writerLock instanceof PostgresKeyLocks || this.#writerLock instanceof PostgresSerializable) && !this.#writerLock.closed ? this.#writerLock : null
     if (keyLocks !== null) return this.#batchInKeyTransaction(keyLocks, upsert, [putKeys, putValues, delKeys])
     const client = this.#writeClient
     const notices = client === null ? null : /** @type {PostgresWriterLock} */ (this.#writerLock).takeStaged()
@@ -514,7 +521,8 @@ export class PostgresLevel extends AbstractLevel {
    * With locking: 'keys', a batch is written in the key transaction its
    * critical sections locked their keys in, and commits it: the
    * notifications go in the same statement, heard exactly when it commits.
-   * @param {PostgresKeyLocks} keyLocks @param {string} upsert @param {unknown[]} values
+   * (With locking: 'serializable', in the serializable transaction.)
+   * @param {PostgresKeyLocks | PostgresSerializable} keyLocks @param {string} upsert @param {unknown[]} values
    */
   async #batchInKeyTransaction (keyLocks, upsert, values) {
     const table = quote(this.#table)
@@ -576,7 +584,19 @@ export class PostgresLevel extends AbstractLevel {
    * @returns {ChunkReader}
    */
   #reader (options, mode) {
-    return new ChunkReader(options, mode, this.#table, (text, values) => this.#query('iterate', text, values, options.snapshot, true))
+    const snapshot = options.snapshot ?? this.#sectionTransaction()
+    return new ChunkReader(options, mode, this.#table, (text, values) => this.#query('iterate', text, values, snapshot, true))
+  }
+
+  /**
+   * With locking: 'serializable', a read made by a critical section goes to
+   * the serializable transaction (as if it were a snapshot), so that
+   * PostgreSQL watches it; else null.
+   * @returns {PostgresSerializable | null}
+   */
+  #sectionTransaction () {
+    const lock = this.#writerLock
+    return lock instanceof PostgresSerializable && !lock.closed && lock.reading() ? lock : null
   }
 
   /**

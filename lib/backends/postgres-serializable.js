@@ -1,0 +1,203 @@
+// Several processes writing one table with open({ backend: 'postgres',
+// shared: true, locking: 'serializable' }): as with locking: 'keys'
+// (postgres-keylocks.js), a process's critical sections run in a
+// transaction of its own connection, whose batch commits it; but the
+// transaction is SERIALIZABLE and locks nothing. PostgreSQL's serializable
+// snapshot isolation watches what it read (predicate locks on the index
+// pages and tuples the reads scanned, ranges included) and fails a
+// statement or the COMMIT with 40001 (serialization_failure), or 40P01
+// (deadlock), when committing it could make the processes' transactions
+// disagree with every serial order. Then the write path rolls it back and
+// runs the group's critical sections again (lib/writer.js): their callbacks
+// have not answered yet, since a group answers once its COMMIT succeeds.
+//
+// For PostgreSQL to see the reads, the critical sections' reads must be made
+// in the transaction: the write path runs each section in within(), and the
+// backend sends a read made there (reading()) on the transaction's
+// connection (postgres-level.js). Reads made elsewhere go to the pool.
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { PostgresWriterLock } from './postgres-shared.js'
+
+// serialization_failure, deadlock_detected, and in_failed_sql_transaction
+// (a statement sent after one of the first two aborted the transaction).
+const RETRY_STATES = new Set(['40001', '40P01', '25P02'])
+
+/**
+ * The serializable transaction of a postgres database shared with
+ * locking: 'serializable'. Notifications, listening and catching up are the
+ * writer lock's. It offers the write path (lib/writer.js) what the key
+ * locks do, so that the same path runs it: lock() and lockRanges() lock
+ * nothing, busy() tells a serialization failure, and rerunsGroups asks it
+ * to run a failed group's sections again.
+ */
+export class PostgresSerializable extends PostgresWriterLock {
+  /** Transactions check the values they read again at commit, in the serializable transaction. */
+  validatesByValue = true
+  /** Tells the write path (lib/writer.js) to run sections in the transaction, as with key locks. */
+  locksKeys = true
+  /** A group whose transaction failed runs its sections again (not only the running one). */
+  rerunsGroups = true
+  #host
+  /** @type {import('pg').Client | null} */
+  #client = null
+  /** @type {Promise<import('pg').Client> | null} */
+  #connecting = null
+  /** Whether a transaction is open (BEGIN sent). */
+  #open = false
+  /** @type {Array<() => void>} */
+  #endListeners = []
+  #sections = new AsyncLocalStorage()
+  /** How many reads critical sections announced (lib/writer.js tells whether a section made any). */
+  requests = 0
+  /** Counters, for tests and the benchmark: retries counts critical sections run again. */
+  stats = { statements: 0, retries: 0, transactions: 0, failures: 0 }
+
+  /**
+   * @param {import('./postgres-shared.js').SharedWriterHost} host
+   * @param {string} table
+   */
+  constructor (host, table) {
+    super(host, table)
+    this.#host = host
+  }
+
+  get leased () {
+    return false
+  }
+
+  /** No table lock in this mode. */
+  async acquire () {
+    return () => {}
+  }
+
+  /** Whether `err` (or what caused it) is a failure that a rerun in a new transaction can get past. @param {unknown} err */
+  busy (err) {
+    for (let e = /** @type {any} */ (err), depth = 0; e != null && depth < 5; e = e.cause, depth++) {
+      const state = typeof e.sqlState === 'string' ? e.sqlState : e.code
+      if (typeof state === 'string' && RETRY_STATES.has(state)) return true
+      // Another error that a failure caused (a transaction's LEVELKIT_CONFLICT) is its own answer.
+      if (typeof e.code === 'string' && e.code.startsWith('LEVELKIT_') && e.code !== 'LEVELKIT_BACKEND_UNAVAILABLE') return false
+    }
+    return false
+  }
+
+  /** @param {() => void} listener called each time the transaction ends */
+  onEnd (listener) {
+    this.#endListeners.push(listener)
+  }
+
+  get holding () {
+    return this.#open
+  }
+
+  /** A section is about to read keys: nothing to lock, PostgreSQL watches the read. @returns {null} */
+  lock () {
+    this.requests++
+    return null
+  }
+
+  /** A section is about to read a range: the same. @returns {null} */
+  lockRanges () {
+    this.requests++
+    return null
+  }
+
+  /**
+   * Run a critical section: the reads it makes go to the transaction.
+   * @template T @param {() => Promise<T> | T} fn @returns {Promise<T>}
+   */
+  within (fn) {
+    return this.#sections.run(this, async () => fn())
+  }
+
+  /** Whether the current async context is a critical section's (its reads go to the transaction). */
+  reading () {
+    return this.#sections.getStore() === this
+  }
+
+  /**
+   * The connection of the transaction, BEGIN sent first if none is open:
+   * statements reach it in the order they are made (pg queues them), so the
+   * caller's statement runs in the transaction.
+   * @returns {Promise<import('pg').Client>}
+   */
+  async client () {
+    const client = this.#client ?? await this.#connect()
+    if (!this.#open) {
+      this.#open = true
+      this.stats.transactions++
+      // Its failure fails the statement queued behind it (no transaction: 25P02 is not what it gets, but the query's own error is told).
+      client.query('BEGIN ISOLATION LEVEL SERIALIZABLE').catch(noop)
+    }
+    this.stats.statements++
+    return client
+  }
+
+  /** @returns {Promise<import('pg').Client>} */
+  #connect () {
+    if (this.#connecting === null) {
+      this.#connecting = this.#host.connect('writer').then(client => {
+        client.on('error', () => {
+          if (this.#client === client) {
+            this.#client = null
+            this.#ended()
+          }
+        })
+        this.#client = client
+        this.#connecting = null
+        return client
+      }, err => {
+        this.#connecting = null
+        throw err
+      })
+    }
+    return this.#connecting
+  }
+
+  /**
+   * After a batch was written in the transaction: commit it (null if none
+   * is open). PostgreSQL may refuse with 40001 here: the group runs again.
+   * @returns {Promise<void> | null}
+   */
+  commit () {
+    if (!this.#open) return null
+    const client = this.#client
+    this.#ended()
+    if (client === null) return Promise.reject(new Error('The serializable transaction\'s connection was lost'))
+    return client.query('COMMIT').then(noop, err => {
+      if (this.busy(err)) this.stats.failures++
+      throw err
+    })
+  }
+
+  /** A statement of the transaction failed: roll it back (it is aborted anyway). */
+  rollback () {
+    if (!this.#open) return Promise.resolve()
+    const client = this.#client
+    this.#ended()
+    return client === null ? Promise.resolve() : client.query('ROLLBACK').then(noop, noop)
+  }
+
+  /** Nothing decided waits to be written: end the transaction. */
+  idle () {
+    const committed = this.commit()
+    // A read-only transaction's COMMIT failing leaves nothing to redo: its sections answered.
+    return committed === null ? Promise.resolve() : committed.catch(noop)
+  }
+
+  close () {
+    super.close()
+    const client = this.#client
+    this.#client = null
+    this.#ended()
+    if (client) client.end().catch(noop)
+  }
+
+  #ended () {
+    if (!this.#open) return
+    this.#open = false
+    for (const listener of this.#endListeners) listener()
+  }
+}
+
+function noop () {}

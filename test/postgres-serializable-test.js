@@ -1,0 +1,112 @@
+// open({ backend: 'postgres', shared: true, locking: 'serializable' }): the
+// processes' critical sections run in SERIALIZABLE transactions, locking
+// nothing (lib/backends/postgres-serializable.js); PostgreSQL fails one that
+// cannot be serialized (40001), and its sections run again. Two databases
+// open on one table in this process stand for two processes: a write skew
+// (each reads two accounts and draws on its own) leaves exactly one draw,
+// and a lost update (both read a balance, one writes it meanwhile) is run
+// again on the value written. Then the tests of several processes on one
+// table (test/postgres-shared-test.js) with serializable transactions; the
+// conformance and chat suites too with LEVELKIT_TEST_SUITES=1 (they take
+// about as long again as the rest of this file).
+import test from 'tape'
+import { open } from '../index.js'
+import { postgresForTests } from './util/postgres.js'
+
+const server = await postgresForTests(test)
+
+/** @param {number} ms */
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+function gate () {
+  /** @type {() => void} */
+  let open = () => {}
+  /** @type {Promise<void>} */
+  const opened = new Promise(resolve => { open = () => resolve(undefined) })
+  return { open, opened }
+}
+
+/** @param {string} table */
+const options = table => ({ backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking: 'serializable', poolSize: 2 })
+
+test('postgres serializable: the locking option takes \'table\', \'keys\' or \'serializable\'', async t => {
+  const err = await open({ ...options(server.table()), locking: 'snapshot' }).then(db => db.close(), err => err)
+  t.is(err?.code, 'LEVELKIT_INVALID', 'another value is refused with LEVELKIT_INVALID')
+  t.match(String(err?.message), /'table', 'keys' or 'serializable'/, 'naming the values it takes')
+})
+
+test('postgres serializable: a write skew between two processes fails one transaction (40001), whose section runs again and draws nothing', async t => {
+  const table = server.table()
+  const a = await open(options(table))
+  const b = await open(options(table))
+  try {
+    const accountsA = a.collection('accounts')
+    const accountsB = b.collection('accounts')
+    await accountsA.insert({ balance: 60 })
+    await accountsA.insert({ balance: 60 })
+    const bothRead = [gate(), gate()]
+    const runs = [0, 0]
+    /**
+     * Draw 100 from account `mine` if both accounts together hold 100.
+     * @param {any} db @param {any} accounts @param {number} i
+     */
+    const draw = (db, accounts, i) => db.write(async (/** @type {any} */ w) => {
+      runs[i]++
+      const [one, two] = await Promise.all([accounts.in(w).get(1), accounts.in(w).get(2)])
+      bothRead[i].open()
+      await Promise.all(bothRead.map(g => g.opened))
+      if (one.balance + two.balance < 100) return false
+      const mine = i === 0 ? one : two
+      await accounts.in(w).update(mine.id, { balance: mine.balance - 100 })
+      return true
+    })
+    const drawn = await Promise.all([draw(a, accountsA, 0), draw(b, accountsB, 1)])
+    t.deepEqual(drawn.filter(Boolean).length, 1, 'exactly one of the two draws is made')
+    t.deepEqual([...runs].sort(), [1, 2], 'the other section ran twice: its first transaction failed')
+    const balances = [(await accountsA.get(1)).balance, (await accountsA.get(2)).balance]
+    t.is(balances[0] + balances[1], 20, 'the accounts hold 120 - 100 together')
+    t.ok(balances.every(x => x >= -40), 'one account drawn once')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
+test('postgres serializable: a section whose read another process overwrote before its COMMIT runs again on the new value', async t => {
+  const table = server.table()
+  const a = await open(options(table))
+  const b = await open(options(table))
+  try {
+    const accountsA = a.collection('accounts')
+    const accountsB = b.collection('accounts')
+    await accountsA.insert({ balance: 1 })
+    const read = gate()
+    const letGo = gate()
+    let runs = 0
+    const holding = a.write(async (/** @type {any} */ w) => {
+      runs++
+      const { balance } = await accountsA.in(w).get(1)
+      read.open()
+      await letGo.opened
+      await accountsA.in(w).update(1, { balance: balance + 10 })
+      return balance
+    })
+    await read.opened
+    const other = await Promise.race([accountsB.update(1, { balance: 100 }).then(() => 'written'), sleep(5000).then(() => 'still waiting after 5 s')])
+    t.is(other, 'written', 'the other database writes the account meanwhile: nothing is locked')
+    letGo.open()
+    t.is(await holding, 100, 'the section answers with what it read in its second run')
+    t.is(runs, 2, 'it ran twice')
+    t.is((await accountsA.get(1)).balance, 110, 'the account holds both writes')
+    const { rows } = await server.pool.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = \'levelkit writer\' AND state LIKE \'idle in transaction%\'')
+    t.is(rows[0].n, 0, 'no transaction is left open once both are idle')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
+await import('./postgres-shared-test.js?locking=serializable')
+if (process.env.LEVELKIT_TEST_SUITES === '1') await import('./postgres-shared-suites-test.js?locking=serializable')
