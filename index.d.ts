@@ -87,11 +87,14 @@ export interface OpenOptions {
    * one writer lock for the table, held by one process at a time (leased while
    * idle). 'keys': each process's critical sections lock the keys they read
    * (advisory transaction locks) in a transaction their batch commits, so writes
-   * of different keys go on at once; a critical section (a db.write() callback
-   * included) may then run more than once. Slower than 'table' below four
-   * processes today (bench/RESULTS.md, scale-out).
+   * of different keys go on at once. 'serializable': the same transaction,
+   * SERIALIZABLE and locking nothing; critical sections run again when
+   * PostgreSQL fails it (40001, 40P01). With 'keys' and 'serializable' a
+   * critical section (a db.write() callback included) may run more than once.
+   * Both measured slower than 'table' today (bench/RESULTS.md, scale-out).
+   * Any other value rejects with LEVELKIT_INVALID.
    */
-  locking?: 'table' | 'keys'
+  locking?: 'table' | 'keys' | 'serializable'
   /** postgres: connections the pool opens at most (default 10); the table lock and snapshots take connections of their own. */
   poolSize?: number
   /**
