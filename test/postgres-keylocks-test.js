@@ -64,5 +64,7 @@ test('postgres key locks: a write of another key goes on while a critical sectio
 if (locking === 'keys') {
   const keys = '?locking=keys'
   await import('./postgres-shared-test.js' + keys)
-  await import('./postgres-shared-suites-test.js' + keys)
+  // The conformance and chat suites again (about a minute more): with
+  // LEVELKIT_TEST_SUITES=1, or npm run test:locking.
+  if (process.env.LEVELKIT_TEST_SUITES === '1') await import('./postgres-shared-suites-test.js' + keys)
 }
