@@ -5,10 +5,10 @@
 // did commit: not written again). The real failover, with Patroni, is
 // test/failover/postgres-failover-test.js (npm run test:failover).
 import test from 'tape'
-import { createServer, connect } from 'node:net'
 import { PostgresLevel } from '../lib/backends/postgres-level.js'
 import { failoverOf, withCommitId, isConnectionError } from '../lib/backends/postgres-hosts.js'
 import { postgresForTests } from './util/postgres.js'
+import { cutter } from './util/pg-proxy.js'
 
 const server = await postgresForTests(test)
 
@@ -105,70 +105,3 @@ test('postgres hosts: a batch is reported LEVELKIT_COMMIT_UNKNOWN when no primar
     await proxy.close()
   }
 })
-
-/**
- * A TCP proxy to the tests' server (its unix socket, or its host), which can
- * cut the connection carrying the next batch (a statement with a commit id):
- * before forwarding it, or once the server answers it.
- * @param {string} connectionString
- */
-async function cutter (connectionString) {
-  const url = new URL(connectionString)
-  const host = decodeURIComponent(url.hostname)
-  const port = Number(url.port || 5432)
-  /** @type {{ mode: 'before' | 'after' | null, refuse: boolean, cuts: number }} */
-  const state = { mode: null, refuse: false, cuts: 0 }
-  const sockets = new Set()
-  const proxy = createServer(client => {
-    if (state.refuse) {
-      client.destroy()
-      return
-    }
-    const upstream = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host)
-    sockets.add(client)
-    sockets.add(upstream)
-    let armed = false
-    const cutBoth = () => {
-      state.cuts++
-      state.mode = null
-      if (refuseAfter) state.refuse = true
-      client.destroy()
-      upstream.destroy()
-    }
-    client.on('data', chunk => {
-      if (state.mode !== null && chunk.includes('lk_commit AS')) {
-        if (state.mode === 'before') return cutBoth()
-        armed = true
-      }
-      upstream.write(chunk)
-    })
-    upstream.on('data', chunk => {
-      if (armed) return cutBoth()
-      client.write(chunk)
-    })
-    for (const socket of [client, upstream]) {
-      socket.on('error', () => {})
-      socket.on('close', () => { sockets.delete(socket); client.destroy(); upstream.destroy() })
-    }
-  })
-  let refuseAfter = false
-  await new Promise(resolve => proxy.listen(0, '127.0.0.1', () => resolve(undefined)))
-  const address = /** @type {import('node:net').AddressInfo} */ (proxy.address())
-  url.hostname = '127.0.0.1'
-  url.port = String(address.port)
-  return {
-    connectionString: `${url.protocol}//${url.username ? `${url.username}@` : ''}127.0.0.1:${address.port}${url.pathname}`,
-    /** @param {'before' | 'after'} mode @param {{ refuse?: boolean }} [options] */
-    cut (mode, options = {}) {
-      state.mode = mode
-      refuseAfter = !!options.refuse
-    },
-    get cuts () { return state.cuts },
-    get refuse () { return state.refuse },
-    set refuse (value) { state.refuse = value },
-    async close () {
-      for (const socket of sockets) socket.destroy()
-      await new Promise(resolve => proxy.close(() => resolve(undefined)))
-    }
-  }
-}
