@@ -9,10 +9,10 @@ const WORKER = fileURLToPath(new URL('../fixtures/postgres-shared-worker.js', im
 /**
  * A worker process in `role` on `table`, once it is open and ready.
  * @param {string} connectionString @param {string} table @param {string} role @param {object} args
- * @param {string} locking
+ * @param {string} locking @param {object} [options] more options of open()
  */
-export async function startWorker (connectionString, table, role, args, locking) {
-  const child = fork(WORKER, [connectionString, table, role, JSON.stringify(args), locking], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+export async function startWorker (connectionString, table, role, args, locking, options = {}) {
+  const child = fork(WORKER, [connectionString, table, role, JSON.stringify(args), locking, JSON.stringify(options)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   /** @type {Promise<{ code: number | null, signal: string | null }>} */
   const exited = new Promise(resolve => child.once('exit', (code, signal) => resolve({ code, signal })))
   /** @type {any[]} */
