@@ -105,3 +105,27 @@ test('postgres hosts: a batch is reported LEVELKIT_COMMIT_UNKNOWN when no primar
     await proxy.close()
   }
 })
+
+test('postgres hosts: a snapshot after a failover is taken on the new primary, not on a connection kept from the old one', async t => {
+  const first = await cutter(server.connectionString)
+  const second = await cutter(server.connectionString)
+  const db = new PostgresLevel({ connectionString: `${first.connectionString.replace(first.address, `${first.address},${second.address}`)}`, table: server.table(), failoverTimeout: 10000 })
+  try {
+    await db.open()
+    await db.put('a', '1')
+    // A snapshot closed keeps its connection for the next one.
+    const before = db.snapshot()
+    t.is(await db.get('a', { snapshot: before }), '1', 'a snapshot on the first host')
+    await before.close()
+    first.cut('before', { all: true, refuse: true })
+    await db.batch([{ type: 'put', key: 'b', value: '2' }])
+    t.is(first.cuts, 1, 'the first host cut every connection, at a batch')
+    const after = db.snapshot()
+    t.deepEqual(await db.keys({ snapshot: after }).all(), ['a', 'b'], 'a snapshot taken after it reads on the second')
+    await after.close()
+  } finally {
+    await db.close().catch(() => {})
+    await first.close()
+    await second.close()
+  }
+})

@@ -216,20 +216,12 @@ export class PrimaryPool extends EventEmitter {
     }
   }
 
-  /** A connection of its own on the primary (a snapshot's), not from the pool. */
-  async client () {
-    const current = await this.#primary(Date.now() + this.#failover.timeout)
-    const client = new pg.Client(this.#failover.configFor(current.host))
-    client.on('error', () => this.#drop(current))
-    await client.connect()
-    return client
-  }
-
   /**
-   * A long-lived connection of its own on the primary (the shared writer
-   * lock's, the listening one), with `settings` under the pool's: when the
-   * primary found does not answer, the next one is looked for, up to the
-   * failover timeout. Its failure makes the next operation look again.
+   * A connection of its own on the primary, not from the pool (a
+   * snapshot's, the shared writer lock's, the listening one), with
+   * `settings` under the pool's: when the primary found does not answer,
+   * the next one is looked for, up to the failover timeout. Its failure
+   * makes the next operation look again.
    * @param {import('pg').ClientConfig} settings
    */
   async connectClient (settings) {

@@ -654,14 +654,19 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @returns {Promise<import('pg').Client>} */
   async #takeSnapshot () {
-    const client = await this.#acquireSnapshotClient()
-    try {
-      // The snapshot is taken by the transaction's first statement, not by BEGIN.
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1')
-      return client
-    } catch (err) {
-      await client.end().catch(noop)
-      throw backendError('take a snapshot', err)
+    for (;;) {
+      const kept = this.#idleSnapshotClients.length > 0
+      const client = await this.#acquireSnapshotClient()
+      try {
+        // The snapshot is taken by the transaction's first statement, not by BEGIN.
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1')
+        return client
+      } catch (err) {
+        await client.end().catch(noop)
+        // A kept connection may have died since (a failover, a restart): the next one.
+        if (kept && isConnectionError(err)) continue
+        throw backendError('take a snapshot', err)
+      }
     }
   }
 
@@ -677,7 +682,7 @@ export class PostgresLevel extends AbstractLevel {
     if (idle) return idle
     if (this.#failover) {
       try {
-        return await /** @type {PrimaryPool} */ (/** @type {any} */ (this.#pool)).client()
+        return await /** @type {PrimaryPool} */ (/** @type {any} */ (this.#pool)).connectClient({})
       } catch (err) {
         throw backendError('take a snapshot', err)
       }
