@@ -36,6 +36,24 @@ test('the bundle needs no Node built-in and carries no Buffer shim', async t => 
   t.ok(Object.keys(sizes.minifiedBytesByPackage).includes('levelkit'), 'and what each package costs')
 })
 
+test('a bundler that splits dynamic imports loads check() and the memory backend on first use', t => {
+  const { split } = JSON.parse(readFileSync(join(root, 'dist', 'size.json'), 'utf8'))
+  const loaded = split.onOpen.modules
+  t.ok(loaded.includes('lib/database.js') && loaded.some((/** @type {string} */ m) => m.includes('node_modules/browser-level/')), 'opening IndexedDB loads the core and browser-level')
+  t.notOk(loaded.includes('lib/check.js'), 'not check.js')
+  t.ok(split.onDemand.modules.includes('lib/check.js'), 'which is a chunk of its own')
+  t.notOk(loaded.some((/** @type {string} */ m) => m.includes('node_modules/memory-level/')), 'nor memory-level')
+  t.ok(split.onOpen.bytes + split.onDemand.bytes > 0 && split.onOpen.gzip < split.onOpen.bytes, `sizes recorded (${split.onOpen.bytes} bytes to open, ${split.onDemand.bytes} on first use)`)
+  t.end()
+})
+
+test('the single-file bundle inlines check.js as a static import (no lazy-initialisation wrapper)', t => {
+  const code = readFileSync(bundlePath, 'utf8')
+  t.ok(code.includes('async function checkDatabase('), 'check.js is in the bundle')
+  t.notOk(/\binit_check\b/.test(code), 'not wrapped for a dynamic import (lib/check-eager.js is used for #check)')
+  t.end()
+})
+
 test('a bundler with no configuration picks the browser build from the exports map', async t => {
   // Inside the package, so `levelkit` resolves to this package (self-reference).
   const dir = mkdtempSync(join(root, 'test', '.bundler-'))
