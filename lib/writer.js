@@ -8,13 +8,10 @@ import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { LockManager } from './lock-manager.js'
 import { idbDirectFor } from './idb-direct.js'
 import { WANT_REPEAT_MS } from './cross-tab.js'
-import { SectionCache } from './section-cache.js'
 
 // How long one tab (or process) may keep the shared writer lock while it
 // has more to write, before it lets a waiting one in.
 const CROSS_TAB_SLICE_MS = 50
-// Values the section cache keeps at most (see lib/section-cache.js).
-const SECTION_CACHE_ENTRIES = 10000
 // The key of the generation in its namespace (layout.writes()).
 const GENERATION_KEY = new TextEncoder().encode('generation')
 
@@ -154,13 +151,13 @@ export class Writer {
     /**
      * What critical sections read and decided, where each read is a round
      * trip and the backend says that every write to it goes through levelkit
-     * (`cachesSectionReads`: postgres, where other processes' writes are
+     * (`createSectionCache()`: postgres, where other processes' writes are
      * heard of): lib/section-cache.js. Not elsewhere: a value written behind
      * levelkit's back would go unseen. open({ readCache: 0 }) turns it off
      * (lib/database.js).
-     * @type {SectionCache | null}
+     * @type {import('./section-cache.js').SectionCache | null}
      */
-    this.sectionCache = !syncReads && this.idb === null && (/** @type {any} */ (root).db ?? root).cachesSectionReads === true ? new SectionCache(SECTION_CACHE_ENTRIES) : null
+    this.sectionCache = !syncReads && this.idb === null ? (/** @type {any} */ (root).db ?? root).createSectionCache?.() ?? null : null
     if (crossTab) {
       this.#generationSpace = new Namespace(root, layout.writes(), 'utf8')
       crossTab.listen(message => this.#heard(message))
