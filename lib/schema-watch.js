@@ -16,6 +16,7 @@
 
 import { levelkitError, codes } from './errors.js'
 import { parseJson, decodeKey } from './stored.js'
+import { namespaceByPrefix } from './namespace.js'
 import { declarationOf, sameDeclaration, sameLayout } from './schema.js'
 import { noop } from './common.js'
 
@@ -42,16 +43,24 @@ export class SchemaWatch {
   #seen = 0
   /** @type {Promise<void> | null} */
   #looking = null
-  #hook = () => this.refresh()
+  /** @type {Set<CollectionModel>} collections whose comparison must run again before the next critical section */
+  #recheck = new Set()
+  #recompare
+  #root
+  #hook = () => this.#beforeSection()
   #guard = (/** @type {Op[]} */ ops) => this.#check(ops)
 
   /**
    * @param {import('./writer.js').Writer} writer
    * @param {import('./namespace.js').Namespace} namespace the stored schema's
+   * @param {object} root the database's level, where its namespaces are found by prefix
+   * @param {(model: CollectionModel) => Promise<void>} recompare compares a collection with the stored schema again, in the critical section running
    */
-  constructor (writer, namespace) {
+  constructor (writer, namespace, root, recompare) {
     this.#writer = writer
     this.#namespace = namespace
+    this.#root = root
+    this.#recompare = recompare
     const stop = writer.onRemote(message => this.#heard(message))
     writer.onClose(stop)
   }
@@ -81,6 +90,7 @@ export class SchemaWatch {
    * @param {import('./cross-tab.js').RemoteMessage | null} message
    */
   #heard (message) {
+    this.#touched(message)
     const prefix = this.#namespace.prefix
     if (message !== null) {
       if (message.ops !== null ? !message.ops.some(op => op.prefix === prefix) : message.prefixes !== null && !message.prefixes.includes(prefix)) return
@@ -89,6 +99,42 @@ export class SchemaWatch {
     this.#writer.sectionHook = this.#hook
     // At the lock (null), the critical section about to run looks.
     if (message !== null && !this.#writer.closed) this.refresh().catch(noop)
+  }
+
+  /**
+   * A collection whose comparison found an index with nothing to build
+   * (the collection was empty) stores that with its first write: another
+   * writer that does not keep the index may fill it first. Such a
+   * collection written by another writer (or any, after writes not heard
+   * of) is compared again before the next critical section.
+   * @param {import('./cross-tab.js').RemoteMessage | null} message
+   */
+  #touched (message) {
+    const waiting = Array.from(this.#indexes.keys()).filter(deferred)
+    if (waiting.length === 0) return
+    /** @type {Set<string> | null} null: any */
+    let names = null
+    if (message !== null && (message.ops !== null || message.prefixes !== null)) {
+      names = new Set()
+      for (const prefix of message.ops !== null ? message.ops.map(op => op.prefix) : /** @type {string[]} */ (message.prefixes)) {
+        const name = namespaceByPrefix(this.#root, prefix)?.name
+        if (name !== undefined) names.add(ownerName(name))
+      }
+    }
+    for (const model of waiting) {
+      if (names === null || names.has(model.name)) this.#recheck.add(model)
+    }
+    if (this.#recheck.size > 0) this.#writer.sectionHook = this.#hook
+  }
+
+  /** In a critical section, before it runs: look again, compare again, as asked. */
+  async #beforeSection () {
+    await this.refresh()
+    for (const model of this.#recheck) {
+      this.#recheck.delete(model)
+      if (deferred(model) && !this.#changed.has(model.name)) await this.#recompare(model)
+    }
+    if (this.#seen >= this.#asked && this.#recheck.size === 0) this.#writer.sectionHook = null
   }
 
   /**
@@ -104,7 +150,7 @@ export class SchemaWatch {
       }
       await this.#looking
     }
-    this.#writer.sectionHook = null
+    if (this.#recheck.size === 0) this.#writer.sectionHook = null
   }
 
   /** Read the stored schema once, and refuse the models another writer changed. */
@@ -200,10 +246,7 @@ export class SchemaWatch {
       const tuple = ownerTuple(op.key, namespace)
       return tuple === null ? null : tuple[1]
     }
-    const name = namespace.name
-    if (name.startsWith(':')) return null
-    const dot = name.indexOf('.')
-    return dot === -1 ? name : name.slice(0, dot)
+    return ownerName(namespace.name)
   }
 
   /**
@@ -217,6 +260,21 @@ export class SchemaWatch {
     if (index !== undefined) details.index = index
     return levelkitError(codes.SCHEMA_CHANGED, `The database's schema was changed by another tab or process: ${what} is no longer stored as this one declares it. Reopen the database (reload the page) with the new declarations`, details)
   }
+}
+
+/**
+ * The model a namespace is named after (lib/names.js); null for levelkit's own.
+ * @param {string} name @returns {string | null}
+ */
+function ownerName (name) {
+  if (name.startsWith(':')) return null
+  const dot = name.indexOf('.')
+  return dot === -1 ? name : name.slice(0, dot)
+}
+
+/** Whether a collection's comparison left something to store with its next write. @param {CollectionModel} model */
+function deferred (model) {
+  return model.schemaWork !== null && model.schemaWork.ops.size > 0
 }
 
 /**

@@ -100,7 +100,7 @@ export class Schema {
   constructor (db) {
     this.#db = db
     this.#namespace = new Namespace(db.level, layout.schema(), 'utf8')
-    if (db.writer.acrossTabs) this.#watch = new SchemaWatch(db.writer, this.#namespace)
+    if (db.writer.acrossTabs) this.#watch = new SchemaWatch(db.writer, this.#namespace, db.level, model => this.#compare(model))
   }
 
   /** The stored schema's namespace, where migrations keep the schema version too (lib/migrate.js). */

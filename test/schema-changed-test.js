@@ -73,3 +73,25 @@ test('postgres shared: an index built by another process refuses the old writer\
     await b.close()
   }
 })
+
+test('postgres shared: an index declared on an empty collection is built when another process fills it with records that lack it', async t => {
+  const table = server.table()
+  const a = await openShared(table)
+  const b = await openShared(table)
+  try {
+    // Both declare "tags" while it is empty: to b, its new index needs no build.
+    const tagsA = a.collection('tags')
+    const tagsB = b.collection('tags', { indexes: { byName: { key: (/** @type {any} */ t) => t.name } } })
+    await a.schemaStatus()
+    await b.schemaStatus()
+    // a, which does not know the index, fills the collection first.
+    await tagsA.insertMany([{ name: 'x' }, { name: 'y' }])
+    t.is(await tagsB.insert({ name: 'z' }), 3, 'the new writer\'s first record')
+    t.deepEqual((await tagsB.query({ index: 'byName', eq: 'x' }).all()).map((/** @type {any} */ r) => r.id), [1], 'its index holds the record the old writer wrote before')
+    t.deepEqual((await b.check()).problems, [], 'check() is clean in the new writer')
+    t.is(await codeOf(tagsA.insert({ name: 'w' })), 'LEVELKIT_SCHEMA_CHANGED', 'and the old writer is refused once the index is stored')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
