@@ -117,8 +117,9 @@ export class SchemaWatch {
     if (message !== null && (message.ops !== null || message.prefixes !== null)) {
       names = new Set()
       for (const prefix of message.ops !== null ? message.ops.map(op => op.prefix) : /** @type {string[]} */ (message.prefixes)) {
-        const name = namespaceByPrefix(this.#root, prefix)?.name
-        if (name !== undefined) names.add(ownerName(name))
+        const namespace = namespaceByPrefix(this.#root, prefix)
+        const owner = namespace === undefined ? null : ownerName(namespace.name)
+        if (owner !== null) names.add(owner)
       }
     }
     for (const model of waiting) {
