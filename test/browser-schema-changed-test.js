@@ -9,7 +9,11 @@
 // then A finds out as it takes the writer lock (the stored generation).
 // Control: without the watch, A's edge lands in the old layout (check()
 // reports `edge-in-old-layout`) and its record misses the new index
-// (`missing-index-entry`). The same on PostgreSQL: test/schema-changed-test.js.
+// (`missing-index-entry`). Then an index declared in one tab on an empty
+// collection (nothing to build) and records written first by a tab that
+// does not know it: the first tab compares again and builds it (control:
+// without that, its index misses them). The same on PostgreSQL:
+// test/schema-changed-test.js.
 
 import test from 'tape'
 import { withTabs } from './util/browser.js'
@@ -132,3 +136,28 @@ for (const deaf of [false, true]) {
     })
   })
 }
+
+test('IndexedDB, two tabs: an index a tab declared on an empty collection is built when a tab that does not know it fills the collection first', async t => {
+  await withTabs(2, async ([a, b]) => {
+    const location = 'schema-changed-empty'
+    const declare = (/** @type {import('playwright-core').Page} */ page, /** @type {boolean} */ indexed) => page.evaluate(async ({ location, indexed }) => {
+      const w = /** @type {any} */ (window)
+      const db = await w.levelkit.open({ location })
+      const tags = db.collection('tags', indexed ? { indexes: { byName: { key: (/** @type {any} */ t) => t.name } } } : {})
+      await db.schemaStatus()
+      w.t = { db, tags }
+    }, { location, indexed })
+    await declare(a, false)
+    await declare(b, true)
+    await a.evaluate(() => /** @type {any} */ (window).t.tags.insertMany([{ name: 'x' }, { name: 'y' }]))
+    const got = await b.evaluate(async () => {
+      const { db, tags } = /** @type {any} */ (window).t
+      const id = await tags.insert({ name: 'z' })
+      const x = (await tags.query({ index: 'byName', eq: 'x' }).all()).map((/** @type {any} */ r) => r.id)
+      return { id, x, problems: (await db.check()).problems.map((/** @type {any} */ p) => p.type) }
+    })
+    t.deepEqual(got, { id: 3, x: [1], problems: [] }, 'tab B\'s index holds the records tab A wrote before B\'s first write, and check() is clean')
+    const code = await a.evaluate(() => /** @type {any} */ (window).t.tags.insert({ name: 'w' }).then(() => 'ok', (/** @type {any} */ err) => err.code))
+    t.is(code, 'LEVELKIT_SCHEMA_CHANGED', 'tab A is refused once the index is stored')
+  })
+})
