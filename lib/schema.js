@@ -3,12 +3,12 @@ import { compareBytes, bytesToHex, hexToBytes, bytesToBinaryString } from './byt
 import { tupleBounds } from './bounds.js'
 import { Namespace } from './namespace.js'
 import { schemaLockFor } from './schema-lock.js'
+import { SchemaWatch } from './schema-watch.js'
 import { layout } from './names.js'
 import { levelkitError, codes } from './errors.js'
 import { parseJson, parseRecord, decodeKey } from './stored.js'
 import { ownerKey, holdsEntry } from './indexes.js'
 import { describe, errorMessage, deepFreeze, noop } from './common.js'
-import { SchemaWatch } from './schema-watch.js'
 
 /**
  * @typedef {import('./collection.js').CollectionModel} CollectionModel
