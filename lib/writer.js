@@ -100,6 +100,21 @@ export class Writer {
   #listeners = new Set()
   /** @type {Set<() => void>} */
   #closeListeners = new Set()
+  /** @type {Set<(message: import('./cross-tab.js').RemoteMessage | null) => void>} */
+  #remoteListeners = new Set()
+  /**
+   * While set: awaited at the start of every critical section, once it
+   * holds the cross-tab lock (lib/schema-watch.js sets it only when it has
+   * something to look at: nothing is paid per write otherwise).
+   * @type {(() => Promise<void>) | null}
+   */
+  sectionHook = null
+  /**
+   * While set: called with a critical section's ops before they are
+   * decided; what it throws refuses them all (lib/schema-watch.js).
+   * @type {((ops: import('./write-scope.js').Op[]) => void) | null}
+   */
+  commitGuard = null
   /** @type {import('./cross-tab.js').CrossTab | null} */
   #crossTab
   /** @type {(() => void) | null} releases the cross-tab lock while this tab holds it */
@@ -409,6 +424,7 @@ export class Writer {
       // With key locks, not while a group is written (it ends the key transaction).
       if (this.#keyLocks !== null) while (this.#flushing) await this.#flushing
       else if (this.#crossTab) await this.#holdCrossTab()
+      if (this.sectionHook !== null) await this.sectionHook()
       this.#holder = scope
       for (;;) {
         if (this.#keyLocks !== null) {
@@ -445,6 +461,7 @@ export class Writer {
       // Reads let in beside the scope (read()) see none of its batch land.
       const guests = scope.closeToGuests()
       if (guests !== null) await guests
+      if (this.commitGuard !== null) this.commitGuard(scope.ops)
       written = this.#commit(scope, sync)
       if (written !== null && decided !== null) decided()
     } catch (err) {
@@ -597,6 +614,7 @@ export class Writer {
       // Notifications are sent as batches commit, and may still be on their way.
       if (!known && mine !== null && stored > mine && lock.catchUp) known = await lock.catchUp() && this.#heardAll(mine, stored)
       if (!known) {
+        for (const listener of this.#remoteListeners) listener(null)
         this.idb?.clearCache()
         for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
         for (const namespace of namespacesOf(this.#root)) namespace.clearReadCaches()
@@ -953,6 +971,18 @@ export class Writer {
   }
 
   /**
+   * Call `listener` with what another tab or process says of each batch it
+   * wrote, as it is heard, and with null when this writer takes the
+   * cross-tab lock and finds writes it did not hear of (lib/schema-watch.js).
+   * @param {(message: import('./cross-tab.js').RemoteMessage | null) => void} listener
+   * @returns {() => void} removes the listener
+   */
+  onRemote (listener) {
+    this.#remoteListeners.add(listener)
+    return () => { this.#remoteListeners.delete(listener) }
+  }
+
+  /**
    * How many write and close listeners are registered (watchers hold one of
    * each while they run): for tests and diagnostics.
    */
@@ -981,6 +1011,7 @@ export class Writer {
    * @param {import('./cross-tab.js').RemoteMessage} message
    */
   #heard (message) {
+    for (const listener of this.#remoteListeners) listener(message)
     const { generation, ops: remote } = message
     const known = remote !== null
     // Heard of before this writer took the lock: counted then (forgotten, or not heard of in time and everything forgotten).
