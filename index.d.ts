@@ -44,6 +44,8 @@ export declare const codes: Readonly<{
   TX_TOO_LARGE: 'LEVELKIT_TX_TOO_LARGE'
   /** A read needs an index that is being built, and was made with `{ wait: false }` (or inside a db.write() callback, which cannot wait for it). */
   INDEX_BUILDING: 'LEVELKIT_INDEX_BUILDING'
+  /** Another tab or process changed the stored schema of a model (moved a relation's lists or a children set's blocks; added, redeclared or stopped keeping an index) after this database declared it: writes to it, and reads that would answer wrong, are refused until the database is reopened with the new declarations. The error has `model` (and `relation`, `children` or `collection`, and `index`, as they apply). */
+  SCHEMA_CHANGED: 'LEVELKIT_SCHEMA_CHANGED'
 }>
 
 /** A value the tuple key encoding can store: ordered like bytewise. */

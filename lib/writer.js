@@ -8,13 +8,10 @@ import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { LockManager } from './lock-manager.js'
 import { idbDirectFor } from './idb-direct.js'
 import { WANT_REPEAT_MS } from './cross-tab.js'
-import { SectionCache } from './section-cache.js'
 
 // How long one tab (or process) may keep the shared writer lock while it
 // has more to write, before it lets a waiting one in.
 const CROSS_TAB_SLICE_MS = 50
-// Values the section cache keeps at most (see lib/section-cache.js).
-const SECTION_CACHE_ENTRIES = 10000
 // The key of the generation in its namespace (layout.writes()).
 const GENERATION_KEY = new TextEncoder().encode('generation')
 
@@ -103,6 +100,21 @@ export class Writer {
   #listeners = new Set()
   /** @type {Set<() => void>} */
   #closeListeners = new Set()
+  /** @type {Set<(message: import('./cross-tab.js').RemoteMessage | null) => void>} */
+  #remoteListeners = new Set()
+  /**
+   * While set: awaited at the start of every critical section, once it
+   * holds the cross-tab lock (lib/schema-watch.js sets it only when it has
+   * something to look at: nothing is paid per write otherwise).
+   * @type {(() => Promise<void>) | null}
+   */
+  sectionHook = null
+  /**
+   * While set: called with a critical section's ops before they are
+   * decided; what it throws refuses them all (lib/schema-watch.js).
+   * @type {((ops: import('./write-scope.js').Op[]) => void) | null}
+   */
+  commitGuard = null
   /** @type {import('./cross-tab.js').CrossTab | null} */
   #crossTab
   /** @type {(() => void) | null} releases the cross-tab lock while this tab holds it */
@@ -154,13 +166,13 @@ export class Writer {
     /**
      * What critical sections read and decided, where each read is a round
      * trip and the backend says that every write to it goes through levelkit
-     * (`cachesSectionReads`: postgres, where other processes' writes are
+     * (`createSectionCache()`: postgres, where other processes' writes are
      * heard of): lib/section-cache.js. Not elsewhere: a value written behind
      * levelkit's back would go unseen. open({ readCache: 0 }) turns it off
      * (lib/database.js).
-     * @type {SectionCache | null}
+     * @type {import('./section-cache.js').SectionCache | null}
      */
-    this.sectionCache = !syncReads && this.idb === null && (/** @type {any} */ (root).db ?? root).cachesSectionReads === true ? new SectionCache(SECTION_CACHE_ENTRIES) : null
+    this.sectionCache = !syncReads && this.idb === null ? (/** @type {any} */ (root).db ?? root).createSectionCache?.() ?? null : null
     if (crossTab) {
       this.#generationSpace = new Namespace(root, layout.writes(), 'utf8')
       crossTab.listen(message => this.#heard(message))
@@ -412,6 +424,7 @@ export class Writer {
       // With key locks, not while a group is written (it ends the key transaction).
       if (this.#keyLocks !== null) while (this.#flushing) await this.#flushing
       else if (this.#crossTab) await this.#holdCrossTab()
+      if (this.sectionHook !== null) await this.sectionHook()
       this.#holder = scope
       for (;;) {
         if (this.#keyLocks !== null) {
@@ -448,6 +461,7 @@ export class Writer {
       // Reads let in beside the scope (read()) see none of its batch land.
       const guests = scope.closeToGuests()
       if (guests !== null) await guests
+      if (this.commitGuard !== null) this.commitGuard(scope.ops)
       written = this.#commit(scope, sync)
       if (written !== null && decided !== null) decided()
     } catch (err) {
@@ -600,6 +614,7 @@ export class Writer {
       // Notifications are sent as batches commit, and may still be on their way.
       if (!known && mine !== null && stored > mine && lock.catchUp) known = await lock.catchUp() && this.#heardAll(mine, stored)
       if (!known) {
+        for (const listener of this.#remoteListeners) listener(null)
         this.idb?.clearCache()
         for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
         for (const namespace of namespacesOf(this.#root)) namespace.clearReadCaches()
@@ -956,6 +971,18 @@ export class Writer {
   }
 
   /**
+   * Call `listener` with what another tab or process says of each batch it
+   * wrote, as it is heard, and with null when this writer takes the
+   * cross-tab lock and finds writes it did not hear of (lib/schema-watch.js).
+   * @param {(message: import('./cross-tab.js').RemoteMessage | null) => void} listener
+   * @returns {() => void} removes the listener
+   */
+  onRemote (listener) {
+    this.#remoteListeners.add(listener)
+    return () => { this.#remoteListeners.delete(listener) }
+  }
+
+  /**
    * How many write and close listeners are registered (watchers hold one of
    * each while they run): for tests and diagnostics.
    */
@@ -984,6 +1011,7 @@ export class Writer {
    * @param {import('./cross-tab.js').RemoteMessage} message
    */
   #heard (message) {
+    for (const listener of this.#remoteListeners) listener(message)
     const { generation, ops: remote } = message
     const known = remote !== null
     // Heard of before this writer took the lock: counted then (forgotten, or not heard of in time and everything forgotten).

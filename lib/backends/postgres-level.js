@@ -10,6 +10,7 @@ import { PostgresWriterLock, connectClient, keepAliveConfig, keepSessionAlive } 
 import { PostgresKeyLocks } from './postgres-keylocks.js'
 import { PostgresSerializable } from './postgres-serializable.js'
 import { failoverOf, PrimaryPool, CommitLog, isConnectionError } from './postgres-hosts.js'
+import { SectionCache } from '../section-cache.js'
 
 const DEFAULT_TABLE = 'levelkit'
 const DEFAULT_POOL_SIZE = 10
@@ -27,6 +28,8 @@ const MAX_CHUNK = 1000
 const MAX_COALESCED = 1000
 // The first key of the advisory locks on tables: 'LKIT'.
 const LOCK_SPACE = 0x4c4b4954
+// Values the write path's section cache keeps at most (see lib/section-cache.js).
+const SECTION_CACHE_ENTRIES = 10000
 
 /** @type {Map<string, string>} SQL text -> prepared statement name, shared by every database (names are per connection, texts name their table) */
 const statementNames = new Map()
@@ -153,14 +156,15 @@ export class PostgresLevel extends AbstractLevel {
   }
 
   /**
-   * Tells levelkit's write path that it may keep what its critical sections
-   * read (lib/section-cache.js): a read is a round trip here, and every
-   * write of the table goes through levelkit (one process owns the table, or
-   * every process writes under the shared writer lock and tells the others
-   * what it wrote).
+   * The cache in which levelkit's write path keeps what its critical
+   * sections read (lib/section-cache.js): a read is a round trip here, and
+   * every write of the table goes through levelkit (one process owns the
+   * table, or every process writes under the shared writer lock and tells
+   * the others what it wrote). Made here, so that a browser bundle, which
+   * has no backend of this kind, leaves the class out.
    */
-  get cachesSectionReads () {
-    return true
+  createSectionCache () {
+    return new SectionCache(SECTION_CACHE_ENTRIES)
   }
 
   /** Whether other processes may write the table too (the shared option). */
