@@ -40,6 +40,9 @@ export const WRITER_LOCK_SPACE = 0x4c4b5752
  * @property {(client: import('pg').Client | null) => void} route where the batches go while the lock is held (null: the pool)
  * @property {(channel: string, payload: string) => Promise<unknown>} notify sends a notification through the pool
  * @property {number} lockKey
+ * @property {number} [failoverTimeout] with hosts (failover): how long acquire() goes on taking the
+ *   lock again on the primary found next when its connection fails (else it fails at once)
+ * @property {(err: unknown) => boolean} [isConnectionError] which failures those are
  */
 
 /**
@@ -118,6 +121,22 @@ export class PostgresWriterLock {
 
   /** @returns {Promise<() => void>} */
   async acquire () {
+    const { failoverTimeout = 0, isConnectionError = () => false } = this.#host
+    const deadline = Date.now() + failoverTimeout
+    for (;;) {
+      try {
+        return await this.#acquireOnce()
+      } catch (err) {
+        // The primary died (or the connection to it): the lock is taken on
+        // the next one, where every session of the old one is gone.
+        if (this.#closed || !isConnectionError(err) || Date.now() >= deadline) throw err
+        await new Promise(resolve => setTimeout(resolve, RELISTEN_MS))
+      }
+    }
+  }
+
+  /** @returns {Promise<() => void>} */
+  async #acquireOnce () {
     if (this.#closed) throw new Error('The shared writer lock is closed')
     let client = this.#client
     if (client === null || this.#lost !== null) {
@@ -377,6 +396,43 @@ export async function connectClient (config) {
   client.on('error', noop)
   await client.connect()
   return client
+}
+
+/**
+ * TCP keepalive on the writer and listening connections, both ways: a
+ * silent partition (a machine gone, a cable cut, no RST) would otherwise
+ * leave the writer lock with a session the server keeps for as long as
+ * TCP does not notice (hours, by default, for an idle one), and every
+ * other process waiting. The server side is what lets the lock go: the
+ * session's tcp_keepalives_* and tcp_user_timeout (unacknowledged data)
+ * end it about `delay` + 3 probes after the client went silent. The
+ * client side (pg's keepAlive) makes this process notice too, but Node
+ * sets only the idle time: the probes' interval and count are the OS's.
+ * Over a unix socket, where no partition happens, the server ignores them.
+ * @param {number | false} delay ms of silence before the first probe; false: the defaults
+ * @returns {import('pg').ClientConfig}
+ */
+export function keepAliveConfig (delay) {
+  return delay === false ? {} : { keepAlive: true, keepAliveInitialDelayMillis: delay }
+}
+
+/**
+ * The server side of keepAliveConfig(): settings of the session, sent once
+ * the connection is made.
+ * @param {import('pg').Client} client @param {number | false} delay
+ */
+export async function keepSessionAlive (client, delay) {
+  if (delay === false) return
+  const idle = Math.max(1, Math.ceil(delay / 1000))
+  const interval = Math.max(1, Math.ceil(idle / 5))
+  const count = 3
+  try {
+    await client.query(`SET tcp_keepalives_idle = ${idle}; SET tcp_keepalives_interval = ${interval}; SET tcp_keepalives_count = ${count}; SET tcp_user_timeout = ${(idle + interval * count) * 1000}`)
+  } catch (err) {
+    // A server without tcp_user_timeout (before PostgreSQL 12): without it.
+    if (/** @type {any} */ (err).code !== '42704') throw err
+    await client.query(`SET tcp_keepalives_idle = ${idle}; SET tcp_keepalives_interval = ${interval}; SET tcp_keepalives_count = ${count}`)
+  }
 }
 
 function noop () {}
