@@ -82,7 +82,14 @@ export interface OpenOptions {
   hosts?: Array<string | { host: string, port?: number }>
   /** postgres, with hosts: how long an operation waits for a primary, in ms (default 30000). */
   failoverTimeout?: number
-  /** postgres: let other processes open the table too, all writing under one lock they take in turn (default false: one open database per table; LEVELKIT_LOCKED for a second). Not with `hosts` yet. */
+  /** postgres: let other processes open the table too, all writing under one lock they take in turn (default false: one open database per table; LEVELKIT_LOCKED for a second). With `hosts`, only with `locking: 'table'` for now. */
+  /**
+   * postgres, with shared: ms of silence on the writer lock's and the listening connections before TCP
+   * keepalive probes, on both sides: the session's tcp_keepalives_idle/interval/count and tcp_user_timeout
+   * (the server ends a silent session, and the writer lock with it, about keepAlive + 3 probes later) and
+   * pg's keepAlive. Default 10000; false leaves the OS's and the server's settings. Else LEVELKIT_INVALID.
+   */
+  keepAlive?: number | false
   shared?: boolean
   /**
    * postgres, with shared: how processes take turns writing. 'table' (default):
