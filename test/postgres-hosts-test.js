@@ -86,6 +86,33 @@ for (const cut of /** @type {const} */ (['before', 'after'])) {
   })
 }
 
+for (const cut of /** @type {const} */ (['before', 'after'])) {
+  test(`postgres without hosts: a batch whose connection is cut ${cut} the server commits it is reported LEVELKIT_COMMIT_UNKNOWN, not as unwritten`, async t => {
+    // No commit id to settle it by: the client cannot tell the two cuts apart.
+    // The marker is in the text of a statement the connection has not
+    // prepared yet (a prepared one is sent by name).
+    const proxy = await cutter(server.connectionString, { marker: 'WITH removed AS' })
+    const table = server.table()
+    const db = new PostgresLevel({ connectionString: proxy.connectionString, table })
+    try {
+      await db.open()
+      await db.batch([{ type: 'put', key: 'a', value: '1' }])
+      proxy.cut(cut)
+      const err = await db.batch([{ type: 'put', key: 'b', value: '2' }, { type: 'del', key: 'a' }]).then(() => null, err => err)
+      t.equal(proxy.cuts, 1, 'the connection was cut')
+      t.equal(err?.code, 'LEVELKIT_COMMIT_UNKNOWN', 'rejected with LEVELKIT_COMMIT_UNKNOWN')
+      await db.close()
+      const direct = new PostgresLevel({ connectionString: server.connectionString, table })
+      await direct.open()
+      t.deepEqual(await direct.keys().all(), cut === 'after' ? ['b'] : ['a'], cut === 'after' ? 'it had committed' : 'it had not')
+      await direct.close()
+    } finally {
+      await db.close().catch(() => {})
+      await proxy.close()
+    }
+  })
+}
+
 test('postgres hosts: a batch is reported LEVELKIT_COMMIT_UNKNOWN when no primary answers in time', async t => {
   const proxy = await cutter(server.connectionString)
   const db = new PostgresLevel({ connectionString: `${proxy.connectionString}?target_session_attrs=read-write`, table: server.table(), failoverTimeout: 500 })

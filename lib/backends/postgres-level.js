@@ -402,12 +402,51 @@ export class PostgresLevel extends AbstractLevel {
    * @param {string} text @param {unknown[]} values @param {import('pg').Client | null} [client]
    */
   async #writeBatch (text, values, client = null) {
-    if (this.#commits === null) return this.#query('write a batch', text, values, undefined, false, client)
+    if (this.#commits === null) return this.#writeUnsettled(text, values, client)
     try {
       await this.#commits.write(text, values, client === null ? { beforeRetry: () => this.#beforeWrite() } : { run: query => client.query(query) })
     } catch (err) {
       if (/** @type {any} */ (err).code === codes.COMMIT_UNKNOWN) throw err
       throw backendError('write a batch', err)
+    }
+  }
+
+  /**
+   * Write a batch statement without a commit id (no hosts). An error the
+   * server answered with (an SQL state) means the statement did not commit;
+   * a connection that fails once the statement was sent leaves the outcome
+   * unknown: the batch may have committed, so it is reported as
+   * LEVELKIT_COMMIT_UNKNOWN, never as not written.
+   * @param {string} text @param {unknown[]} values @param {import('pg').Client | null} client
+   */
+  async #writeUnsettled (text, values, client) {
+    let borrowed = null
+    if (client === null) {
+      try {
+        if (this.#pool === null) throw new Error('the database is not open')
+        borrowed = client = await this.#pool.connect()
+        // A checked-out client's socket error is also emitted on it: the query's rejection reports it.
+        borrowed.on('error', noop)
+      } catch (err) {
+        throw backendError('connect to write a batch', err)
+      }
+    }
+    /** @type {unknown} */
+    let failure = null
+    try {
+      await this.#query('write a batch', text, values, undefined, false, client)
+    } catch (err) {
+      failure = err
+      const cause = /** @type {any} */ (err).cause
+      // An error the server answered with has a severity (pg's DatabaseError); a socket's (EPIPE, ECONNRESET) has not.
+      if (cause && typeof cause.severity === 'string') throw err
+      throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch was sent: it may or may not have committed (${/** @type {Error} */ (cause ?? err).message})`, { cause: cause ?? err })
+    } finally {
+      if (borrowed !== null) {
+        // Kept on a client released with its error: it is ended, and its socket may still say so.
+        if (failure === null) borrowed.off('error', noop)
+        borrowed.release(failure === null ? undefined : /** @type {Error} */ (failure))
+      }
     }
   }
 
