@@ -118,9 +118,11 @@ export class Writer {
   /** @type {Namespace | null} where the generation is stored, beside every batch, when other writers share the database */
   #generationSpace = null
   /**
-   * The stored generation as this writer last knew it for sure: what its
-   * last batch wrote, or what it read when it took the lock. null: unknown
-   * (a batch failed, or it never held the lock).
+   * The stored generation as this writer last knew it for sure, with every
+   * batch of it and before heard of or forgotten: what the first batch of
+   * its holding wrote, or what it read when it took the lock (or opened,
+   * see #generationOpen). null: unknown (a batch failed, or it never held
+   * the lock).
    * @type {number | null}
    */
   #generation = null
