@@ -191,7 +191,10 @@ export class ChatStore {
     }
     assertOwnMarker(marker)
     if (!migrated) await this.#migrate()
-    this.#hashCounts = await this.db.write(w => this.#hashCountsIn(w))
+    // Outside a write (which would take the cross-tab lock from another
+    // tab): the counters and the sequence may be of two moments, and other
+    // tabs' writes are not followed anyway; the counts only pick the dummy.
+    this.#hashCounts = await hashCounts(await countsOf(this.passwordCosts.query()), () => modelOf(this.users).storedSequenceValue())
     this.#owned = true
   }
 
@@ -338,21 +341,9 @@ export class ChatStore {
    * @param {import('../write-scope.js').WriteScope} w
    * @returns {Promise<Map<string, number>>}
    */
-  async #hashCountsIn (w) {
-    /** @type {Map<string, number>} */
-    const counts = new Map()
-    const marks = []
-    for (const [key, count] of await countsOf(this.passwordCosts.in(w).query())) {
-      if (key.startsWith(FROM)) marks.push([key.slice(FROM.length), count])
-      else counts.set(key, count)
-    }
-    if (marks.length > 0) {
-      const users = this.users.in(w)
-      const last = await modelOf(users).sequenceValue(scopeOf(users))
-      for (const [params, from] of marks) counts.set(params, (counts.get(params) || 0) + Math.max(0, last - from + 1))
-    }
-    for (const [params, count] of counts) if (count === 0) counts.delete(params)
-    return counts
+  #hashCountsIn (w) {
+    const users = this.users.in(w)
+    return countsOf(this.passwordCosts.in(w).query()).then(counters => hashCounts(counters, () => modelOf(users).sequenceValue(scopeOf(users))))
   }
 
   /** @param {string} params @param {number} delta */
@@ -861,6 +852,29 @@ async function namespacesWithData (level, names) {
 async function countsOf (query) {
   const counts = new Map()
   for await (const [key, count] of query.entries()) counts.set(key, count)
+  return counts
+}
+
+/**
+ * How many stored hashes have each params, from passwordCosts' counters
+ * and mark (see ChatStore#countCreated()), given the users' sequence.
+ * @param {Map<string, number>} counters @param {() => Promise<number>} last the users' sequence value
+ * @returns {Promise<Map<string, number>>}
+ */
+async function hashCounts (counters, last) {
+  /** @type {Map<string, number>} */
+  const counts = new Map()
+  /** @type {Array<[string, number]>} */
+  const marks = []
+  for (const [key, count] of counters) {
+    if (key.startsWith(FROM)) marks.push([key.slice(FROM.length), count])
+    else counts.set(key, count)
+  }
+  if (marks.length > 0) {
+    const lastId = await last()
+    for (const [params, from] of marks) counts.set(params, (counts.get(params) || 0) + Math.max(0, lastId - from + 1))
+  }
+  for (const [params, count] of counts) if (count === 0) counts.delete(params)
   return counts
 }
 
