@@ -202,6 +202,20 @@ export class PostgresWriterLock {
   /** Sent with the batch already (stage()). */
   post () {}
 
+  /**
+   * A holding's end, on the writer connection: after its batches, before
+   * the lock is let go (release() queues the unlock next), so that whoever
+   * takes the lock next hears it once it catches up.
+   * @param {RemoteMessage} message
+   */
+  ended (message) {
+    const client = this.#client
+    if (!this.#holding || client === null || this.#lost !== null) return
+    client.query('SELECT pg_notify($1, $2)', [this.#channel, JSON.stringify({ f: this.#self, g: message.generation, s: message.sequence, e: 1 })]).catch(err => {
+      if (this.#client === client) this.#lost = err
+    })
+  }
+
   /** @param {(message: RemoteMessage) => void} listener */
   listen (listener) {
     this.#listeners.add(listener)
@@ -321,15 +335,21 @@ export class PostgresWriterLock {
       this.#callWanted()
       return
     }
+    /** @type {number | undefined} */
+    const sequence = Number.isSafeInteger(chunk.s) ? chunk.s : undefined
+    if (chunk.e === 1) {
+      if (sequence !== undefined) this.#deliver({ generation: chunk.g, sequence, end: true, ops: null, prefixes: null })
+      return
+    }
     if ('p' in chunk) {
-      this.#deliver({ generation: chunk.g, ops: null, prefixes: Array.isArray(chunk.p) ? chunk.p : null })
+      this.#deliver({ generation: chunk.g, sequence, ops: null, prefixes: Array.isArray(chunk.p) ? chunk.p : null })
       return
     }
     if (!Array.isArray(chunk.o) || !Number.isSafeInteger(chunk.n)) return
     let ops = chunk.o
     if (chunk.n > 1) {
       // The chunks of one batch arrive together and in order.
-      const id = `${chunk.f}:${chunk.g}`
+      const id = `${chunk.f}:${chunk.g}:${chunk.s}`
       let partial = this.#partial.get(id)
       if (!partial) this.#partial.set(id, partial = { parts: [], left: chunk.n })
       partial.parts.push(...chunk.o)
@@ -339,6 +359,7 @@ export class PostgresWriterLock {
     }
     this.#deliver({
       generation: chunk.g,
+      sequence,
       ops: ops.map((/** @type {[string, number, string]} */ [prefix, type, key]) => ({ prefix, type: type === 1 ? 'put' : 'del', key: new Uint8Array(Buffer.from(key, 'base64')) })),
       prefixes: null
     })
@@ -357,7 +378,7 @@ export class PostgresWriterLock {
  * @returns {string[]}
  */
 function encode (self, message) {
-  const { generation, ops } = message
+  const { generation, sequence, ops } = message
   if (ops !== null) {
     /** @type {string[]} */
     const items = ops.map(op => JSON.stringify([op.prefix, op.type === 'put' ? 1 : 0, Buffer.from(op.key.buffer, op.key.byteOffset, op.key.byteLength).toString('base64')]))
@@ -377,13 +398,13 @@ function encode (self, message) {
       size += item.length + 1
     }
     if (chunks.length > 0) {
-      return chunks.map(chunk => `{"f":${JSON.stringify(self)},"g":${JSON.stringify(generation)},"n":${chunks.length},"o":[${chunk.join(',')}]}`)
+      return chunks.map(chunk => `{"f":${JSON.stringify(self)},"g":${JSON.stringify(generation)},"s":${JSON.stringify(sequence ?? null)},"n":${chunks.length},"o":[${chunk.join(',')}]}`)
     }
   }
   const prefixes = message.prefixes ?? [...new Set((ops ?? []).map(op => op.prefix))]
-  const payload = JSON.stringify({ f: self, g: generation, p: prefixes })
+  const payload = JSON.stringify({ f: self, g: generation, s: sequence, p: prefixes })
   // Too many namespaces to name: anything may have changed.
-  return [payload.length <= CHUNK_CHARS ? payload : JSON.stringify({ f: self, g: generation, p: null })]
+  return [payload.length <= CHUNK_CHARS ? payload : JSON.stringify({ f: self, g: generation, s: sequence, p: null })]
 }
 
 /**
