@@ -6,9 +6,9 @@ import { schemaLockFor } from './schema-lock.js'
 import { SchemaWatch } from './schema-watch.js'
 import { layout } from './names.js'
 import { levelkitError, codes } from './errors.js'
-import { parseJson, parseRecord, decodeKey } from './stored.js'
+import { parseJson, parseRecord, parseFrozenRecord, decodeKey } from './stored.js'
 import { ownerKey, holdsEntry } from './indexes.js'
-import { describe, errorMessage, deepFreeze, noop } from './common.js'
+import { describe, errorMessage, noop } from './common.js'
 
 /**
  * @typedef {import('./collection.js').CollectionModel} CollectionModel
@@ -827,7 +827,7 @@ export class Schema {
     for (const [recordKey, json] of page) {
       const id = decodeKey(recordKey, records)
       // Key functions see a frozen record, as on every write.
-      const record = deepFreeze(parseRecord(json, records, recordKey))
+      const record = parseFrozenRecord(json, records, recordKey)
       for (const entry of index.entries(record, id, recordKey, json)) {
         if (index.unique) await this.#claim(scope, model, index, entry, id, recordKey)
         scope.put(index.namespace, entry.key, entry.value)
@@ -1009,7 +1009,7 @@ function computeRow (index, records, key, json) {
   try {
     const id = decodeKey(key, records)
     // Key functions see a frozen record, as on every write.
-    const record = deepFreeze(parseRecord(json, records, key))
+    const record = parseFrozenRecord(json, records, key)
     return { key, id, entries: index.entries(record, id, key, json), error: null }
   } catch (err) {
     return { key, id: undefined, entries: [], error: err }
@@ -1073,7 +1073,14 @@ class PageReader {
       if (more.length === 0) this.#ended = true
       got = got.length === 0 ? more : got.concat(more)
     }
-    const rows = got.map(([key, json]) => computeRow(this.#index, this.#records, key, json))
+    const index = this.#index
+    const records = this.#records
+    /** @type {Row[]} */
+    const rows = new Array(got.length)
+    for (let i = 0; i < got.length; i++) {
+      const pair = got[i]
+      rows[i] = computeRow(index, records, pair[0], pair[1])
+    }
     return { rows, last: got.length < size }
   }
 

@@ -895,10 +895,21 @@ export class Writer {
     const batch = /** @type {any} */ (this.#root).batch()
     let chunk = new Uint8Array(0)
     let used = 0
+    // Runs of ops share a namespace (a build batch's entries): one prefix lookup per run.
+    /** @type {import('./namespace.js').Namespace | null} */
+    let namespace = null
+    /** @type {Uint8Array} */
+    let prefix = chunk
+    /** @type {typeof UTF8_VALUE | typeof VIEW_VALUE} */
+    let putOptions = VIEW_VALUE
     try {
       for (const op of distinct || increasingKeys(ops) ? ops : lastOpPerKey(ops)) {
         if (op === null) continue
-        const prefix = this.#prefixBytes(op.namespace)
+        if (op.namespace !== namespace) {
+          namespace = op.namespace
+          prefix = this.#prefixBytes(namespace)
+          putOptions = namespace.valueEncoding === 'utf8' ? UTF8_VALUE : VIEW_VALUE
+        }
         const length = prefix.length + op.key.length
         if (used + length > chunk.length) {
           chunk = new Uint8Array(Math.max(KEY_CHUNK, length))
@@ -908,7 +919,7 @@ export class Writer {
         used += length
         key.set(prefix, 0)
         key.set(op.key, prefix.length)
-        if (op.type === 'put') batch.put(key, op.value, op.namespace.valueEncoding === 'utf8' ? UTF8_VALUE : VIEW_VALUE)
+        if (op.type === 'put') batch.put(key, op.value, putOptions)
         else batch.del(key, VIEW_VALUE)
       }
     } catch (err) {
