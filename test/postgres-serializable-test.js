@@ -29,6 +29,27 @@ function gate () {
 /** @param {string} table */
 const options = table => ({ backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking: 'serializable', poolSize: 2 })
 
+/**
+ * Two databases open on one fresh table, standing for two processes, with
+ * `balances` inserted as accounts 1, 2, ...: `fn` gets each database and its
+ * accounts collection; both are closed after it.
+ * @param {number[]} balances
+ * @param {(a: any, accountsA: any, b: any, accountsB: any) => Promise<void>} fn
+ */
+async function twoProcesses (balances, fn) {
+  const table = server.table()
+  const a = await open(options(table))
+  const b = await open(options(table))
+  try {
+    const accountsA = a.collection('accounts')
+    for (const balance of balances) await accountsA.insert({ balance })
+    await fn(a, accountsA, b, b.collection('accounts'))
+  } finally {
+    await a.close()
+    await b.close()
+  }
+}
+
 test('postgres serializable: the locking option takes \'table\', \'keys\' or \'serializable\'', async t => {
   const err = await open({ ...options(server.table()), locking: 'snapshot' }).then(db => db.close(), err => err)
   t.is(err?.code, 'LEVELKIT_INVALID', 'another value is refused with LEVELKIT_INVALID')
@@ -36,14 +57,7 @@ test('postgres serializable: the locking option takes \'table\', \'keys\' or \'s
 })
 
 test('postgres serializable: a write skew between two processes fails one transaction (40001), whose section runs again and draws nothing', async t => {
-  const table = server.table()
-  const a = await open(options(table))
-  const b = await open(options(table))
-  try {
-    const accountsA = a.collection('accounts')
-    const accountsB = b.collection('accounts')
-    await accountsA.insert({ balance: 60 })
-    await accountsA.insert({ balance: 60 })
+  await twoProcesses([60, 60], async (a, accountsA, b, accountsB) => {
     const bothRead = [gate(), gate()]
     const runs = [0, 0]
     /**
@@ -67,20 +81,11 @@ test('postgres serializable: a write skew between two processes fails one transa
     t.is(balances[0] + balances[1], 20, 'the accounts hold 120 - 100 together')
     t.ok(balances.every(x => x >= -40), 'one account drawn once')
     t.same((await a.check()).problems, [], 'check() is clean')
-  } finally {
-    await a.close()
-    await b.close()
-  }
+  })
 })
 
 test('postgres serializable: a section whose read another process overwrote before its COMMIT runs again on the new value', async t => {
-  const table = server.table()
-  const a = await open(options(table))
-  const b = await open(options(table))
-  try {
-    const accountsA = a.collection('accounts')
-    const accountsB = b.collection('accounts')
-    await accountsA.insert({ balance: 1 })
+  await twoProcesses([1], async (a, accountsA, b, accountsB) => {
     const read = gate()
     const letGo = gate()
     let runs = 0
@@ -102,10 +107,7 @@ test('postgres serializable: a section whose read another process overwrote befo
     const { rows } = await server.pool.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = \'levelkit writer\' AND state LIKE \'idle in transaction%\'')
     t.is(rows[0].n, 0, 'no transaction is left open once both are idle')
     t.same((await a.check()).problems, [], 'check() is clean')
-  } finally {
-    await a.close()
-    await b.close()
-  }
+  })
 })
 
 await import('./postgres-shared-test.js?locking=serializable')

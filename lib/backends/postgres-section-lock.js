@@ -1,0 +1,157 @@
+// What locking: 'keys' (postgres-keylocks.js) and locking: 'serializable'
+// (postgres-serializable.js) share: a process's critical sections run in one
+// transaction, the section transaction, on a connection of its own (the
+// writer connection); their group's batch is written in it and commits it.
+// This module owns that connection and the transaction's end (COMMIT,
+// ROLLBACK, the connection lost); the modes differ in how the transaction
+// begins, what a section does before it reads, and which failures run a
+// section again (busy()).
+import { PostgresWriterLock } from './postgres-shared.js'
+
+/**
+ * The section transaction of a postgres database shared with locking:
+ * 'keys' or 'serializable'. Notifications, listening and catching up are
+ * the writer lock's.
+ */
+export class PostgresSectionLock extends PostgresWriterLock {
+  /** Read values are checked again at commit, in the section transaction (lib/transaction.js). */
+  validatesByValue = true
+  /** Tells the write path (lib/writer.js) to run sections in the transaction rather than take this as a table lock. */
+  locksKeys = true
+  #host
+  /** @type {import('pg').Client | null} */
+  #client = null
+  /** @type {Promise<import('pg').Client> | null} */
+  #connecting = null
+  /** Whether a transaction is open (BEGIN sent). */
+  #open = false
+  /** @type {Array<() => void>} */
+  #endListeners = []
+  /** How many lock (or read) requests sections made (lib/writer.js tells whether a section made any). */
+  requests = 0
+  /** Counters, for tests and the benchmark: failures counts COMMITs refused by a failure busy() tells. */
+  stats = { statements: 0, retries: 0, transactions: 0, failures: 0 }
+
+  /**
+   * @param {import('./postgres-shared.js').SharedWriterHost} host
+   * @param {string} table
+   */
+  constructor (host, table) {
+    super(host, table)
+    this.#host = host
+  }
+
+  /** Never kept while idle: there is no table lock to keep. */
+  get leased () {
+    return false
+  }
+
+  /** The table lock is never taken in these modes. */
+  async acquire () {
+    return () => {}
+  }
+
+  /** Whether `failure` asks for the critical section to run again (each mode tells its own). @param {unknown} failure @returns {boolean} */
+  busy (failure) {
+    return false
+  }
+
+  /** @param {() => void} listener called each time the section transaction ends */
+  onEnd (listener) {
+    this.#endListeners.push(listener)
+  }
+
+  /** Whether a transaction is open. */
+  get holding () {
+    return this.#open
+  }
+
+  /** A transaction begins: its BEGIN is the next statement sent on the connection. */
+  begin () {
+    this.#open = true
+    this.stats.transactions++
+  }
+
+  /**
+   * The connection the section transaction runs on (and batches are
+   * written on). Statements must reach it in the order they are made:
+   * callers query it at once when it is connected.
+   * @returns {Promise<import('pg').Client>}
+   */
+  client () {
+    if (this.#client !== null) return Promise.resolve(this.#client)
+    if (this.#connecting === null) {
+      this.#connecting = this.#host.connect('writer').then(client => {
+        client.on('error', () => {
+          if (this.#client === client) {
+            this.#client = null
+            this.#ended()
+          }
+        })
+        this.#client = client
+        this.#connecting = null
+        return client
+      }, err => {
+        this.#connecting = null
+        throw err
+      })
+    }
+    return this.#connecting
+  }
+
+  /** The connection, if connected. */
+  get connected () {
+    return this.#client
+  }
+
+  /**
+   * After a batch was written in the transaction: commit it (null if none
+   * is open). It may be refused (40001 with locking: 'serializable').
+   * @returns {Promise<void> | null}
+   */
+  commit () {
+    if (!this.#open) return null
+    const client = this.#client
+    const connecting = this.#connecting
+    this.#ended()
+    /** @type {Promise<unknown>} */
+    let committed
+    if (client !== null) committed = client.query('COMMIT')
+    else if (connecting !== null) committed = connecting.then(client => client.query('COMMIT'))
+    else return Promise.reject(new Error('The section transaction\'s connection was lost'))
+    return committed.then(noop, err => {
+      if (this.busy(err)) this.stats.failures++
+      throw err
+    })
+  }
+
+  /** A statement of the transaction failed: roll it back (it is aborted anyway). */
+  rollback () {
+    if (!this.#open) return Promise.resolve()
+    const client = this.#client
+    this.#ended()
+    if (client !== null) return client.query('ROLLBACK').then(noop, noop)
+    return this.#connecting === null ? Promise.resolve() : this.#connecting.then(client => client.query('ROLLBACK')).then(noop, noop)
+  }
+
+  /** Nothing decided waits to be written: end the transaction. */
+  idle () {
+    return this.commit() ?? Promise.resolve()
+  }
+
+  close () {
+    super.close()
+    const client = this.#client
+    this.#client = null
+    this.#ended()
+    if (client) client.end().catch(noop)
+  }
+
+  #ended () {
+    if (!this.#open) return
+    this.#open = false
+    for (const listener of this.#endListeners) listener()
+  }
+}
+
+export function noop () {}
