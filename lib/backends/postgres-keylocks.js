@@ -157,15 +157,13 @@ export class PostgresKeyLocks extends PostgresSectionLock {
       for (const request of requests) request.resolve()
       return
     }
-    this.stats.statements++
     // Asked for, not yet held: a lock() of the same keys meanwhile waits for it too.
     /** @type {Promise<void>} */
     const statement = new Promise((resolve, reject) => { requests.push({ locks: [], resolve: () => resolve(undefined), reject }) })
     statement.catch(noop)
     for (const lock of locks) this.#held.set(lock, statement)
     try {
-      const client = this.connected ?? await this.client()
-      const result = await client.query(text)
+      const result = await this.query(text)
       if (!fresh) {
         const rows = /** @type {any} */ (result).rows
         if (rows[0].locked !== true) {

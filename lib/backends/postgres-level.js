@@ -9,6 +9,7 @@ import { describe } from '../common.js'
 import { PostgresWriterLock, connectClient } from './postgres-shared.js'
 import { PostgresKeyLocks } from './postgres-keylocks.js'
 import { PostgresSerializable } from './postgres-serializable.js'
+import { PostgresSectionLock } from './postgres-section-lock.js'
 import { failoverOf, PrimaryPool, CommitLog } from './postgres-hosts.js'
 
 const DEFAULT_TABLE = 'levelkit'
@@ -51,6 +52,7 @@ const statementNames = new Map()
  */
 
 /**
+ * @typedef {{ query: (statement: import('pg').QueryConfig) => Promise<import('pg').QueryResult<any>> }} Runner what a statement is sent on
  * @typedef {{ gt?: Buffer, gte?: Buffer, lt?: Buffer, lte?: Buffer, reverse?: boolean, limit?: number, snapshot?: any }} RangeOptions
  */
 
@@ -74,7 +76,7 @@ export class PostgresLevel extends AbstractLevel {
   #shared
   /** @type {PostgresWriterLock | null} */
   #writerLock = null
-  /** @type {import('pg').Client | null} the writer connection, while this process holds the writer lock: writes go through it */
+  /** @type {import('./postgres-shared.js').InOrder | null} the writer connection, while this process holds the writer lock: writes go through it */
   #writeClient = null
   /** @type {import('./postgres-hosts.js').Failover | null} the hosts, when failover is asked for */
   #failover
@@ -292,7 +294,7 @@ export class PostgresLevel extends AbstractLevel {
    * @param {string} what what failed, for the error message
    * @param {string} text @param {unknown[]} values @param {any} [snapshot]
    * @param {boolean} [rowMode] rows as arrays
-   * @param {import('pg').Client | null} [client] a connection to run it on instead (the writer connection)
+   * @param {Runner | null} [client] a connection to run it on instead (the writer connection, or the section transaction's)
    * @returns {Promise<any[]>}
    */
   async #query (what, text, values, snapshot, rowMode, client = null) {
@@ -302,7 +304,7 @@ export class PostgresLevel extends AbstractLevel {
       statementNames.set(text, name)
     }
     try {
-      const runner = client ?? (snapshot ? await snapshot.client() : this.#pool)
+      const runner = client ?? (snapshot instanceof PostgresSectionLock ? snapshot : snapshot ? await snapshot.client() : this.#pool)
       if (runner === null) throw new Error('the database is not open')
       /** @type {import('pg').QueryConfig & { rowMode?: 'array' }} */
       const query = { name, text, values }
@@ -491,7 +493,7 @@ export class PostgresLevel extends AbstractLevel {
     const table = quote(this.#table)
     const upsert = `INSERT INTO ${table} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
     const remove = `DELETE FROM ${table} WHERE key = ANY($1::bytea[])`
-    const keyLocks = (this.#writerLock instanceof PostgresKeyLocks || this.#writerLock instanceof PostgresSerializable) && !this.#writerLock.closed ? this.#writerLock : null
+    const keyLocks = this.#writerLock instanceof PostgresSectionLock && !this.#writerLock.closed ? this.#writerLock : null
     if (keyLocks !== null) return this.#batchInKeyTransaction(keyLocks, upsert, [putKeys, putValues, delKeys])
     const client = this.#writeClient
     const notices = client === null ? null : /** @type {PostgresWriterLock} */ (this.#writerLock).takeStaged()
@@ -522,14 +524,13 @@ export class PostgresLevel extends AbstractLevel {
    * critical sections locked their keys in, and commits it: the
    * notifications go in the same statement, heard exactly when it commits.
    * (With locking: 'serializable', in the serializable transaction.)
-   * @param {PostgresKeyLocks | PostgresSerializable} keyLocks @param {string} upsert @param {unknown[]} values
+   * @param {PostgresSectionLock} keyLocks @param {string} upsert @param {unknown[]} values
    */
   async #batchInKeyTransaction (keyLocks, upsert, values) {
     const table = quote(this.#table)
     const notices = keyLocks.takeStaged() ?? []
     try {
-      const client = await keyLocks.client()
-      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [...values, notices], undefined, false, client)
+      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [...values, notices], undefined, false, keyLocks)
     } catch (err) {
       await keyLocks.rollback()
       throw err

@@ -6,7 +6,7 @@
 // ROLLBACK, the connection lost); the modes differ in how the transaction
 // begins, what a section does before it reads, and which failures run a
 // section again (busy()).
-import { PostgresWriterLock } from './postgres-shared.js'
+import { PostgresWriterLock, InOrder } from './postgres-shared.js'
 
 /**
  * The section transaction of a postgres database shared with locking:
@@ -19,10 +19,8 @@ export class PostgresSectionLock extends PostgresWriterLock {
   /** Tells the write path (lib/writer.js) to run sections in the transaction rather than take this as a table lock. */
   locksKeys = true
   #host
-  /** @type {import('pg').Client | null} */
-  #client = null
-  /** @type {Promise<import('pg').Client> | null} */
-  #connecting = null
+  /** @type {InOrder | null} the writer connection (maybe still connecting): its statements go one at a time, in order */
+  #connection = null
   /** Whether a transaction is open (BEGIN sent). */
   #open = false
   /** @type {Array<() => void>} */
@@ -73,35 +71,36 @@ export class PostgresSectionLock extends PostgresWriterLock {
   }
 
   /**
-   * The connection the section transaction runs on (and batches are
-   * written on). Statements must reach it in the order they are made:
-   * callers query it at once when it is connected.
-   * @returns {Promise<import('pg').Client>}
+   * Send `statement` on the connection the section transaction runs on
+   * (and batches are written on), once the statements made before it are
+   * answered: they reach it in the order they are made, one at a time.
+   * @param {string | import('pg').QueryConfig} statement @param {unknown[]} [values]
+   * @returns {Promise<import('pg').QueryResult<any>>}
    */
-  client () {
-    if (this.#client !== null) return Promise.resolve(this.#client)
-    if (this.#connecting === null) {
-      this.#connecting = this.#host.connect('writer').then(client => {
-        client.on('error', () => {
-          if (this.#client === client) {
-            this.#client = null
-            this.#ended()
-          }
-        })
-        this.#client = client
-        this.#connecting = null
-        return client
-      }, err => {
-        this.#connecting = null
-        throw err
-      })
-    }
-    return this.#connecting
+  query (statement, values) {
+    this.stats.statements++
+    return this.#connect().query(statement, values)
   }
 
-  /** The connection, if connected. */
-  get connected () {
-    return this.#client
+  /** @returns {InOrder} */
+  #connect () {
+    if (this.#connection !== null) return this.#connection
+    const connection = new InOrder(this.#host.connect('writer').then(client => {
+      client.on('error', () => {
+        if (this.#connection === connection) {
+          this.#connection = null
+          this.#ended()
+        }
+      })
+      // Closed meanwhile.
+      if (this.#connection !== connection) client.end().catch(noop)
+      return client
+    }, err => {
+      if (this.#connection === connection) this.#connection = null
+      throw err
+    }))
+    this.#connection = connection
+    return connection
   }
 
   /**
@@ -111,15 +110,10 @@ export class PostgresSectionLock extends PostgresWriterLock {
    */
   commit () {
     if (!this.#open) return null
-    const client = this.#client
-    const connecting = this.#connecting
+    const connection = this.#connection
     this.#ended()
-    /** @type {Promise<unknown>} */
-    let committed
-    if (client !== null) committed = client.query('COMMIT')
-    else if (connecting !== null) committed = connecting.then(client => client.query('COMMIT'))
-    else return Promise.reject(new Error('The section transaction\'s connection was lost'))
-    return committed.then(noop, err => {
+    if (connection === null) return Promise.reject(new Error('The section transaction\'s connection was lost'))
+    return connection.query('COMMIT').then(noop, err => {
       if (this.busy(err)) this.stats.failures++
       throw err
     })
@@ -128,10 +122,9 @@ export class PostgresSectionLock extends PostgresWriterLock {
   /** A statement of the transaction failed: roll it back (it is aborted anyway). */
   rollback () {
     if (!this.#open) return Promise.resolve()
-    const client = this.#client
+    const connection = this.#connection
     this.#ended()
-    if (client !== null) return client.query('ROLLBACK').then(noop, noop)
-    return this.#connecting === null ? Promise.resolve() : this.#connecting.then(client => client.query('ROLLBACK')).then(noop, noop)
+    return connection === null ? Promise.resolve() : connection.query('ROLLBACK').then(noop, noop)
   }
 
   /** Nothing decided waits to be written: end the transaction. */
@@ -141,10 +134,10 @@ export class PostgresSectionLock extends PostgresWriterLock {
 
   close () {
     super.close()
-    const client = this.#client
-    this.#client = null
+    const connection = this.#connection
+    this.#connection = null
     this.#ended()
-    if (client) client.end().catch(noop)
+    if (connection) Promise.resolve(connection.client).then(client => client.end()).catch(noop)
   }
 
   #ended () {

@@ -72,20 +72,16 @@ export class PostgresSerializable extends PostgresSectionLock {
   }
 
   /**
-   * The connection of the transaction, BEGIN sent first if none is open:
-   * statements reach it in the order they are made (pg queues them), so the
-   * caller's statement runs in the transaction.
-   * @returns {Promise<import('pg').Client>}
+   * Send `statement` in the transaction, BEGIN sent first if none is open.
+   * @param {string | import('pg').QueryConfig} statement @param {unknown[]} [values]
    */
-  async client () {
-    const client = this.connected ?? await super.client()
+  query (statement, values) {
     if (!this.holding) {
       this.begin()
-      // Its failure fails the statement queued behind it (no transaction: 25P02 is not what it gets, but the query's own error is told).
-      client.query('BEGIN ISOLATION LEVEL SERIALIZABLE').catch(noop)
+      // Its failure fails the statement sent behind it (no transaction: 25P02 is not what it gets, but the statement's own error is told).
+      super.query('BEGIN ISOLATION LEVEL SERIALIZABLE').catch(noop)
     }
-    this.stats.statements++
-    return client
+    return super.query(statement, values)
   }
 
   /** Nothing decided waits to be written: end the transaction. */
