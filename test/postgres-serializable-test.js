@@ -10,7 +10,9 @@
 // conformance and chat suites too with LEVELKIT_TEST_SUITES=1 (they take
 // about as long again as the rest of this file).
 import test from 'tape'
+import pg from 'pg'
 import { open } from '../index.js'
+import { ChatStore } from '../chat.js'
 import { postgresForTests } from './util/postgres.js'
 
 const server = await postgresForTests(test)
@@ -108,6 +110,76 @@ test('postgres serializable: a section whose read another process overwrote befo
     t.is(rows[0].n, 0, 'no transaction is left open once both are idle')
     t.same((await a.check()).problems, [], 'check() is clean')
   })
+})
+
+/**
+ * Count the statements sent on the writer connections (where a critical
+ * section's reads go with locking: 'serializable') until the test ends:
+ * `reads` the point reads (one key or `key = ANY`), `all` every statement.
+ * @param {import('tape').Test} t
+ */
+function countWriterStatements (t) {
+  const Client = /** @type {any} */ (pg.Client).prototype
+  const query = Client.query
+  const counted = { reads: 0, keys: 0, all: 0 }
+  Client.query = function (/** @type {any[]} */ ...args) {
+    if (this.connectionParameters.fallback_application_name === 'levelkit writer') {
+      const text = typeof args[0] === 'string' ? args[0] : args[0]?.text
+      counted.all++
+      if (/^SELECT (key, )?value FROM .* WHERE key (= \$1|= ANY)/.test(text)) {
+        counted.reads++
+        counted.keys += Array.isArray(args[0].values[0]) ? args[0].values[0].length : 1
+      }
+    }
+    return query.apply(this, args)
+  }
+  t.teardown(() => { Client.query = query })
+  return { counted, reset () { counted.reads = 0; counted.keys = 0; counted.all = 0 } }
+}
+
+test('postgres serializable: a critical section\'s point reads asked for together go as one statement of its transaction', async t => {
+  await twoProcesses([1, 2, 3, 4, 5], async (a, accountsA) => {
+    const { counted, reset } = countWriterStatements(t)
+    const read = await a.write(async (/** @type {any} */ w) => {
+      const [one, more, missing] = await Promise.all([
+        accountsA.in(w).get(1),
+        Promise.all([2, 3, 4, 5].map(id => accountsA.in(w).get(id))),
+        accountsA.in(w).get(99)
+      ])
+      return [one, ...more, missing].map(account => account?.balance)
+    })
+    t.deepEqual(read, [1, 2, 3, 4, 5, undefined], 'six reads at once answer as one at a time would')
+    t.deepEqual([counted.reads, counted.keys], [1, 6], 'in one statement of the section\'s transaction, on the writer connection')
+    reset()
+    const level = /** @type {any} */ (a).level
+    const many = await a.write(async () => Promise.all([level.getMany(['x', 'y']), level.get('x'), level.has('z')]))
+    t.deepEqual(many, [[undefined, undefined], undefined, false], 'getMany, get and has of the root at once, in a section')
+    t.deepEqual([counted.reads, counted.keys], [1, 3], 'in one statement, each key once')
+  })
+})
+
+test('postgres serializable: createChat of 7 members read by a process that knows none of them makes few round trips', async t => {
+  const table = server.table()
+  const a = await open(options(table))
+  const b = await open(options(table))
+  try {
+    const passwordCost = { scryptN: 2 }
+    const storeA = await ChatStore.open(a, { passwordCost })
+    const users = []
+    for (let i = 0; i < 8; i++) users.push(await storeA.createUser({ username: `u${i}`, password: 'pw' }))
+    await storeA.createChat({ name: 'first', adminId: users[0], userIds: users.slice(1, 6) })
+    const storeB = await ChatStore.open(b, { passwordCost })
+    const { counted, reset } = countWriterStatements(t)
+    reset()
+    await storeB.createChat({ name: 'c', adminId: users[1], userIds: users.slice(2) })
+    // One statement per key read (10 point reads, 14 statements) before reads were coalesced.
+    t.ok(counted.reads <= 4, `its point reads went as ${counted.reads} statements (${counted.keys} keys)`)
+    t.ok(counted.all <= 8, `${counted.all} statements on the writer connection in all (BEGIN, reads, the batch, COMMIT)`)
+    t.same((await b.check()).problems, [], 'check() is clean')
+  } finally {
+    await a.close()
+    await b.close()
+  }
 })
 
 await import('./postgres-shared-test.js?locking=serializable')

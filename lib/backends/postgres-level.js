@@ -368,19 +368,19 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {Buffer} key @param {any} options */
   async _get (key, options) {
-    const snapshot = options.snapshot ?? this.#sectionTransaction()
+    const snapshot = options.snapshot
     if (snapshot) {
       const rows = await this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, [key], snapshot)
       return rows.length === 0 ? undefined : rows[0].value
     }
-    const [value] = await this.#coalesce([key])
+    const [value] = await this.#coalesce([key], this.#sectionTransaction())
     return value
   }
 
   /** @param {Buffer[]} keys @param {any} options */
   async _getMany (keys, options) {
-    const snapshot = options.snapshot ?? this.#sectionTransaction()
-    if (!snapshot) return this.#coalesce(keys)
+    const snapshot = options.snapshot
+    if (!snapshot) return this.#coalesce(keys, this.#sectionTransaction())
     const rows = await this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], snapshot)
     const found = new Map(rows.map(row => [row.key.toString('latin1'), row.value]))
     return keys.map(key => found.get(key.toString('latin1')))
@@ -388,19 +388,19 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {Buffer} key @param {any} options */
   async _has (key, options) {
-    const snapshot = options.snapshot ?? this.#sectionTransaction()
+    const snapshot = options.snapshot
     if (snapshot) {
       const rows = await this.#query('read a key', `SELECT 1 FROM ${quote(this.#table)} WHERE key = $1`, [key], snapshot)
       return rows.length > 0
     }
-    const [value] = await this.#coalesce([key])
+    const [value] = await this.#coalesce([key], this.#sectionTransaction())
     return value !== undefined
   }
 
   /** @param {Buffer[]} keys @param {any} options */
   async _hasMany (keys, options) {
-    const snapshot = options.snapshot ?? this.#sectionTransaction()
-    if (!snapshot) return (await this.#coalesce(keys)).map(value => value !== undefined)
+    const snapshot = options.snapshot
+    if (!snapshot) return (await this.#coalesce(keys, this.#sectionTransaction())).map(value => value !== undefined)
     const rows = await this.#query('read keys', `SELECT key FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], snapshot)
     const found = new Set(rows.map(row => row.key.toString('latin1')))
     return keys.map(key => found.has(key.toString('latin1')))
@@ -408,6 +408,8 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @type {Array<{ keys: Buffer[], resolve: (values: Array<Buffer | undefined>) => void, reject: (err: unknown) => void }>} point reads waiting for the next statement */
   #reads = []
+  /** @type {Array<{ keys: Buffer[], resolve: (values: Array<Buffer | undefined>) => void, reject: (err: unknown) => void }>} critical sections' point reads waiting for the next statement in the serializable transaction */
+  #sectionReads = []
 
   /**
    * The values of `keys`, read with every other point read (get, getMany,
@@ -418,19 +420,25 @@ export class PostgresLevel extends AbstractLevel {
    * sent once the microtasks running now are done (process.nextTick()
    * from a microtask runs after the microtask queue drains), so no read
    * waits for a timer. One statement reads every key as of one moment.
-   * @param {Buffer[]} keys
+   * The reads of critical sections with locking: 'serializable' are
+   * coalesced apart, into statements of the serializable transaction
+   * (`section`): PostgreSQL watches what they read as it would each alone.
+   * @param {Buffer[]} keys @param {PostgresSerializable | null} [section]
    * @returns {Promise<Array<Buffer | undefined>>}
    */
-  #coalesce (keys) {
+  #coalesce (keys, section = null) {
     return new Promise((resolve, reject) => {
-      if (this.#reads.length === 0) process.nextTick(() => this.#readCoalesced())
-      this.#reads.push({ keys, resolve, reject })
+      const reads = section === null ? this.#reads : this.#sectionReads
+      if (reads.length === 0) process.nextTick(() => this.#readCoalesced(section))
+      reads.push({ keys, resolve, reject })
     })
   }
 
-  #readCoalesced () {
-    const reads = this.#reads
-    this.#reads = []
+  /** @param {PostgresSerializable | null} section */
+  #readCoalesced (section) {
+    const reads = section === null ? this.#reads : this.#sectionReads
+    if (section === null) this.#reads = []
+    else this.#sectionReads = []
     /** @type {Map<string, Buffer>} */
     const unique = new Map()
     for (const read of reads) for (const key of read.keys) unique.set(key.toString('latin1'), key)
@@ -441,8 +449,8 @@ export class PostgresLevel extends AbstractLevel {
       const chunk = keys.slice(i, i + MAX_COALESCED)
       /** @type {Promise<Map<string, Buffer>>} */
       const found = chunk.length === 1
-        ? this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, chunk).then(rows => new Map(rows.length === 0 ? [] : [[chunk[0].toString('latin1'), rows[0].value]]))
-        : this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [chunk]).then(rows => new Map(rows.map(row => [row.key.toString('latin1'), row.value])))
+        ? this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, chunk, section).then(rows => new Map(rows.length === 0 ? [] : [[chunk[0].toString('latin1'), rows[0].value]]))
+        : this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [chunk], section).then(rows => new Map(rows.map(row => [row.key.toString('latin1'), row.value])))
       chunks.push(found)
     }
     Promise.all(chunks).then(maps => {
