@@ -182,5 +182,39 @@ test('postgres serializable: createChat of 7 members read by a process that know
   }
 })
 
+test('postgres serializable: a section failed by another process every time gives up after maxReruns reruns with LEVELKIT_CONFLICT', async t => {
+  const err = await open({ ...options(server.table()), maxReruns: -1 }).then(db => db.close(), err => err)
+  t.is(err?.code, 'LEVELKIT_INVALID', 'maxReruns: -1 is refused with LEVELKIT_INVALID')
+  const table = server.table()
+  const a = await open({ ...options(table), maxReruns: 3 })
+  const b = await open(options(table))
+  try {
+    const accountsA = a.collection('accounts')
+    const accountsB = b.collection('accounts')
+    await accountsA.insert({ balance: 0 })
+    let runs = 0
+    // Each run reads the account, then the other database writes it (for
+    // the first 10 runs): the run's write cannot be serialized (40001).
+    const failed = await a.write(async (/** @type {any} */ w) => {
+      runs++
+      const { balance } = await accountsA.in(w).get(1)
+      if (runs <= 10) await accountsB.update(1, { balance: 1000 + runs })
+      await accountsA.in(w).update(1, { balance: balance + 1 })
+    }).then(() => null, err => err)
+    t.is(failed?.code, 'LEVELKIT_CONFLICT', 'the write fails with LEVELKIT_CONFLICT')
+    t.is(runs, 4, 'after its first run and 3 reruns')
+    t.match(String(failed?.message), /maxReruns \(3\)/, 'the message names the option')
+    let cause = failed?.cause
+    while (cause?.cause && !cause.code?.startsWith?.('40')) cause = cause.cause
+    t.match(String(cause?.code), /^40(001|P01)$/, `its cause is the last serialization failure (${cause?.code})`)
+    t.is((await accountsB.get(1)).balance, 1004, 'nothing of the section was written')
+    t.is(await a.write(async (/** @type {any} */ w) => (await accountsA.in(w).get(1)).balance), 1004, 'the next write goes on')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
 await import('./postgres-shared-test.js?locking=serializable')
 if (process.env.LEVELKIT_TEST_SUITES === '1') await import('./postgres-shared-suites-test.js?locking=serializable')

@@ -255,7 +255,7 @@ test(`${mode}: concurrent sections, transactions and reads of two databases on o
           const [payer, payee] = await Promise.all([accounts.in(tx).get(id), accounts.in(tx).get(to)])
           await accounts.in(tx).update(id, { balance: payer.balance - 1 })
           await accounts.in(tx).update(to, { balance: payee.balance + 1 })
-        }, { maxRetries: 100 })
+        }, { maxRetries: 100, timeout: 60000 })
       }
       if (i % 5 === 1) return Promise.all([accounts.get(id), accounts.get(1 + ((id + 1) % ACCOUNTS))])
       return db.write(async (/** @type {any} */ w) => {

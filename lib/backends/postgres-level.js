@@ -14,6 +14,9 @@ import { failoverOf, PrimaryPool, CommitLog } from './postgres-hosts.js'
 
 const DEFAULT_TABLE = 'levelkit'
 const DEFAULT_POOL_SIZE = 10
+// How many times a critical section runs again at most with locking: 'keys'
+// or 'serializable' before it fails with LEVELKIT_CONFLICT (maxReruns).
+const DEFAULT_MAX_RERUNS = 100
 // Idle snapshot connections kept for the next snapshot (each snapshot holds
 // its own connection, beyond the pool: see #acquireSnapshotClient()).
 const IDLE_SNAPSHOT_CLIENTS = 4
@@ -46,6 +49,10 @@ const statementNames = new Map()
  *   (postgres-keylocks.js), so that writes on different keys go on at once; 'serializable':
  *   the same transaction, SERIALIZABLE and locking nothing, its sections run again when
  *   PostgreSQL fails it (postgres-serializable.js)
+ * @property {number} [maxReruns] with locking: 'keys' or 'serializable': how many times a critical
+ *   section runs again at most (a serialization failure, a busy key) before its write fails with
+ *   LEVELKIT_CONFLICT, the last failure as its cause (100 by default): processes that keep failing
+ *   each other's transactions end in an error, not a livelock
  * @property {Array<string | { host: string, port?: number }>} [hosts] the hosts of a primary and its
  *   standbys: the primary is used, found again after a failover (see postgres-hosts.js)
  * @property {number} [failoverTimeout] how long an operation waits for a primary, in ms (30000)
@@ -86,10 +93,11 @@ export class PostgresLevel extends AbstractLevel {
   #relocking = null
   /** @type {'table' | 'keys' | 'serializable'} */
   #locking
+  #maxReruns
 
   /** @param {PostgresLevelOptions & Record<string, any>} [options] */
   constructor (options = {}) {
-    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, locking = 'table', ...forward } = options
+    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, locking = 'table', maxReruns = DEFAULT_MAX_RERUNS, ...forward } = options
     if (pool !== undefined) {
       if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function' || typeof pool.connect !== 'function') {
         throw invalid(`The pool option must be a pg Pool, got ${describe(pool)}`)
@@ -112,6 +120,9 @@ export class PostgresLevel extends AbstractLevel {
     }
     if (locking !== 'table' && locking !== 'keys' && locking !== 'serializable') {
       throw invalid(`The locking option must be 'table', 'keys' or 'serializable', got ${describe(locking)}`)
+    }
+    if (!(Number.isSafeInteger(maxReruns) && maxReruns >= 0) && maxReruns !== Infinity) {
+      throw invalid(`The maxReruns option must be a non-negative integer or Infinity, got ${describe(maxReruns)}`)
     }
     if (shared && hosts !== undefined) {
       // The writer lock's connection does not follow a failover yet.
@@ -139,6 +150,7 @@ export class PostgresLevel extends AbstractLevel {
     this.#table = table
     this.#shared = shared
     this.#locking = locking
+    this.#maxReruns = maxReruns
   }
 
   /**
@@ -177,6 +189,7 @@ export class PostgresLevel extends AbstractLevel {
           return this.#pool.query('SELECT pg_notify($1, $2)', [channel, payload])
         }
       }, this.#table)
+      if (this.#writerLock instanceof PostgresSectionLock) this.#writerLock.maxReruns = this.#maxReruns
     }
     return this.#writerLock
   }

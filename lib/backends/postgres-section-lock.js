@@ -25,6 +25,8 @@ export class PostgresSectionLock extends PostgresWriterLock {
   #open = false
   /** @type {Array<() => void>} */
   #endListeners = []
+  /** How many times a critical section runs again at most (lib/writer.js), the maxReruns option. */
+  maxReruns = Infinity
   /** How many lock (or read) requests sections made (lib/writer.js tells whether a section made any). */
   requests = 0
   /** Counters, for tests and the benchmark: failures counts COMMITs refused by a failure busy() tells. */
