@@ -665,7 +665,9 @@ export class PostgresLevel extends AbstractLevel {
         throw backendError('take a snapshot', err)
       }
     }
-    const client = new pg.Client(this.#clientConfig())
+    // Named, as the writer and listening connections are, so that
+    // pg_stat_activity tells them from the pool's.
+    const client = new pg.Client({ fallback_application_name: 'levelkit snapshot', ...this.#clientConfig() })
     client.on('error', noop)
     try {
       await client.connect()
