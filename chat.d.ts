@@ -116,7 +116,7 @@ export declare class ChatStore {
   readonly messages: Children<Message, number>
   /** Chats whose members are exactly two users, counted under `[userA, userB]` (ascending). */
   readonly pairs: Counter
-  /** Stored password hashes per hash params (`scrypt$N$r$p`, `pbkdf2-sha256$iterations`). */
+  /** Stored password hashes per hash params (`scrypt$N$r$p`, `pbkdf2-sha256$iterations`), besides those of the users `createUser()` made from the id stored under `from:<params>` on (the users' sequence counts them). */
   readonly passwordCosts: Counter
 
   /** Resolves with the new user's id; a taken username rejects with LEVELKIT_UNIQUE. */

@@ -44,6 +44,8 @@ export declare const codes: Readonly<{
   TX_TOO_LARGE: 'LEVELKIT_TX_TOO_LARGE'
   /** A read needs an index that is being built, and was made with `{ wait: false }` (or inside a db.write() callback, which cannot wait for it). */
   INDEX_BUILDING: 'LEVELKIT_INDEX_BUILDING'
+  /** Another tab or process changed the stored schema of a model (moved a relation's lists or a children set's blocks; added, redeclared or stopped keeping an index) after this database declared it: writes to it, and reads that would answer wrong, are refused until the database is reopened with the new declarations. The error has `model` (and `relation`, `children` or `collection`, and `index`, as they apply). */
+  SCHEMA_CHANGED: 'LEVELKIT_SCHEMA_CHANGED'
 }>
 
 /** A value the tuple key encoding can store: ordered like bytewise. */
@@ -80,7 +82,14 @@ export interface OpenOptions {
   hosts?: Array<string | { host: string, port?: number }>
   /** postgres, with hosts: how long an operation waits for a primary, in ms (default 30000). */
   failoverTimeout?: number
-  /** postgres: let other processes open the table too, all writing under one lock they take in turn (default false: one open database per table; LEVELKIT_LOCKED for a second). Not with `hosts` yet. */
+  /** postgres: let other processes open the table too, all writing under one lock they take in turn (default false: one open database per table; LEVELKIT_LOCKED for a second). With `hosts`, only with `locking: 'table'` for now. */
+  /**
+   * postgres, with shared: ms of silence on the writer lock's and the listening connections before TCP
+   * keepalive probes, on both sides: the session's tcp_keepalives_idle/interval/count and tcp_user_timeout
+   * (the server ends a silent session, and the writer lock with it, about keepAlive + 3 probes later) and
+   * pg's keepAlive. Default 10000; false leaves the OS's and the server's settings. Else LEVELKIT_INVALID.
+   */
+  keepAlive?: number | false
   shared?: boolean
   /**
    * postgres, with shared: how processes take turns writing. 'table' (default):

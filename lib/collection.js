@@ -143,6 +143,16 @@ export class CollectionModel {
   }
 
   /**
+   * The value of the sequence as stored, read outside any write (0 for
+   * none): what a write decided and has not yet written is not in it.
+   * @returns {Promise<number>}
+   */
+  async storedSequenceValue () {
+    const stored = await /** @type {Namespace} */ (this.sequence).read(SEQUENCE_KEY, false)
+    return stored === undefined ? 0 : parseInteger(stored, /** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
+  }
+
+  /**
    * The id a new record gets. A transaction takes it without reading the
    * sequence into the attempt (see Transaction#defersCounters): it reserves
    * it in memory, so no other insert hands it out, and reads the record's

@@ -24,7 +24,9 @@ export const WANT_REPEAT_MS = 100
 /**
  * @typedef {{ prefix: string, type: 'put' | 'del', key: Uint8Array }} RemoteOp
  * @typedef {object} RemoteMessage what a writer tells the others of a batch it wrote
- * @property {number | null} generation the database's generation the batch wrote (lib/writer.js); null: unknown
+ * @property {number | null} generation the generation of the lock holding that wrote the batch (lib/writer.js); null: unknown
+ * @property {number} [sequence] the batch's number within its holding, from 1; with `end`, how many batches the holding wrote
+ * @property {true} [end] the holding ended (the lock let go normally, every batch of it written): no batch, ops null
  * @property {RemoteOp[] | null} ops what it wrote, or null when that is unknown
  * @property {string[] | null} prefixes without ops: the namespaces it wrote in (null: any)
  * @typedef {object} CrossTab a shared writer lock
@@ -33,6 +35,7 @@ export const WANT_REPEAT_MS = 100
  * @property {() => boolean} [held] false once the lock is known to be lost while held (its connection failed)
  * @property {(message: RemoteMessage) => void} [stage] called before a batch is written: tell the others with the batch itself, when it commits
  * @property {(message: RemoteMessage) => void} post called once a batch is written
+ * @property {(message: RemoteMessage) => void} [ended] called with a holding's end, just before the lock is let go
  * @property {(listener: (message: RemoteMessage) => void) => void} listen
  * @property {() => Promise<boolean>} [catchUp] resolves once every message sent before is heard (false if that is not sure)
  * @property {() => Promise<void>} [listening] resolves once every message sent from then on is heard
@@ -76,11 +79,17 @@ function crossTab (locks, name) {
       for (const listener of wantListeners) listener()
       return
     }
-    const ops = event.data?.ops
-    if (!Array.isArray(ops)) return
-    const generation = event.data.generation
+    const data = event.data
+    const end = data?.end === true
+    if (!end && !Array.isArray(data?.ops)) return
+    const { generation, sequence } = data
     /** @type {RemoteMessage} */
-    const message = { generation: Number.isSafeInteger(generation) ? generation : null, ops, prefixes: null }
+    const message = { generation: Number.isSafeInteger(generation) ? generation : null, ops: end ? null : data.ops, prefixes: null }
+    if (Number.isSafeInteger(sequence)) message.sequence = sequence
+    if (end) {
+      if (message.sequence === undefined) return
+      message.end = true
+    }
     for (const listener of listeners) listener(message)
   }
 
@@ -127,7 +136,10 @@ function crossTab (locks, name) {
       wantListeners.add(listener)
     },
     post (message) {
-      channel.postMessage({ generation: message.generation, ops: message.ops })
+      channel.postMessage({ generation: message.generation, sequence: message.sequence, ops: message.ops })
+    },
+    ended (message) {
+      channel.postMessage({ generation: message.generation, sequence: message.sequence, end: true })
     },
     listen (listener) {
       listeners.add(listener)

@@ -5,7 +5,6 @@ import { CollectionModel, Collection } from './collection.js'
 import { RelationModel, Relation } from './relation.js'
 import { ChildrenModel, Children } from './children.js'
 import { CounterModel, Counter } from './counter.js'
-import { checkDatabase } from './check.js'
 import { runInScope, tracksScopes } from '#context'
 import { refuseInsideScope } from './model-handle.js'
 import { tupleEncoding } from './tuple.js'
@@ -18,9 +17,13 @@ import { optionsOf, optionsObject } from './options.js'
 import { Transaction, DEFAULT_LOCK_TIMEOUT } from './transaction.js'
 import { Schema } from './schema.js'
 import { Migrations } from './migrate.js'
+import { loadCheck } from '#check'
 
 // Bytes the read caches of a database hold together by default (estimated).
 const DEFAULT_READ_CACHE_BYTES = 64 * 1024 * 1024
+
+/** lib/check.js, once check() has loaded it. @type {typeof import('./check.js') | null} */
+let checkModule = null
 
 /**
  * A levelkit database: one abstract-level database whose namespaces
@@ -244,6 +247,9 @@ export class Database {
     // Which indexes are built is known once their declarations are compared
     // (not inside a db.write() callback, which a comparison may be queued behind).
     if (!this.writer.inWriteCallback) await this.schema.compared()
+    // Loaded on first use (lib/check-lazy.js); once loaded, called at once,
+    // as before.
+    const { checkDatabase } = checkModule ?? (checkModule = await loadCheck())
     return checkDatabase(this, given)
   }
 

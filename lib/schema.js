@@ -3,11 +3,12 @@ import { compareBytes, bytesToHex, hexToBytes, bytesToBinaryString } from './byt
 import { tupleBounds } from './bounds.js'
 import { Namespace } from './namespace.js'
 import { schemaLockFor } from './schema-lock.js'
+import { SchemaWatch } from './schema-watch.js'
 import { layout } from './names.js'
 import { levelkitError, codes } from './errors.js'
-import { parseJson, parseRecord, decodeKey } from './stored.js'
+import { parseJson, parseRecord, parseFrozenRecord, decodeKey } from './stored.js'
 import { ownerKey, holdsEntry } from './indexes.js'
-import { describe, errorMessage, deepFreeze, noop } from './common.js'
+import { describe, errorMessage, noop } from './common.js'
 
 /**
  * @typedef {import('./collection.js').CollectionModel} CollectionModel
@@ -92,11 +93,14 @@ export class Schema {
   #movesStarted = new WeakSet()
   /** @type {Map<LayoutModel, Promise<unknown>>} layout comparisons not yet done */
   #layoutCompares = new Map()
+  /** @type {SchemaWatch | null} where other tabs or processes write too: what they change of it */
+  #watch = null
 
   /** @param {import('./database.js').Database} db */
   constructor (db) {
     this.#db = db
     this.#namespace = new Namespace(db.level, layout.schema(), 'utf8')
+    if (db.writer.acrossTabs) this.#watch = new SchemaWatch(db.writer, this.#namespace, db.level, model => this.#compare(model))
   }
 
   /** The stored schema's namespace, where migrations keep the schema version too (lib/migrate.js). */
@@ -222,6 +226,7 @@ export class Schema {
     await scope.writer.drain()
     const value = await current(scope, this.#namespace, key)
     const stored = value === undefined ? undefined : parseJson(value, this.#namespace, key)
+    this.#watch?.layoutCompared(model, stored)
     const same = stored !== undefined && sameLayout(stored, declared)
     if (same && stored.state === 'ready') return null
     if (same && stored.state === 'moving') {
@@ -343,7 +348,7 @@ export class Schema {
     const indexes = this.#declaredIndexes()
     for (const { model, index } of indexes) {
       if (model.schemaWork !== null) this.#startBuilds(model)
-      if (index.status.state === 'failed') this.#start(model, index)
+      if (index.status.state === 'failed' && !schemaChanged(index.status.error)) this.#start(model, index)
     }
     await Promise.all(this.#builds.values())
     for (const { index } of indexes) {
@@ -454,6 +459,7 @@ export class Schema {
     for (const [key, value] of await this.#namespace.sublevel.iterator(tupleBounds([INDEX, model.name], {})).all()) {
       stored.set(decodeKey(key, this.#namespace)[2], { key, stored: parseStored(value, this.#namespace, key) })
     }
+    this.#watch?.indexesCompared(model, stored)
     const hasRecords = await isNotEmpty(model.records)
     /** @type {Array<[SecondaryIndex, StoredIndex]>} */
     const decided = []
@@ -564,7 +570,9 @@ export class Schema {
     const writer = model.writer
     const status = index.status
     const key = encode([INDEX, model.name, index.name])
-    // Tried again (buildIndexes()): waiting again, from where it stopped.
+    // Tried again (buildIndexes()): waiting again, from where it stopped;
+    // not when another tab or process changed its declaration.
+    if (status.state === 'failed' && schemaChanged(status.error)) return
     if (status.state === 'failed') status.set('building')
     let stored
     try {
@@ -819,7 +827,7 @@ export class Schema {
     for (const [recordKey, json] of page) {
       const id = decodeKey(recordKey, records)
       // Key functions see a frozen record, as on every write.
-      const record = deepFreeze(parseRecord(json, records, recordKey))
+      const record = parseFrozenRecord(json, records, recordKey)
       for (const entry of index.entries(record, id, recordKey, json)) {
         if (index.unique) await this.#claim(scope, model, index, entry, id, recordKey)
         scope.put(index.namespace, entry.key, entry.value)
@@ -919,8 +927,13 @@ function current (scope, namespace, key) {
   return namespace.read(key, scope.writer.syncReads, { keyEncoding: 'view', valueEncoding: namespace.valueEncoding })
 }
 
+/** Whether `err` says that another tab or process changed the stored schema (lib/schema-watch.js). @param {unknown} err */
+function schemaChanged (err) {
+  return /** @type {any} */ (err)?.code === codes.SCHEMA_CHANGED
+}
+
 /** @param {SecondaryIndex} index @returns {Declaration} */
-function declarationOf (index) {
+export function declarationOf (index) {
   return { unique: index.unique, multi: index.multi, covering: index.covering, version: index.version }
 }
 
@@ -928,12 +941,12 @@ function declarationOf (index) {
  * Whether a stored layout record is for the declared layout.
  * @param {any} stored @param {Record<string, unknown>} declared
  */
-function sameLayout (stored, declared) {
+export function sameLayout (stored, declared) {
   return Object.keys(declared).every(name => JSON.stringify(stored[name]) === JSON.stringify(declared[name]))
 }
 
 /** @param {StoredIndex} stored @param {Declaration} declared */
-function sameDeclaration (stored, declared) {
+export function sameDeclaration (stored, declared) {
   return stored.unique === declared.unique && stored.multi === declared.multi && stored.covering === declared.covering && stored.version === declared.version
 }
 
@@ -996,7 +1009,7 @@ function computeRow (index, records, key, json) {
   try {
     const id = decodeKey(key, records)
     // Key functions see a frozen record, as on every write.
-    const record = deepFreeze(parseRecord(json, records, key))
+    const record = parseFrozenRecord(json, records, key)
     return { key, id, entries: index.entries(record, id, key, json), error: null }
   } catch (err) {
     return { key, id: undefined, entries: [], error: err }
@@ -1060,7 +1073,14 @@ class PageReader {
       if (more.length === 0) this.#ended = true
       got = got.length === 0 ? more : got.concat(more)
     }
-    const rows = got.map(([key, json]) => computeRow(this.#index, this.#records, key, json))
+    const index = this.#index
+    const records = this.#records
+    /** @type {Row[]} */
+    const rows = new Array(got.length)
+    for (let i = 0; i < got.length; i++) {
+      const pair = got[i]
+      rows[i] = computeRow(index, records, pair[0], pair[1])
+    }
     return { rows, last: got.length < size }
   }
 

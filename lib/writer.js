@@ -8,13 +8,10 @@ import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { LockManager } from './lock-manager.js'
 import { idbDirectFor } from './idb-direct.js'
 import { WANT_REPEAT_MS } from './cross-tab.js'
-import { SectionCache } from './section-cache.js'
 
 // How long one tab (or process) may keep the shared writer lock while it
 // has more to write, before it lets a waiting one in.
 const CROSS_TAB_SLICE_MS = 50
-// Values the section cache keeps at most (see lib/section-cache.js).
-const SECTION_CACHE_ENTRIES = 10000
 // The key of the generation in its namespace (layout.writes()).
 const GENERATION_KEY = new TextEncoder().encode('generation')
 
@@ -41,11 +38,14 @@ const GENERATION_KEY = new TextEncoder().encode('generation')
  * (nothing queued, nothing unwritten), in slices; a leased lock (Web Locks,
  * PostgreSQL's writer lock while it can hear other processes) it keeps while
  * idle too, until another writer says it wants it, so that
- * writes awaited one at a time take it once. Every batch also writes
- * the database's generation, one more than the last: a writer that takes
- * the lock again and finds the generation it left kept its cached values
- * (sequences) right; else it forgets the keys the others' batches wrote,
- * as they told it, or everything, when it did not hear of them all.
+ * writes awaited one at a time take it once. The first batch of each
+ * holding also writes the database's generation, one more than the last,
+ * and every batch tells the others its generation and its number within
+ * the holding; a holding that ends normally tells them how many batches it
+ * wrote. A writer that takes the lock again and finds the generation it
+ * left kept its cached values (sequences) right; else it forgets the keys
+ * the others' batches wrote, as they told it, or everything, when it did
+ * not hear of them all (a holder that crashed never tells how many).
  */
 export class Writer {
   /** @type {import('abstract-level').AbstractLevel<any, any, any>} */
@@ -103,6 +103,21 @@ export class Writer {
   #listeners = new Set()
   /** @type {Set<() => void>} */
   #closeListeners = new Set()
+  /** @type {Set<(message: import('./cross-tab.js').RemoteMessage | null) => void>} */
+  #remoteListeners = new Set()
+  /**
+   * While set: awaited at the start of every critical section, once it
+   * holds the cross-tab lock (lib/schema-watch.js sets it only when it has
+   * something to look at: nothing is paid per write otherwise).
+   * @type {(() => Promise<void>) | null}
+   */
+  sectionHook = null
+  /**
+   * While set: called with a critical section's ops before they are
+   * decided; what it throws refuses them all (lib/schema-watch.js).
+   * @type {((ops: import('./write-scope.js').Op[]) => void) | null}
+   */
+  commitGuard = null
   /** @type {import('./cross-tab.js').CrossTab | null} */
   #crossTab
   /** @type {(() => void) | null} releases the cross-tab lock while this tab holds it */
@@ -115,13 +130,23 @@ export class Writer {
   /** @type {Namespace | null} where the generation is stored, beside every batch, when other writers share the database */
   #generationSpace = null
   /**
-   * The stored generation as this writer last knew it for sure: what its
-   * last batch wrote, or what it read when it took the lock. null: unknown
-   * (a batch failed, or it never held the lock).
+   * The stored generation as this writer last knew it for sure, with every
+   * batch of it and before heard of or forgotten: what the first batch of
+   * its holding wrote, or what it read when it took the lock (or opened,
+   * see #generationOpen). null: unknown (a batch failed, or it never held
+   * the lock).
    * @type {number | null}
    */
   #generation = null
-  /** @type {Map<number, boolean>} other writers' generations heard of since, and whether what they wrote was known key by key (and forgotten here) */
+  /**
+   * Whether the holding of #generation may still be writing (read by
+   * ready() while another writer held the lock): its batches heard from
+   * then on are news, and only catching up tells that none was missed.
+   */
+  #generationOpen = false
+  /** How many batches this writer stamped since it took the lock: the number of its next batch's is one more. */
+  #sequence = 0
+  /** @type {Map<number, Heard>} other writers' holdings heard of since, by generation */
   #heardGenerations = new Map()
   /**
    * The decision count given to the last commit of another writer whose
@@ -154,13 +179,13 @@ export class Writer {
     /**
      * What critical sections read and decided, where each read is a round
      * trip and the backend says that every write to it goes through levelkit
-     * (`cachesSectionReads`: postgres, where other processes' writes are
+     * (`createSectionCache()`: postgres, where other processes' writes are
      * heard of): lib/section-cache.js. Not elsewhere: a value written behind
      * levelkit's back would go unseen. open({ readCache: 0 }) turns it off
      * (lib/database.js).
-     * @type {SectionCache | null}
+     * @type {import('./section-cache.js').SectionCache | null}
      */
-    this.sectionCache = !syncReads && this.idb === null && (/** @type {any} */ (root).db ?? root).cachesSectionReads === true ? new SectionCache(SECTION_CACHE_ENTRIES) : null
+    this.sectionCache = !syncReads && this.idb === null ? (/** @type {any} */ (root).db ?? root).createSectionCache?.() ?? null : null
     if (crossTab) {
       this.#generationSpace = new Namespace(root, layout.writes(), 'utf8')
       crossTab.listen(message => this.#heard(message))
@@ -219,6 +244,8 @@ export class Writer {
     const value = await /** @type {Namespace} */ (this.#generationSpace).read(GENERATION_KEY, false)
     if (this.#generation !== null || this.#crossTabRelease !== null) return
     this.#generation = value === undefined ? 0 : Number(value)
+    // Its holder, if any, may write more batches of it.
+    this.#generationOpen = true
     // Read before it may have seen less.
     if (this.#transactions.size > 0) this.#unknownAt = ++this.#decisions
   }
@@ -416,6 +443,7 @@ export class Writer {
       // With key locks, not while a group is written (it ends the key transaction).
       if (this.#keyLocks !== null) while (this.#flushing) await this.#flushing
       else if (this.#crossTab) await this.#holdCrossTab()
+      if (this.sectionHook !== null) await this.sectionHook()
       this.#holder = scope
       for (;;) {
         if (this.#keyLocks !== null) {
@@ -453,6 +481,7 @@ export class Writer {
       // Reads let in beside the scope (read()) see none of its batch land.
       const guests = scope.closeToGuests()
       if (guests !== null) await guests
+      if (this.commitGuard !== null) this.commitGuard(scope.ops)
       written = this.#commit(scope, sync)
       if (written !== null && decided !== null) decided()
     } catch (err) {
@@ -577,6 +606,7 @@ export class Writer {
     this.#crossTabRelease = await lock.acquire()
     this.#crossTabSince = Date.now()
     this.#crossTabStale = false
+    this.#sequence = 0
     try {
       await this.#catchUp(lock)
     } catch (err) {
@@ -590,9 +620,10 @@ export class Writer {
   /**
    * Just after taking the lock: another writer may have written since this
    * one last held it. If the generation is the one it left, nobody did;
-   * if it heard of every batch since, key by key, it forgot those keys
-   * already; else it forgets every cached value, and every running
-   * transaction conflicts.
+   * if it heard of every batch of every holding since, key by key, and of
+   * each holding's end, it forgot those keys already; else (a holder
+   * crashed, or a message was missed or is still on its way) it forgets
+   * every cached value, and every running transaction conflicts.
    * @param {import('./cross-tab.js').CrossTab} lock
    */
   async #catchUp (lock) {
@@ -600,20 +631,21 @@ export class Writer {
     const value = await space.read(GENERATION_KEY, false)
     const stored = value === undefined ? 0 : Number(value)
     const mine = this.#generation
-    if (stored !== mine) {
-      let known = mine !== null && stored > mine && this.#heardAll(mine, stored)
-      // Notifications are sent as batches commit, and may still be on their way.
-      if (!known && mine !== null && stored > mine && lock.catchUp) known = await lock.catchUp() && this.#heardAll(mine, stored)
-      if (!known) {
-        this.idb?.clearCache()
-        for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
-        for (const namespace of namespacesOf(this.#root)) namespace.clearReadCaches()
-        this.sectionCache?.clear()
-        // (On IndexedDB, transactions compare the values they read instead.)
-        if (this.#transactions.size > 0 && !this.validatesByValue) this.#unknownAt = ++this.#decisions
-      }
+    let known = mine !== null && stored >= mine && !this.#generationOpen && this.#heardAll(mine, stored)
+    // Notifications are sent as batches commit, and may still be on their
+    // way; those of a holding read open by ready() are all heard only then.
+    if (!known && mine !== null && stored >= mine && lock.catchUp) known = await lock.catchUp() && this.#heardAll(mine, stored)
+    if (!known) {
+      for (const listener of this.#remoteListeners) listener(null)
+      this.idb?.clearCache()
+      for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
+      for (const namespace of namespacesOf(this.#root)) namespace.clearReadCaches()
+      this.sectionCache?.clear()
+      // (On IndexedDB, transactions compare the values they read instead.)
+      if (this.#transactions.size > 0 && !this.validatesByValue) this.#unknownAt = ++this.#decisions
     }
     this.#generation = Number.isSafeInteger(stored) ? stored : null
+    this.#generationOpen = false
     for (const generation of this.#heardGenerations.keys()) if (generation <= stored) this.#heardGenerations.delete(generation)
   }
 
@@ -622,35 +654,29 @@ export class Writer {
    * make sure every batch the other writers committed before now counts as
    * a decision here (its keys, or, where they are unknown or not heard of
    * in time, everything), so that validating the transaction's reads
-   * against the decisions since it began takes them in.
+   * against the decisions since it began takes them in. The stored
+   * generation cannot tell: the batches of one holding share it.
    */
   async settleRemote () {
     const lock = this.#crossTab
     // With key locks, transactions compare the values they read instead.
     if (lock === null || this.#keyLocks !== null) return
-    const value = await /** @type {Namespace} */ (this.#generationSpace).read(GENERATION_KEY, false)
-    const stored = value === undefined ? 0 : Number(value)
-    const mine = this.#generation
-    if (mine !== null && stored <= mine) return
-    let heard = mine !== null && this.#heardEvery(mine, stored)
-    if (!heard && mine !== null && lock.catchUp) heard = await lock.catchUp() && this.#heardEvery(mine, stored)
+    // Holding the lock (caught up when it was taken), nobody else wrote since.
+    if (this.#crossTabRelease !== null && !this.#crossTabStale && lock.held?.() !== false) return
+    const heard = lock.catchUp ? await lock.catchUp() : false
     if (!heard && this.#transactions.size > 0) this.#unknownAt = ++this.#decisions
   }
 
-  /** Whether every generation after `from`, up to `to`, was heard of (its keys known or not). @param {number} from @param {number} to */
-  #heardEvery (from, to) {
-    if (to - from > this.#heardGenerations.size) return false
-    for (let generation = from + 1; generation <= to; generation++) {
-      if (!this.#heardGenerations.has(generation)) return false
-    }
-    return true
-  }
-
-  /** Whether every generation after `from`, up to `to`, was heard of key by key. @param {number} from @param {number} to */
+  /**
+   * Whether every holding after generation `from`, up to `to`, was heard
+   * of whole: each of its batches key by key, in order, and its end.
+   * @param {number} from @param {number} to
+   */
   #heardAll (from, to) {
     if (to - from > this.#heardGenerations.size) return false
     for (let generation = from + 1; generation <= to; generation++) {
-      if (this.#heardGenerations.get(generation) !== true) return false
+      const heard = this.#heardGenerations.get(generation)
+      if (heard === undefined || !heard.whole || heard.end !== heard.batches) return false
     }
     return true
   }
@@ -670,15 +696,21 @@ export class Writer {
       return message
     }
     if (this.#generation === null) throw levelkitError(codes.ABORTED, 'Write aborted: the database\'s generation is unknown since a batch failed')
-    const generation = this.#generation + 1
-    const space = /** @type {Namespace} */ (this.#generationSpace)
+    // The holding's first batch writes its generation; its other batches
+    // are told apart by their number (its end tells how many there were).
+    const first = this.#sequence === 0
+    const generation = first ? this.#generation + 1 : this.#generation
+    const sequence = ++this.#sequence
     /** @type {import('./cross-tab.js').RemoteOp[]} */
     const ops = []
     for (const op of lastOpPerKey(group.ops)) {
       if (op !== null) ops.push({ prefix: op.namespace.prefix, type: op.type, key: op.key })
     }
-    group.ops.push({ type: 'put', key: GENERATION_KEY, value: String(generation), sublevel: space.sublevel, namespace: space })
-    const message = { generation, ops, prefixes: null }
+    if (first) {
+      const space = /** @type {Namespace} */ (this.#generationSpace)
+      group.ops.push({ type: 'put', key: GENERATION_KEY, value: String(generation), sublevel: space.sublevel, namespace: space })
+    }
+    const message = { generation, sequence, ops, prefixes: null }
     this.#crossTab?.stage?.(message)
     return message
   }
@@ -716,6 +748,13 @@ export class Writer {
     if (release) {
       this.idb?.lease(false)
       this.#crossTabRelease = null
+      // A holding that wrote, every batch of it known written (none failed):
+      // the next holder learns how many there were, so that having heard
+      // them all it keeps its caches. Told before the lock goes.
+      if (this.#sequence > 0 && this.#generation !== null && !this.#crossTabStale) {
+        this.#crossTab?.ended?.({ generation: this.#generation, sequence: this.#sequence, ops: null, prefixes: null, end: true })
+      }
+      this.#sequence = 0
       release()
     }
   }
@@ -861,10 +900,21 @@ export class Writer {
     const batch = /** @type {any} */ (this.#root).batch()
     let chunk = new Uint8Array(0)
     let used = 0
+    // Runs of ops share a namespace (a build batch's entries): one prefix lookup per run.
+    /** @type {import('./namespace.js').Namespace | null} */
+    let namespace = null
+    /** @type {Uint8Array} */
+    let prefix = chunk
+    /** @type {typeof UTF8_VALUE | typeof VIEW_VALUE} */
+    let putOptions = VIEW_VALUE
     try {
       for (const op of distinct || increasingKeys(ops) ? ops : lastOpPerKey(ops)) {
         if (op === null) continue
-        const prefix = this.#prefixBytes(op.namespace)
+        if (op.namespace !== namespace) {
+          namespace = op.namespace
+          prefix = this.#prefixBytes(namespace)
+          putOptions = namespace.valueEncoding === 'utf8' ? UTF8_VALUE : VIEW_VALUE
+        }
         const length = prefix.length + op.key.length
         if (used + length > chunk.length) {
           chunk = new Uint8Array(Math.max(KEY_CHUNK, length))
@@ -874,7 +924,7 @@ export class Writer {
         used += length
         key.set(prefix, 0)
         key.set(op.key, prefix.length)
-        if (op.type === 'put') batch.put(key, op.value, op.namespace.valueEncoding === 'utf8' ? UTF8_VALUE : VIEW_VALUE)
+        if (op.type === 'put') batch.put(key, op.value, putOptions)
         else batch.del(key, VIEW_VALUE)
       }
     } catch (err) {
@@ -961,6 +1011,18 @@ export class Writer {
   }
 
   /**
+   * Call `listener` with what another tab or process says of each batch it
+   * wrote, as it is heard, and with null when this writer takes the
+   * cross-tab lock and finds writes it did not hear of (lib/schema-watch.js).
+   * @param {(message: import('./cross-tab.js').RemoteMessage | null) => void} listener
+   * @returns {() => void} removes the listener
+   */
+  onRemote (listener) {
+    this.#remoteListeners.add(listener)
+    return () => { this.#remoteListeners.delete(listener) }
+  }
+
+  /**
    * How many write and close listeners are registered (watchers hold one of
    * each while they run): for tests and diagnostics.
    */
@@ -989,11 +1051,16 @@ export class Writer {
    * @param {import('./cross-tab.js').RemoteMessage} message
    */
   #heard (message) {
+    // A holding's end carries no ops: nothing for the listeners (lib/schema-watch.js) to look at.
+    if (message.end !== true) for (const listener of this.#remoteListeners) listener(message)
     const { generation, ops: remote } = message
     const known = remote !== null
     // Heard of before this writer took the lock: counted then (forgotten, or not heard of in time and everything forgotten).
-    const counted = generation !== null && this.#generation !== null && generation <= this.#generation
-    if (generation !== null && !counted) this.#heardGenerations.set(generation, known)
+    const mine = this.#generation
+    const counted = generation !== null && mine !== null && (generation < mine || (generation === mine && !this.#generationOpen))
+    if (generation !== null && !counted) this.#count(generation, message)
+    // A holding's end: how many batches it wrote.
+    if (message.end === true) return
     /** @type {import('./write-scope.js').Op[]} */
     const ops = []
     if (known) {
@@ -1033,6 +1100,25 @@ export class Writer {
       }
     }
     if (ops.length > 0) this.#notify(ops)
+  }
+
+  /**
+   * Count a message of another writer's holding `generation`. A batch's
+   * number comes one after the last heard (one writer's messages arrive in
+   * order): else one was missed. Without a number (a gap notice), nothing
+   * of the holding is known.
+   * @param {number} generation @param {import('./cross-tab.js').RemoteMessage} message
+   */
+  #count (generation, message) {
+    let heard = this.#heardGenerations.get(generation)
+    if (heard === undefined) this.#heardGenerations.set(generation, heard = { batches: 0, whole: true, end: -1 })
+    const sequence = message.sequence
+    if (typeof sequence !== 'number') heard.whole = false
+    else if (message.end === true) heard.end = sequence
+    else if (sequence !== heard.batches + 1 || message.ops === null) {
+      heard.whole = false
+      heard.batches = sequence
+    } else heard.batches = sequence
   }
 
   /** @param {import('./namespace.js').Namespace} namespace a namespace whose values are cached */
@@ -1131,6 +1217,13 @@ const SYNC = Object.freeze({ sync: true })
  * @property {number} requests how many lock requests were made
  * @property {{ retries: number }} stats
  * @property {(message: import('./cross-tab.js').RemoteMessage) => void} stage
+ */
+
+/**
+ * @typedef {object} Heard what a writer heard of another writer's holding
+ * @property {number} batches the number of the last batch heard
+ * @property {boolean} whole whether every batch up to it was heard, key by key
+ * @property {number} end how many batches the holding wrote, once it ended (else -1)
  */
 
 /**

@@ -12,7 +12,7 @@ import { build, version as esbuildVersion } from 'esbuild'
 import { gzipSync } from 'node:zlib'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { join } from 'node:path'
+import { join, relative, sep } from 'node:path'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const dist = join(root, 'dist')
@@ -50,12 +50,67 @@ async function bundle (minify, outfile, write) {
     metafile: true,
     legalComments: minify ? 'eof' : 'inline',
     outfile,
+    // lib/check-eager.js for #check: see lib/check-lazy.js.
+    conditions: ['levelkit-single-file'],
     plugins: [noBufferShim],
     logLevel: 'warning',
     write
   })
   const code = write ? readFileSync(outfile) : result.outputFiles[0].contents
   return { metafile: result.metafile, code }
+}
+
+/**
+ * What a bundler that splits dynamic imports (Vite, Rollup, webpack,
+ * esbuild --splitting) makes of the same entry, minified: the chunks a page
+ * loads to open IndexedDB (the entry, what it imports, and browser-level's
+ * chunk, which open() imports), and those loaded on first use (check(), the
+ * memory backend), each gzipped on its own as a server would send it.
+ * @returns {Promise<Split>}
+ */
+async function splitBundle () {
+  const result = await build({
+    stdin: { contents: entry, resolveDir: root, sourcefile: 'levelkit.browser.js', loader: 'js' },
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    minify: true,
+    splitting: true,
+    metafile: true,
+    outdir: join(root, 'dist', 'split'),
+    plugins: [noBufferShim],
+    logLevel: 'warning',
+    write: false
+  })
+  const outputs = result.metafile.outputs
+  const codeOf = new Map(result.outputFiles.map(file => [relative(root, file.path).split(sep).join('/'), file.contents]))
+  const names = Object.keys(outputs)
+  const entryName = names.find(name => outputs[name].entryPoint !== undefined)
+  const openedName = names.find(name => Object.keys(outputs[name].inputs).some(input => input.includes('node_modules/browser-level/index.js')))
+  /** @type {Set<string>} */
+  const loaded = new Set()
+  const visit = (/** @type {string | undefined} */ name) => {
+    if (name === undefined || loaded.has(name)) return
+    loaded.add(name)
+    for (const { path, kind } of outputs[name].imports) if (kind === 'import-statement') visit(path)
+  }
+  visit(entryName)
+  visit(openedName)
+  const part = (/** @type {string[]} */ files) => {
+    let bytes = 0
+    let gzip = 0
+    /** @type {string[]} */
+    const modules = []
+    for (const name of files) {
+      const code = /** @type {Uint8Array} */ (codeOf.get(name))
+      bytes += code.length
+      gzip += gzipSync(code, { level: 9 }).length
+      modules.push(...Object.keys(outputs[name].inputs))
+    }
+    return { bytes, gzip, modules: modules.sort() }
+  }
+  return { onOpen: part([...loaded]), onDemand: part(names.filter(name => !loaded.has(name) && name.endsWith('.js'))) }
 }
 
 /** Bytes each package (or levelkit itself) contributes to one output. @param {import('esbuild').Metafile} metafile */
@@ -78,7 +133,9 @@ function kib (bytes) {
 }
 
 /**
- * @typedef {{ files: Record<string, { bytes: number, gzip: number }>, minifiedBytesByPackage: Record<string, number> }} Sizes
+ * @typedef {{ bytes: number, gzip: number, modules: string[] }} SplitPart the chunks of a split build, in all; modules: the inputs in them
+ * @typedef {{ onOpen: SplitPart, onDemand: SplitPart }} Split
+ * @typedef {{ files: Record<string, { bytes: number, gzip: number }>, minifiedBytesByPackage: Record<string, number>, split: Split }} Sizes
  */
 
 /**
@@ -97,7 +154,7 @@ export async function buildBundles ({ write = true } = {}) {
     sizes[name] = { bytes: code.length, gzip: gzipSync(code, { level: 9 }).length }
     if (minify) packages = costByPackage(metafile)
   }
-  return { files: sizes, minifiedBytesByPackage: packages }
+  return { files: sizes, minifiedBytesByPackage: packages, split: await splitBundle() }
 }
 
 /**
@@ -112,6 +169,8 @@ export function sizeBlock (sizes) {
     '| file | size | gzipped |',
     '| --- | ---: | ---: |',
     ...Object.entries(sizes.files).map(([name, { bytes, gzip }]) => `| \`dist/${name}\` | ${kib(bytes)} | ${kib(gzip)} |`),
+    '',
+    `With a bundler that splits dynamic imports (Vite, Rollup, webpack), a page that opens IndexedDB loads ${kib(sizes.split.onOpen.bytes)} minified (${kib(sizes.split.onOpen.gzip)} gzipped); \`check()\` and the memory backend, ${kib(sizes.split.onDemand.bytes)} (${kib(sizes.split.onDemand.gzip)}), load on first use.`,
     '',
     '| package | minified |',
     '| --- | ---: |',
@@ -138,6 +197,8 @@ async function main () {
   for (const [name, { bytes, gzip }] of Object.entries(sizes.files)) {
     console.log(`dist/${name}  ${kib(bytes)}  (${kib(gzip)} gzipped)`)
   }
+  const { onOpen, onDemand } = sizes.split
+  console.log(`Split by a bundler: ${kib(onOpen.bytes)} (${kib(onOpen.gzip)} gzipped) to open IndexedDB, ${kib(onDemand.bytes)} (${kib(onDemand.gzip)}) on first use`)
   console.log('Minified bytes by package:')
   for (const [name, bytes] of Object.entries(sizes.minifiedBytesByPackage)) console.log(`  ${name.padEnd(24)} ${kib(bytes).padStart(10)}`)
 

@@ -30,10 +30,30 @@ test('the bundle needs no Node built-in and carries no Buffer shim', async t => 
   absent(/from\s*["']node:/, 'no import of a node: module')
   absent(/poolSize|kMaxLength/, 'no Buffer shim (the buffer package) inside')
   absent(/new ClassicLevel|new AsyncLocalStorage|scryptSync|crypto\.scrypt\(/, 'no Node-only backend, context or password code')
+  // esbuild's readable output names each module it inlines in a comment.
+  absent(/^\/\/ lib\/(section-cache|backends\/[^\n]*)\.js$/m, 'no module only the postgres backend uses')
   const sizes = JSON.parse(readFileSync(join(root, 'dist', 'size.json'), 'utf8'))
   const min = sizes.files['levelkit.browser.min.js']
   t.ok(min.bytes > 0 && min.gzip > 0 && min.gzip < min.bytes, `size.json records the minified size (${min.bytes} bytes, ${min.gzip} gzipped)`)
   t.ok(Object.keys(sizes.minifiedBytesByPackage).includes('levelkit'), 'and what each package costs')
+})
+
+test('a bundler that splits dynamic imports loads check() and the memory backend on first use', t => {
+  const { split } = JSON.parse(readFileSync(join(root, 'dist', 'size.json'), 'utf8'))
+  const loaded = split.onOpen.modules
+  t.ok(loaded.includes('lib/database.js') && loaded.some((/** @type {string} */ m) => m.includes('node_modules/browser-level/')), 'opening IndexedDB loads the core and browser-level')
+  t.notOk(loaded.includes('lib/check.js'), 'not check.js')
+  t.ok(split.onDemand.modules.includes('lib/check.js'), 'which is a chunk of its own')
+  t.notOk(loaded.some((/** @type {string} */ m) => m.includes('node_modules/memory-level/')), 'nor memory-level')
+  t.ok(split.onOpen.bytes + split.onDemand.bytes > 0 && split.onOpen.gzip < split.onOpen.bytes, `sizes recorded (${split.onOpen.bytes} bytes to open, ${split.onDemand.bytes} on first use)`)
+  t.end()
+})
+
+test('the single-file bundle inlines check.js as a static import (no lazy-initialisation wrapper)', t => {
+  const code = readFileSync(bundlePath, 'utf8')
+  t.ok(code.includes('async function checkDatabase('), 'check.js is in the bundle')
+  t.notOk(/\binit_check\b/.test(code), 'not wrapped for a dynamic import (lib/check-eager.js is used for #check)')
+  t.end()
 })
 
 test('a bundler with no configuration picks the browser build from the exports map', async t => {

@@ -441,7 +441,17 @@ function leased (page, what) {
     else if (what === 'insert') value = await items.insert({ at: Date.now() })
     else if (what === 'item') value = (await items.get(1))?.n ?? null
     else if (what === 'update') value = (await items.update(1, { n: Math.floor(Math.random() * 1e9) }), (await items.get(1)).n)
-    else throw new Error(what)
+    else if (what === 'item2') value = (await items.get(2))?.n ?? null
+    else if (what === 'update2') value = (await items.update(2, { n: Math.floor(Math.random() * 1e9) }), (await items.get(2)).n)
+    else if (what === 'mute') {
+      // From here on this tab tells the others nothing but that it wants
+      // the lock: as if it died right after each batch it writes
+      // committed, before telling of it (or of its holding's end).
+      const post = BroadcastChannel.prototype.postMessage
+      BroadcastChannel.prototype.postMessage = function (/** @type {any} */ data) {
+        if (data?.want === true) post.call(this, data)
+      }
+    } else throw new Error(what)
     return { value, requests: w.getRequests - before }
   }, what)
 }
@@ -484,3 +494,51 @@ for (const deaf of [false, true]) {
     })
   })
 }
+
+test('the lease cache after a holder that died mid-holding: batches heard, one not, no end: the next holder reads afresh', { timeout: 120000 }, async t => {
+  await withTabs(2, async ([a, b]) => {
+    const location = 'cross-tab-lease-crash'
+    await openLeased(a, location, false)
+    await openLeased(b, location, false)
+
+    // Tab B holds the lock with items 1 and 2 in its lease cache.
+    t.is((await leased(b, 'insert')).value, 1, 'tab B inserts item 1')
+    t.is((await leased(b, 'insert')).value, 2, 'tab B inserts item 2')
+    const first = await leased(b, 'update')
+    const second = await leased(b, 'update2')
+    await leased(b, 'settle')
+    t.same(await leased(b, 'item'), { value: first.value, requests: 0 }, 'tab B reads item 1 from memory')
+    t.same(await leased(b, 'item2'), { value: second.value, requests: 0 }, 'and item 2')
+
+    // A holding of tab A that ends normally: B hears its batch and its end.
+    t.is((await leased(a, 'add')).value, 1, 'tab A takes the lock and counts 1')
+    const changed = await leased(a, 'update2')
+    t.not(changed.value, second.value, 'tab A changes item 2')
+    await leased(a, 'settle')
+    t.is((await leased(b, 'add')).value, 2, 'tab B takes the lock back (counts 2)')
+    t.is((await leased(b, 'item2')).value, changed.value, 'tab B reads item 2 as A left it')
+    const kept = await leased(b, 'item')
+    t.is(kept.value, first.value, 'and item 1, which A did not touch')
+    t.comment(`item 1 read with ${kept.requests} request(s): 0 when B heard A's holding end before it got the lock`)
+    await leased(b, 'settle')
+    t.is((await leased(b, 'item')).requests, 0, 'tab B holds the lock with item 1 in memory again')
+
+    // Tab A again: B hears its first batch, not its second, nor its end.
+    t.is((await leased(a, 'add')).value, 3, 'tab A takes the lock and counts 3 (B hears of it)')
+    await leased(a, 'mute')
+    const unheard = await leased(a, 'update')
+    t.not(unheard.value, first.value, 'tab A changes item 1, and dies before telling (no more messages, no end)')
+    await a.evaluate(() => /** @type {any} */ (window).lease.db.close())
+
+    t.is((await leased(b, 'add')).value, 4, 'tab B takes the lock (counts 4)')
+    await leased(b, 'settle')
+    t.is((await leased(b, 'item')).value, unheard.value, 'tab B reads item 1 as A left it, not from its cache')
+    const report = await b.evaluate(async () => {
+      const { db } = /** @type {any} */ (window).lease
+      const { ok, problems } = await db.check()
+      await db.close()
+      return { ok, problems }
+    })
+    t.same(report, { ok: true, problems: [] }, 'check() is clean')
+  })
+})

@@ -159,3 +159,36 @@ test('chat passwords: a stored hash that does not parse is LEVELKIT_DECODE_ERROR
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('chat passwords: createUser writes no hash count per user; stores with other costs taking turns keep the counts right', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'levelkit-passwords-'))
+  try {
+    /** Stored keys of passwordCosts each createUser writes. @param {any} db */
+    const costWrites = (db) => {
+      const writes = /** @type {string[][]} */ ([])
+      db.level.on('write', (/** @type {any[]} */ ops) => {
+        writes.push(ops.map(op => Buffer.from(op.key).toString('latin1')).filter(key => key.startsWith('!passwordCosts!')))
+      })
+      return writes
+    }
+    const turns = [[OLD, ['ann', 'bob']], [NEW, ['cat', 'dan', 'eve']], [OLD, ['fay']], [NEW, ['gus']]]
+    for (const [cost, names] of /** @type {Array<[any, string[]]>} */ (turns)) {
+      const { db, store } = await reopen(dir, { passwordCost: cost })
+      const writes = costWrites(db)
+      for (const name of names) await store.createUser({ username: name, password: `pw-${name}` })
+      t.same(writes.slice(1).flat(), [], `${names.length} users at scryptN ${cost.scryptN}: only the first writes passwordCosts (${writes[0].length} keys)`)
+      t.same(await store.check(), { ok: true, problems: [] }, 'store.check() agrees with the hash cost counts')
+      await db.close()
+    }
+    // 3 hashes at the old cost, 4 at the new one.
+    const { db, store } = await reopen(dir, { passwordCost: OLD })
+    t.same((await derivationsOf(() => store.verifyPassword('nobody', 'x'))).derivations, [scrypt(4096)], 'four of seven hashes at the new cost: an unknown username costs that')
+    t.is((await store.verifyPassword('gus', 'pw-gus'))?.id, 7, 'gus signs in (his hash moves to the old cost)')
+    t.is((await store.verifyPassword('eve', 'pw-eve'))?.id, 5, 'eve too')
+    t.same((await derivationsOf(() => store.verifyPassword('nobody', 'x'))).derivations, [scrypt(1024)], 'now five of seven at the old cost')
+    t.same(await store.check(), { ok: true, problems: [] }, 'store.check() agrees')
+    await db.close()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -5,10 +5,10 @@
 // did commit: not written again). The real failover, with Patroni, is
 // test/failover/postgres-failover-test.js (npm run test:failover).
 import test from 'tape'
-import { createServer, connect } from 'node:net'
 import { PostgresLevel } from '../lib/backends/postgres-level.js'
 import { failoverOf, withCommitId, isConnectionError } from '../lib/backends/postgres-hosts.js'
 import { postgresForTests } from './util/postgres.js'
+import { cutter } from './util/pg-proxy.js'
 
 const server = await postgresForTests(test)
 
@@ -86,6 +86,33 @@ for (const cut of /** @type {const} */ (['before', 'after'])) {
   })
 }
 
+for (const cut of /** @type {const} */ (['before', 'after'])) {
+  test(`postgres without hosts: a batch whose connection is cut ${cut} the server commits it is reported LEVELKIT_COMMIT_UNKNOWN, not as unwritten`, async t => {
+    // No commit id to settle it by: the client cannot tell the two cuts apart.
+    // The marker is in the text of a statement the connection has not
+    // prepared yet (a prepared one is sent by name).
+    const proxy = await cutter(server.connectionString, { marker: 'WITH removed AS' })
+    const table = server.table()
+    const db = new PostgresLevel({ connectionString: proxy.connectionString, table })
+    try {
+      await db.open()
+      await db.batch([{ type: 'put', key: 'a', value: '1' }])
+      proxy.cut(cut)
+      const err = await db.batch([{ type: 'put', key: 'b', value: '2' }, { type: 'del', key: 'a' }]).then(() => null, err => err)
+      t.equal(proxy.cuts, 1, 'the connection was cut')
+      t.equal(err?.code, 'LEVELKIT_COMMIT_UNKNOWN', 'rejected with LEVELKIT_COMMIT_UNKNOWN')
+      await db.close()
+      const direct = new PostgresLevel({ connectionString: server.connectionString, table })
+      await direct.open()
+      t.deepEqual(await direct.keys().all(), cut === 'after' ? ['b'] : ['a'], cut === 'after' ? 'it had committed' : 'it had not')
+      await direct.close()
+    } finally {
+      await db.close().catch(() => {})
+      await proxy.close()
+    }
+  })
+}
+
 test('postgres hosts: a batch is reported LEVELKIT_COMMIT_UNKNOWN when no primary answers in time', async t => {
   const proxy = await cutter(server.connectionString)
   const db = new PostgresLevel({ connectionString: `${proxy.connectionString}?target_session_attrs=read-write`, table: server.table(), failoverTimeout: 500 })
@@ -106,69 +133,26 @@ test('postgres hosts: a batch is reported LEVELKIT_COMMIT_UNKNOWN when no primar
   }
 })
 
-/**
- * A TCP proxy to the tests' server (its unix socket, or its host), which can
- * cut the connection carrying the next batch (a statement with a commit id):
- * before forwarding it, or once the server answers it.
- * @param {string} connectionString
- */
-async function cutter (connectionString) {
-  const url = new URL(connectionString)
-  const host = decodeURIComponent(url.hostname)
-  const port = Number(url.port || 5432)
-  /** @type {{ mode: 'before' | 'after' | null, refuse: boolean, cuts: number }} */
-  const state = { mode: null, refuse: false, cuts: 0 }
-  const sockets = new Set()
-  const proxy = createServer(client => {
-    if (state.refuse) {
-      client.destroy()
-      return
-    }
-    const upstream = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host)
-    sockets.add(client)
-    sockets.add(upstream)
-    let armed = false
-    const cutBoth = () => {
-      state.cuts++
-      state.mode = null
-      if (refuseAfter) state.refuse = true
-      client.destroy()
-      upstream.destroy()
-    }
-    client.on('data', chunk => {
-      if (state.mode !== null && chunk.includes('lk_commit AS')) {
-        if (state.mode === 'before') return cutBoth()
-        armed = true
-      }
-      upstream.write(chunk)
-    })
-    upstream.on('data', chunk => {
-      if (armed) return cutBoth()
-      client.write(chunk)
-    })
-    for (const socket of [client, upstream]) {
-      socket.on('error', () => {})
-      socket.on('close', () => { sockets.delete(socket); client.destroy(); upstream.destroy() })
-    }
-  })
-  let refuseAfter = false
-  await new Promise(resolve => proxy.listen(0, '127.0.0.1', () => resolve(undefined)))
-  const address = /** @type {import('node:net').AddressInfo} */ (proxy.address())
-  url.hostname = '127.0.0.1'
-  url.port = String(address.port)
-  return {
-    connectionString: `${url.protocol}//${url.username ? `${url.username}@` : ''}127.0.0.1:${address.port}${url.pathname}`,
-    /** @param {'before' | 'after'} mode @param {{ refuse?: boolean }} [options] */
-    cut (mode, options = {}) {
-      state.mode = mode
-      refuseAfter = !!options.refuse
-    },
-    get cuts () { return state.cuts },
-    get refuse () { return state.refuse },
-    set refuse (value) { state.refuse = value },
-    async close () {
-      for (const socket of sockets) socket.destroy()
-      await new Promise(resolve => proxy.close(() => resolve(undefined)))
-    }
+test('postgres hosts: a snapshot after a failover is taken on the new primary, not on a connection kept from the old one', async t => {
+  const first = await cutter(server.connectionString)
+  const second = await cutter(server.connectionString)
+  const db = new PostgresLevel({ connectionString: `${first.connectionString.replace(first.address, `${first.address},${second.address}`)}`, table: server.table(), failoverTimeout: 10000 })
+  try {
+    await db.open()
+    await db.put('a', '1')
+    // A snapshot closed keeps its connection for the next one.
+    const before = db.snapshot()
+    t.is(await db.get('a', { snapshot: before }), '1', 'a snapshot on the first host')
+    await before.close()
+    first.cut('before', { all: true, refuse: true })
+    await db.batch([{ type: 'put', key: 'b', value: '2' }])
+    t.is(first.cuts, 1, 'the first host cut every connection, at a batch')
+    const after = db.snapshot()
+    t.deepEqual(await db.keys({ snapshot: after }).all(), ['a', 'b'], 'a snapshot taken after it reads on the second')
+    await after.close()
+  } finally {
+    await db.close().catch(() => {})
+    await first.close()
+    await second.close()
   }
-}
+})

@@ -1,6 +1,6 @@
 // levelkit's conformance and chat suites on the postgres backend with the
 // shared option: every write goes through the shared writer lock (its own
-// connection, a generation in every batch, a notification with it), in one
+// connection, a generation per lock holding, a notification per batch), in one
 // process; test/postgres-shared-test.js runs several.
 import test from 'tape'
 import { open } from '../index.js'

@@ -18,11 +18,10 @@
 //   'want') is lost and cannot come back.
 // db.check() is clean after each.
 import test from 'tape'
-import { fork } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
 import { postgresForTests } from './util/postgres.js'
+import { startWorker } from './util/shared-workers.js'
 import { range } from './util/common.js'
 import { FAST, ACCOUNTS, INITIAL, declareBank, openShared as openWorkerShared, increment } from './fixtures/postgres-shared-worker.js'
 import { WRITER_LOCK_SPACE } from '../lib/backends/postgres-shared.js'
@@ -39,50 +38,12 @@ const mode = locking === 'keys' ? 'postgres shared (key locks)' : locking === 's
 const openShared = (connectionString, table) => openWorkerShared(connectionString, table, locking)
 // The writer lock's own tests.
 const writerLockTest = locking === 'table' ? test : test.skip
-const WORKER = fileURLToPath(new URL('./fixtures/postgres-shared-worker.js', import.meta.url))
 
 /**
  * A worker process in `role` on `table`, once it is open and ready.
  * @param {string} table @param {string} role @param {object} args
  */
-async function start (table, role, args) {
-  const child = fork(WORKER, [server.connectionString, table, role, JSON.stringify(args), locking], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-  /** @type {Promise<{ code: number | null, signal: string | null }>} */
-  const exited = new Promise(resolve => child.once('exit', (code, signal) => resolve({ code, signal })))
-  /** @type {any[]} */
-  const messages = []
-  /** @type {Array<() => void>} */
-  let waiting = []
-  child.on('message', message => {
-    messages.push(message)
-    for (const wake of waiting) wake()
-    waiting = []
-  })
-  /** @param {(message: any) => boolean} match @returns {Promise<any>} */
-  const next = async (match) => {
-    for (;;) {
-      const found = messages.find(match)
-      if (found !== undefined) return found
-      const ended = await Promise.race([new Promise(resolve => waiting.push(() => resolve(null))), exited])
-      if (ended !== null && messages.find(match) === undefined) throw new Error(`worker (${role}) exited (${JSON.stringify(ended)}) before it said what was expected`)
-    }
-  }
-  await next(message => message === 'ready')
-  return {
-    child,
-    exited,
-    next,
-    go () { child.send({ go: true }) },
-    /** The result of its role, then it closes. */
-    async result () {
-      const message = await next(m => typeof m === 'object' && m !== null && ('done' in m || 'failed' in m))
-      child.send({ close: true })
-      await exited
-      if (message.failed) throw new Error(`worker (${role}) failed: ${message.failed}`)
-      return message.done
-    }
-  }
-}
+const start = (table, role, args) => startWorker(server.connectionString, table, role, args, locking)
 
 /** @param {any} t @param {any} db @param {string} what */
 async function checkClean (t, db, what) {

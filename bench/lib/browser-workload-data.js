@@ -111,8 +111,13 @@ export function makeData (config) {
   return { users, chats, messages, inputs: measured, warm }
 }
 
-/** The operation a row measures: `createUserC` (16 in flight) is createUser. @param {string} op */
+/**
+ * The operation a row measures: `createUserC` (16 in flight) is createUser,
+ * `getUserCold` (from a fresh open that holds no lease) getUser.
+ * @param {string} op
+ */
 export function baseOp (op) {
+  if (op.endsWith('Cold')) return op.slice(0, -4)
   return op.endsWith('C') ? op.slice(0, -1) : op
 }
 

@@ -82,6 +82,8 @@ const since = before => Object.fromEntries(Object.entries(counts).map(([k, v]) =
 
 /** @type {any} */
 let data = null
+/** @type {{ location: string, passwordCost: { pbkdf2Iterations: number } } | null} where this page's side is, to open it again */
+let opened = null
 /** @type {Record<string, any>} */
 const sides = {}
 /** @type {Record<string, Record<string, number>>} order-independent sums of the answers' hashes */
@@ -109,8 +111,9 @@ async function setup (config) {
   data = makeData(config)
   mine = config.side
   const cost = { pbkdf2Iterations: config.pbkdf2Iterations }
-  if (mine === 'levelkit') sides.levelkit = await ChatStore.open(await open({ location: `levelkit-${config.tag}` }), { passwordCost: cost })
-  else sides.dexie = await new DexieChatStore(`dexie-${config.tag}`, cost).open()
+  opened = { location: `${mine}-${config.tag}`, passwordCost: cost }
+  if (mine === 'levelkit') sides.levelkit = await ChatStore.open(await open({ location: opened.location }), { passwordCost: cost })
+  else sides.dexie = await new DexieChatStore(opened.location, cost).open()
   data.hashes = await Promise.all(data.users.map((/** @type {any} */ u) => hashPassword(u.password, cost)))
   data.params = `pbkdf2-sha256$${config.pbkdf2Iterations}`
   return { users: data.users.length, chats: data.chats.length, messages: data.messages.length }
@@ -177,6 +180,29 @@ async function preload (side, chunk) {
 }
 
 /**
+ * The store a cold row reads from: the same database opened again, as a
+ * second tab would (its own IndexedDB connection, empty caches). On
+ * levelkit, opening takes the cross-tab lock (ChatStore's migrations run
+ * in a critical section); the first store then takes it back, so the new
+ * one reads as a tab that holds no lease, whose reads no cache answers.
+ * Dexie keeps no values in memory: a fresh instance reads as its first did.
+ * @param {string} side
+ */
+async function openCold (side) {
+  const { location, passwordCost } = /** @type {NonNullable<typeof opened>} */ (opened)
+  if (side === 'dexie') return new DexieChatStore(location, passwordCost).open()
+  const store = await ChatStore.open(await open({ location }), { passwordCost })
+  await sides.levelkit.db.schemaVersion()
+  return store
+}
+
+/** @param {string} side @param {any} store */
+async function closeCold (side, store) {
+  if (side === 'dexie') store.close()
+  else await store.db.close()
+}
+
+/**
  * One slice of one row on one side: inputs [from, to) of the measured (or,
  * with `warm`, the warm-up) inputs, `concurrency` in flight. Resolves with
  * the time and the IndexedDB calls it made; adds the answers' hashes to the
@@ -184,13 +210,16 @@ async function preload (side, chunk) {
  * @param {string} side @param {string} op @param {number} from @param {number} to @param {number} concurrency @param {boolean} warm
  */
 async function runSlice (side, op, from, to, concurrency, warm) {
-  const store = sides[side]
+  const cold = op.endsWith('Cold')
+  const store = cold ? await openCold(side) : sides[side]
   const call = CALLS[baseOp(op)]
   const inputs = (warm ? data.warm : data.inputs)[op]
+  // The cold rows run after the writes: a user's chats compared as answers() compares them then.
+  const shape = cold && baseOp(op) === 'getChats' ? chatsAsCompared : (/** @type {any} */ v) => v
   let digest = 0
   const one = async (/** @type {number} */ i) => {
     const answer = await call(store, inputs[i])
-    digest = (digest + hash(normal(answer))) >>> 0
+    digest = (digest + hash(normal(shape(answer)))) >>> 0
   }
   const before = snapshot()
   const start = performance.now()
@@ -205,8 +234,19 @@ async function runSlice (side, op, from, to, concurrency, warm) {
   }
   const ms = performance.now() - start
   const made = since(before)
+  if (cold) await closeCold(side, store)
   if (!warm) digests[side][op] = ((digests[side][op] || 0) + digest) >>> 0
   return { ms, ops: to - from, ...made }
+}
+
+/**
+ * A user's chats as compared once the writes ran: in id order, without
+ * lastActivity (each side's Date.now() of its addChatMessage calls, by
+ * which getChats() orders them).
+ * @param {any[]} list
+ */
+function chatsAsCompared (list) {
+  return list.map(({ lastActivity, ...c }) => c).sort((p, q) => p.id - q.id)
 }
 
 /**
@@ -224,7 +264,7 @@ async function answers (samples, after) {
   const ask = async (/** @type {string} */ what, /** @type {(s: any) => Promise<any>} */ fn, /** @type {(v: any) => any} */ shape = v => v) => {
     list.push([what, normal(shape(await fn(store)))])
   }
-  const chats = after ? (/** @type {any[]} */ list) => list.map(({ lastActivity, ...c }) => c).sort((p, q) => p.id - q.id) : (/** @type {any} */ v) => v
+  const chats = after ? chatsAsCompared : (/** @type {any} */ v) => v
   const U = data.users.length
   const C = data.chats.length
   for (let k = 0; k < samples; k++) {
@@ -255,12 +295,15 @@ async function traceOps (ops) {
     const kind = baseOp(op)
     let input = data.inputs[op][0]
     if (kind === 'createUser') input = { ...input, username: `trace-${op}` }
+    const cold = op.endsWith('Cold')
+    const store = cold ? await openCold(mine) : sides[mine]
     trace = []
     try {
-      await CALLS[kind](sides[mine], input)
+      await CALLS[kind](store, input)
       traces[op] = trace
     } finally {
       trace = null
+      if (cold) await closeCold(mine, store)
     }
   }
   return traces

@@ -21,6 +21,26 @@ function run (args) {
   })
 }
 
+test('bench/index-build.js --floor --skip-writes: the raw classic-level floor beside the build, no writes', async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-index-build-'))
+  try {
+    const { code, stdout, stderr } = await run(['--records', '3000', '--runs', '1', '--floor', '--skip-writes', '--out', out, '--db-dir', out])
+    t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
+    t.match(stdout, /^ {2}run 1: raw insert in /m, 'the raw insert')
+    t.match(stdout, /^ {2}run 1: raw build in /m, 'the raw build')
+    t.match(stdout, /levelkit build \/ raw build/, 'what levelkit adds to the build')
+    t.match(stdout, /At the floor \(a raw build against levelkit's insert\): (within|beyond) the goal/, 'whether the goal is within reach')
+    t.doesNotMatch(stdout, /slowdown of writes/, 'no writes during a build')
+    const dirs = readdirSync(out).filter(name => name.startsWith('index-build-'))
+    const summary = JSON.parse(readFileSync(join(out, dirs[0], 'summary.json'), 'utf8'))
+    t.ok(['rawInsertMs', 'rawBuildMs', 'buildOverRaw', 'rawOverInsert', 'rawOverRaw'].every(field => Number.isFinite(summary.summary[field]) && summary.summary[field] > 0), 'finite positive floor medians')
+    t.is(summary.goals.length, 3, 'the floor as a third goal line')
+    t.is(readdirSync(out).filter(name => name.startsWith('levelkit-index-build-')).length, 0, 'the databases are removed')
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
+
 test('bench/index-build.js with 3000 records, 2 runs', async t => {
   const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-index-build-'))
   try {

@@ -216,13 +216,30 @@ export class PrimaryPool extends EventEmitter {
     }
   }
 
-  /** A connection of its own on the primary (a snapshot's), not from the pool. */
-  async client () {
-    const current = await this.#primary(Date.now() + this.#failover.timeout)
-    const client = new pg.Client(this.#failover.configFor(current.host))
-    client.on('error', () => this.#drop(current))
-    await client.connect()
-    return client
+  /**
+   * A connection of its own on the primary, not from the pool (a
+   * snapshot's, the shared writer lock's, the listening one), with
+   * `settings` under the pool's: when the primary found does not answer,
+   * the next one is looked for, up to the failover timeout. Its failure
+   * makes the next operation look again.
+   * @param {import('pg').ClientConfig} settings
+   */
+  async connectClient (settings) {
+    const deadline = Date.now() + this.#failover.timeout
+    for (;;) {
+      const current = await this.#primary(deadline)
+      const client = new pg.Client({ ...settings, ...this.#failover.configFor(current.host) })
+      client.on('error', () => this.#drop(current))
+      try {
+        await client.connect()
+        return client
+      } catch (err) {
+        client.end().catch(noop)
+        if (isConnectionError(err)) this.#drop(current)
+        if (!isConnectionError(err) || Date.now() >= deadline || this.#ended) throw err
+        await pause()
+      }
+    }
   }
 
   async end () {
@@ -347,11 +364,15 @@ export class CommitLog {
    * Write a batch: `text` (one statement: an INSERT, DELETE or WITH ...)
    * with its commit id, settled as above when the connection fails, and
    * written again (once, by default) when it did not commit.
+   * With `run`, the statement goes to a connection of the caller's (the
+   * shared writer lock's, whose lock fences the batch): a batch found not
+   * committed there is not written again here, the caller decides.
    * @param {string} text @param {unknown[]} values
-   * @param {{ beforeRetry?: () => Promise<void>, retries?: number }} [options]
+   * @param {{ beforeRetry?: () => Promise<void>, retries?: number, run?: (query: import('pg').QueryConfig) => Promise<unknown> }} [options]
    */
   async write (text, values, options = {}) {
-    const { beforeRetry, retries = 1 } = options
+    const { beforeRetry, run = (/** @type {import('pg').QueryConfig} */ query) => this.#pool.queryOnce(query) } = options
+    const retries = options.run ? 0 : options.retries ?? 1
     const statement = withCommitId(text, values.length)
     for (let attempt = 0; ; attempt++) {
       const seq = ++this.#seq
@@ -361,7 +382,7 @@ export class CommitLog {
         let smallest = seq
         for (const s of this.#unsettled) if (s < smallest) smallest = s
         try {
-          await this.#pool.queryOnce({ text: statement, values: [...values, this.#session, seq, smallest] })
+          await run({ text: statement, values: [...values, this.#session, seq, smallest] })
           return
         } catch (err) {
           // The server answered with an error: the statement rolled back.
@@ -376,7 +397,7 @@ export class CommitLog {
           this.#onSettle({ commitId: `${this.#session}:${seq}`, committed })
           if (committed) return
           if (attempt >= retries) {
-            throw levelkitError(codes.BACKEND_UNAVAILABLE, `The batch was not committed (the connection failed ${attempt + 1} times): ${/** @type {Error} */ (err).message}`, { cause: err, commitId: `${this.#session}:${seq}` })
+            throw levelkitError(codes.BACKEND_UNAVAILABLE, `The batch was not committed (the connection failed ${attempt + 1} times): ${/** @type {Error} */ (err).message}`, { cause: err, commitId: `${this.#session}:${seq}`, committed: false })
           }
         }
       } finally {

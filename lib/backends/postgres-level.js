@@ -6,14 +6,18 @@ import ModuleError from 'module-error'
 import pg from 'pg'
 import { levelkitError, codes, invalid } from '../errors.js'
 import { describe } from '../common.js'
-import { PostgresWriterLock, connectClient } from './postgres-shared.js'
+import { PostgresWriterLock, connectClient, keepAliveConfig, keepSessionAlive } from './postgres-shared.js'
 import { PostgresKeyLocks } from './postgres-keylocks.js'
 import { PostgresSerializable } from './postgres-serializable.js'
 import { PostgresSectionLock } from './postgres-section-lock.js'
-import { failoverOf, PrimaryPool, CommitLog } from './postgres-hosts.js'
+import { failoverOf, PrimaryPool, CommitLog, isConnectionError } from './postgres-hosts.js'
+import { SectionCache } from '../section-cache.js'
 
 const DEFAULT_TABLE = 'levelkit'
 const DEFAULT_POOL_SIZE = 10
+// With shared: ms of silence on the writer and listening connections
+// before TCP keepalive probes (see keepAliveConfig()).
+const DEFAULT_KEEP_ALIVE = 10000
 // How many times a critical section runs again at most with locking: 'keys'
 // or 'serializable' before it fails with LEVELKIT_CONFLICT (maxReruns).
 const DEFAULT_MAX_RERUNS = 100
@@ -28,6 +32,8 @@ const MAX_CHUNK = 1000
 const MAX_COALESCED = 1000
 // The first key of the advisory locks on tables: 'LKIT'.
 const LOCK_SPACE = 0x4c4b4954
+// Values the write path's section cache keeps at most (see lib/section-cache.js).
+const SECTION_CACHE_ENTRIES = 10000
 
 /** @type {Map<string, string>} SQL text -> prepared statement name, shared by every database (names are per connection, texts name their table) */
 const statementNames = new Map()
@@ -56,6 +62,9 @@ const statementNames = new Map()
  * @property {Array<string | { host: string, port?: number }>} [hosts] the hosts of a primary and its
  *   standbys: the primary is used, found again after a failover (see postgres-hosts.js)
  * @property {number} [failoverTimeout] how long an operation waits for a primary, in ms (30000)
+ * @property {number | false} [keepAlive] with shared: ms of silence on the writer lock's and the
+ *   listening connections before TCP keepalive probes, on both sides (10000); false: the OS's and
+ *   the server's settings (see keepAliveConfig() in postgres-shared.js)
  */
 
 /**
@@ -93,11 +102,13 @@ export class PostgresLevel extends AbstractLevel {
   #relocking = null
   /** @type {'table' | 'keys' | 'serializable'} */
   #locking
+  /** @type {number | false} */
+  #keepAlive
   #maxReruns
 
   /** @param {PostgresLevelOptions & Record<string, any>} [options] */
   constructor (options = {}) {
-    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, locking = 'table', maxReruns = DEFAULT_MAX_RERUNS, ...forward } = options
+    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, locking = 'table', keepAlive = DEFAULT_KEEP_ALIVE, maxReruns = DEFAULT_MAX_RERUNS, ...forward } = options
     if (pool !== undefined) {
       if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function' || typeof pool.connect !== 'function') {
         throw invalid(`The pool option must be a pg Pool, got ${describe(pool)}`)
@@ -124,9 +135,8 @@ export class PostgresLevel extends AbstractLevel {
     if (!(Number.isSafeInteger(maxReruns) && maxReruns >= 0) && maxReruns !== Infinity) {
       throw invalid(`The maxReruns option must be a non-negative integer or Infinity, got ${describe(maxReruns)}`)
     }
-    if (shared && hosts !== undefined) {
-      // The writer lock's connection does not follow a failover yet.
-      throw invalid('The shared option cannot be combined with hosts (failover) yet')
+    if (keepAlive !== false && (typeof keepAlive !== 'number' || !Number.isSafeInteger(keepAlive) || keepAlive < 1)) {
+      throw invalid(`The keepAlive option must be a positive integer (milliseconds) or false, got ${describe(keepAlive)}`)
     }
     if (pgOptions !== undefined && (pgOptions === null || typeof pgOptions !== 'object')) {
       throw invalid(`The pg option must be an object of pg Pool settings, got ${describe(pgOptions)}`)
@@ -150,18 +160,25 @@ export class PostgresLevel extends AbstractLevel {
     this.#table = table
     this.#shared = shared
     this.#locking = locking
+    this.#keepAlive = keepAlive
     this.#maxReruns = maxReruns
+    if (shared && this.#failover && locking !== 'table') {
+      // Their section transactions commit without a commit id: an outcome
+      // lost with the primary could not be settled.
+      throw invalid(`The shared option with locking: '${locking}' cannot be combined with failover (hosts, several hosts or target_session_attrs) yet: use locking: 'table'`)
+    }
   }
 
   /**
-   * Tells levelkit's write path that it may keep what its critical sections
-   * read (lib/section-cache.js): a read is a round trip here, and every
-   * write of the table goes through levelkit (one process owns the table, or
-   * every process writes under the shared writer lock and tells the others
-   * what it wrote).
+   * The cache in which levelkit's write path keeps what its critical
+   * sections read (lib/section-cache.js): a read is a round trip here, and
+   * every write of the table goes through levelkit (one process owns the
+   * table, or every process writes under the shared writer lock and tells
+   * the others what it wrote). Made here, so that a browser bundle, which
+   * has no backend of this kind, leaves the class out.
    */
-  get cachesSectionReads () {
-    return true
+  createSectionCache () {
+    return new SectionCache(SECTION_CACHE_ENTRIES)
   }
 
   /** Whether other processes may write the table too (the shared option). */
@@ -181,8 +198,10 @@ export class PostgresLevel extends AbstractLevel {
       const Lock = this.#locking === 'keys' ? PostgresKeyLocks : this.#locking === 'serializable' ? PostgresSerializable : PostgresWriterLock
       this.#writerLock = new Lock({
         lockKey: this.#lockKey,
-        // Named, so that pg_stat_activity tells them apart.
-        connect: purpose => connectClient({ fallback_application_name: `levelkit ${purpose}`, ...this.#clientConfig() }),
+        connect: purpose => this.#connectOwn(purpose),
+        // With hosts, on the primary found next when the connection fails.
+        failoverTimeout: this.#failover ? this.#failover.timeout : 0,
+        isConnectionError,
         route: client => { this.#writeClient = client },
         notify: async (channel, payload) => {
           if (this.#pool === null) throw new Error('The database is closed')
@@ -192,6 +211,31 @@ export class PostgresLevel extends AbstractLevel {
       if (this.#writerLock instanceof PostgresSectionLock) this.#writerLock.maxReruns = this.#maxReruns
     }
     return this.#writerLock
+  }
+
+  /**
+   * A connection of the writer lock's (or the listening one), outside the
+   * pool: on the primary, with hosts; with keepalive.
+   * @param {'writer' | 'listen'} purpose
+   */
+  async #connectOwn (purpose) {
+    // Named, so that pg_stat_activity tells them apart.
+    const settings = { fallback_application_name: `levelkit ${purpose}`, ...keepAliveConfig(this.#keepAlive) }
+    let client
+    if (this.#failover) {
+      const pool = /** @type {PrimaryPool | null} */ (/** @type {any} */ (this.#pool))
+      if (pool === null) throw new Error('The database is closed')
+      client = await pool.connectClient(settings)
+    } else {
+      client = await connectClient({ ...settings, ...this.#clientConfig() })
+    }
+    try {
+      await keepSessionAlive(client, this.#keepAlive)
+    } catch (err) {
+      client.end().catch(noop)
+      throw err
+    }
+    return client
   }
 
   /** The settings of a connection outside the pool (snapshots, the writer lock's). */
@@ -367,15 +411,58 @@ export class PostgresLevel extends AbstractLevel {
   /**
    * Write a batch statement; with hosts, with its commit id (postgres-hosts.js),
    * so that a batch whose connection failed is neither lost nor written twice.
-   * @param {string} text @param {unknown[]} values
+   * On the writer lock's connection (`client`), a batch found not committed
+   * is reported, not written again: the lock it was decided under is gone,
+   * and another process may have written since.
+   * @param {string} text @param {unknown[]} values @param {Runner | null} [client]
    */
-  async #writeBatch (text, values) {
-    if (this.#commits === null) return this.#query('write a batch', text, values)
+  async #writeBatch (text, values, client = null) {
+    if (this.#commits === null) return this.#writeUnsettled(text, values, client)
     try {
-      await this.#commits.write(text, values, { beforeRetry: () => this.#beforeWrite() })
+      await this.#commits.write(text, values, client === null ? { beforeRetry: () => this.#beforeWrite() } : { run: query => client.query(query) })
     } catch (err) {
       if (/** @type {any} */ (err).code === codes.COMMIT_UNKNOWN) throw err
       throw backendError('write a batch', err)
+    }
+  }
+
+  /**
+   * Write a batch statement without a commit id (no hosts). An error the
+   * server answered with (an SQL state) means the statement did not commit;
+   * a connection that fails once the statement was sent leaves the outcome
+   * unknown: the batch may have committed, so it is reported as
+   * LEVELKIT_COMMIT_UNKNOWN, never as not written.
+   * @param {string} text @param {unknown[]} values @param {Runner | null} client
+   */
+  async #writeUnsettled (text, values, client) {
+    /** @type {import('pg').PoolClient | null} */
+    let borrowed = null
+    if (client === null) {
+      try {
+        if (this.#pool === null) throw new Error('the database is not open')
+        borrowed = client = await this.#pool.connect()
+        // A checked-out client's socket error is also emitted on it: the query's rejection reports it.
+        borrowed.on('error', noop)
+      } catch (err) {
+        throw backendError('connect to write a batch', err)
+      }
+    }
+    /** @type {unknown} */
+    let failure = null
+    try {
+      await this.#query('write a batch', text, values, undefined, false, client)
+    } catch (err) {
+      failure = err
+      const cause = /** @type {any} */ (err).cause
+      // An error the server answered with has a severity (pg's DatabaseError); a socket's (EPIPE, ECONNRESET) has not.
+      if (cause && typeof cause.severity === 'string') throw err
+      throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch was sent: it may or may not have committed (${/** @type {Error} */ (cause ?? err).message})`, { cause: cause ?? err })
+    } finally {
+      if (borrowed !== null) {
+        // Kept on a client released with its error: it is ended, and its socket may still say so.
+        if (failure === null) borrowed.off('error', noop)
+        borrowed.release(failure === null ? undefined : /** @type {Error} */ (failure))
+      }
     }
   }
 
@@ -523,20 +610,16 @@ export class PostgresLevel extends AbstractLevel {
       // notifications in the same statement (so in the same transaction:
       // heard exactly when it commits, and never if it does not).
       const channel = /** @type {PostgresWriterLock} */ (this.#writerLock).channel
-      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [putKeys, putValues, delKeys, notices], undefined, false, client)
+      await this.#writeBatch(`WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [putKeys, putValues, delKeys, notices], client)
       return
     }
     if (delKeys.length === 0 && putKeys.length === 0) return
     if (delKeys.length === 0) {
-      if (client !== null) await this.#query('write a batch', upsert, [putKeys, putValues], undefined, false, client)
-      else await this.#writeBatch(upsert, [putKeys, putValues])
+      await this.#writeBatch(upsert, [putKeys, putValues], client)
     } else if (putKeys.length === 0) {
-      if (client !== null) await this.#query('write a batch', remove, [delKeys], undefined, false, client)
-      else await this.#writeBatch(remove, [delKeys])
+      await this.#writeBatch(remove, [delKeys], client)
     } else {
-      const both = `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])) ${upsert}`
-      if (client !== null) await this.#query('write a batch', both, [putKeys, putValues, delKeys], undefined, false, client)
-      else await this.#writeBatch(both, [putKeys, putValues, delKeys])
+      await this.#writeBatch(`WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])) ${upsert}`, [putKeys, putValues, delKeys], client)
     }
   }
 
@@ -637,14 +720,19 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @returns {Promise<import('pg').Client>} */
   async #takeSnapshot () {
-    const client = await this.#acquireSnapshotClient()
-    try {
-      // The snapshot is taken by the transaction's first statement, not by BEGIN.
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1')
-      return client
-    } catch (err) {
-      await client.end().catch(noop)
-      throw backendError('take a snapshot', err)
+    for (;;) {
+      const kept = this.#idleSnapshotClients.length > 0
+      const client = await this.#acquireSnapshotClient()
+      try {
+        // The snapshot is taken by the transaction's first statement, not by BEGIN.
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1')
+        return client
+      } catch (err) {
+        await client.end().catch(noop)
+        // A kept connection may have died since (a failover, a restart): the next one.
+        if (kept && isConnectionError(err)) continue
+        throw backendError('take a snapshot', err)
+      }
     }
   }
 
@@ -660,7 +748,7 @@ export class PostgresLevel extends AbstractLevel {
     if (idle) return idle
     if (this.#failover) {
       try {
-        return await /** @type {PrimaryPool} */ (/** @type {any} */ (this.#pool)).client()
+        return await /** @type {PrimaryPool} */ (/** @type {any} */ (this.#pool)).connectClient({})
       } catch (err) {
         throw backendError('take a snapshot', err)
       }

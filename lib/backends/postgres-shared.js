@@ -40,6 +40,9 @@ export const WRITER_LOCK_SPACE = 0x4c4b5752
  * @property {(client: InOrder | null) => void} route where the batches go while the lock is held (null: the pool)
  * @property {(channel: string, payload: string) => Promise<unknown>} notify sends a notification through the pool
  * @property {number} lockKey
+ * @property {number} [failoverTimeout] with hosts (failover): how long acquire() goes on taking the
+ *   lock again on the primary found next when its connection fails (else it fails at once)
+ * @property {(err: unknown) => boolean} [isConnectionError] which failures those are
  */
 
 /**
@@ -122,6 +125,22 @@ export class PostgresWriterLock {
 
   /** @returns {Promise<() => void>} */
   async acquire () {
+    const { failoverTimeout = 0, isConnectionError = () => false } = this.#host
+    const deadline = Date.now() + failoverTimeout
+    for (;;) {
+      try {
+        return await this.#acquireOnce()
+      } catch (err) {
+        // The primary died (or the connection to it): the lock is taken on
+        // the next one, where every session of the old one is gone.
+        if (this.#closed || !isConnectionError(err) || Date.now() >= deadline) throw err
+        await new Promise(resolve => setTimeout(resolve, RELISTEN_MS))
+      }
+    }
+  }
+
+  /** @returns {Promise<() => void>} */
+  async #acquireOnce () {
     if (this.#closed) throw new Error('The shared writer lock is closed')
     let client = this.#client
     let writer = this.#writer
@@ -188,6 +207,21 @@ export class PostgresWriterLock {
 
   /** Sent with the batch already (stage()). */
   post () {}
+
+  /**
+   * A holding's end, on the writer connection: after its batches, before
+   * the lock is let go (release() queues the unlock next), so that whoever
+   * takes the lock next hears it once it catches up.
+   * @param {RemoteMessage} message
+   */
+  ended (message) {
+    const client = this.#client
+    const writer = this.#writer
+    if (!this.#holding || client === null || writer === null || this.#lost !== null) return
+    writer.query('SELECT pg_notify($1, $2)', [this.#channel, JSON.stringify({ f: this.#self, g: message.generation, s: message.sequence, e: 1 })]).catch(err => {
+      if (this.#client === client) this.#lost = err
+    })
+  }
 
   /** @param {(message: RemoteMessage) => void} listener */
   listen (listener) {
@@ -311,15 +345,21 @@ export class PostgresWriterLock {
       this.#callWanted()
       return
     }
+    /** @type {number | undefined} */
+    const sequence = Number.isSafeInteger(chunk.s) ? chunk.s : undefined
+    if (chunk.e === 1) {
+      if (sequence !== undefined) this.#deliver({ generation: chunk.g, sequence, end: true, ops: null, prefixes: null })
+      return
+    }
     if ('p' in chunk) {
-      this.#deliver({ generation: chunk.g, ops: null, prefixes: Array.isArray(chunk.p) ? chunk.p : null })
+      this.#deliver({ generation: chunk.g, sequence, ops: null, prefixes: Array.isArray(chunk.p) ? chunk.p : null })
       return
     }
     if (!Array.isArray(chunk.o) || !Number.isSafeInteger(chunk.n)) return
     let ops = chunk.o
     if (chunk.n > 1) {
       // The chunks of one batch arrive together and in order.
-      const id = `${chunk.f}:${chunk.g}`
+      const id = `${chunk.f}:${chunk.g}:${chunk.s}`
       let partial = this.#partial.get(id)
       if (!partial) this.#partial.set(id, partial = { parts: [], left: chunk.n })
       partial.parts.push(...chunk.o)
@@ -329,6 +369,7 @@ export class PostgresWriterLock {
     }
     this.#deliver({
       generation: chunk.g,
+      sequence,
       ops: ops.map((/** @type {[string, number, string]} */ [prefix, type, key]) => ({ prefix, type: type === 1 ? 'put' : 'del', key: new Uint8Array(Buffer.from(key, 'base64')) })),
       prefixes: null
     })
@@ -347,7 +388,7 @@ export class PostgresWriterLock {
  * @returns {string[]}
  */
 function encode (self, message) {
-  const { generation, ops } = message
+  const { generation, sequence, ops } = message
   if (ops !== null) {
     /** @type {string[]} */
     const items = ops.map(op => JSON.stringify([op.prefix, op.type === 'put' ? 1 : 0, Buffer.from(op.key.buffer, op.key.byteOffset, op.key.byteLength).toString('base64')]))
@@ -367,13 +408,13 @@ function encode (self, message) {
       size += item.length + 1
     }
     if (chunks.length > 0) {
-      return chunks.map(chunk => `{"f":${JSON.stringify(self)},"g":${JSON.stringify(generation)},"n":${chunks.length},"o":[${chunk.join(',')}]}`)
+      return chunks.map(chunk => `{"f":${JSON.stringify(self)},"g":${JSON.stringify(generation)},"s":${JSON.stringify(sequence ?? null)},"n":${chunks.length},"o":[${chunk.join(',')}]}`)
     }
   }
   const prefixes = message.prefixes ?? [...new Set((ops ?? []).map(op => op.prefix))]
-  const payload = JSON.stringify({ f: self, g: generation, p: prefixes })
+  const payload = JSON.stringify({ f: self, g: generation, s: sequence, p: prefixes })
   // Too many namespaces to name: anything may have changed.
-  return [payload.length <= CHUNK_CHARS ? payload : JSON.stringify({ f: self, g: generation, p: null })]
+  return [payload.length <= CHUNK_CHARS ? payload : JSON.stringify({ f: self, g: generation, s: sequence, p: null })]
 }
 
 /**
@@ -413,6 +454,43 @@ export async function connectClient (config) {
   client.on('error', noop)
   await client.connect()
   return client
+}
+
+/**
+ * TCP keepalive on the writer and listening connections, both ways: a
+ * silent partition (a machine gone, a cable cut, no RST) would otherwise
+ * leave the writer lock with a session the server keeps for as long as
+ * TCP does not notice (hours, by default, for an idle one), and every
+ * other process waiting. The server side is what lets the lock go: the
+ * session's tcp_keepalives_* and tcp_user_timeout (unacknowledged data)
+ * end it about `delay` + 3 probes after the client went silent. The
+ * client side (pg's keepAlive) makes this process notice too, but Node
+ * sets only the idle time: the probes' interval and count are the OS's.
+ * Over a unix socket, where no partition happens, the server ignores them.
+ * @param {number | false} delay ms of silence before the first probe; false: the defaults
+ * @returns {import('pg').ClientConfig}
+ */
+export function keepAliveConfig (delay) {
+  return delay === false ? {} : { keepAlive: true, keepAliveInitialDelayMillis: delay }
+}
+
+/**
+ * The server side of keepAliveConfig(): settings of the session, sent once
+ * the connection is made.
+ * @param {import('pg').Client} client @param {number | false} delay
+ */
+export async function keepSessionAlive (client, delay) {
+  if (delay === false) return
+  const idle = Math.max(1, Math.ceil(delay / 1000))
+  const interval = Math.max(1, Math.ceil(idle / 5))
+  const count = 3
+  try {
+    await client.query(`SET tcp_keepalives_idle = ${idle}; SET tcp_keepalives_interval = ${interval}; SET tcp_keepalives_count = ${count}; SET tcp_user_timeout = ${(idle + interval * count) * 1000}`)
+  } catch (err) {
+    // A server without tcp_user_timeout (before PostgreSQL 12): without it.
+    if (/** @type {any} */ (err).code !== '42704') throw err
+    await client.query(`SET tcp_keepalives_idle = ${idle}; SET tcp_keepalives_interval = ${interval}; SET tcp_keepalives_count = ${count}`)
+  }
 }
 
 function noop () {}

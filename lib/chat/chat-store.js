@@ -1,7 +1,7 @@
 import { hashPassword, checkPassword, paramsFor, schemes } from '#passwords'
 import { dummyHash, parseHash, schemeOf } from './password-format.js'
 import { invalid, levelkitError, codes } from '../errors.js'
-import { promised } from '../model-handle.js'
+import { promised, modelOf, scopeOf } from '../model-handle.js'
 import { layout } from '../names.js'
 import { describe, readInput, elementsOf, noop } from '../common.js'
 import { optionsObject as copyOf } from '../options.js'
@@ -21,6 +21,10 @@ const DEFAULTS = Object.freeze({
 // have, before it writes anything else there.
 const MARKER_NAMESPACE = layout.meta('chat')
 const MARKER_KEY = 'store'
+// The key prefix of passwordCosts' mark (see ChatStore#countCreated()):
+// hash params never start so ('scrypt$...', 'pbkdf2$...').
+const FROM = 'from:'
+const FROM_END = 'from;'
 const MARKER = Object.freeze({ kind: 'levelkit/chat', version: 1 })
 
 const PURGE_SESSIONS_CHUNK = 1000
@@ -42,7 +46,8 @@ const DEFAULT_PAGE = 50
  * ids, one value per chat) and `members.list.from` (each user's chat ids),
  * `messages` (per-chat sequence), `pairs` (a counter of
  * chats per exact pair of members, so existsChat() is a point read),
- * `passwordCosts` (a counter of stored hashes per cost), and the marker
+ * `passwordCosts` (a counter of stored hashes per cost, see
+ * #countCreated()), and the marker
  * that the database is a ChatStore's (`chat.meta`).
  */
 export class ChatStore {
@@ -105,6 +110,8 @@ export class ChatStore {
     this.pairs = db.counter('pairs')
     // Stored password hashes per params (`scrypt$N$r$p`): an unknown
     // username is checked against a hash with the most common params.
+    // Users created by createUser are counted by the users' sequence from
+    // a mark on, not one by one (#countCreated()).
     this.passwordCosts = db.counter('passwordCosts')
   }
 
@@ -184,7 +191,10 @@ export class ChatStore {
     }
     assertOwnMarker(marker)
     if (!migrated) await this.#migrate()
-    this.#hashCounts = await countsOf(this.passwordCosts.query())
+    // Outside a write (which would take the cross-tab lock from another
+    // tab): the counters and the sequence may be of two moments, and other
+    // tabs' writes are not followed anyway; the counts only pick the dummy.
+    this.#hashCounts = await hashCounts(await countsOf(this.passwordCosts.query()), () => modelOf(this.users).storedSequenceValue())
     this.#owned = true
   }
 
@@ -224,9 +234,9 @@ export class ChatStore {
     const params = paramsFor(this.options.passwordCost)
     try {
       const id = await this.db.write(async (w) => {
-        const id = await this.users.in(w).insert({ username: name, passwordHash, createdAt: Date.now() })
-        await this.passwordCosts.in(w).add(params, 1)
-        return /** @type {number} */ (id)
+        const id = /** @type {number} */ (await this.users.in(w).insert({ username: name, passwordHash, createdAt: Date.now() }))
+        await this.#countCreated(w, params, id)
+        return id
       })
       this.#countHash(params, 1)
       return id
@@ -304,6 +314,38 @@ export class ChatStore {
     }
   }
 
+  /**
+   * Count the hash of user `id`, just created with `params`. Its count is
+   * implied, without a write, while the counter `from:<params>` holds an
+   * id at or below it: every user from that id to the users' sequence
+   * (gap-free; ChatStore deletes no user) was created here with those
+   * params, and the counter of `params` holds the others (hashes that
+   * moved to or from them count there). A store with other params (another
+   * tab's passwordCost) first counts the mark's users explicitly and moves
+   * the mark: two writes where the params change, none per user.
+   * @param {import('../write-scope.js').WriteScope} w @param {string} params @param {number} id
+   */
+  async #countCreated (w, params, id) {
+    const counters = this.passwordCosts.in(w)
+    if (await counters.get(FROM + params) !== 0) return
+    for (const [key, from] of await countsOf(counters.query({ gte: FROM, lt: FROM_END }))) {
+      await counters.add(key.slice(FROM.length), id - from)
+      await counters.add(key, -from)
+    }
+    await counters.add(FROM + params, id)
+  }
+
+  /**
+   * How many stored hashes have each params: the counters, plus the users
+   * a mark implies (see #countCreated()).
+   * @param {import('../write-scope.js').WriteScope} w
+   * @returns {Promise<Map<string, number>>}
+   */
+  #hashCountsIn (w) {
+    const users = this.users.in(w)
+    return countsOf(this.passwordCosts.in(w).query()).then(counters => hashCounts(counters, () => modelOf(users).sequenceValue(scopeOf(users))))
+  }
+
   /** @param {string} params @param {number} delta */
   #countHash (params, delta) {
     this.#hashCounts.set(params, (this.#hashCounts.get(params) || 0) + delta)
@@ -335,6 +377,7 @@ export class ChatStore {
     await this.db.write(async (w) => {
       const { counts } = await this.#storedHashes(w)
       const counters = this.passwordCosts.in(w)
+      // (Marks too: every hash is now counted one by one.)
       for (const [params, count] of await countsOf(counters.query())) if (!counts.has(params)) await counters.add(params, -count)
       for (const [params, count] of counts) await counters.add(params, count - await counters.get(params))
     })
@@ -349,7 +392,7 @@ export class ChatStore {
     const { counts, unreadable } = await this.#storedHashes(w)
     /** @type {Array<{ type: string, message: string }>} */
     const problems = unreadable.map(id => ({ type: 'unreadable-password-hash', message: `User ${id} has a password hash that cannot be checked` }))
-    const counted = await countsOf(this.passwordCosts.in(w).query())
+    const counted = await this.#hashCountsIn(w)
     for (const params of new Set([...counts.keys(), ...counted.keys()])) {
       if ((counts.get(params) || 0) !== (counted.get(params) || 0)) {
         problems.push({ type: 'password-cost-count-mismatch', message: `Hashes with params ${params}: ${counted.get(params) || 0} counted, ${counts.get(params) || 0} stored` })
@@ -809,6 +852,29 @@ async function namespacesWithData (level, names) {
 async function countsOf (query) {
   const counts = new Map()
   for await (const [key, count] of query.entries()) counts.set(key, count)
+  return counts
+}
+
+/**
+ * How many stored hashes have each params, from passwordCosts' counters
+ * and mark (see ChatStore#countCreated()), given the users' sequence.
+ * @param {Map<string, number>} counters @param {() => Promise<number>} last the users' sequence value
+ * @returns {Promise<Map<string, number>>}
+ */
+async function hashCounts (counters, last) {
+  /** @type {Map<string, number>} */
+  const counts = new Map()
+  /** @type {Array<[string, number]>} */
+  const marks = []
+  for (const [key, count] of counters) {
+    if (key.startsWith(FROM)) marks.push([key.slice(FROM.length), count])
+    else counts.set(key, count)
+  }
+  if (marks.length > 0) {
+    const lastId = await last()
+    for (const [params, from] of marks) counts.set(params, (counts.get(params) || 0) + Math.max(0, lastId - from + 1))
+  }
+  for (const [params, count] of counts) if (count === 0) counts.delete(params)
   return counts
 }
 

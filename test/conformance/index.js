@@ -83,7 +83,7 @@ export function namespaceOf (key) {
 /**
  * Listen to the batches `db` writes, with the models' ops only: where other
  * tabs or processes write the database too (IndexedDB, postgres with
- * shared: true), every batch also writes levelkit's generation.
+ * shared: true), the first batch of each lock holding also writes levelkit's generation.
  * @param {any} db @param {(ops: any[]) => void} listener
  */
 export function onModelWrite (db, listener) {

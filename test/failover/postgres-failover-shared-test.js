@@ -1,0 +1,44 @@
+// Failover in shared mode (npm run test:failover; not in npm test): two
+// processes write one table through both hosts of a Patroni pair while the
+// primary node is killed (-9, Patroni and PostgreSQL) mid-workload and the
+// synchronous standby is promoted. Their writer lock, listening and pool
+// connections follow the new primary; a batch whose answer was lost is
+// settled by its commit id. The checks are test/util/shared-failover.js's:
+// nothing acknowledged lost, nothing doubled, ids without a gap, usernames
+// with one owner, watchers in both processes see every message in order,
+// check() clean. test/postgres-shared-hosts-test.js runs the same workload
+// in npm test, with a TCP proxy cut for the failover.
+import test from 'tape'
+import { startFailoverCluster } from '../../testkit/patroni.js'
+import { openShared } from '../fixtures/postgres-shared-worker.js'
+import { sharedFailover } from '../util/shared-failover.js'
+
+test('postgres failover, shared: 2 processes writing while the primary node is killed lose nothing and double nothing', { timeout: 10 * 60 * 1000 }, async t => {
+  const started = Date.now()
+  const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`
+  const cluster = await startFailoverCluster({ log: line => t.comment(`${elapsed()}: ${line}`), synchronous: true })
+  /** @type {any} */
+  let db = null
+  try {
+    const options = { failoverTimeout: 60000 }
+    db = await openShared(cluster.connectionString, 'chat', 'table', options)
+    await sharedFailover(t, db, {
+      connectionString: cluster.connectionString,
+      table: 'chat',
+      n: 150,
+      options,
+      lifetime: 8 * 60 * 1000,
+      async fail () {
+        const primary = await cluster.waitForPrimary()
+        await cluster.killNode(primary)
+        t.comment(`${elapsed()}: killed ${primary.name} (Patroni and PostgreSQL)`)
+        const next = await cluster.waitForPrimary(60000)
+        t.notEqual(next.name, primary.name, `the standby was promoted (${next.name}, ${elapsed()})`)
+      }
+    })
+  } finally {
+    if (db) await db.close().catch((/** @type {any} */ err) => t.comment(`close: ${err.message}`))
+    await cluster.stop()
+    t.comment(`done in ${elapsed()}`)
+  }
+})
