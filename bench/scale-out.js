@@ -174,13 +174,29 @@ const cells = [
   ...(args['no-leveldb'] ? [] : [{ key: 'levelkit-leveldb-1', kind: /** @type {const} */ ('levelkit-leveldb'), processes: 1, label: 'levelkit on LevelDB ×1', against: 'sql-1' }])
 ]
 
-const server = await postgres()
+// Connections. Every cell of a run stays open while the others take their
+// turns, so what each process keeps while idle adds up over all cells: a
+// levelkit process on PostgreSQL keeps the pool connection that holds the
+// table's shared lock, its writer and listening connections and up to 4
+// idle snapshot connections (KEPT); the SQL store keeps none (its pool lets
+// idle connections go after 1 s, as levelkit's does). Busy, a levelkit
+// process holds at most its pool (concurrency + 1), the writer and listening
+// connections and a snapshot per call in flight; a SQL process its pool. The
+// cell running and the one before it (its pools not yet let go) are busy.
+const KEPT = 7
+/** @param {Cell} cell */
+const busy = cell => cell.processes * (cell.kind === 'sql' ? concurrency : cell.kind === 'levelkit-leveldb' ? 0 : 2 * concurrency + 3)
+const kept = cells.reduce((sum, cell) => sum + (cell.kind === 'sql' || cell.kind === 'levelkit-leveldb' ? 0 : cell.processes * KEPT), 0)
+const busiest = cells.map(busy).sort((x, y) => y - x)
+// (+ this process's admin pool and PostgreSQL's reserved superuser connections)
+const connectionsNeeded = kept + busiest[0] + (busiest[1] ?? 0) + 2 + 3
+// A throwaway cluster is started with enough; a server of the user's must allow them.
+const server = await postgres({ maxConnections: Math.max(200, connectionsNeeded) })
 const admin = new pg.Pool({ connectionString: server.connectionString, max: 2 })
 admin.on('error', () => {})
 const serverVersion = (await admin.query('SHOW server_version')).rows[0].server_version
 const settings = Object.fromEntries((await admin.query("SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'max_connections', 'shared_buffers')")).rows.map(row => [row.name, row.setting]))
-const connectionsNeeded = Math.max(...writers, ...processes) * (concurrency + 2) + 4
-if (Number(settings.max_connections) < connectionsNeeded) fail(`The server allows ${settings.max_connections} connections; the largest cell needs about ${connectionsNeeded} (fewer --concurrency or processes)`)
+if (Number(settings.max_connections) < connectionsNeeded) fail(`The server allows ${settings.max_connections} connections; this run's cells, all open at once, need about ${connectionsNeeded} (fewer --concurrency, processes or --locking modes, or raise max_connections)`)
 
 const run0 = startRun('scale-out', args.out, ['pg', 'classic-level', 'abstract-level'])
 /** @type {Record<string, string>} */

@@ -404,13 +404,16 @@ export class Writer {
     // With locking: 'serializable', the transaction a section ran in may
     // fail after it returned, at its group's batch or COMMIT (or a section
     // decided on top of a group that failed so): it runs again, in a new
-    // transaction, as long as its caller has no answer.
+    // transaction, as long as its caller has no answer (at most
+    // keyLocks.maxReruns times, counting the reruns #runOnce() makes).
+    const reruns = { made: 0 }
     for (;;) {
       try {
-        return await this.#runOnce(fn, sync, decided)
+        return await this.#runOnce(fn, sync, decided, reruns)
       } catch (err) {
         const cause = /** @type {any} */ (err)?.code === codes.ABORTED ? /** @type {any} */ (err).cause : err
         if (this.closed || !keyLocks.busy(cause)) throw err
+        rerun(keyLocks, reruns, cause)
         keyLocks.stats.retries++
       }
     }
@@ -421,9 +424,10 @@ export class Writer {
    * @param {(scope: WriteScope) => Promise<T> | T} fn
    * @param {boolean} sync
    * @param {(() => void) | null} decided
+   * @param {{ made: number }} [reruns] how many times the critical section ran again so far
    * @returns {Promise<T>}
    */
-  async #runOnce (fn, sync, decided) {
+  async #runOnce (fn, sync, decided, reruns = { made: 0 }) {
     if (this.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
     if (this.#locked) await this.#wait()
     else this.#locked = true
@@ -457,6 +461,7 @@ export class Writer {
           this.#keyLocks.stats.retries++
         } catch (err) {
           if (this.#keyLocks === null || !this.#keyLocks.busy(err)) throw err
+          rerun(this.#keyLocks, reruns, err)
           // (Key locks count theirs as they find a key busy.)
           if (this.#keyLocks.rerunsGroups === true) this.#keyLocks.stats.retries++
         }
@@ -1206,6 +1211,7 @@ const SYNC = Object.freeze({ sync: true })
  * @property {(err: unknown) => boolean} busy whether `err` asks for the critical section to run again
  * @property {boolean} [rerunsGroups] with locking: 'serializable': a group whose transaction failed at its batch or COMMIT runs its sections again
  * @property {<T>(fn: () => Promise<T> | T) => Promise<T>} [within] runs a critical section (its reads go to the transaction)
+ * @property {number} [maxReruns] how many times a critical section runs again at most (busy() each time), before it fails with LEVELKIT_CONFLICT
  * @property {() => Promise<void>} idle ends the key transaction, if open
  * @property {(listener: () => void) => void} onEnd
  * @property {number} requests how many lock requests were made
@@ -1219,6 +1225,22 @@ const SYNC = Object.freeze({ sync: true })
  * @property {boolean} whole whether every batch up to it was heard, key by key
  * @property {number} end how many batches the holding wrote, once it ended (else -1)
  */
+
+/**
+ * A critical section is about to run again after `failure` (keyLocks.busy()
+ * told so): count it, or give up with LEVELKIT_CONFLICT past
+ * keyLocks.maxReruns, so that processes failing each other's transactions
+ * forever (a livelock) end in an error rather than a hang.
+ * @param {KeyLocks} keyLocks @param {{ made: number }} reruns @param {unknown} failure
+ */
+function rerun (keyLocks, reruns, failure) {
+  const max = keyLocks.maxReruns ?? Infinity
+  if (reruns.made >= max) {
+    const state = /** @type {any} */ (failure)?.cause?.code ?? /** @type {any} */ (failure)?.code
+    throw levelkitError(codes.CONFLICT, `A critical section ran ${reruns.made + 1} times, each time failed by another process's transaction${typeof state === 'string' ? ` (${state})` : ''}: gave up after maxReruns (${max}) reruns`, { cause: failure, reruns: reruns.made })
+  }
+  reruns.made++
+}
 
 class Group {
   constructor () {

@@ -10,7 +10,9 @@
 // conformance and chat suites too with LEVELKIT_TEST_SUITES=1 (they take
 // about as long again as the rest of this file).
 import test from 'tape'
+import pg from 'pg'
 import { open } from '../index.js'
+import { ChatStore } from '../chat.js'
 import { postgresForTests } from './util/postgres.js'
 
 const server = await postgresForTests(test)
@@ -29,6 +31,27 @@ function gate () {
 /** @param {string} table */
 const options = table => ({ backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking: 'serializable', poolSize: 2 })
 
+/**
+ * Two databases open on one fresh table, standing for two processes, with
+ * `balances` inserted as accounts 1, 2, ...: `fn` gets each database and its
+ * accounts collection; both are closed after it.
+ * @param {number[]} balances
+ * @param {(a: any, accountsA: any, b: any, accountsB: any) => Promise<void>} fn
+ */
+async function twoProcesses (balances, fn) {
+  const table = server.table()
+  const a = await open(options(table))
+  const b = await open(options(table))
+  try {
+    const accountsA = a.collection('accounts')
+    for (const balance of balances) await accountsA.insert({ balance })
+    await fn(a, accountsA, b, b.collection('accounts'))
+  } finally {
+    await a.close()
+    await b.close()
+  }
+}
+
 test('postgres serializable: the locking option takes \'table\', \'keys\' or \'serializable\'', async t => {
   const err = await open({ ...options(server.table()), locking: 'snapshot' }).then(db => db.close(), err => err)
   t.is(err?.code, 'LEVELKIT_INVALID', 'another value is refused with LEVELKIT_INVALID')
@@ -36,14 +59,7 @@ test('postgres serializable: the locking option takes \'table\', \'keys\' or \'s
 })
 
 test('postgres serializable: a write skew between two processes fails one transaction (40001), whose section runs again and draws nothing', async t => {
-  const table = server.table()
-  const a = await open(options(table))
-  const b = await open(options(table))
-  try {
-    const accountsA = a.collection('accounts')
-    const accountsB = b.collection('accounts')
-    await accountsA.insert({ balance: 60 })
-    await accountsA.insert({ balance: 60 })
+  await twoProcesses([60, 60], async (a, accountsA, b, accountsB) => {
     const bothRead = [gate(), gate()]
     const runs = [0, 0]
     /**
@@ -67,20 +83,11 @@ test('postgres serializable: a write skew between two processes fails one transa
     t.is(balances[0] + balances[1], 20, 'the accounts hold 120 - 100 together')
     t.ok(balances.every(x => x >= -40), 'one account drawn once')
     t.same((await a.check()).problems, [], 'check() is clean')
-  } finally {
-    await a.close()
-    await b.close()
-  }
+  })
 })
 
 test('postgres serializable: a section whose read another process overwrote before its COMMIT runs again on the new value', async t => {
-  const table = server.table()
-  const a = await open(options(table))
-  const b = await open(options(table))
-  try {
-    const accountsA = a.collection('accounts')
-    const accountsB = b.collection('accounts')
-    await accountsA.insert({ balance: 1 })
+  await twoProcesses([1], async (a, accountsA, b, accountsB) => {
     const read = gate()
     const letGo = gate()
     let runs = 0
@@ -101,6 +108,107 @@ test('postgres serializable: a section whose read another process overwrote befo
     t.is((await accountsA.get(1)).balance, 110, 'the account holds both writes')
     const { rows } = await server.pool.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = \'levelkit writer\' AND state LIKE \'idle in transaction%\'')
     t.is(rows[0].n, 0, 'no transaction is left open once both are idle')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  })
+})
+
+/**
+ * Count the statements sent on the writer connections (where a critical
+ * section's reads go with locking: 'serializable') until the test ends:
+ * `reads` the point reads (one key or `key = ANY`), `all` every statement.
+ * @param {import('tape').Test} t
+ */
+function countWriterStatements (t) {
+  const Client = /** @type {any} */ (pg.Client).prototype
+  const query = Client.query
+  const counted = { reads: 0, keys: 0, all: 0 }
+  Client.query = function (/** @type {any[]} */ ...args) {
+    if (this.connectionParameters.fallback_application_name === 'levelkit writer') {
+      const text = typeof args[0] === 'string' ? args[0] : args[0]?.text
+      counted.all++
+      if (/^SELECT (key, )?value FROM .* WHERE key (= \$1|= ANY)/.test(text)) {
+        counted.reads++
+        counted.keys += Array.isArray(args[0].values[0]) ? args[0].values[0].length : 1
+      }
+    }
+    return query.apply(this, args)
+  }
+  t.teardown(() => { Client.query = query })
+  return { counted, reset () { counted.reads = 0; counted.keys = 0; counted.all = 0 } }
+}
+
+test('postgres serializable: a critical section\'s point reads asked for together go as one statement of its transaction', async t => {
+  await twoProcesses([1, 2, 3, 4, 5], async (a, accountsA) => {
+    const { counted, reset } = countWriterStatements(t)
+    const read = await a.write(async (/** @type {any} */ w) => {
+      const [one, more, missing] = await Promise.all([
+        accountsA.in(w).get(1),
+        Promise.all([2, 3, 4, 5].map(id => accountsA.in(w).get(id))),
+        accountsA.in(w).get(99)
+      ])
+      return [one, ...more, missing].map(account => account?.balance)
+    })
+    t.deepEqual(read, [1, 2, 3, 4, 5, undefined], 'six reads at once answer as one at a time would')
+    t.deepEqual([counted.reads, counted.keys], [1, 6], 'in one statement of the section\'s transaction, on the writer connection')
+    reset()
+    const level = /** @type {any} */ (a).level
+    const many = await a.write(async () => Promise.all([level.getMany(['x', 'y']), level.get('x'), level.has('z')]))
+    t.deepEqual(many, [[undefined, undefined], undefined, false], 'getMany, get and has of the root at once, in a section')
+    t.deepEqual([counted.reads, counted.keys], [1, 3], 'in one statement, each key once')
+  })
+})
+
+test('postgres serializable: createChat of 7 members read by a process that knows none of them makes few round trips', async t => {
+  const table = server.table()
+  const a = await open(options(table))
+  const b = await open(options(table))
+  try {
+    const passwordCost = { scryptN: 2 }
+    const storeA = await ChatStore.open(a, { passwordCost })
+    const users = []
+    for (let i = 0; i < 8; i++) users.push(await storeA.createUser({ username: `u${i}`, password: 'pw' }))
+    await storeA.createChat({ name: 'first', adminId: users[0], userIds: users.slice(1, 6) })
+    const storeB = await ChatStore.open(b, { passwordCost })
+    const { counted, reset } = countWriterStatements(t)
+    reset()
+    await storeB.createChat({ name: 'c', adminId: users[1], userIds: users.slice(2) })
+    // One statement per key read (10 point reads, 14 statements) before reads were coalesced.
+    t.ok(counted.reads <= 4, `its point reads went as ${counted.reads} statements (${counted.keys} keys)`)
+    t.ok(counted.all <= 8, `${counted.all} statements on the writer connection in all (BEGIN, reads, the batch, COMMIT)`)
+    t.same((await b.check()).problems, [], 'check() is clean')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
+test('postgres serializable: a section failed by another process every time gives up after maxReruns reruns with LEVELKIT_CONFLICT', async t => {
+  const err = await open({ ...options(server.table()), maxReruns: -1 }).then(db => db.close(), err => err)
+  t.is(err?.code, 'LEVELKIT_INVALID', 'maxReruns: -1 is refused with LEVELKIT_INVALID')
+  const table = server.table()
+  const a = await open({ ...options(table), maxReruns: 3 })
+  const b = await open(options(table))
+  try {
+    const accountsA = a.collection('accounts')
+    const accountsB = b.collection('accounts')
+    await accountsA.insert({ balance: 0 })
+    let runs = 0
+    // Each run reads the account, then the other database writes it (for
+    // the first 10 runs): the run's write cannot be serialized (40001).
+    const failed = await a.write(async (/** @type {any} */ w) => {
+      runs++
+      const { balance } = await accountsA.in(w).get(1)
+      if (runs <= 10) await accountsB.update(1, { balance: 1000 + runs })
+      await accountsA.in(w).update(1, { balance: balance + 1 })
+    }).then(() => null, err => err)
+    t.is(failed?.code, 'LEVELKIT_CONFLICT', 'the write fails with LEVELKIT_CONFLICT')
+    t.is(runs, 4, 'after its first run and 3 reruns')
+    t.match(String(failed?.message), /maxReruns \(3\)/, 'the message names the option')
+    let cause = failed?.cause
+    while (cause?.cause && !cause.code?.startsWith?.('40')) cause = cause.cause
+    t.match(String(cause?.code), /^40(001|P01)$/, `its cause is the last serialization failure (${cause?.code})`)
+    t.is((await accountsB.get(1)).balance, 1004, 'nothing of the section was written')
+    t.is(await a.write(async (/** @type {any} */ w) => (await accountsA.in(w).get(1)).balance), 1004, 'the next write goes on')
     t.same((await a.check()).problems, [], 'check() is clean')
   } finally {
     await a.close()

@@ -51,7 +51,8 @@ function recordOwnConnections () {
   /** @this {any} @param {any[]} args */
   pg.Client.prototype.connect = function (...args) {
     const name = this.connectionParameters?.fallback_application_name
-    if (typeof name === 'string' && name.startsWith('levelkit ')) {
+    // (Not snapshots' connections, 'levelkit snapshot'.)
+    if (name === 'levelkit writer' || name === 'levelkit listen') {
       clients.set(name.slice(9), this)
       /** @type {Record<string, string>} */
       const set = {}

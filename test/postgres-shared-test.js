@@ -25,6 +25,7 @@ import { startWorker } from './util/shared-workers.js'
 import { range } from './util/common.js'
 import { FAST, ACCOUNTS, INITIAL, declareBank, openShared as openWorkerShared, increment } from './fixtures/postgres-shared-worker.js'
 import { WRITER_LOCK_SPACE } from '../lib/backends/postgres-shared.js'
+import pg from 'pg'
 
 const server = await postgresForTests(test)
 // How the processes take turns: the writer lock ('table', the default), or
@@ -169,6 +170,82 @@ test(`${mode}: a critical section reads what another process wrote, not what thi
     await checkClean(t, db, 'after increments here and writes there')
   } finally {
     await db.close()
+  }
+})
+
+test(`${mode}: concurrent sections, transactions and reads of two databases on one table never send a statement on a connection busy with another`, async t => {
+  // pg queues such a statement, warns once per process ("client.query()
+  // when the client is already executing a query") and will refuse it in
+  // pg 9: every client's statements in flight are counted, and the warning
+  // listened for.
+  const Client = /** @type {any} */ (pg.Client).prototype
+  const query = Client.query
+  /** @type {Map<any, number>} */
+  const inFlight = new Map()
+  /** @type {string[]} */
+  const overlapping = []
+  Client.query = function (/** @type {any[]} */ ...args) {
+    const running = inFlight.get(this) ?? 0
+    if (running > 0 && overlapping.length < 5) {
+      const text = typeof args[0] === 'string' ? args[0] : args[0]?.text
+      overlapping.push(`${this.connectionParameters.fallback_application_name ?? 'pool'}: ${String(text).slice(0, 60)}`)
+    }
+    inFlight.set(this, running + 1)
+    const done = () => inFlight.set(this, (inFlight.get(this) ?? 1) - 1)
+    const result = query.apply(this, args)
+    if (result && typeof result.then === 'function') result.then(done, done)
+    else done()
+    return result
+  }
+  /** @type {string[]} */
+  const warnings = []
+  const onWarning = (/** @type {Error} */ warning) => { if (/already executing a query/.test(warning.message)) warnings.push(warning.message) }
+  process.on('warning', onWarning)
+  const table = server.table()
+  const dbs = [await openShared(server.connectionString, table), await openShared(server.connectionString, table)]
+  try {
+    const banks = dbs.map(db => declareBank(db).accounts)
+    for (let id = 1; id <= ACCOUNTS; id++) await banks[0].insert({ balance: INITIAL })
+    let increments = 0
+    await Promise.all(dbs.flatMap((db, d) => range(0, 29).map(async i => {
+      const accounts = banks[d]
+      const id = 1 + (i % ACCOUNTS)
+      if (i % 5 === 0) {
+        const to = 1 + ((id + d) % ACCOUNTS)
+        return db.transaction(async (/** @type {any} */ tx) => {
+          const [payer, payee] = await Promise.all([accounts.in(tx).get(id), accounts.in(tx).get(to)])
+          await accounts.in(tx).update(id, { balance: payer.balance - 1 })
+          await accounts.in(tx).update(to, { balance: payee.balance + 1 })
+        }, { maxRetries: 100, timeout: 60000 })
+      }
+      if (i % 5 === 1) return Promise.all([accounts.get(id), accounts.get(1 + ((id + 1) % ACCOUNTS))])
+      return db.write(async (/** @type {any} */ w) => {
+        const [mine, next] = await Promise.all([accounts.in(w).get(id), accounts.in(w).get(1 + (id % ACCOUNTS))])
+        await accounts.in(w).update(id, { balance: mine.balance + 1 })
+        return next.balance
+      }).then(() => { increments++ })
+    })))
+    await new Promise(resolve => setTimeout(resolve, 50))
+    t.deepEqual(overlapping, [], 'no statement was sent on a connection running another')
+    t.deepEqual(warnings, [], 'pg did not warn of one')
+    // Read by a third database (neither may have heard the other's last batch yet).
+    const fresh = await openShared(server.connectionString, table)
+    let total = 0
+    try {
+      const accounts = declareBank(fresh).accounts
+      for (let id = 1; id <= ACCOUNTS; id++) total += (await accounts.get(id)).balance
+    } finally {
+      await fresh.close()
+    }
+    // Not with the writer lock: there a db.transaction() of one database
+    // overwrites increments the other made meanwhile (4-7 of 36 lost, on
+    // main too: an open bug, not this test's subject).
+    if (locking !== 'table') t.is(total, ACCOUNTS * INITIAL + increments, 'every increment was kept (transfers move, increments add 1 each)')
+    await checkClean(t, dbs[0], 'after the concurrent workload')
+  } finally {
+    Client.query = query
+    process.off('warning', onWarning)
+    for (const db of dbs) await db.close()
   }
 })
 

@@ -21,12 +21,16 @@ const SUPERUSER = 'postgres'
 
 /**
  * The server LEVELKIT_PG_URL names, or a throwaway cluster.
+ * @param {{ maxConnections?: number }} [options] the throwaway cluster's max_connections (200 by default;
+ *   a server LEVELKIT_PG_URL names keeps its own)
  * @returns {Promise<PostgresServer>}
  */
-export async function postgres () {
+export async function postgres (options = {}) {
   const url = process.env.LEVELKIT_PG_URL
   if (url) return { connectionString: url, throwaway: false, async stop () {} }
-  return startCluster()
+  const { maxConnections = 200 } = options
+  if (!Number.isSafeInteger(maxConnections) || maxConnections < 10) throw new TypeError(`maxConnections must be an integer of at least 10, got ${maxConnections}`)
+  return startCluster(maxConnections)
 }
 
 /**
@@ -49,8 +53,8 @@ export function postgresBinaries () {
   throw new Error('PostgreSQL server binaries (initdb, pg_ctl) not found: install Debian\'s postgresql package (scripts/install-system-packages.sh does), or set LEVELKIT_PG_URL to a server to test on')
 }
 
-/** @returns {Promise<PostgresServer>} */
-async function startCluster () {
+/** @param {number} maxConnections @returns {Promise<PostgresServer>} */
+async function startCluster (maxConnections) {
   const bin = postgresBinaries()
   const asUser = runAs()
   const dir = mkdtempSync(join(tmpdir(), 'levelkit-pg-'))
@@ -88,7 +92,7 @@ async function startCluster () {
       'fsync = off',
       'synchronous_commit = off',
       'full_page_writes = off',
-      'max_connections = 200',
+      `max_connections = ${maxConnections}`,
       ''
     ].join('\n'))
     started = true

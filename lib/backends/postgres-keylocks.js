@@ -26,7 +26,7 @@
 // while the key transaction that read them holds their keys' locks: the
 // write path forgets them when it ends (onEnd()).
 import { createHash } from 'node:crypto'
-import { PostgresWriterLock } from './postgres-shared.js'
+import { PostgresSectionLock, noop } from './postgres-section-lock.js'
 
 // The first key of the range lock: 'LKRG'.
 export const RANGE_LOCK_SPACE = 0x4c4b5247
@@ -41,21 +41,11 @@ export class KeyLockBusy extends Error {
 }
 
 /**
- * The key transaction of a postgres database shared with locking: 'keys'.
- * Notifications, listening and catching up are the writer lock's.
+ * The key transaction of a postgres database shared with locking: 'keys'
+ * (the section transaction, postgres-section-lock.js, taking advisory locks).
  */
-export class PostgresKeyLocks extends PostgresWriterLock {
-  /** Read values are checked again at commit, under the keys' locks (lib/transaction.js). */
-  validatesByValue = true
-  /** Tells the write path (lib/writer.js) to lock keys rather than take this as a table lock. */
-  locksKeys = true
+export class PostgresKeyLocks extends PostgresSectionLock {
   #keyHost
-  /** @type {import('pg').Client | null} */
-  #client = null
-  /** @type {Promise<import('pg').Client> | null} */
-  #connecting = null
-  /** Whether a transaction is open (BEGIN sent). */
-  #open = false
   /** @type {Map<string, Promise<void> | null>} the lock keys (decimal bigints) the open transaction holds (null) or asked for (the statement's promise) */
   #held = new Map()
   /** @type {'none' | 'shared' | 'exclusive'} the range lock the open transaction holds */
@@ -63,14 +53,8 @@ export class PostgresKeyLocks extends PostgresWriterLock {
   /** @type {Set<string>} keys found busy: the next transaction waits for them in its first statement */
   #busy = new Set()
   #busyRange = false
-  /** @type {Array<() => void>} */
-  #endListeners = []
   /** @type {Array<{ locks: string[], resolve: () => void, reject: (err: unknown) => void }>} lock requests waiting for the next statement */
   #requests = []
-  /** How many lock requests were made (lib/writer.js tells whether a section made any). */
-  requests = 0
-  /** Counters, for tests and the benchmark. */
-  stats = { statements: 0, retries: 0, transactions: 0 }
 
   /**
    * @param {import('./postgres-shared.js').SharedWriterHost} host
@@ -79,31 +63,16 @@ export class PostgresKeyLocks extends PostgresWriterLock {
   constructor (host, table) {
     super(host, table)
     this.#keyHost = host
-  }
-
-  /** Never kept while idle: there is no table lock to keep. */
-  get leased () {
-    return false
-  }
-
-  /** The table lock is never taken in this mode. */
-  async acquire () {
-    return () => {}
+    // First, before the write path's listeners: the locks go with the transaction.
+    this.onEnd(() => {
+      this.#held.clear()
+      this.#range = 'none'
+    })
   }
 
   /** Whether `err` asks for the critical section to run again. @param {unknown} err */
   busy (err) {
     return err instanceof KeyLockBusy
-  }
-
-  /** @param {() => void} listener called each time the key transaction ends (its locks let go) */
-  onEnd (listener) {
-    this.#endListeners.push(listener)
-  }
-
-  /** Whether the key transaction holds (or asked for) any lock. */
-  get holding () {
-    return this.#open
   }
 
   /**
@@ -125,7 +94,7 @@ export class PostgresKeyLocks extends PostgresWriterLock {
       if (held === undefined) wanted.push(lock)
       else if (held !== null) asked.push(held)
     }
-    if (wanted.length === 0 && this.#open) return asked.length === 0 ? null : Promise.all(asked).then(noop)
+    if (wanted.length === 0 && this.holding) return asked.length === 0 ? null : Promise.all(asked).then(noop)
     /** @type {Promise<void>} */
     const requested = new Promise((resolve, reject) => {
       if (this.#requests.length === 0) process.nextTick(() => this.#send())
@@ -141,84 +110,13 @@ export class PostgresKeyLocks extends PostgresWriterLock {
    */
   lockRanges () {
     if (this.#range === 'exclusive') return null
-    if (this.#open) {
+    if (this.holding) {
       this.#busyRange = true
       this.stats.retries++
       return Promise.reject(new KeyLockBusy(true))
     }
     this.#busyRange = true
     return this.lock('', [])
-  }
-
-  /**
-   * The connection the key transaction runs on (and batches are written
-   * on). Statements must reach it in the order they are made: callers
-   * query it at once when it is connected.
-   * @returns {Promise<import('pg').Client>}
-   */
-  client () {
-    if (this.#client !== null) return Promise.resolve(this.#client)
-    if (this.#connecting === null) {
-      this.#connecting = this.#keyHost.connect('writer').then(client => {
-        client.on('error', () => {
-          if (this.#client === client) {
-            this.#client = null
-            this.#ended()
-          }
-        })
-        this.#client = client
-        this.#connecting = null
-        return client
-      }, err => {
-        this.#connecting = null
-        throw err
-      })
-    }
-    return this.#connecting
-  }
-
-  /**
-   * After a batch was written in the key transaction: commit it (null if
-   * none is open). The locks are let go once it commits.
-   * @returns {Promise<void> | null}
-   */
-  commit () {
-    if (!this.#open) return null
-    const client = this.#client
-    this.#ended()
-    if (client !== null) return client.query('COMMIT').then(noop)
-    if (this.#connecting === null) return Promise.reject(new Error('The key transaction\'s connection was lost'))
-    return this.#connecting.then(client => client.query('COMMIT')).then(noop)
-  }
-
-  /** A batch failed in the key transaction: roll it back (it is aborted anyway). */
-  rollback () {
-    if (!this.#open) return Promise.resolve()
-    const client = this.#client
-    this.#ended()
-    if (client !== null) return client.query('ROLLBACK').then(noop, noop)
-    return this.#connecting === null ? Promise.resolve() : this.#connecting.then(client => client.query('ROLLBACK')).then(noop, noop)
-  }
-
-  /** Nothing decided waits to be written: end the transaction, letting its locks go. */
-  idle () {
-    return this.commit() ?? Promise.resolve()
-  }
-
-  close () {
-    super.close()
-    const client = this.#client
-    this.#client = null
-    this.#ended()
-    if (client) client.end().catch(noop)
-  }
-
-  #ended () {
-    if (!this.#open) return
-    this.#open = false
-    this.#held.clear()
-    this.#range = 'none'
-    for (const listener of this.#endListeners) listener()
   }
 
   /** @param {string} prefix @param {Uint8Array} key */
@@ -239,7 +137,7 @@ export class PostgresKeyLocks extends PostgresWriterLock {
     /** @type {Set<string>} */
     const locks = new Set()
     for (const request of requests) for (const lock of request.locks) if (this.#held.get(lock) !== null) locks.add(lock)
-    const fresh = !this.#open
+    const fresh = !this.holding
     let text
     if (fresh) {
       // Holding nothing: wait, in one order, for every key (and the ones
@@ -251,24 +149,21 @@ export class PostgresKeyLocks extends PostgresWriterLock {
       const sorted = [...locks].sort()
       text = `BEGIN; SELECT pg_advisory_xact_lock${exclusive ? '' : '_shared'}(${RANGE_LOCK_SPACE}, ${this.#keyHost.lockKey})` +
         (sorted.length > 0 ? `; SELECT count(pg_advisory_xact_lock(k)) FROM unnest('{${sorted.join(',')}}'::bigint[]) AS k` : '')
-      this.#open = true
+      this.begin()
       this.#range = exclusive ? 'exclusive' : 'shared'
-      this.stats.transactions++
     } else if (locks.size > 0) {
       text = `SELECT bool_and(pg_try_advisory_xact_lock(k)) AS locked FROM unnest('{${[...locks].join(',')}}'::bigint[]) AS k`
     } else {
       for (const request of requests) request.resolve()
       return
     }
-    this.stats.statements++
     // Asked for, not yet held: a lock() of the same keys meanwhile waits for it too.
     /** @type {Promise<void>} */
     const statement = new Promise((resolve, reject) => { requests.push({ locks: [], resolve: () => resolve(undefined), reject }) })
     statement.catch(noop)
     for (const lock of locks) this.#held.set(lock, statement)
     try {
-      const client = this.#client ?? await this.client()
-      const result = await client.query(text)
+      const result = await this.query(text)
       if (!fresh) {
         const rows = /** @type {any} */ (result).rows
         if (rows[0].locked !== true) {
@@ -289,5 +184,3 @@ export class PostgresKeyLocks extends PostgresWriterLock {
     }
   }
 }
-
-function noop () {}

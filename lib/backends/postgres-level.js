@@ -9,6 +9,7 @@ import { describe } from '../common.js'
 import { PostgresWriterLock, connectClient, keepAliveConfig, keepSessionAlive } from './postgres-shared.js'
 import { PostgresKeyLocks } from './postgres-keylocks.js'
 import { PostgresSerializable } from './postgres-serializable.js'
+import { PostgresSectionLock } from './postgres-section-lock.js'
 import { failoverOf, PrimaryPool, CommitLog, isConnectionError } from './postgres-hosts.js'
 import { SectionCache } from '../section-cache.js'
 
@@ -17,6 +18,9 @@ const DEFAULT_POOL_SIZE = 10
 // With shared: ms of silence on the writer and listening connections
 // before TCP keepalive probes (see keepAliveConfig()).
 const DEFAULT_KEEP_ALIVE = 10000
+// How many times a critical section runs again at most with locking: 'keys'
+// or 'serializable' before it fails with LEVELKIT_CONFLICT (maxReruns).
+const DEFAULT_MAX_RERUNS = 100
 // Idle snapshot connections kept for the next snapshot (each snapshot holds
 // its own connection, beyond the pool: see #acquireSnapshotClient()).
 const IDLE_SNAPSHOT_CLIENTS = 4
@@ -51,6 +55,10 @@ const statementNames = new Map()
  *   (postgres-keylocks.js), so that writes on different keys go on at once; 'serializable':
  *   the same transaction, SERIALIZABLE and locking nothing, its sections run again when
  *   PostgreSQL fails it (postgres-serializable.js)
+ * @property {number} [maxReruns] with locking: 'keys' or 'serializable': how many times a critical
+ *   section runs again at most (a serialization failure, a busy key) before its write fails with
+ *   LEVELKIT_CONFLICT, the last failure as its cause (100 by default): processes that keep failing
+ *   each other's transactions end in an error, not a livelock
  * @property {Array<string | { host: string, port?: number }>} [hosts] the hosts of a primary and its
  *   standbys: the primary is used, found again after a failover (see postgres-hosts.js)
  * @property {number} [failoverTimeout] how long an operation waits for a primary, in ms (30000)
@@ -60,6 +68,7 @@ const statementNames = new Map()
  */
 
 /**
+ * @typedef {{ query: (statement: import('pg').QueryConfig) => Promise<import('pg').QueryResult<any>> }} Runner what a statement is sent on
  * @typedef {{ gt?: Buffer, gte?: Buffer, lt?: Buffer, lte?: Buffer, reverse?: boolean, limit?: number, snapshot?: any }} RangeOptions
  */
 
@@ -83,7 +92,7 @@ export class PostgresLevel extends AbstractLevel {
   #shared
   /** @type {PostgresWriterLock | null} */
   #writerLock = null
-  /** @type {import('pg').Client | null} the writer connection, while this process holds the writer lock: writes go through it */
+  /** @type {import('./postgres-shared.js').InOrder | null} the writer connection, while this process holds the writer lock: writes go through it */
   #writeClient = null
   /** @type {import('./postgres-hosts.js').Failover | null} the hosts, when failover is asked for */
   #failover
@@ -95,10 +104,11 @@ export class PostgresLevel extends AbstractLevel {
   #locking
   /** @type {number | false} */
   #keepAlive
+  #maxReruns
 
   /** @param {PostgresLevelOptions & Record<string, any>} [options] */
   constructor (options = {}) {
-    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, locking = 'table', keepAlive = DEFAULT_KEEP_ALIVE, ...forward } = options
+    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, locking = 'table', keepAlive = DEFAULT_KEEP_ALIVE, maxReruns = DEFAULT_MAX_RERUNS, ...forward } = options
     if (pool !== undefined) {
       if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function' || typeof pool.connect !== 'function') {
         throw invalid(`The pool option must be a pg Pool, got ${describe(pool)}`)
@@ -121,6 +131,9 @@ export class PostgresLevel extends AbstractLevel {
     }
     if (locking !== 'table' && locking !== 'keys' && locking !== 'serializable') {
       throw invalid(`The locking option must be 'table', 'keys' or 'serializable', got ${describe(locking)}`)
+    }
+    if (!(Number.isSafeInteger(maxReruns) && maxReruns >= 0) && maxReruns !== Infinity) {
+      throw invalid(`The maxReruns option must be a non-negative integer or Infinity, got ${describe(maxReruns)}`)
     }
     if (keepAlive !== false && (typeof keepAlive !== 'number' || !Number.isSafeInteger(keepAlive) || keepAlive < 1)) {
       throw invalid(`The keepAlive option must be a positive integer (milliseconds) or false, got ${describe(keepAlive)}`)
@@ -148,6 +161,7 @@ export class PostgresLevel extends AbstractLevel {
     this.#shared = shared
     this.#locking = locking
     this.#keepAlive = keepAlive
+    this.#maxReruns = maxReruns
     if (shared && this.#failover && locking !== 'table') {
       // Their section transactions commit without a commit id: an outcome
       // lost with the primary could not be settled.
@@ -194,6 +208,7 @@ export class PostgresLevel extends AbstractLevel {
           return this.#pool.query('SELECT pg_notify($1, $2)', [channel, payload])
         }
       }, this.#table)
+      if (this.#writerLock instanceof PostgresSectionLock) this.#writerLock.maxReruns = this.#maxReruns
     }
     return this.#writerLock
   }
@@ -336,7 +351,7 @@ export class PostgresLevel extends AbstractLevel {
    * @param {string} what what failed, for the error message
    * @param {string} text @param {unknown[]} values @param {any} [snapshot]
    * @param {boolean} [rowMode] rows as arrays
-   * @param {import('pg').Client | null} [client] a connection to run it on instead (the writer connection)
+   * @param {Runner | null} [client] a connection to run it on instead (the writer connection, or the section transaction's)
    * @returns {Promise<any[]>}
    */
   async #query (what, text, values, snapshot, rowMode, client = null) {
@@ -346,7 +361,7 @@ export class PostgresLevel extends AbstractLevel {
       statementNames.set(text, name)
     }
     try {
-      const runner = client ?? (snapshot ? await snapshot.client() : this.#pool)
+      const runner = client ?? (snapshot instanceof PostgresSectionLock ? snapshot : snapshot ? await snapshot.client() : this.#pool)
       if (runner === null) throw new Error('the database is not open')
       /** @type {import('pg').QueryConfig & { rowMode?: 'array' }} */
       const query = { name, text, values }
@@ -399,7 +414,7 @@ export class PostgresLevel extends AbstractLevel {
    * On the writer lock's connection (`client`), a batch found not committed
    * is reported, not written again: the lock it was decided under is gone,
    * and another process may have written since.
-   * @param {string} text @param {unknown[]} values @param {import('pg').Client | null} [client]
+   * @param {string} text @param {unknown[]} values @param {Runner | null} [client]
    */
   async #writeBatch (text, values, client = null) {
     if (this.#commits === null) return this.#writeUnsettled(text, values, client)
@@ -417,9 +432,10 @@ export class PostgresLevel extends AbstractLevel {
    * a connection that fails once the statement was sent leaves the outcome
    * unknown: the batch may have committed, so it is reported as
    * LEVELKIT_COMMIT_UNKNOWN, never as not written.
-   * @param {string} text @param {unknown[]} values @param {import('pg').Client | null} client
+   * @param {string} text @param {unknown[]} values @param {Runner | null} client
    */
   async #writeUnsettled (text, values, client) {
+    /** @type {import('pg').PoolClient | null} */
     let borrowed = null
     if (client === null) {
       try {
@@ -452,19 +468,19 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {Buffer} key @param {any} options */
   async _get (key, options) {
-    const snapshot = options.snapshot ?? this.#sectionTransaction()
+    const snapshot = options.snapshot
     if (snapshot) {
       const rows = await this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, [key], snapshot)
       return rows.length === 0 ? undefined : rows[0].value
     }
-    const [value] = await this.#coalesce([key])
+    const [value] = await this.#coalesce([key], this.#sectionTransaction())
     return value
   }
 
   /** @param {Buffer[]} keys @param {any} options */
   async _getMany (keys, options) {
-    const snapshot = options.snapshot ?? this.#sectionTransaction()
-    if (!snapshot) return this.#coalesce(keys)
+    const snapshot = options.snapshot
+    if (!snapshot) return this.#coalesce(keys, this.#sectionTransaction())
     const rows = await this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], snapshot)
     const found = new Map(rows.map(row => [row.key.toString('latin1'), row.value]))
     return keys.map(key => found.get(key.toString('latin1')))
@@ -472,19 +488,19 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @param {Buffer} key @param {any} options */
   async _has (key, options) {
-    const snapshot = options.snapshot ?? this.#sectionTransaction()
+    const snapshot = options.snapshot
     if (snapshot) {
       const rows = await this.#query('read a key', `SELECT 1 FROM ${quote(this.#table)} WHERE key = $1`, [key], snapshot)
       return rows.length > 0
     }
-    const [value] = await this.#coalesce([key])
+    const [value] = await this.#coalesce([key], this.#sectionTransaction())
     return value !== undefined
   }
 
   /** @param {Buffer[]} keys @param {any} options */
   async _hasMany (keys, options) {
-    const snapshot = options.snapshot ?? this.#sectionTransaction()
-    if (!snapshot) return (await this.#coalesce(keys)).map(value => value !== undefined)
+    const snapshot = options.snapshot
+    if (!snapshot) return (await this.#coalesce(keys, this.#sectionTransaction())).map(value => value !== undefined)
     const rows = await this.#query('read keys', `SELECT key FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], snapshot)
     const found = new Set(rows.map(row => row.key.toString('latin1')))
     return keys.map(key => found.has(key.toString('latin1')))
@@ -492,6 +508,8 @@ export class PostgresLevel extends AbstractLevel {
 
   /** @type {Array<{ keys: Buffer[], resolve: (values: Array<Buffer | undefined>) => void, reject: (err: unknown) => void }>} point reads waiting for the next statement */
   #reads = []
+  /** @type {Array<{ keys: Buffer[], resolve: (values: Array<Buffer | undefined>) => void, reject: (err: unknown) => void }>} critical sections' point reads waiting for the next statement in the serializable transaction */
+  #sectionReads = []
 
   /**
    * The values of `keys`, read with every other point read (get, getMany,
@@ -502,19 +520,25 @@ export class PostgresLevel extends AbstractLevel {
    * sent once the microtasks running now are done (process.nextTick()
    * from a microtask runs after the microtask queue drains), so no read
    * waits for a timer. One statement reads every key as of one moment.
-   * @param {Buffer[]} keys
+   * The reads of critical sections with locking: 'serializable' are
+   * coalesced apart, into statements of the serializable transaction
+   * (`section`): PostgreSQL watches what they read as it would each alone.
+   * @param {Buffer[]} keys @param {PostgresSerializable | null} [section]
    * @returns {Promise<Array<Buffer | undefined>>}
    */
-  #coalesce (keys) {
+  #coalesce (keys, section = null) {
     return new Promise((resolve, reject) => {
-      if (this.#reads.length === 0) process.nextTick(() => this.#readCoalesced())
-      this.#reads.push({ keys, resolve, reject })
+      const reads = section === null ? this.#reads : this.#sectionReads
+      if (reads.length === 0) process.nextTick(() => this.#readCoalesced(section))
+      reads.push({ keys, resolve, reject })
     })
   }
 
-  #readCoalesced () {
-    const reads = this.#reads
-    this.#reads = []
+  /** @param {PostgresSerializable | null} section */
+  #readCoalesced (section) {
+    const reads = section === null ? this.#reads : this.#sectionReads
+    if (section === null) this.#reads = []
+    else this.#sectionReads = []
     /** @type {Map<string, Buffer>} */
     const unique = new Map()
     for (const read of reads) for (const key of read.keys) unique.set(key.toString('latin1'), key)
@@ -525,8 +549,8 @@ export class PostgresLevel extends AbstractLevel {
       const chunk = keys.slice(i, i + MAX_COALESCED)
       /** @type {Promise<Map<string, Buffer>>} */
       const found = chunk.length === 1
-        ? this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, chunk).then(rows => new Map(rows.length === 0 ? [] : [[chunk[0].toString('latin1'), rows[0].value]]))
-        : this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [chunk]).then(rows => new Map(rows.map(row => [row.key.toString('latin1'), row.value])))
+        ? this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, chunk, section).then(rows => new Map(rows.length === 0 ? [] : [[chunk[0].toString('latin1'), rows[0].value]]))
+        : this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [chunk], section).then(rows => new Map(rows.map(row => [row.key.toString('latin1'), row.value])))
       chunks.push(found)
     }
     Promise.all(chunks).then(maps => {
@@ -577,7 +601,7 @@ export class PostgresLevel extends AbstractLevel {
     const table = quote(this.#table)
     const upsert = `INSERT INTO ${table} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
     const remove = `DELETE FROM ${table} WHERE key = ANY($1::bytea[])`
-    const keyLocks = (this.#writerLock instanceof PostgresKeyLocks || this.#writerLock instanceof PostgresSerializable) && !this.#writerLock.closed ? this.#writerLock : null
+    const keyLocks = this.#writerLock instanceof PostgresSectionLock && !this.#writerLock.closed ? this.#writerLock : null
     if (keyLocks !== null) return this.#batchInKeyTransaction(keyLocks, upsert, [putKeys, putValues, delKeys])
     const client = this.#writeClient
     const notices = client === null ? null : /** @type {PostgresWriterLock} */ (this.#writerLock).takeStaged()
@@ -604,14 +628,13 @@ export class PostgresLevel extends AbstractLevel {
    * critical sections locked their keys in, and commits it: the
    * notifications go in the same statement, heard exactly when it commits.
    * (With locking: 'serializable', in the serializable transaction.)
-   * @param {PostgresKeyLocks | PostgresSerializable} keyLocks @param {string} upsert @param {unknown[]} values
+   * @param {PostgresSectionLock} keyLocks @param {string} upsert @param {unknown[]} values
    */
   async #batchInKeyTransaction (keyLocks, upsert, values) {
     const table = quote(this.#table)
     const notices = keyLocks.takeStaged() ?? []
     try {
-      const client = await keyLocks.client()
-      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [...values, notices], undefined, false, client)
+      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [...values, notices], undefined, false, keyLocks)
     } catch (err) {
       await keyLocks.rollback()
       throw err
@@ -730,7 +753,9 @@ export class PostgresLevel extends AbstractLevel {
         throw backendError('take a snapshot', err)
       }
     }
-    const client = new pg.Client(this.#clientConfig())
+    // Named, as the writer and listening connections are, so that
+    // pg_stat_activity tells them from the pool's.
+    const client = new pg.Client({ fallback_application_name: 'levelkit snapshot', ...this.#clientConfig() })
     client.on('error', noop)
     try {
       await client.connect()

@@ -16,7 +16,7 @@
 // backend sends a read made there (reading()) on the transaction's
 // connection (postgres-level.js). Reads made elsewhere go to the pool.
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { PostgresWriterLock } from './postgres-shared.js'
+import { PostgresSectionLock, noop } from './postgres-section-lock.js'
 
 // serialization_failure, deadlock_detected, and in_failed_sql_transaction
 // (a statement sent after one of the first two aborted the transaction).
@@ -24,51 +24,16 @@ const RETRY_STATES = new Set(['40001', '40P01', '25P02'])
 
 /**
  * The serializable transaction of a postgres database shared with
- * locking: 'serializable'. Notifications, listening and catching up are the
- * writer lock's. It offers the write path (lib/writer.js) what the key
+ * locking: 'serializable' (the section transaction, postgres-section-lock.js,
+ * SERIALIZABLE). It offers the write path (lib/writer.js) what the key
  * locks do, so that the same path runs it: lock() and lockRanges() lock
  * nothing, busy() tells a serialization failure, and rerunsGroups asks it
  * to run a failed group's sections again.
  */
-export class PostgresSerializable extends PostgresWriterLock {
-  /** Transactions check the values they read again at commit, in the serializable transaction. */
-  validatesByValue = true
-  /** Tells the write path (lib/writer.js) to run sections in the transaction, as with key locks. */
-  locksKeys = true
+export class PostgresSerializable extends PostgresSectionLock {
   /** A group whose transaction failed runs its sections again (not only the running one). */
   rerunsGroups = true
-  #host
-  /** @type {import('pg').Client | null} */
-  #client = null
-  /** @type {Promise<import('pg').Client> | null} */
-  #connecting = null
-  /** Whether a transaction is open (BEGIN sent). */
-  #open = false
-  /** @type {Array<() => void>} */
-  #endListeners = []
   #sections = new AsyncLocalStorage()
-  /** How many reads critical sections announced (lib/writer.js tells whether a section made any). */
-  requests = 0
-  /** Counters, for tests and the benchmark: retries counts critical sections run again. */
-  stats = { statements: 0, retries: 0, transactions: 0, failures: 0 }
-
-  /**
-   * @param {import('./postgres-shared.js').SharedWriterHost} host
-   * @param {string} table
-   */
-  constructor (host, table) {
-    super(host, table)
-    this.#host = host
-  }
-
-  get leased () {
-    return false
-  }
-
-  /** No table lock in this mode. */
-  async acquire () {
-    return () => {}
-  }
 
   /** Whether `err` (or what caused it) is a failure that a rerun in a new transaction can get past. @param {unknown} err */
   busy (err) {
@@ -79,15 +44,6 @@ export class PostgresSerializable extends PostgresWriterLock {
       if (typeof e.code === 'string' && e.code.startsWith('LEVELKIT_') && e.code !== 'LEVELKIT_BACKEND_UNAVAILABLE') return false
     }
     return false
-  }
-
-  /** @param {() => void} listener called each time the transaction ends */
-  onEnd (listener) {
-    this.#endListeners.push(listener)
-  }
-
-  get holding () {
-    return this.#open
   }
 
   /** A section is about to read keys: nothing to lock, PostgreSQL watches the read. @returns {null} */
@@ -116,66 +72,16 @@ export class PostgresSerializable extends PostgresWriterLock {
   }
 
   /**
-   * The connection of the transaction, BEGIN sent first if none is open:
-   * statements reach it in the order they are made (pg queues them), so the
-   * caller's statement runs in the transaction.
-   * @returns {Promise<import('pg').Client>}
+   * Send `statement` in the transaction, BEGIN sent first if none is open.
+   * @param {string | import('pg').QueryConfig} statement @param {unknown[]} [values]
    */
-  async client () {
-    const client = this.#client ?? await this.#connect()
-    if (!this.#open) {
-      this.#open = true
-      this.stats.transactions++
-      // Its failure fails the statement queued behind it (no transaction: 25P02 is not what it gets, but the query's own error is told).
-      client.query('BEGIN ISOLATION LEVEL SERIALIZABLE').catch(noop)
+  query (statement, values) {
+    if (!this.holding) {
+      this.begin()
+      // Its failure fails the statement sent behind it (no transaction: 25P02 is not what it gets, but the statement's own error is told).
+      super.query('BEGIN ISOLATION LEVEL SERIALIZABLE').catch(noop)
     }
-    this.stats.statements++
-    return client
-  }
-
-  /** @returns {Promise<import('pg').Client>} */
-  #connect () {
-    if (this.#connecting === null) {
-      this.#connecting = this.#host.connect('writer').then(client => {
-        client.on('error', () => {
-          if (this.#client === client) {
-            this.#client = null
-            this.#ended()
-          }
-        })
-        this.#client = client
-        this.#connecting = null
-        return client
-      }, err => {
-        this.#connecting = null
-        throw err
-      })
-    }
-    return this.#connecting
-  }
-
-  /**
-   * After a batch was written in the transaction: commit it (null if none
-   * is open). PostgreSQL may refuse with 40001 here: the group runs again.
-   * @returns {Promise<void> | null}
-   */
-  commit () {
-    if (!this.#open) return null
-    const client = this.#client
-    this.#ended()
-    if (client === null) return Promise.reject(new Error('The serializable transaction\'s connection was lost'))
-    return client.query('COMMIT').then(noop, err => {
-      if (this.busy(err)) this.stats.failures++
-      throw err
-    })
-  }
-
-  /** A statement of the transaction failed: roll it back (it is aborted anyway). */
-  rollback () {
-    if (!this.#open) return Promise.resolve()
-    const client = this.#client
-    this.#ended()
-    return client === null ? Promise.resolve() : client.query('ROLLBACK').then(noop, noop)
+    return super.query(statement, values)
   }
 
   /** Nothing decided waits to be written: end the transaction. */
@@ -184,20 +90,4 @@ export class PostgresSerializable extends PostgresWriterLock {
     // A read-only transaction's COMMIT failing leaves nothing to redo: its sections answered.
     return committed === null ? Promise.resolve() : committed.catch(noop)
   }
-
-  close () {
-    super.close()
-    const client = this.#client
-    this.#client = null
-    this.#ended()
-    if (client) client.end().catch(noop)
-  }
-
-  #ended () {
-    if (!this.#open) return
-    this.#open = false
-    for (const listener of this.#endListeners) listener()
-  }
 }
-
-function noop () {}

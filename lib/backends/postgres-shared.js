@@ -37,7 +37,7 @@ export const WRITER_LOCK_SPACE = 0x4c4b5752
  * @typedef {import('../cross-tab.js').CrossTab} CrossTab
  * @typedef {object} SharedWriterHost
  * @property {(purpose: 'writer' | 'listen') => Promise<import('pg').Client>} connect a connection outside the pool
- * @property {(client: import('pg').Client | null) => void} route where the batches go while the lock is held (null: the pool)
+ * @property {(client: InOrder | null) => void} route where the batches go while the lock is held (null: the pool)
  * @property {(channel: string, payload: string) => Promise<unknown>} notify sends a notification through the pool
  * @property {number} lockKey
  * @property {number} [failoverTimeout] with hosts (failover): how long acquire() goes on taking the
@@ -58,6 +58,8 @@ export class PostgresWriterLock {
   #self = randomBytes(6).toString('base64')
   /** @type {import('pg').Client | null} the writer connection */
   #client = null
+  /** @type {InOrder | null} its statements, one at a time */
+  #writer = null
   /** @type {Error | null} why the writer connection failed */
   #lost = null
   #holding = false
@@ -65,6 +67,8 @@ export class PostgresWriterLock {
   #staged = null
   /** @type {import('pg').Client | null} the listening connection */
   #listener = null
+  /** @type {InOrder | null} its statements, one at a time */
+  #listenQueue = null
   /** @type {Promise<void> | null} */
   #listening = null
   /** @type {Set<(message: RemoteMessage) => void>} */
@@ -139,12 +143,14 @@ export class PostgresWriterLock {
   async #acquireOnce () {
     if (this.#closed) throw new Error('The shared writer lock is closed')
     let client = this.#client
-    if (client === null || this.#lost !== null) {
+    let writer = this.#writer
+    if (client === null || writer === null || this.#lost !== null) {
       this.#drop()
       client = await this.#host.connect('writer')
       const onError = (/** @type {Error} */ err) => { if (this.#client === client) this.#lost = err }
       client.on('error', onError)
       this.#client = client
+      this.#writer = writer = new InOrder(client)
       this.#lost = null
     }
     // Waits, on the server, for the process holding it to let go (or die),
@@ -152,7 +158,7 @@ export class PostgresWriterLock {
     this.#sendWant()
     const repeat = setInterval(() => this.#sendWant(), WANT_REPEAT_MS)
     try {
-      await client.query(`SELECT pg_advisory_lock(${WRITER_LOCK_SPACE}, $1)`, [this.#host.lockKey])
+      await writer.query(`SELECT pg_advisory_lock(${WRITER_LOCK_SPACE}, $1)`, [this.#host.lockKey])
     } catch (err) {
       // The next acquire() connects anew.
       if (this.#client === client) this.#lost = /** @type {Error} */ (err)
@@ -161,7 +167,7 @@ export class PostgresWriterLock {
       clearInterval(repeat)
     }
     this.#holding = true
-    this.#host.route(client)
+    this.#host.route(writer)
     let released = false
     return () => {
       if (released) return
@@ -172,7 +178,7 @@ export class PostgresWriterLock {
       if (this.#client !== client || this.#lost !== null) return
       // Queued after every batch sent on the connection, so it lets go
       // only once they are committed.
-      client.query(`SELECT pg_advisory_unlock(${WRITER_LOCK_SPACE}, $1)`, [this.#host.lockKey]).catch(err => {
+      writer.query(`SELECT pg_advisory_unlock(${WRITER_LOCK_SPACE}, $1)`, [this.#host.lockKey]).catch(err => {
         if (this.#client === client) this.#lost = err
       })
     }
@@ -210,8 +216,9 @@ export class PostgresWriterLock {
    */
   ended (message) {
     const client = this.#client
-    if (!this.#holding || client === null || this.#lost !== null) return
-    client.query('SELECT pg_notify($1, $2)', [this.#channel, JSON.stringify({ f: this.#self, g: message.generation, s: message.sequence, e: 1 })]).catch(err => {
+    const writer = this.#writer
+    if (!this.#holding || client === null || writer === null || this.#lost !== null) return
+    writer.query('SELECT pg_notify($1, $2)', [this.#channel, JSON.stringify({ f: this.#self, g: message.generation, s: message.sequence, e: 1 })]).catch(err => {
       if (this.#client === client) this.#lost = err
     })
   }
@@ -230,8 +237,8 @@ export class PostgresWriterLock {
   catchUp () {
     // One round trip at a time on the connection (pg queues them anyway).
     const caughtUp = this.#catchingUp.then(async () => {
-      const listener = this.#listener
-      if (listener === null) return false
+      const listener = this.#listenQueue
+      if (this.#listener === null || listener === null) return false
       try {
         await listener.query('SELECT 1')
         return true
@@ -264,8 +271,8 @@ export class PostgresWriterLock {
   #sendWant () {
     if (this.#sendingWant || this.#closed) return
     this.#sendingWant = true
-    const listener = this.#listener
-    const sent = listener !== null
+    const listener = this.#listenQueue
+    const sent = this.#listener !== null && listener !== null
       ? listener.query('SELECT pg_notify($1, $2)', [this.#channel, this.#want])
       : this.#host.notify(this.#channel, this.#want)
     // A 'want' not sent is sent again soon; the lock is waited for anyway.
@@ -280,6 +287,7 @@ export class PostgresWriterLock {
   #drop () {
     const client = this.#client
     this.#client = null
+    this.#writer = null
     this.#holding = false
     this.#host.route(null)
     if (client) client.end().catch(noop)
@@ -299,7 +307,9 @@ export class PostgresWriterLock {
         client.on('notification', (msg) => {
           if (msg.channel === this.#channel && msg.payload) this.#heard(msg.payload)
         })
-        await client.query(`LISTEN ${this.#channel}`)
+        const heard = new InOrder(client)
+        await heard.query(`LISTEN ${this.#channel}`)
+        this.#listenQueue = heard
         this.#listener = client
         // Notifications missed while the connection was lost: the
         // listeners learn that anything may have changed.
@@ -405,6 +415,33 @@ function encode (self, message) {
   const payload = JSON.stringify({ f: self, g: generation, s: sequence, p: prefixes })
   // Too many namespaces to name: anything may have changed.
   return [payload.length <= CHUNK_CHARS ? payload : JSON.stringify({ f: self, g: generation, s: sequence, p: null })]
+}
+
+/**
+ * A connection whose statements are sent one at a time, in the order they
+ * are made: pg queues a statement made while another runs, but warns ("when
+ * the client is already executing a query") and pg 9 refuses it.
+ */
+export class InOrder {
+  /** @type {Promise<unknown>} the last statement made, settled or not */
+  #last = Promise.resolve()
+
+  /** @param {import('pg').Client | Promise<import('pg').Client>} client the connection (or while it connects) */
+  constructor (client) {
+    this.client = client
+  }
+
+  /**
+   * Send `statement` once the statements made before it are answered.
+   * @param {string | import('pg').QueryConfig} statement @param {unknown[]} [values]
+   * @returns {Promise<import('pg').QueryResult<any>>}
+   */
+  query (statement, values) {
+    const client = this.client
+    const sent = this.#last.then(async () => (await client).query(statement, values))
+    this.#last = sent.then(noop, noop)
+    return sent
+  }
 }
 
 /**

@@ -1,0 +1,152 @@
+// What locking: 'keys' (postgres-keylocks.js) and locking: 'serializable'
+// (postgres-serializable.js) share: a process's critical sections run in one
+// transaction, the section transaction, on a connection of its own (the
+// writer connection); their group's batch is written in it and commits it.
+// This module owns that connection and the transaction's end (COMMIT,
+// ROLLBACK, the connection lost); the modes differ in how the transaction
+// begins, what a section does before it reads, and which failures run a
+// section again (busy()).
+import { PostgresWriterLock, InOrder } from './postgres-shared.js'
+
+/**
+ * The section transaction of a postgres database shared with locking:
+ * 'keys' or 'serializable'. Notifications, listening and catching up are
+ * the writer lock's.
+ */
+export class PostgresSectionLock extends PostgresWriterLock {
+  /** Read values are checked again at commit, in the section transaction (lib/transaction.js). */
+  validatesByValue = true
+  /** Tells the write path (lib/writer.js) to run sections in the transaction rather than take this as a table lock. */
+  locksKeys = true
+  #host
+  /** @type {InOrder | null} the writer connection (maybe still connecting): its statements go one at a time, in order */
+  #connection = null
+  /** Whether a transaction is open (BEGIN sent). */
+  #open = false
+  /** @type {Array<() => void>} */
+  #endListeners = []
+  /** How many times a critical section runs again at most (lib/writer.js), the maxReruns option. */
+  maxReruns = Infinity
+  /** How many lock (or read) requests sections made (lib/writer.js tells whether a section made any). */
+  requests = 0
+  /** Counters, for tests and the benchmark: failures counts COMMITs refused by a failure busy() tells. */
+  stats = { statements: 0, retries: 0, transactions: 0, failures: 0 }
+
+  /**
+   * @param {import('./postgres-shared.js').SharedWriterHost} host
+   * @param {string} table
+   */
+  constructor (host, table) {
+    super(host, table)
+    this.#host = host
+  }
+
+  /** Never kept while idle: there is no table lock to keep. */
+  get leased () {
+    return false
+  }
+
+  /** The table lock is never taken in these modes. */
+  async acquire () {
+    return () => {}
+  }
+
+  /** Whether `failure` asks for the critical section to run again (each mode tells its own). @param {unknown} failure @returns {boolean} */
+  busy (failure) {
+    return false
+  }
+
+  /** @param {() => void} listener called each time the section transaction ends */
+  onEnd (listener) {
+    this.#endListeners.push(listener)
+  }
+
+  /** Whether a transaction is open. */
+  get holding () {
+    return this.#open
+  }
+
+  /** A transaction begins: its BEGIN is the next statement sent on the connection. */
+  begin () {
+    this.#open = true
+    this.stats.transactions++
+  }
+
+  /**
+   * Send `statement` on the connection the section transaction runs on
+   * (and batches are written on), once the statements made before it are
+   * answered: they reach it in the order they are made, one at a time.
+   * @param {string | import('pg').QueryConfig} statement @param {unknown[]} [values]
+   * @returns {Promise<import('pg').QueryResult<any>>}
+   */
+  query (statement, values) {
+    this.stats.statements++
+    return this.#connect().query(statement, values)
+  }
+
+  /** @returns {InOrder} */
+  #connect () {
+    if (this.#connection !== null) return this.#connection
+    const connection = new InOrder(this.#host.connect('writer').then(client => {
+      client.on('error', () => {
+        if (this.#connection === connection) {
+          this.#connection = null
+          this.#ended()
+        }
+      })
+      // Closed meanwhile.
+      if (this.#connection !== connection) client.end().catch(noop)
+      return client
+    }, err => {
+      if (this.#connection === connection) this.#connection = null
+      throw err
+    }))
+    this.#connection = connection
+    return connection
+  }
+
+  /**
+   * After a batch was written in the transaction: commit it (null if none
+   * is open). It may be refused (40001 with locking: 'serializable').
+   * @returns {Promise<void> | null}
+   */
+  commit () {
+    if (!this.#open) return null
+    const connection = this.#connection
+    this.#ended()
+    if (connection === null) return Promise.reject(new Error('The section transaction\'s connection was lost'))
+    return connection.query('COMMIT').then(noop, err => {
+      if (this.busy(err)) this.stats.failures++
+      throw err
+    })
+  }
+
+  /** A statement of the transaction failed: roll it back (it is aborted anyway). */
+  rollback () {
+    if (!this.#open) return Promise.resolve()
+    const connection = this.#connection
+    this.#ended()
+    return connection === null ? Promise.resolve() : connection.query('ROLLBACK').then(noop, noop)
+  }
+
+  /** Nothing decided waits to be written: end the transaction. */
+  idle () {
+    return this.commit() ?? Promise.resolve()
+  }
+
+  close () {
+    super.close()
+    const connection = this.#connection
+    this.#connection = null
+    this.#ended()
+    if (connection) Promise.resolve(connection.client).then(client => client.end()).catch(noop)
+  }
+
+  #ended () {
+    if (!this.#open) return
+    this.#open = false
+    for (const listener of this.#endListeners) listener()
+  }
+}
+
+export function noop () {}
