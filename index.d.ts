@@ -104,6 +104,14 @@ export interface OpenOptions {
    * Any other value rejects with LEVELKIT_INVALID.
    */
   locking?: 'table' | 'keys' | 'serializable'
+  /**
+   * postgres, with shared and locking 'keys' or 'serializable': how many times a
+   * critical section runs again at most (a serialization failure or deadlock,
+   * 40001/40P01, or a busy key) before its write rejects with LEVELKIT_CONFLICT,
+   * the last failure as its cause. Default 100; Infinity: no cap. A non-negative
+   * integer or Infinity, else LEVELKIT_INVALID.
+   */
+  maxReruns?: number
   /** postgres: connections the pool opens at most (default 10); the table lock and snapshots take connections of their own. */
   poolSize?: number
   /**
