@@ -38,22 +38,27 @@ const noBufferShim = {
   }
 }
 
+/** What the single file and the split build share. @type {import('esbuild').BuildOptions} */
+const COMMON = {
+  stdin: { contents: entry, resolveDir: root, sourcefile: 'levelkit.browser.js', loader: 'js' },
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: 'es2022',
+  metafile: true,
+  plugins: [noBufferShim],
+  logLevel: 'warning'
+}
+
 /** @param {boolean} minify @param {string} outfile @param {boolean} write */
 async function bundle (minify, outfile, write) {
   const result = await build({
-    stdin: { contents: entry, resolveDir: root, sourcefile: 'levelkit.browser.js', loader: 'js' },
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    target: 'es2022',
+    ...COMMON,
     minify,
-    metafile: true,
     legalComments: minify ? 'eof' : 'inline',
     outfile,
     // lib/check-eager.js for #check: see lib/check-lazy.js.
     conditions: ['levelkit-single-file'],
-    plugins: [noBufferShim],
-    logLevel: 'warning',
     write
   })
   const code = write ? readFileSync(outfile) : result.outputFiles[0].contents
@@ -70,17 +75,10 @@ async function bundle (minify, outfile, write) {
  */
 async function splitBundle () {
   const result = await build({
-    stdin: { contents: entry, resolveDir: root, sourcefile: 'levelkit.browser.js', loader: 'js' },
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    target: 'es2022',
+    ...COMMON,
     minify: true,
     splitting: true,
-    metafile: true,
     outdir: join(root, 'dist', 'split'),
-    plugins: [noBufferShim],
-    logLevel: 'warning',
     write: false
   })
   const outputs = result.metafile.outputs
