@@ -46,6 +46,8 @@ const COMMON = {
   platform: 'browser',
   target: 'es2022',
   metafile: true,
+  // The metafile's paths are relative to it: the root, wherever the build is run from (bench/ runs it too).
+  absWorkingDir: root,
   plugins: [noBufferShim],
   logLevel: 'warning'
 }

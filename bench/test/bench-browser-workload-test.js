@@ -69,7 +69,8 @@ test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, asyn
     t.is(summary.summary.createChat.perOp.dexie.txReadwrite, 1, 'createChat is one readwrite transaction on Dexie')
     // The Web Lock is leased: taken once, kept while this tab is the only one writing.
     t.ok(summary.summary.createUser.perOp.levelkit.locks < 0.5, 'levelkit does not take the cross-tab Web Lock again for each write awaited alone')
-    t.is(summary.summary.createUser.perOp.levelkit.txReadwrite, 1, 'a write awaited alone is one readwrite IndexedDB transaction on levelkit too')
+    // At most one more in all: the store's first createUser() sets its password-cost mark (ChatStore#countCreated(), once per store; --no-warmup here).
+    t.ok(Math.round(summary.summary.createUser.perOp.levelkit.txReadwrite * N) <= N + 1, `a write awaited alone is one readwrite IndexedDB transaction on levelkit too, but for the first (${summary.summary.createUser.perOp.levelkit.txReadwrite})`)
     t.ok(summary.bundles.levelkit.gzip > 0 && summary.bundles.levelkit.gzip < summary.bundles.levelkit.bytes, 'levelkit\'s bundle size, minified and gzipped')
     t.ok(summary.bundles.dexie.gzip > 0 && summary.bundles.dexie.gzip < summary.bundles.dexie.bytes, 'Dexie\'s, too')
     t.ok(summary.preload.levelkit.storedBytes > 0 && summary.preload.dexie.storedBytes > 0, 'the storage estimate grew with each side\'s preload')
