@@ -304,6 +304,89 @@ test(`${mode}: transfers (db.transaction()) and increments (db.write()) of two d
   }
 })
 
+writerLockTest(`${mode}: a read-only transaction committing while its database takes the writer lock, not yet caught up, still hears the last holder's batch`, async t => {
+  // The audit read account 1 before the other database's transfer and
+  // account 2 after it, before hearing of it; then its database took the
+  // writer lock and, while it caught up (its SELECT 1 held here), the audit
+  // committed: it must not count the lock as caught up (its sum would be
+  // 210), but catch up and run again.
+  const table = server.table()
+  const [p, q] = [await openShared(server.connectionString, table), await openShared(server.connectionString, table)]
+  const Client = /** @type {any} */ (pg.Client).prototype
+  const ownEmit = Object.prototype.hasOwnProperty.call(Client, 'emit')
+  const emit = Client.emit
+  const query = Client.query
+  /** @type {Array<() => void>} */
+  const heldNotes = []
+  let holdNotes = false
+  /** @type {(() => void) | null} */
+  let heldSelect = null
+  let holdSelect = false
+  Client.emit = function (/** @type {string} */ event, /** @type {any[]} */ ...args) {
+    // Batches and ends, not the 'want' that lets the other database give the lock up.
+    if (event === 'notification' && holdNotes && !String(args[0]?.payload).includes('"w":1')) {
+      heldNotes.push(() => emit.call(this, event, ...args))
+      return true
+    }
+    return emit.call(this, event, ...args)
+  }
+  Client.query = function (/** @type {any[]} */ ...args) {
+    if (holdSelect && args[0] === 'SELECT 1') {
+      holdSelect = false
+      return new Promise(resolve => { heldSelect = () => resolve(query.apply(this, args)) })
+    }
+    return query.apply(this, args)
+  }
+  const release = () => {
+    holdNotes = false
+    for (const note of heldNotes.splice(0)) note()
+    heldSelect?.()
+  }
+  try {
+    const accountsP = declareBank(p).accounts
+    const accountsQ = declareBank(q).accounts
+    for (let id = 1; id <= 3; id++) await accountsQ.insert({ balance: 100 })
+    /** @type {() => void} */
+    let readFirst = () => {}
+    const first = new Promise(resolve => { readFirst = () => resolve(undefined) })
+    /** @type {() => void} */
+    let goOn = () => {}
+    const go = new Promise(resolve => { goOn = () => resolve(undefined) })
+    holdNotes = true
+    const audit = p.transaction(async (/** @type {any} */ tx, /** @type {number} */ attempt) => {
+      const a = (await accountsP.in(tx).get(1)).balance
+      if (attempt === 1) {
+        readFirst()
+        await go
+      }
+      return a + (await accountsP.in(tx).get(2)).balance
+    })
+    await first
+    await q.write(async (/** @type {any} */ w) => {
+      await accountsQ.in(w).update(1, { balance: 90 })
+      await accountsQ.in(w).update(2, { balance: 110 })
+    })
+    holdSelect = true
+    const write = accountsP.update(3, { balance: 101 })
+    const catching = () => heldSelect !== null
+    for (let waited = 0; !catching() && waited < 2000; waited++) await new Promise(resolve => setTimeout(resolve, 5))
+    t.ok(catching(), 'the audit\'s database took the writer lock and catches up')
+    goOn()
+    await new Promise(resolve => setTimeout(resolve, 100))
+    release()
+    t.is(await audit, 200, 'the audit saw both accounts before the transfer, or both after')
+    await write
+    await checkClean(t, p, 'after the audit')
+  } finally {
+    release()
+    if (ownEmit) Client.emit = emit
+    else delete Client.emit
+    Client.query = query
+    await p.close()
+    await q.close()
+  }
+})
+
 test(`${mode}: 4 processes x 50 increments of one record, each read and written in a critical section: none lost`, async t => {
   const table = server.table()
   const db = await openShared(server.connectionString, table)
