@@ -340,7 +340,9 @@ writerLockTest(`${mode}: a read-only transaction committing while its database t
   const release = () => {
     holdNotes = false
     for (const note of heldNotes.splice(0)) note()
-    heldSelect?.()
+    const select = heldSelect
+    heldSelect = null
+    select?.()
   }
   try {
     const accountsP = declareBank(p).accounts
