@@ -125,19 +125,28 @@ export class Transaction extends WriteScope {
    * @returns {any}
    */
   #readKey (namespace, key, id, tries) {
+    const at = this.at
     const value = this.#current(namespace, key, id)
-    if (value instanceof Promise) return value.then(v => this.#settle(namespace, key, id, v, tries))
-    return this.#settle(namespace, key, id, value, tries)
+    if (value instanceof Promise) return value.then(v => this.#settle(namespace, key, id, v, at, tries))
+    return this.#settle(namespace, key, id, value, at, tries)
   }
 
   /**
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {string} id
-   * @param {any} value @param {number} tries
+   * @param {any} value @param {number} at the `at` the read was made as of
+   * @param {number} tries
    * @returns {any}
    */
-  #settle (namespace, key, id, value, tries) {
+  #settle (namespace, key, id, value, at, tries) {
     this.assertOpen()
-    if (!this.writer.changedSince(id, this.at)) {
+    // `at` moved forward while the read was on its way (another read of
+    // the attempt, running beside it, moved it: #extend()): the value may
+    // be older than a decision now counted as seen, so it is read again
+    // as of now. Checking it against the older `at` would not do: the
+    // writer forgets the changes before the oldest `at` of its running
+    // transactions, and this one's is already the newer one.
+    if (at !== this.at) return this.#readKey(namespace, key, id, tries)
+    if (!this.writer.changedSince(id, at)) {
       this.#read.add(id)
       if (this.#seen !== null && !this.#seen.has(id)) this.#seen.set(id, { namespace, key, value })
       return value
@@ -190,6 +199,7 @@ export class Transaction extends WriteScope {
       const wait = locks.acquire(this, namespace.prefix, bounds, 'read', this.lockOptions)
       if (wait !== null) await wait
     }
+    const at = this.at
     // Ranges are read from the backend: what was decided before is written first.
     await this.writer.drain()
     this.assertOpen()
@@ -217,7 +227,9 @@ export class Transaction extends WriteScope {
       covered = reverse ? { ...bounds, gt: undefined, gte: last } : { ...bounds, lte: undefined, lt: concatBytes(last, [0]) }
     }
     this.assertOpen()
-    if (this.writer.rangeChangedSince(namespace, covered, this.at)) {
+    // `at` moved forward meanwhile (see #settle()): read it again as of now.
+    if (at !== this.at) return this.entries(namespace, bounds, options)
+    if (this.writer.rangeChangedSince(namespace, covered, at)) {
       if ((options.tries ?? 0) >= EXTENSIONS) throw conflict('a range it read kept changing while it read it')
       this.#extend()
       return this.entries(namespace, bounds, { ...options, tries: (options.tries ?? 0) + 1 })

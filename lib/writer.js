@@ -127,6 +127,8 @@ export class Writer {
   #crossTabWantedAt = -Infinity
   /** Whether the lock must be taken again before the next critical section: a batch failed, the generation is unknown. */
   #crossTabStale = false
+  /** Whether the holding of the lock caught up (#catchUp()): until then others' batches may still be unheard. */
+  #crossTabCaughtUp = false
   /** @type {Namespace | null} where the generation is stored, beside every batch, when other writers share the database */
   #generationSpace = null
   /**
@@ -604,11 +606,13 @@ export class Writer {
       this.#releaseCrossTab()
     }
     this.#crossTabRelease = await lock.acquire()
+    this.#crossTabCaughtUp = false
     this.#crossTabSince = Date.now()
     this.#crossTabStale = false
     this.#sequence = 0
     try {
       await this.#catchUp(lock)
+      this.#crossTabCaughtUp = this.#crossTabRelease !== null
     } catch (err) {
       this.#releaseCrossTab()
       throw err
@@ -661,8 +665,10 @@ export class Writer {
     const lock = this.#crossTab
     // With key locks, transactions compare the values they read instead.
     if (lock === null || this.#keyLocks !== null) return
-    // Holding the lock (caught up when it was taken), nobody else wrote since.
-    if (this.#crossTabRelease !== null && !this.#crossTabStale && lock.held?.() !== false) return
+    // Holding the lock, caught up when it was taken: nobody else wrote
+    // since. (Not while taking it: the last holder's batches may still be
+    // on their way, read here but not heard of.)
+    if (this.#crossTabCaughtUp && this.#crossTabRelease !== null && !this.#crossTabStale && lock.held?.() !== false) return
     const heard = lock.catchUp ? await lock.catchUp() : false
     if (!heard && this.#transactions.size > 0) this.#unknownAt = ++this.#decisions
   }
@@ -748,6 +754,7 @@ export class Writer {
     if (release) {
       this.idb?.lease(false)
       this.#crossTabRelease = null
+      this.#crossTabCaughtUp = false
       // A holding that wrote, every batch of it known written (none failed):
       // the next holder learns how many there were, so that having heard
       // them all it keeps its caches. Told before the lock goes.
