@@ -23,7 +23,7 @@
 //
 // A failure prints the history's seed. The seed fixes the programs, not the
 // timing, so a replay may need a few runs:
-//   LEVELKIT_TX_ONLY=<memory|leveldb> LEVELKIT_TX_SEED=<seed> LEVELKIT_TX_HISTORIES=1 npx tape test/transaction-model-test.js
+//   LEVELKIT_TX_ONLY=<memory|memory-async|leveldb> LEVELKIT_TX_SEED=<seed> LEVELKIT_TX_HISTORIES=1 npx tape test/transaction-model-test.js
 // LEVELKIT_TX_HISTORIES=<n> sets the number of histories per backend.
 // LEVELKIT_TX_MIX=inserts makes half the programs plain inserts, and 40% of
 // transaction steps inserts, of names not taken yet: transactions inserting
@@ -35,12 +35,13 @@ import path from 'node:path'
 import fs from 'node:fs/promises'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { isDeepStrictEqual } from 'node:util'
+import { MemoryLevel } from 'memory-level'
 import { open } from '../index.js'
 import { prng } from './util/prng.js'
 
 const env = process.env
 const SEED = env.LEVELKIT_TX_SEED === undefined ? Date.now() % 0x7fffffff : Number(env.LEVELKIT_TX_SEED)
-const ONLY = env.LEVELKIT_TX_ONLY // 'memory' or 'leveldb'
+const ONLY = env.LEVELKIT_TX_ONLY // 'memory', 'memory-async' or 'leveldb'
 const HISTORIES = env.LEVELKIT_TX_HISTORIES === undefined ? null : Number(env.LEVELKIT_TX_HISTORIES)
 const INSERTS = env.LEVELKIT_TX_MIX === 'inserts'
 const MEMORY_HISTORIES = HISTORIES ?? 30
@@ -473,7 +474,8 @@ async function launch (db, m, entry) {
 async function runHistory (backend, seed, dir, totals) {
   const history = generateHistory(prng(seed))
   const location = dir && path.join(dir, String(seed))
-  const db = await open(location ? { backend: 'leveldb', location } : { backend: 'memory' })
+  const level = backend === 'memory-async' ? lateReads(new MemoryLevel()) : null
+  const db = await open(level ? { db: level, syncReads: false } : location ? { backend: 'leveldb', location } : { backend: 'memory' })
   const problems = []
   try {
     const m = declare(db, history.schema)
@@ -502,8 +504,34 @@ async function runHistory (backend, seed, dir, totals) {
     if (problems.length > 0) problems.push(`history: ${JSON.stringify({ locking: history.locking, schema: history.schema })}`)
   } finally {
     await db.close()
+    if (level) await level.close()
   }
   return problems
+}
+
+/**
+ * A memory database whose reads answer 0-2 ms late, with what they read
+ * when made (as a round trip to a server does): other decisions are made
+ * while a transaction's reads are on their way.
+ * @param {MemoryLevel<any, any>} level
+ */
+function lateReads (level) {
+  const late = (/** @type {Promise<any>} */ read) => read.then(value => new Promise(resolve => setTimeout(resolve, Math.floor(Math.random() * 3), value)))
+  const methods = /** @type {any} */ (level)
+  for (const name of ['_get', '_getMany']) {
+    const read = methods[name]
+    methods[name] = function (/** @type {any[]} */ ...args) { return late(read.apply(this, args)) }
+  }
+  const iterator = methods._iterator
+  methods._iterator = function (/** @type {any[]} */ ...args) {
+    const it = iterator.apply(this, args)
+    for (const name of ['_next', '_nextv', '_all']) {
+      const read = it[name]
+      it[name] = function (/** @type {any[]} */ ...args) { return late(read.apply(this, args)) }
+    }
+    return it
+  }
+  return level
 }
 
 /** Each committed program with where it is serialized (see observeCommits()); checks what was logged. */
@@ -641,6 +669,12 @@ async function histories (t, backend, count) {
 
 test('transactions: random concurrent histories on memory-level are serializable in commit order', { skip: ONLY !== undefined && ONLY !== 'memory' }, async t => {
   await histories(t, 'memory', MEMORY_HISTORIES)
+})
+
+// Reads that answer late (syncReads: false, 0-2 ms, as on postgres and
+// IndexedDB): decisions made while a transaction's reads are on their way.
+test('transactions: random concurrent histories on memory-level with asynchronous reads are serializable in commit order', { skip: ONLY !== undefined && ONLY !== 'memory-async' }, async t => {
+  await histories(t, 'memory-async', MEMORY_HISTORIES)
 })
 
 test('transactions: random concurrent histories on classic-level are serializable in commit order', { skip: ONLY !== undefined && ONLY !== 'leveldb' }, async t => {
