@@ -6,31 +6,7 @@
 // these tests can fail.
 
 import test from 'tape'
-import { bundlePath, launchChromium, serve, LEVELKIT_PAGE } from './util/browser.js'
-
-/**
- * Run `fn` with `count` tabs of one origin open, each with the bundle
- * loaded as window.levelkit; close them after.
- * @param {number} count @param {(pages: import('playwright-core').Page[]) => Promise<void>} fn
- */
-async function withTabs (count, fn) {
-  const server = await serve({ '/': LEVELKIT_PAGE, '/levelkit.js': bundlePath })
-  const browser = await launchChromium()
-  try {
-    const context = await browser.newContext()
-    const pages = []
-    for (let i = 0; i < count; i++) {
-      const page = await context.newPage()
-      await page.goto(server.url + '/')
-      await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
-      pages.push(page)
-    }
-    await fn(pages)
-  } finally {
-    await browser.close()
-    await server.close()
-  }
-}
+import { withTabs } from './util/browser.js'
 
 /**
  * One tab's share of the workload: 150 inserts of usernames that the other

@@ -5,6 +5,8 @@
 // did commit: not written again). The real failover, with Patroni, is
 // test/failover/postgres-failover-test.js (npm run test:failover).
 import test from 'tape'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { PostgresLevel } from '../lib/backends/postgres-level.js'
 import { failoverOf, withCommitId, isConnectionError } from '../lib/backends/postgres-hosts.js'
 import { postgresForTests } from './util/postgres.js'
@@ -19,9 +21,11 @@ test('postgres hosts: which options ask for failover', t => {
   const two = /** @type {any} */ (failoverOf({ connectionString: 'postgresql://u:p@a:5001,b:5002/db?target_session_attrs=read-write&sslmode=disable', config }))
   t.deepEqual(two.hosts, [{ host: 'a', port: 5001 }, { host: 'b', port: 5002 }], 'the hosts of the URL')
   t.deepEqual(two.configFor(two.hosts[1]), { max: 3, connectionString: 'postgresql://u:p@b:5002/db?sslmode=disable' }, 'each host in a URL of its own, without target_session_attrs')
-  const one = /** @type {any} */ (failoverOf({ connectionString: 'postgresql://u@%2Ftmp%2Fsock:5433/db?target_session_attrs=primary', config }))
-  t.deepEqual(one.hosts, [{ host: '/tmp/sock', port: 5433 }], 'one host with target_session_attrs: failover, a socket directory as host')
-  t.equal(one.configFor(one.hosts[0]).connectionString, 'postgresql://u@%2Ftmp%2Fsock:5433/db', 'the socket directory encoded again')
+  // A socket directory (parsed only, never opened).
+  const socket = join(tmpdir(), 'sock')
+  const one = /** @type {any} */ (failoverOf({ connectionString: `postgresql://u@${encodeURIComponent(socket)}:5433/db?target_session_attrs=primary`, config }))
+  t.deepEqual(one.hosts, [{ host: socket, port: 5433 }], 'one host with target_session_attrs: failover, a socket directory as host')
+  t.equal(one.configFor(one.hosts[0]).connectionString, `postgresql://u@${encodeURIComponent(socket)}:5433/db`, 'the socket directory encoded again')
   const listed = /** @type {any} */ (failoverOf({ hosts: ['a:1', { host: 'b', port: 2 }, '[::1]:3', 'c'], failoverTimeout: 500, config }))
   t.deepEqual(listed.hosts, [{ host: 'a', port: 1 }, { host: 'b', port: 2 }, { host: '::1', port: 3 }, { host: 'c', port: 5432 }], 'the hosts option')
   t.deepEqual(listed.configFor(listed.hosts[0]), { max: 3, host: 'a', port: 1 }, 'without a connection string: host and port settings')
