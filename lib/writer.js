@@ -431,6 +431,9 @@ export class Writer {
    */
   async #runOnce (fn, sync, decided, reruns = { made: 0 }) {
     if (this.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
+    // With locking: 'serializable', the transaction whose snapshot this
+    // section may see as of now (see below).
+    const calledAt = this.#keyLocks?.snapshotMark?.() ?? 0
     if (this.#locked) await this.#wait()
     else this.#locked = true
     let written = null
@@ -443,8 +446,18 @@ export class Writer {
     if (sync || this.durable) scope.durable = true
     try {
       // With key locks, not while a group is written (it ends the key transaction).
-      if (this.#keyLocks !== null) while (this.#flushing) await this.#flushing
-      else if (this.#crossTab) await this.#holdCrossTab()
+      if (this.#keyLocks !== null) {
+        while (this.#flushing) await this.#flushing
+        // A serializable transaction sees what was committed when its
+        // snapshot was taken (its first read): a section called after that,
+        // queued behind the running ones, would not see a write another
+        // process committed before it was called. It runs in a new one.
+        if (this.#keyLocks.snapshotTakenBefore?.(calledAt)) {
+          if (this.#group !== null && !this.#flushing) this.#flushing = this.#flush()
+          await this.drain()
+          await this.#keyLocks.idle()
+        }
+      } else if (this.#crossTab) await this.#holdCrossTab()
       if (this.sectionHook !== null) await this.sectionHook()
       this.#holder = scope
       for (;;) {
@@ -1220,6 +1233,8 @@ const SYNC = Object.freeze({ sync: true })
  * @property {<T>(fn: () => Promise<T> | T) => Promise<T>} [within] runs a critical section (its reads go to the transaction)
  * @property {number} [maxReruns] how many times a critical section runs again at most (busy() each time), before it fails with LEVELKIT_CONFLICT
  * @property {() => Promise<void>} idle ends the key transaction, if open
+ * @property {() => number} [snapshotMark] with locking: 'serializable': taken as a critical section is called
+ * @property {(mark: number) => boolean} [snapshotTakenBefore] whether the open transaction's snapshot may predate the section that took `mark` (it then runs in a new one)
  * @property {(listener: () => void) => void} onEnd
  * @property {number} requests how many lock requests were made
  * @property {{ retries: number }} stats

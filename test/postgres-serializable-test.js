@@ -182,6 +182,33 @@ test('postgres serializable: createChat of 7 members read by a process that know
   }
 })
 
+test('postgres serializable: a section called after another process committed sees its write, though queued behind a section whose transaction began before', async t => {
+  await twoProcesses([10], async (a, accountsA, b, accountsB) => {
+    t.is((await accountsB.get(1)).balance, 10, 'the other process reads the account')
+    const read = gate()
+    const held = gate()
+    // A section of b reads (its transaction's snapshot is taken) and waits.
+    const first = b.write(async (/** @type {any} */ w) => {
+      const account = await accountsB.in(w).get(1)
+      read.open()
+      await held.opened
+      return account.balance
+    })
+    await read.opened
+    const id = await accountsA.insert({ balance: 20 })
+    // Called once a's insert committed, queued behind b's running section.
+    const second = b.write(async (/** @type {any} */ w) => (await accountsB.in(w).get(id))?.balance)
+    const updated = accountsB.update(id, { balance: 21 }).then(() => 'updated', (/** @type {any} */ err) => err.code)
+    await sleep(20)
+    held.open()
+    t.is(await first, 10, 'the first section read what it read')
+    t.is(await second, 20, 'a section called after the insert reads the record')
+    t.is(await updated, 'updated', 'and an update called after the insert finds it')
+    t.is((await accountsA.get(id)).balance, 21, 'the update is written')
+    t.same((await b.check()).problems, [], 'check() is clean')
+  })
+})
+
 test('postgres serializable: a section failed by another process every time gives up after maxReruns reruns with LEVELKIT_CONFLICT', async t => {
   const err = await open({ ...options(server.table()), maxReruns: -1 }).then(db => db.close(), err => err)
   t.is(err?.code, 'LEVELKIT_INVALID', 'maxReruns: -1 is refused with LEVELKIT_INVALID')

@@ -34,6 +34,8 @@ export class PostgresSerializable extends PostgresSectionLock {
   /** A group whose transaction failed runs its sections again (not only the running one). */
   rerunsGroups = true
   #sections = new AsyncLocalStorage()
+  /** How many transactions took their snapshot (sent a statement after BEGIN). */
+  #snapshots = 0
 
   /** Whether `err` (or what caused it) is a failure that a rerun in a new transaction can get past. @param {unknown} err */
   busy (err) {
@@ -80,8 +82,26 @@ export class PostgresSerializable extends PostgresSectionLock {
       this.begin()
       // Its failure fails the statement sent behind it (no transaction: 25P02 is not what it gets, but the statement's own error is told).
       super.query('BEGIN ISOLATION LEVEL SERIALIZABLE').catch(noop)
+      // The transaction's snapshot is taken by its first statement, this one.
+      this.#snapshots++
     }
     return super.query(statement, values)
+  }
+
+  /** Taken when a critical section is called, for snapshotTakenBefore(). @returns {number} */
+  snapshotMark () {
+    return this.#snapshots
+  }
+
+  /**
+   * Whether the open transaction's snapshot may have been taken before
+   * the section that took `mark` was called: it could miss what other
+   * processes committed before the call (it is serializable, but not in
+   * real-time order), so the section runs in a new transaction.
+   * @param {number} mark
+   */
+  snapshotTakenBefore (mark) {
+    return this.holding && mark === this.#snapshots
   }
 
   /** Nothing decided waits to be written: end the transaction. */
