@@ -53,7 +53,7 @@
 // Usage: node bench/browser-workload.js [--runs 3] [--users 2000] [--chats 200]
 //   [--members 20] [--messages 20000] [--concurrency 16] [--scale 1] [--n N]
 //   [--ops a,b] [--slices 10] [--chunk 1000] [--pbkdf2 1] [--seed 1]
-//   [--no-warmup] [--trace] [--out bench/out]
+//   [--no-warmup] [--trace] [--profile] [--out bench/out]
 
 import os from 'node:os'
 import fs from 'node:fs'
@@ -130,7 +130,11 @@ const USAGE = `Usage: node bench/${NAME}.js [options]
   --seed N          seed of the data set and the inputs (default 1)
   --no-warmup       skip the untimed warm-up of every row on both sides
   --trace           after the first run, list the IndexedDB transactions and requests of
-                    one operation of each row, on both sides (which namespaces levelkit reads)
+                    one operation of each row, on both sides (which namespaces levelkit reads),
+                    and of each table's part of the first run's preload
+  --profile         in the first run, CPU-profile each page (Chromium's Profiler domain) over the
+                    preload and each row's measured slices: main-thread JS ms per operation
+                    (idle excluded), and the functions with the most self time
   --out DIR         output folder (default bench/out)`
 
 const args = parseCli(NAME, USAGE, {
@@ -149,6 +153,7 @@ const args = parseCli(NAME, USAGE, {
   seed: { type: 'string', default: '1' },
   'no-warmup': { type: 'boolean', default: false },
   trace: { type: 'boolean', default: false },
+  profile: { type: 'boolean', default: false },
   out: { type: 'string', default: path.join(here, 'out') }
 })
 
@@ -169,7 +174,8 @@ const opts = {
   pbkdf2: count('pbkdf2'),
   seed: count('seed'),
   warmup: !args['no-warmup'],
-  trace: Boolean(args.trace)
+  trace: Boolean(args.trace),
+  profile: Boolean(args.profile)
 }
 if (opts.members < 2 || opts.members > 30) fail('--members is 2..30 (ChatStore\'s default maxMembers is 30)')
 if (opts.members > opts.users) fail('--members cannot exceed --users')
@@ -234,6 +240,33 @@ async function runOnce (run) {
     }
     /** Call the page's browserWorkload[fn](...args) on one side. @param {string} side @param {string} fn @param {any[]} args */
     const call = (side, fn, ...args) => pages[side].evaluate(([f, a]) => /** @type {any} */ (window).browserWorkload[f](...a), /** @type {[string, any[]]} */ ([fn, args]))
+    /** @type {Record<string, any> | null} CPU profiles of the first run, by side and what was measured */
+    const profiles = opts.profile && run === 1 ? {} : null
+    /** @type {Record<string, import('playwright-core').CDPSession>} */
+    const sessions = {}
+    if (profiles !== null) {
+      for (const side of SIDES) {
+        sessions[side] = await context.newCDPSession(pages[side])
+        await sessions[side].send('Profiler.enable')
+        await sessions[side].send('Profiler.setSamplingInterval', { interval: 100 })
+      }
+    }
+    /**
+     * Run `work` with both pages profiled (first run, with --profile): each
+     * page's profile shows only its own side's work.
+     * @template T @param {string} what @param {number} count operations, for per-operation times
+     * @param {() => Promise<T>} work @returns {Promise<T>}
+     */
+    const profiled = async (what, count, work) => {
+      if (profiles === null) return work()
+      await Promise.all(SIDES.map(side => sessions[side].send('Profiler.start')))
+      const result = await work()
+      for (const side of SIDES) {
+        const { profile } = await sessions[side].send('Profiler.stop')
+        profiles[`${what}, ${side}`] = profileSummary(profile, count)
+      }
+      return result
+    }
     const userAgent = await pages.levelkit.evaluate(() => /** @type {any} */ (window).browserWorkload.userAgent)
     const warm = opts.warmup ? Math.max(2, Math.min(50, Math.round(Math.min(...Object.values(n)) / 10))) : 0
     const config = { users: opts.users, chats: opts.chats, members: opts.members, messages: opts.messages, n, warm, seed: opts.seed + run - 1, pbkdf2Iterations: opts.pbkdf2, tag: `run${run}` }
@@ -247,7 +280,7 @@ async function runOnce (run) {
     const storedBytes = {}
     for (const side of run % 2 === 1 ? SIDES : [...SIDES].reverse()) {
       const before = (await call(side, 'estimate')).usage
-      preload[side] = await call(side, 'preload', side, opts.chunk)
+      preload[side] = await profiled(`preload (per 1,000 records), ${side} alone`, (opts.users + opts.chats + opts.messages) / 1000, () => call(side, 'preload', side, opts.chunk, opts.trace && run === 1))
       storedBytes[side] = (await call(side, 'estimate')).usage - before
     }
     const samples = Math.min(20, opts.users, opts.chats)
@@ -269,16 +302,18 @@ async function runOnce (run) {
       /** @type {Record<string, any>} */
       const totals = Object.fromEntries(SIDES.map(side => [side, { ms: 0, ops: 0, tx: 0, txReadwrite: 0, requests: 0, cursorSteps: 0, locks: 0, sliceOpsPerSec: [] }]))
       const slices = Math.max(1, Math.min(opts.slices, n[op]))
-      for (let s = 0; s < slices; s++) {
-        const from = Math.floor(s * n[op] / slices)
-        const to = Math.floor((s + 1) * n[op] / slices)
-        for (const side of (s + run + k) % 2 === 0 ? SIDES : [...SIDES].reverse()) {
-          const r = await slice(side, from, to, false)
-          const t = totals[side]
-          for (const key of ['ms', 'ops', 'tx', 'txReadwrite', 'requests', 'cursorSteps', 'locks']) t[key] += r[key]
-          t.sliceOpsPerSec.push(r.ops / (r.ms / 1000))
+      await profiled(op, n[op], async () => {
+        for (let s = 0; s < slices; s++) {
+          const from = Math.floor(s * n[op] / slices)
+          const to = Math.floor((s + 1) * n[op] / slices)
+          for (const side of (s + run + k) % 2 === 0 ? SIDES : [...SIDES].reverse()) {
+            const r = await slice(side, from, to, false)
+            const t = totals[side]
+            for (const key of ['ms', 'ops', 'tx', 'txReadwrite', 'requests', 'cursorSteps', 'locks']) t[key] += r[key]
+            t.sliceOpsPerSec.push(r.ops / (r.ms / 1000))
+          }
         }
-      }
+      })
       for (const side of SIDES) totals[side].opsPerSec = totals[side].ops / (totals[side].ms / 1000)
       rows[op] = totals
     }
@@ -298,7 +333,7 @@ async function runOnce (run) {
     }
     for (const side of SIDES) await call(side, 'close')
     problems.push(...pageErrors.map(m => `uncaught in the page of ${m}`))
-    return { run, userAgent, preload, storedBytes, rows, problems, traces, loadAverage: os.loadavg() }
+    return { run, userAgent, preload, storedBytes, rows, problems, traces, profiles, loadAverage: os.loadavg() }
   } finally {
     await context.close()
     fs.rmSync(profile, { recursive: true, force: true })
@@ -400,6 +435,20 @@ if (perRun[0].traces) {
   for (const [op, bySide] of Object.entries(perRun[0].traces)) {
     for (const side of SIDES) console.log(`  ${`${labelOf(op, opts.concurrency)}, ${side}:`.padEnd(30)} ${traceText(bySide[side])}`)
   }
+  for (const side of SIDES) {
+    for (const [table, transactions] of Object.entries(perRun[0].preload[side].traces ?? {})) {
+      console.log(`  ${`preload of ${table} (all of it), ${side}:`.padEnd(30)} ${traceText(transactions)}`)
+    }
+  }
+}
+if (perRun[0].profiles) {
+  console.log()
+  console.log('  CPU profiles (run 1): main-thread ms per operation that was not idle (JS, GC, the rest), and the most self time by function')
+  for (const [what, p] of Object.entries(perRun[0].profiles)) {
+    console.log(`  ${what}: busy ${p.busy.toFixed(3)} ms/op (gc ${p.gc.toFixed(3)}, program ${p.program.toFixed(3)})`)
+    console.log(`    self: ${p.top.map((/** @type {[string, number]} */ [name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ')}`)
+    console.log(`    inclusive: ${p.inclusive.map((/** @type {[string, number]} */ [name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ')}`)
+  }
 }
 printProblems(problems)
 
@@ -443,6 +492,51 @@ finishRun(run0.outDir, { name: NAME, ...run0, loadAfter }, {
   runs: perRun
 }, files)
 if (problems.length > 0) process.exitCode = 1
+
+/**
+ * A CPU profile of Chromium's Profiler domain in per-operation milliseconds:
+ * the time not idle, of it garbage collection and "(program)" (the
+ * renderer's own work, IndexedDB's bindings included), and the 14 functions
+ * with the most self time and the 14 with the most inclusive time (a
+ * function counted once per sample wherever it is on the stack).
+ * @param {any} profile @param {number} count
+ */
+function profileSummary (profile, count) {
+  /** @type {Map<number, any>} */
+  const nodes = new Map(profile.nodes.map((/** @type {any} */ node) => [node.id, node]))
+  /** @type {Map<number, number>} */
+  const parents = new Map()
+  for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id)
+  const nameOf = (/** @type {any} */ frame) => `${frame.functionName || '(anonymous)'}:${frame.lineNumber + 1}`
+  /** @type {Map<string, number>} */
+  const self = new Map()
+  /** @type {Map<string, number>} */
+  const total = new Map()
+  let busy = 0
+  let gc = 0
+  let program = 0
+  for (let i = 0; i < profile.samples.length; i++) {
+    const frame = nodes.get(profile.samples[i]).callFrame
+    const ms = (profile.timeDeltas[i + 1] ?? 0) / 1000
+    if (frame.functionName === '(idle)') continue
+    busy += ms
+    if (frame.functionName === '(garbage collector)') gc += ms
+    if (frame.functionName === '(program)') program += ms
+    self.set(nameOf(frame), (self.get(nameOf(frame)) ?? 0) + ms)
+    // Inclusive: each function once per sample, wherever it is on the stack.
+    const seen = new Set()
+    for (let id = profile.samples[i]; id !== undefined; id = parents.get(id)) {
+      const f = nodes.get(id).callFrame
+      if (f.functionName === '' || f.functionName === '(root)') continue
+      const name = nameOf(f)
+      if (seen.has(name)) continue
+      seen.add(name)
+      total.set(name, (total.get(name) ?? 0) + ms)
+    }
+  }
+  const topOf = (/** @type {Map<string, number>} */ map) => [...map].sort((a, b) => b[1] - a[1]).slice(0, 14).map(([name, ms]) => [name, ms / count])
+  return { busy: busy / count, gc: gc / count, program: program / count, top: topOf(self), inclusive: topOf(total) }
+}
 
 /**
  * A traced operation in a line: its transactions by mode, and the requests

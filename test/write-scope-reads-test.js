@@ -74,3 +74,33 @@ test('what one section read is not kept for the next: a section reads what is st
   t.is((await things.get(id)).n, 3)
   await db.close()
 })
+
+test('appending a child that starts a new block reads no block', async t => {
+  const { level, reads, reset } = counting()
+  const db = await open({ db: level, syncReads: false })
+  const chats = db.collection('chats')
+  const messages = db.children('messages', { parent: chats, blockSize: 4 })
+  const chatId = await chats.insert({ name: 'c' })
+  const blockReads = () => [...reads.distinct].filter(key => key.includes('messages.blocks!')).length
+
+  reset()
+  t.is(await messages.append(chatId, { n: 1 }), 1)
+  t.is(blockReads(), 0, 'the first child: its block is new')
+  for (let n = 2; n <= 4; n++) await messages.append(chatId, { n })
+  reset()
+  t.is(await messages.append(chatId, { n: 5 }), 5)
+  t.is(blockReads(), 0, 'the fifth child of blocks of 4: a new block, not read')
+  reset()
+  t.is(await messages.append(chatId, { n: 6 }), 6)
+  t.is(blockReads(), 1, 'the sixth goes into the fifth\'s block, which is read')
+
+  const other = await chats.insert({ name: 'd' })
+  reset()
+  await db.write(w => messages.in(w).appendMany(other, Array.from({ length: 9 }, (_, i) => ({ n: i + 1 }))))
+  t.is(blockReads(), 0, 'nine children appended to an empty parent in one write: three new blocks, none read')
+
+  t.same((await messages.range(chatId).all()).map(c => c.n), [1, 2, 3, 4, 5, 6], 'the children, in order')
+  t.same((await messages.range(other).all()).map(c => c.n), [1, 2, 3, 4, 5, 6, 7, 8, 9])
+  t.ok((await db.check()).ok, 'check() is clean')
+  await db.close()
+})

@@ -126,17 +126,26 @@ async function setup (config) {
  * relation, the messages' sequence), with levelkit's bulk calls where
  * ChatStore's writes have one (users.insertMany(), messages.appendMany()
  * per chat); on Dexie a bulkAdd(). Times each table.
- * @param {string} side @param {number} chunk
+ * With `traced`, also the IndexedDB transactions and requests of each table's part.
+ * @param {string} side @param {number} chunk @param {boolean} [traced]
  */
-async function preload (side, chunk) {
+async function preload (side, chunk, traced = false) {
   const before = snapshot()
   const ms = { users: 0, chats: 0, messages: 0 }
+  /** @type {Record<string, Array<{ mode: string, requests: string[] }>> | null} */
+  const traces = traced ? {} : null
   const now = Date.now()
   const users = data.users.map((/** @type {any} */ u, /** @type {number} */ i) => ({ username: u.username, passwordHash: data.hashes[i], createdAt: now }))
   const chunks = (/** @type {any[]} */ rows) => Array.from({ length: Math.ceil(rows.length / chunk) }, (_, k) => rows.slice(k * chunk, (k + 1) * chunk))
   const timed = async (/** @type {'users' | 'chats' | 'messages'} */ table, /** @type {any[]} */ rows, /** @type {(rows: any[]) => Promise<unknown>} */ load) => {
+    if (traces !== null) trace = []
     const start = performance.now()
-    for (const part of chunks(rows)) await load(part)
+    try {
+      for (const part of chunks(rows)) await load(part)
+    } finally {
+      if (traces !== null) traces[table] = /** @type {any} */ (trace)
+      trace = null
+    }
     ms[table] = performance.now() - start
   }
   if (side === 'dexie') {
@@ -176,7 +185,7 @@ async function preload (side, chunk) {
       }
     }))
   }
-  return { ms, counts: since(before), records: users.length + data.chats.length + data.messages.length }
+  return { ms, counts: since(before), records: users.length + data.chats.length + data.messages.length, traces }
 }
 
 /**

@@ -30,13 +30,25 @@ test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, asyn
     const { code, stdout, stderr } = await run([
       '--runs', '1', '--users', '40', '--chats', '4', '--members', '5', '--messages', '120',
       '--n', String(N), '--slices', '2', '--concurrency', '4', '--chunk', '50', '--no-warmup',
-      '--ops', OPS.join(','), '--out', out
+      '--ops', OPS.join(','), '--trace', '--profile', '--out', out
     ])
     t.is(code, 0, `exit 0${code ? `: ${stderr}${stdout}` : ''}`)
     t.notOk(/PROBLEM/.test(stdout), 'the sides answered the same, and ChatStore check() is clean')
     for (const label of ['getUser', 'last 50 messages', 'a user\'s chats', 'membership', 'createUser, 4 in flight', 'createChat', 'addChatMessage, 4 in flight', 'getUser, cold (second tab)', 'membership, cold (second tab)', 'bulk preload (164 records)', 'stored (storage.estimate)', 'bundle, minified', 'bundle, gzipped']) {
       t.ok(stdout.includes(label), `table row: ${label}`)
     }
+
+    // --trace: one operation of each row, and each table's part of the preload, by request and namespace.
+    t.match(stdout, /createChat, levelkit: +1 tx: 1 readwrite \[[^\]]*put chats[^\]]*\]/, 'the trace of a createChat')
+    for (const table of ['users', 'chats', 'messages']) {
+      t.match(stdout, new RegExp(`preload of ${table} \\(all of it\\), levelkit: +\\d+ tx`), `the trace of the preload's ${table}`)
+    }
+    // --profile: main-thread time per operation and where it went, per row and side.
+    t.ok(stdout.includes('CPU profiles (run 1)'), 'the CPU profiles')
+    for (const what of ['createChat, levelkit', 'createChat, dexie', 'preload (per 1,000 records), levelkit alone, levelkit']) {
+      t.match(stdout, new RegExp(`${what.replace(/[(),]/g, c => `\\${c}`)}: busy [\\d.]+ ms/op`), `a profile: ${what}`)
+    }
+    t.match(stdout, /\n {4}self: .+\n {4}inclusive: /, 'self and inclusive times by function')
 
     const dirs = readdirSync(out).filter(name => name.startsWith('browser-workload-'))
     t.is(dirs.length, 1, 'one output folder')

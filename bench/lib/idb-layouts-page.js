@@ -1,0 +1,211 @@
+/* global indexedDB */
+// The page of bench/idb-layouts.js: raw IndexedDB, no library. createChat
+// with --members members and a cold "user's chats" in five layouts, each
+// on its own object stores of one database:
+//
+// - A, levelkit's today (ChatStore's `lists: ['from', 'to']`): in the one
+//   object store browser-level keeps, the chat record, the chats' sequence,
+//   the chat's member list and each member's list of chats (one put each,
+//   bytes under binary keys, as lib/idb-direct.js writes them, the lists as
+//   the lease cache holds them); a user's chats: the user's list, then the
+//   chats' records.
+// - B, Dexie's (bench/lib/browser-workload-dexie.js): the members read,
+//   then one add() of a chat record whose `members` multiEntry index
+//   IndexedDB keeps; a user's chats: one getAll() on that index.
+// - C, the chats' records in an object store of their own with a native
+//   multiEntry index on their members (and the sequence in the main store):
+//   two puts; a user's chats: one getAll() on the index.
+// - D, each user's list of chats in buckets of 256 user ids: the chat, the
+//   sequence, the chat's member list, and one put per bucket touched (its
+//   reads are A's, but for the bucket's larger value: not measured).
+// - E, the relation's lists in an object store of their own with a native
+//   multiEntry index over the listed ids (the records stay where they are):
+//   three puts; a user's chats: getAllKeys() on the index, then the chats.
+//
+// Everything a layout needs to stay right (the users' existence, a
+// unique id) is what its library reads: A and C and E as levelkit's lease
+// cache would (nothing), B as Dexie does (the members read).
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+const STORE = 'level'
+const BUCKET = 256
+
+/** @param {string} namespace @param {number} id */
+const keyOf = (namespace, id) => encoder.encode(`!${namespace}!${String(id).padStart(10, '0')}`)
+/** @param {IDBTransaction} tx */
+const done = tx => new Promise((resolve, reject) => { tx.oncomplete = resolve; tx.onerror = () => reject(tx.error); tx.onabort = () => reject(tx.error) })
+/** @param {IDBRequest} request @returns {Promise<any>} */
+const settled = request => new Promise((resolve, reject) => { request.onsuccess = () => resolve(request.result); request.onerror = () => reject(request.error) })
+
+/** @type {IDBDatabase} */
+let db
+let users = 0
+let members = 0
+let chats = 0
+let seed = 1
+/** @type {Map<number, Uint8Array>} each user's list of chats, as the lease cache holds it (A) */
+const lists = new Map()
+/** @type {Map<number, Uint8Array>} each bucket's lists (D) */
+const buckets = new Map()
+/** @type {Map<number, number[]>} each user's chats of layout A, to read back */
+const chatsOf = new Map()
+
+const random = () => {
+  seed = (seed * 48271) % 2147483647
+  return seed / 2147483647
+}
+const someMembers = () => {
+  const chosen = new Set()
+  while (chosen.size < members) chosen.add(1 + Math.floor(random() * users))
+  return [...chosen].sort((a, b) => a - b)
+}
+/** @param {number} id @param {number[]} ids */
+const chatJson = (id, ids) => JSON.stringify({ id, name: `chat ${id}`, adminId: ids[0], members: ids, lastActivity: Date.now(), createdAt: Date.now(), private: false, passwordHash: null })
+/** A list of `count` sequence ids as levelkit stores one (9 bytes each). @param {number} count */
+const listBytes = count => new Uint8Array(2 + 9 * count)
+
+/** @param {{ users: number, members: number, seed: number }} config */
+async function setup (config) {
+  users = config.users
+  members = config.members
+  seed = config.seed
+  db = await new Promise((resolve, reject) => {
+    const request = indexedDB.open(`layouts-${Date.now()}`, 1)
+    request.onupgradeneeded = () => {
+      const d = request.result
+      d.createObjectStore(STORE)
+      d.createObjectStore('users', { keyPath: 'id' })
+      d.createObjectStore('dexieChats', { keyPath: 'id', autoIncrement: true }).createIndex('members', 'members', { multiEntry: true })
+      d.createObjectStore('chats').createIndex('members', 'members', { multiEntry: true })
+      d.createObjectStore('lists').createIndex('to', 'to', { multiEntry: true })
+    }
+    request.onsuccess = () => resolve(request.result)
+    request.onerror = () => reject(request.error)
+  })
+  const tx = db.transaction(['users', STORE], 'readwrite')
+  for (let u = 1; u <= users; u++) {
+    tx.objectStore('users').put({ id: u, username: `user${u}`, createdAt: 1 })
+    tx.objectStore(STORE).put(encoder.encode(JSON.stringify({ username: `user${u}` })), keyOf('users', u))
+  }
+  await done(tx)
+}
+
+/** @param {number} chatId @param {number[]} ids */
+function remember (chatId, ids) {
+  for (const u of ids) {
+    const of = chatsOf.get(u)
+    if (of === undefined) chatsOf.set(u, [chatId])
+    else of.push(chatId)
+  }
+}
+
+/** @type {Record<string, () => Promise<void>>} */
+const CREATE = {
+  async A () {
+    const id = ++chats
+    const ids = someMembers()
+    const tx = db.transaction(STORE, 'readwrite')
+    const store = tx.objectStore(STORE)
+    store.put(encoder.encode(chatJson(id, ids)), keyOf('chats', id))
+    store.put(encoder.encode(String(id)), keyOf('chats.seq', 0))
+    store.put(listBytes(ids.length), keyOf('members.list.to', id))
+    for (const u of ids) {
+      const list = listBytes(((lists.get(u)?.length ?? 2) - 2) / 9 + 1)
+      lists.set(u, list)
+      store.put(list, keyOf('members.list.from', u))
+    }
+    tx.commit()
+    await done(tx)
+    remember(id, ids)
+  },
+  async B () {
+    const ids = someMembers()
+    const tx = db.transaction(['users', 'dexieChats'], 'readwrite')
+    const found = await Promise.all(ids.map(u => settled(tx.objectStore('users').get(u))))
+    if (found.includes(undefined)) throw new Error('a member is missing')
+    await settled(tx.objectStore('dexieChats').add({ name: 'chat', adminId: ids[0], members: ids, lastActivity: Date.now(), createdAt: Date.now(), private: false, passwordHash: null }))
+    await done(tx)
+  },
+  async C () {
+    const id = ++chats
+    const ids = someMembers()
+    const tx = db.transaction([STORE, 'chats'], 'readwrite')
+    tx.objectStore('chats').put({ members: ids, record: chatJson(id, ids) }, keyOf('chats', id))
+    tx.objectStore(STORE).put(encoder.encode(String(id)), keyOf('chats.seq', 0))
+    tx.commit()
+    await done(tx)
+  },
+  async D () {
+    const id = ++chats
+    const ids = someMembers()
+    const tx = db.transaction(STORE, 'readwrite')
+    const store = tx.objectStore(STORE)
+    store.put(encoder.encode(chatJson(id, ids)), keyOf('chats', id))
+    store.put(encoder.encode(String(id)), keyOf('chats.seq', 0))
+    store.put(listBytes(ids.length), keyOf('members.list.to', id))
+    for (const bucket of new Set(ids.map(u => Math.floor(u / BUCKET)))) {
+      const added = ids.filter(u => Math.floor(u / BUCKET) === bucket).length
+      const value = new Uint8Array((buckets.get(bucket)?.length ?? BUCKET * 11) + 9 * added)
+      buckets.set(bucket, value)
+      store.put(value, keyOf('members.buckets', bucket))
+    }
+    tx.commit()
+    await done(tx)
+  },
+  async E () {
+    const id = ++chats
+    const ids = someMembers()
+    const tx = db.transaction([STORE, 'lists'], 'readwrite')
+    const store = tx.objectStore(STORE)
+    store.put(encoder.encode(chatJson(id, ids)), keyOf('chats', id))
+    store.put(encoder.encode(String(id)), keyOf('chats.seq', 0))
+    tx.objectStore('lists').put({ to: ids.map(u => ['members', u]) }, keyOf('members.list.to', id))
+    tx.commit()
+    await done(tx)
+  }
+}
+
+/** @type {Record<string, (user: number) => Promise<number>>} how many chats each answers */
+const COLD = {
+  async A (user) {
+    const tx = db.transaction(STORE, 'readonly')
+    const store = tx.objectStore(STORE)
+    await settled(store.get(keyOf('members.list.from', user)))
+    const ids = chatsOf.get(user) ?? []
+    return (await Promise.all(ids.map(id => settled(store.get(keyOf('chats', id)))))).length
+  },
+  async B (user) {
+    const tx = db.transaction('dexieChats', 'readonly')
+    return (await settled(tx.objectStore('dexieChats').index('members').getAll(user))).length
+  },
+  async C (user) {
+    const tx = db.transaction('chats', 'readonly')
+    return (await settled(tx.objectStore('chats').index('members').getAll(user))).length
+  },
+  async E (user) {
+    const tx = db.transaction([STORE, 'lists'], 'readonly')
+    const keys = await settled(tx.objectStore('lists').index('to').getAllKeys(['members', user]))
+    const store = tx.objectStore(STORE)
+    const ids = keys.map((/** @type {ArrayBuffer} */ key) => Number(decoder.decode(key).slice(-10)))
+    return (await Promise.all(ids.map((/** @type {number} */ id) => settled(store.get(keyOf('chats', id)))))).length
+  }
+}
+
+/**
+ * `n` operations of one layout, awaited one by one: ops/s, and the chats
+ * the reads found.
+ * @param {'create' | 'cold'} kind @param {string} layout @param {number} n
+ */
+async function slice (kind, layout, n) {
+  let found = 0
+  const start = performance.now()
+  if (kind === 'create') {
+    for (let i = 0; i < n; i++) await CREATE[layout]()
+  } else {
+    for (let i = 0; i < n; i++) found += await COLD[layout](1 + Math.floor(random() * users))
+  }
+  return { opsPerSec: n / ((performance.now() - start) / 1000), found }
+}
+
+/** @type {any} */ (window).idbLayouts = { setup, slice, close: () => db.close() }
