@@ -1,4 +1,4 @@
-/* global IDBDatabase, IDBObjectStore, IDBTransaction */
+/* global IDBDatabase, IDBObjectStore */
 // Unique claims on IndexedDB (lib/writer.js run(), WriteScope#mayClaim(),
 // lib/idb-direct.js write()), in a browser page:
 // test/browser-idb-claims-test.js bundles this file, opens it in Chromium and
