@@ -358,8 +358,7 @@ export class WriteScope {
    */
   mayClaim (namespace, key) {
     if (!this.claims || !this.open || namespace.cache !== null || !this.writer.claimable) return false
-    const idb = this.writer.idb
-    if (idb === null || !idb.ready) return false
+    const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.writer.idb)
     const id = namespace.keyId(key)
     if (this.#reads?.has(id) || this.#absent?.has(id) || idb.knows(id)) return false
     if (this.ops.length > 0 || this.writer.pending) {

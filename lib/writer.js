@@ -369,10 +369,11 @@ export class Writer {
   /**
    * Whether a critical section may claim unique values now (see
    * WriteScope#mayClaim()): its ops go with the queued group, which holds
-   * none of a section that cannot run again.
+   * none of a section that cannot run again, and groups go to IndexedDB
+   * directly (elsewhere a claim is refused at once: see #flush()).
    */
   get claimable () {
-    return this.#group === null || !this.#group.plain
+    return (this.#group === null || !this.#group.plain) && this.#direct()
   }
 
   /** Whether a group holding claims is not yet written: it may fail, and the sections decided on it run again. */
@@ -905,8 +906,10 @@ export class Writer {
           // One flush serves every write of the group: durable writes under
           // concurrency cost little more than relaxed ones.
           // A claim goes only to IndexedDB's add(): elsewhere nothing
-          // would refuse a taken value, so the sections run again, reading.
-          if (group.claims && !direct) throw claimRefusal(levelkitError(codes.ABORTED, 'A unique claim could not be made'))
+          // would refuse a taken value, so the sections run again, reading
+          // (a 'write' listener added since they decided). Rejected, not
+          // thrown: the flush must stay asynchronous (#commit() starts it).
+          if (group.claims && !direct) await Promise.reject(claimRefusal(levelkitError(codes.ABORTED, 'A unique claim could not be made')))
           if (chained) {
             await this.#writeChained(group.ops, sync, group.distinctKeys)
           } else if (direct) {

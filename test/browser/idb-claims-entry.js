@@ -156,5 +156,30 @@ test('idb-claims: two databases on one IndexedDB (as two tabs) claiming the same
   await b.close()
 })
 
+test('idb-claims: where batches do not go to IndexedDB directly (a write listener on the root) nothing is claimed, and no insert runs twice', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  let validated = 0
+  const users = db.collection('users', {
+    indexes: { username: { unique: true, key: (/** @type {any} */ u) => u.username } },
+    validate: () => { validated++ }
+  })
+  await users.insert({ username: 'a' })
+  let batches = 0
+  const listener = () => { batches++ }
+  db.level.on('write', listener)
+  validated = 0
+  try {
+    const { made, answer } = await counting(() => Promise.all(['b', 'c', 'a'].map(username => settled(users.insert({ username })))))
+    t.is(made.add, 0, `no add() (${JSON.stringify(made)})`)
+    t.same(answer, [{ value: 2 }, { value: 3 }, { code: 'LEVELKIT_UNIQUE' }], 'two written, the taken one refused')
+    t.is(validated, 3, 'each insert ran once')
+    t.ok(batches > 0, 'the listener saw the batches')
+  } finally {
+    db.level.off('write', listener)
+  }
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
 // @ts-ignore
 window.levelkitTests = { run }
