@@ -567,7 +567,8 @@ export class Collection extends ModelHandle {
   insert (record) {
     return promised(() => {
       const json = recordJson(record, `Record for "${this.name}"`)
-      return writeThrough(this, scope => modelOf(this).insert(scope, json))
+      // It may run again (see Writer#run()): its unique values are claimed.
+      return writeThrough(this, scope => modelOf(this).insert(scope, json), true)
     })
   }
 

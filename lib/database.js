@@ -1,6 +1,6 @@
 import { invalid, levelkitError, codes } from './errors.js'
 import { errorMessage, isLevelkitError, describe } from './common.js'
-import { Writer } from './writer.js'
+import { Writer, RERUNNABLE } from './writer.js'
 import { CollectionModel, Collection } from './collection.js'
 import { RelationModel, Relation } from './relation.js'
 import { ChildrenModel, Children } from './children.js'
@@ -168,7 +168,7 @@ export class Database {
    */
   async write (fn, options) {
     if (typeof fn !== 'function') throw invalid('write() takes a function (w) => { ... }')
-    const { sync } = optionsOf(options, 'db.write()')
+    const { sync, [RERUNNABLE]: rerunnable } = optionsOf(options, 'db.write()')
     if (sync !== undefined && typeof sync !== 'boolean') throw invalid('The sync option of db.write() must be a boolean')
     this.#assertOpen()
     const refused = refuseInsideScope(this.writer)
@@ -185,7 +185,7 @@ export class Database {
       while ((idle = scope.idle()) !== null) await idle
       scope.close()
       return result
-    }), sync === true)
+    }), sync === true, null, rerunnable === true)
   }
 
   /**

@@ -305,32 +305,58 @@ export class IdbDirect {
    * Write `ops` (each key once) as one atomic IndexedDB transaction:
    * resolves once its `complete` fired, rejects (and nothing is written) if
    * it aborts. In the write path's transaction when it is still active (the
-   * critical section's reads then share it), else in a new one.
+   * critical section's reads then share it), else in a new one. A claim
+   * (an op with `claim`) is an add(): if its key holds a value, IndexedDB
+   * refuses it with a ConstraintError, which aborts the transaction (the
+   * error is not prevented), so nothing of the batch is written and the
+   * write rejects with that error.
    * @param {Array<import('./write-scope.js').Op | null>} ops
    * @param {boolean} strict with 'strict' durability (flushed before complete)
    * @param {boolean} [last] no critical section is waiting: nothing will join the transaction, which is committed at once
+   * @param {Array<import('./write-scope.js').Op> | null} [claims] claims whose keys `ops` write otherwise: add()ed first
    * @returns {Promise<void>}
    */
-  write (ops, strict, last = false) {
+  write (ops, strict, last = false, claims = null) {
     // Never throws: the write path's flush must stay asynchronous.
     try {
-      return this.#writeNow(ops, strict, last)
+      return this.#writeNow(ops, strict, last, claims)
     } catch (err) {
       return Promise.reject(err)
     }
   }
 
-  /** @param {Array<import('./write-scope.js').Op | null>} ops @param {boolean} strict @param {boolean} last @returns {Promise<void>} */
-  #writeNow (ops, strict, last) {
+  /**
+   * Whether a read of the key `id` costs no request: the lease cache holds
+   * it, or a read of it that fills the cache is on its way.
+   * @param {string} id
+   */
+  knows (id) {
+    return this.#held && this.#cache !== null && (this.#cache.has(id) || this.#ahead.has(id))
+  }
+
+  /**
+   * @param {Array<import('./write-scope.js').Op | null>} ops @param {boolean} strict @param {boolean} last
+   * @param {Array<import('./write-scope.js').Op> | null} claims
+   * @returns {Promise<void>}
+   */
+  #writeNow (ops, strict, last, claims) {
     let slot = this.#slot(true, strict, true)
     let made = 0
     /** @type {(store: IDBObjectStore) => void} */
     const put = store => {
+      if (claims !== null) {
+        for (const op of claims) {
+          store.add(encodeValue(op.value), this.#prefixed(op.namespace, op.key))
+          made++
+        }
+      }
       for (const op of ops) {
         if (op === null) continue
         const key = this.#prefixed(op.namespace, op.key)
-        if (op.type === 'put') store.put(encodeValue(op.value), key)
-        else store.delete(key)
+        if (op.type === 'put') {
+          if (op.claim === true) store.add(encodeValue(op.value), key)
+          else store.put(encodeValue(op.value), key)
+        } else store.delete(key)
         made++
       }
     }

@@ -193,9 +193,16 @@ export async function writeIndexEntries (scope, collection, id, idBytes, old, re
     if (index.covering) added = after
     if (removed.length > 0 || added.length > 0) changes.push({ index, removed, added })
   }
+  /** @type {Set<IndexEntry> | null} new unique entries claimed instead of read (WriteScope#mayClaim()) */
+  let claimed = null
   for (const { index, added } of changes) {
     if (!index.unique) continue
     for (const entry of added) {
+      // A new record's unique value.
+      if (old === undefined && scope.mayClaim(index.namespace, entry.key)) {
+        (claimed ??= new Set()).add(entry)
+        continue
+      }
       const owner = await scope.get(index.namespace, entry.key)
       if (owner !== undefined && compareBytes(ownerKey(collection, index, owner), idBytes) !== 0) {
         throw levelkitError(codes.UNIQUE, `Collection "${collection.name}" already has a record with ${index.name} ${describe(entry.indexValue)}`, {
@@ -214,7 +221,10 @@ export async function writeIndexEntries (scope, collection, id, idBytes, old, re
       }
       scope.del(index.namespace, entry.key)
     }
-    for (const entry of added) scope.put(index.namespace, entry.key, entry.value)
+    for (const entry of added) {
+      if (claimed !== null && claimed.has(entry)) scope.claim(index.namespace, entry.key, entry.value)
+      else scope.put(index.namespace, entry.key, entry.value)
+    }
   }
 }
 

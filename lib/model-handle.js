@@ -14,13 +14,14 @@ import { currentScope } from '#context'
  * @param {import('./writer.js').Writer} writer
  * @param {WriteScope | null} scope
  * @param {(scope: WriteScope) => Promise<T> | T} fn
+ * @param {boolean} [rerunnable] `fn` may run again (see Writer#run())
  * @returns {Promise<T>}
  */
-function runWrite (writer, scope, fn) {
+function runWrite (writer, scope, fn, rerunnable = false) {
   if (scope === null) {
     const refused = refuseInsideScope(writer)
     if (refused) return Promise.reject(refused)
-    return writer.locks.active ? writeRespectingLocks(writer, fn) : writer.run(fn)
+    return writer.locks.active ? writeRespectingLocks(writer, fn) : writer.run(fn, false, null, rerunnable)
   }
   // atomic() refuses (with a rejected promise) once the scope has ended.
   return scope.atomic(fn)
@@ -145,11 +146,12 @@ export function scopeOf (handle) {
  * @template T
  * @param {ModelHandle} handle
  * @param {(scope: WriteScope) => Promise<T> | T} fn
+ * @param {boolean} [rerunnable] `fn` may run again (see Writer#run())
  * @returns {Promise<T>}
  */
-export function writeThrough (handle, fn) {
+export function writeThrough (handle, fn, rerunnable = false) {
   const scope = scopeOf(handle)
-  return scope === null ? runWrite(modelOf(handle).writer, null, fn) : scope.atomic(fn)
+  return scope === null ? runWrite(modelOf(handle).writer, null, fn, rerunnable) : scope.atomic(fn)
 }
 
 /**

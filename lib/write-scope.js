@@ -3,7 +3,8 @@ import { invalid } from './errors.js'
 import { within } from './bounds.js'
 
 /**
- * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean, any?: boolean }} Op
+ * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean, any?: boolean, claim?: boolean }} Op
+ *   `claim`: a put of a key to be refused if it holds a value (a unique claim: IndexedDB add(), see mayClaim())
  *   `any`: another tab or process wrote keys of the namespace that it did not tell (lib/writer.js #heard())
  *   `id` names the key across namespaces; it is computed only when a lookup needs it; `raise`: a
  *   counter a transaction raises to at least `value` when it commits
@@ -34,6 +35,12 @@ export class WriteScope {
     this.distinctKeys = false
     /** Whether its batch is to be flushed to disk: on IndexedDB its reads then go in a 'strict' transaction, which the batch joins */
     this.durable = false
+    /** Whether its section may run again (Writer#run()) */
+    this.rerunnable = false
+    /** Whether its section may claim unique values (see mayClaim()) */
+    this.claims = false
+    /** Whether it claimed one */
+    this.claimed = false
   }
 
   /**
@@ -336,6 +343,39 @@ export class WriteScope {
    */
   raise (namespace, key, n) {
     this.put(namespace, key, String(n))
+  }
+
+  /**
+   * Whether `key` of `namespace`, which must hold nothing for this section
+   * to go on (a new unique value), may be put by claim() instead of read:
+   * where its batch goes to IndexedDB, whose add() then refuses it if the
+   * key holds a value (the transaction aborts, nothing of the group is
+   * written, and its sections run again, reading: Writer#run()). Not where
+   * a read costs no request (decided ops hold the key, this section or the
+   * lease cache knows it, a read of it is on its way), nor for a section
+   * that may not run again or whose group holds one that may not.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   */
+  mayClaim (namespace, key) {
+    if (!this.claims || !this.open || namespace.cache !== null || !this.writer.claimable) return false
+    const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.writer.idb)
+    const id = namespace.keyId(key)
+    if (this.#reads?.has(id) || this.#absent?.has(id) || idb.knows(id)) return false
+    if (this.ops.length > 0 || this.writer.pending) {
+      if (this.indexed < this.ops.length) this.index()
+      if (this.local.has(id) || this.writer.lookup(id) !== undefined) return false
+    }
+    return true
+  }
+
+  /**
+   * Put `value` under `key`, which mayClaim() allowed: refused at the batch
+   * if the key holds a value.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {any} value
+   */
+  claim (namespace, key, value) {
+    this.push({ type: 'put', id: undefined, key, value, sublevel: namespace.sublevel, namespace, claim: true })
+    this.claimed = true
   }
 
   /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {any} value */

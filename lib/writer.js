@@ -14,6 +14,20 @@ import { WANT_REPEAT_MS } from './cross-tab.js'
 const CROSS_TAB_SLICE_MS = 50
 // The key of the generation in its namespace (layout.writes()).
 const GENERATION_KEY = new TextEncoder().encode('generation')
+// How many times a section runs again because a unique claim of its group
+// was refused (each time a claim of another value, made for the first time,
+// failed): past that its write rejects with the refusal.
+const MAX_CLAIM_RERUNS = 32
+
+/**
+ * An option of db.write() for levelkit's own callbacks: it may run again
+ * (it has no side effect besides its writes), so its unique values may be
+ * claimed without a read (see WriteScope#mayClaim()). A registered symbol:
+ * the same for every copy of levelkit on a page (a bundle and its sources).
+ */
+export const RERUNNABLE = Symbol.for('levelkit.rerunnable')
+// A refused claim's error (IndexedDB's ConstraintError) carries this.
+const CLAIM_REFUSED = Symbol('levelkit.claimRefused')
 
 /**
  * The one write path of a levelkit database.
@@ -60,6 +74,8 @@ export class Writer {
   #epoch = 0
   /** @type {Group | null} the group created last: written after every earlier one */
   #newest = null
+  /** @type {Group | null} the group being written */
+  #writing = null
   /** @type {WriteScope | null} the scope of the critical section holding the lock, once it runs */
   #holder = null
   closed = false
@@ -350,6 +366,21 @@ export class Writer {
     return holder !== null && holder.hostsReads && holder.open
   }
 
+  /**
+   * Whether a critical section may claim unique values now (see
+   * WriteScope#mayClaim()): its ops go with the queued group, which holds
+   * none of a section that cannot run again, and groups go to IndexedDB
+   * directly (elsewhere a claim is refused at once: see #flush()).
+   */
+  get claimable () {
+    return (this.#group === null || !this.#group.plain) && this.#direct()
+  }
+
+  /** Whether a group holding claims is not yet written: it may fail, and the sections decided on it run again. */
+  get #claimsPending () {
+    return this.#group?.claims === true || this.#writing?.claims === true
+  }
+
   /** True while some decided op is not yet written. */
   get pending () {
     return this.#unindexed.length > 0 || this.#overlay.size > 0
@@ -394,14 +425,35 @@ export class Writer {
    * `decided`, if given, is called once its ops are decided (in the
    * overlay, where the next critical section reads them), before they are
    * written.
+   *
+   * With `rerunnable` (on IndexedDB), `fn` may run again (it has no side
+   * effect but its writes): its unique values are claimed by the batch
+   * (IndexedDB add()) instead of read first, and when a claim of its group
+   * is refused (nothing of the group is written) it runs again, reading
+   * them, as does every section of the group. Sections that may not run
+   * again wait for groups holding claims to be written before they start,
+   * and claims are made only while the queued group holds none of theirs.
    * @template T
    * @param {(scope: WriteScope) => Promise<T> | T} fn
    * @param {boolean} [sync]
    * @param {(() => void) | null} [decided]
+   * @param {boolean} [rerunnable]
    * @returns {Promise<T>}
    */
-  async run (fn, sync = false, decided = null) {
+  async run (fn, sync = false, decided = null, rerunnable = false) {
     const keyLocks = this.#keyLocks
+    if (rerunnable && this.idb !== null && keyLocks === null) {
+      let claims = true
+      for (let made = 0; ; made++) {
+        try {
+          return await this.#runOnce(fn, sync, decided, undefined, claims ? CLAIMS : RERUNS)
+        } catch (err) {
+          if (!claimRefused(err) || made >= MAX_CLAIM_RERUNS) throw err
+          // Its own claim may be the one refused: read this time.
+          claims = false
+        }
+      }
+    }
     if (keyLocks === null || keyLocks.rerunsGroups !== true) return this.#runOnce(fn, sync, decided)
     // With locking: 'serializable', the transaction a section ran in may
     // fail after it returned, at its group's batch or COMMIT (or a section
@@ -427,15 +479,25 @@ export class Writer {
    * @param {boolean} sync
    * @param {(() => void) | null} decided
    * @param {{ made: number }} [reruns] how many times the critical section ran again so far
+   * @param {number} [mode] PLAIN (may not run again), RERUNS, or CLAIMS (may run again, and claims unique values)
    * @returns {Promise<T>}
    */
-  async #runOnce (fn, sync, decided, reruns = { made: 0 }) {
+  async #runOnce (fn, sync, decided, reruns = { made: 0 }, mode = PLAIN) {
     if (this.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
     // With locking: 'serializable', the transaction whose snapshot this
     // section may see as of now (see below).
     const calledAt = this.#keyLocks?.snapshotMark?.() ?? 0
     if (this.#locked) await this.#wait()
     else this.#locked = true
+    // Not on a group that may fail for a refused claim (see run()).
+    if (mode === PLAIN && this.#claimsPending) {
+      try {
+        await this.drain()
+      } catch (err) {
+        this.#release()
+        throw err
+      }
+    }
     let written = null
     /** @type {any} */
     let result
@@ -444,6 +506,8 @@ export class Writer {
     const pending = this.#newest
     let scope = new WriteScope(this)
     if (sync || this.durable) scope.durable = true
+    if (mode !== PLAIN) scope.rerunnable = true
+    if (mode === CLAIMS) scope.claims = true
     try {
       // With key locks, not while a group is written (it ends the key transaction).
       if (this.#keyLocks !== null) {
@@ -796,6 +860,8 @@ export class Writer {
       }
     }
     const group = this.#group || (this.#group = this.#newest = new Group())
+    if (scope.claimed) group.claims = true
+    if (!scope.rerunnable) group.plain = true
     if (sync) group.sync = true
     if (scope.bulk) group.bulk = true
     if (!scope.distinctKeys) group.distinctKeys = false
@@ -823,6 +889,7 @@ export class Writer {
       while (this.#group) {
         const group = this.#group
         this.#group = null
+        this.#writing = group
         const sync = group.sync || this.durable
         // On IndexedDB a bulk load's batch goes the direct way too: in the
         // transaction its reads were made in, one transaction per batch.
@@ -838,13 +905,21 @@ export class Writer {
           // model-overhead, "What changed, and why").
           // One flush serves every write of the group: durable writes under
           // concurrency cost little more than relaxed ones.
+          // A claim goes only to IndexedDB's add(): elsewhere nothing
+          // would refuse a taken value, so the sections run again, reading
+          // (a 'write' listener added since they decided). Rejected, not
+          // thrown: the flush must stay asynchronous (#commit() starts it).
+          if (group.claims && !direct) await Promise.reject(claimRefusal(levelkitError(codes.ABORTED, 'A unique claim could not be made')))
           if (chained) {
             await this.#writeChained(group.ops, sync, group.distinctKeys)
           } else if (direct) {
             const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb)
             const ops = lastOpPerKey(group.ops)
+            // A claim that a later op of the group replaced is still made
+            // (add() before that op): else a taken value would go unseen.
+            const claims = group.claims ? group.ops.filter((op, i) => op.claim === true && ops[i] === null) : null
             // With no critical section waiting, none will read in its transaction.
-            await idb.write(ops, sync, this.#waiting.length === 0)
+            await idb.write(ops, sync, this.#waiting.length === 0, claims)
             if (group.absent !== null) idb.landedAbsent(group.absent, ops)
           } else if (sync) {
             const ops = batchOps(group.ops)
@@ -868,10 +943,14 @@ export class Writer {
         } catch (err) {
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.unwritten(op)
           if (wholes !== null) for (const namespace of wholes) namespace.wholeWritten()
-          this.#fail(group, err)
+          // IndexedDB refused an add(): a claimed value is taken, and the
+          // transaction aborted, so nothing of the group was written.
+          this.#fail(group, group.claims && /** @type {any} */ (err)?.name === 'ConstraintError' ? claimRefusal(err) : err)
         }
+        this.#writing = null
       }
     } finally {
+      this.#writing = null
       this.#flushing = null
       if (!this.#locked) this.#idleCrossTab()
     }
@@ -1264,8 +1343,33 @@ function rerun (keyLocks, reruns, failure) {
   reruns.made++
 }
 
+// How a critical section runs (Writer#runOnce()).
+const PLAIN = 0
+const RERUNS = 1
+const CLAIMS = 2
+
+/** @param {unknown} err @returns {any} err, marked as a refused claim */
+function claimRefusal (err) {
+  /** @type {any} */ (err)[CLAIM_REFUSED] = true
+  return err
+}
+
+/**
+ * Whether `err` is a refused claim of the section's group, or an abort
+ * because a group it was decided on failed so.
+ * @param {unknown} err
+ */
+function claimRefused (err) {
+  const e = /** @type {any} */ (err)
+  return e?.[CLAIM_REFUSED] === true || (e?.code === codes.ABORTED && e.cause?.[CLAIM_REFUSED] === true)
+}
+
 class Group {
   constructor () {
+    /** whether a section of the group claimed a unique value (see Writer#run()) */
+    this.claims = false
+    /** whether a section of the group may not run again */
+    this.plain = false
     /** whether a bulk load's batch is in the group: then it is written as a chained batch (see #writeChained()) */
     this.bulk = false
     /** whether every section of the group said no two of its ops have one key (see #writeChained()) */

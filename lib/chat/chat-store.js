@@ -3,10 +3,11 @@ import { dummyHash, parseHash, schemeOf } from './password-format.js'
 import { invalid, levelkitError, codes } from '../errors.js'
 import { promised, modelOf, scopeOf } from '../model-handle.js'
 import { layout } from '../names.js'
-import { describe, readInput, elementsOf, noop } from '../common.js'
+import { describe, readInput, elementsOf } from '../common.js'
 import { optionsObject as copyOf } from '../options.js'
 import { chatMigrations } from './migrations.js'
 import { idbDirectFor } from '../idb-direct.js'
+import { RERUNNABLE } from '../writer.js'
 
 const DEFAULTS = Object.freeze({
   maxMembers: 30,
@@ -222,22 +223,18 @@ export class ChatStore {
     const { username, password } = optionsObject(user, 'createUser()')
     const name = this.#username(username)
     assertPassword(password)
-    // Where a read made now is kept for the write (IndexedDB's lease
-    // cache) and the write will wait (batches are being written), the
-    // username's entry is read meanwhile: the unique check of the insert
-    // then makes no round trip. With nothing to wait for, the write's own
-    // read, in the write's transaction, costs less than a read in a
-    // transaction of its own (bench/browser-workload.js, createUser one by
-    // one: medians 0.49× Dexie without, 0.35× with, at load ~25).
-    if (this.#idb?.keeps && this.db.writer.pending) this.users.getBy('username', name).catch(noop)
     const passwordHash = await hashPassword(password, this.options.passwordCost)
     const params = paramsFor(this.options.passwordCost)
     try {
+      // The callback may run again (it does nothing but write): on
+      // IndexedDB the username is then claimed by the batch, not read
+      // first (Writer#run()).
+      const createdAt = Date.now()
       const id = await this.db.write(async (w) => {
-        const id = /** @type {number} */ (await this.users.in(w).insert({ username: name, passwordHash, createdAt: Date.now() }))
+        const id = /** @type {number} */ (await this.users.in(w).insert({ username: name, passwordHash, createdAt }))
         await this.#countCreated(w, params, id)
         return id
-      })
+      }, { [RERUNNABLE]: true })
       this.#countHash(params, 1)
       return id
     } catch (err) {

@@ -1,0 +1,185 @@
+/* global IDBDatabase, IDBObjectStore */
+// Unique claims on IndexedDB (lib/writer.js run(), WriteScope#mayClaim(),
+// lib/idb-direct.js write()), in a browser page:
+// test/browser-idb-claims-test.js bundles this file, opens it in Chromium and
+// calls window.levelkitTests.run().
+
+import { test, run } from './harness.js'
+import { open } from '../../browser.js'
+import { ChatStore } from '../../chat.js'
+import { RERUNNABLE } from '../../lib/writer.js'
+
+const run_ = Math.random().toString(36).slice(2)
+let opened = 0
+const fresh = () => `levelkit-idb-claims-${run_}-${++opened}`
+
+/**
+ * Count, while `fn` runs, IndexedDB object store requests by method, and
+ * readwrite transactions that aborted.
+ * @param {() => Promise<unknown>} fn
+ */
+async function counting (fn) {
+  /** @type {Record<string, number>} */
+  const made = { get: 0, put: 0, add: 0, delete: 0, aborted: 0, readwrite: 0 }
+  const proto = /** @type {any} */ (IDBObjectStore.prototype)
+  const originals = ['get', 'put', 'add', 'delete'].map(name => [name, proto[name]])
+  for (const [name, original] of originals) {
+    proto[name] = function (/** @type {any[]} */ ...args) {
+      made[name]++
+      return original.apply(this, args)
+    }
+  }
+  const transaction = IDBDatabase.prototype.transaction
+  IDBDatabase.prototype.transaction = function (/** @type {any} */ stores, /** @type {any} */ mode, /** @type {any} */ options) {
+    const tx = /** @type {IDBTransaction} */ (transaction.call(this, stores, mode, options))
+    if (mode === 'readwrite') {
+      made.readwrite++
+      tx.addEventListener('abort', () => { made.aborted++ })
+    }
+    return tx
+  }
+  try {
+    return { made, answer: await fn() }
+  } finally {
+    for (const [name, original] of originals) proto[name] = original
+    IDBDatabase.prototype.transaction = transaction
+  }
+}
+
+/** @param {any} db */
+const usersOf = db => db.collection('users', { indexes: { username: { unique: true, key: (/** @type {any} */ u) => u.username } } })
+
+/**
+ * Forget what this tab's lease cache knows: the next reads and claims go to
+ * IndexedDB, as for values another tab wrote.
+ * @param {any} db
+ */
+const forgetCache = db => db.writer.idb?.clearCache()
+
+/** @param {Promise<unknown>} promise */
+const settled = promise => promise.then(value => ({ value }), err => ({ code: err?.code ?? err?.name }))
+
+test('idb-claims: createUser claims the username instead of reading it: no get of the entry, one add()', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const store = await ChatStore.open(db, { passwordCost: { scryptN: 1024, pbkdf2Iterations: 1 } })
+  await store.createUser({ username: 'warm', password: 'secret-password' })
+  const { made, answer } = await counting(() => store.createUser({ username: 'ann', password: 'secret-password' }))
+  t.is(made.get, 0, `no read (${JSON.stringify(made)})`)
+  t.is(made.add, 1, 'the username entry is add()ed')
+  t.is(made.readwrite, 1, 'one readwrite transaction')
+  t.ok((await store.getUserById(/** @type {number} */ (answer)))?.username === 'ann', 'the user is written')
+  // A username another tab wrote (not in this tab's cache) is refused, and nothing of the write lands.
+  forgetCache(db)
+  const refused = await counting(() => settled(store.createUser({ username: 'ann', password: 'secret-password' })))
+  t.is(/** @type {any} */ (refused.answer).code, 'LEVELKIT_UNIQUE', 'a taken username is refused with LEVELKIT_UNIQUE')
+  t.is(refused.made.aborted, 1, 'the claim was made and refused: its transaction aborted')
+  const next = await store.createUser({ username: 'bob', password: 'secret-password' })
+  t.is(next, /** @type {number} */ (answer) + 1, 'the refused write took no id: the next user gets the next one')
+  t.is((await store.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
+test('idb-claims: a claim refused in a group: the other writes of its IndexedDB transaction commit, the refused one writes nothing', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const users = usersOf(db)
+  const tags = db.collection('tags')
+  const taken = await users.insert({ username: 'taken', n: 0 })
+  forgetCache(db)
+  // A db.write() callback that may not run again, called while the claims
+  // are in flight: it waits for them instead of sharing their group.
+  let plainRuns = 0
+  const { made, answer } = await counting(() => Promise.all([
+    ...Array.from({ length: 6 }, (_, i) => settled(users.insert({ username: `u${i}`, n: i + 1 }))),
+    settled(users.insert({ username: 'taken', n: 99 })),
+    settled(db.write(async (/** @type {any} */ w) => { plainRuns++; return tags.in(w).insert({ name: 'plain' }) })),
+    ...Array.from({ length: 6 }, (_, i) => settled(users.insert({ username: `v${i}`, n: i + 7 })))
+  ]))
+  const results = /** @type {any[]} */ (answer)
+  t.ok(made.add >= 13 && made.aborted >= 1, `the usernames were claimed, and a transaction aborted (${JSON.stringify(made)})`)
+  t.is(results[6].code, 'LEVELKIT_UNIQUE', 'the taken username is refused')
+  const ids = results.filter((_, i) => i !== 6 && i !== 7).map(r => r.value)
+  t.ok(ids.every(id => typeof id === 'number'), `every other insert is written (${JSON.stringify(results)})`)
+  t.same([...ids].sort((a, b) => a - b), Array.from({ length: 12 }, (_, i) => taken + 1 + i), 'their ids follow each other from the stored one, none skipped')
+  t.is(plainRuns, 1, 'the callback that may not run again ran once')
+  t.ok(typeof results[7].value === 'number', 'and its write is written')
+  t.is((await tags.query().all()).length, 1, 'one tag')
+  t.is((await users.getBy('username', 'taken'))?.n, 0, 'the taken username still names its record')
+  t.is((await users.query().all()).length, 13, 'no record of the refused insert')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
+test('idb-claims: a claim a later op of its group replaces is still made (an insert, then a rename, of a taken value)', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const users = usersOf(db)
+  const first = await users.insert({ username: 'taken' })
+  forgetCache(db)
+  const { made, answer } = await counting(() => settled(db.write(async (/** @type {any} */ w) => {
+    const id = await users.in(w).insert({ username: 'taken' })
+    await users.in(w).update(id, { username: 'renamed' })
+    return id
+  }, { [RERUNNABLE]: true })))
+  t.is(/** @type {any} */ (answer).code, 'LEVELKIT_UNIQUE', 'refused: the value was taken when it was inserted')
+  t.ok(made.add >= 1, `a claim was made (${JSON.stringify(made)})`)
+  t.is((await users.getBy('username', 'taken'))?.id, first, 'the stored entry still names its record')
+  t.is(await users.getBy('username', 'renamed'), undefined, 'nothing of the write landed')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
+test('idb-claims: two databases on one IndexedDB (as two tabs) claiming the same usernames: one winner each', async (/** @type {any} */ t) => {
+  const location = fresh()
+  const a = await open({ location })
+  const b = await open({ location })
+  const sides = [usersOf(a), usersOf(b)]
+  const names = Array.from({ length: 12 }, (_, i) => `name${i}`)
+  const { made, answer } = await counting(() => Promise.all(names.flatMap((name, i) => [0, 1].map(side =>
+    settled(sides[(i + side) % 2].insert({ username: name, from: (i + side) % 2 }))))))
+  const results = /** @type {any[]} */ (answer)
+  t.ok(made.add > 0, `claims were made (${JSON.stringify(made)})`)
+  let winners = 0
+  for (let i = 0; i < names.length; i++) {
+    const pair = [results[2 * i], results[2 * i + 1]]
+    const won = pair.filter(r => typeof r.value === 'number').length
+    const lost = pair.filter(r => r.code === 'LEVELKIT_UNIQUE').length
+    if (won === 1 && lost === 1) winners++
+  }
+  t.is(winners, names.length, 'every name has one winner and one LEVELKIT_UNIQUE')
+  const ids = results.filter(r => typeof r.value === 'number').map(r => r.value).sort((x, y) => x - y)
+  t.same(ids, Array.from({ length: names.length }, (_, i) => i + 1), 'the ids are 1..n: none reused, none skipped')
+  for (const [i, name] of names.entries()) {
+    const user = await sides[i % 2].getBy('username', name)
+    t.ok(user && ids.includes(user.id), `${name} names a written record`)
+  }
+  t.is((await a.check()).problems.length, 0, 'check() is clean')
+  await a.close()
+  await b.close()
+})
+
+test('idb-claims: where batches do not go to IndexedDB directly (a write listener on the root) nothing is claimed, and no insert runs twice', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  let validated = 0
+  const users = db.collection('users', {
+    indexes: { username: { unique: true, key: (/** @type {any} */ u) => u.username } },
+    validate: () => { validated++ }
+  })
+  await users.insert({ username: 'a' })
+  let batches = 0
+  const listener = () => { batches++ }
+  db.level.on('write', listener)
+  validated = 0
+  try {
+    const { made, answer } = await counting(() => Promise.all(['b', 'c', 'a'].map(username => settled(users.insert({ username })))))
+    t.is(made.add, 0, `no add() (${JSON.stringify(made)})`)
+    t.same(answer, [{ value: 2 }, { value: 3 }, { code: 'LEVELKIT_UNIQUE' }], 'two written, the taken one refused')
+    t.is(validated, 3, 'each insert ran once')
+    t.ok(batches > 0, 'the listener saw the batches')
+  } finally {
+    db.level.off('write', listener)
+  }
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
+// @ts-ignore
+window.levelkitTests = { run }
