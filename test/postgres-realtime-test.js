@@ -149,3 +149,37 @@ for (const locking of ['table', 'keys', 'serializable']) {
     await history(t, locking, {}, seedValue, child)
   })
 }
+
+test('postgres realtime (table): a read-only transaction that read a write not yet committed answers once it is', async t => {
+  const table = server.table()
+  const options = { backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking: 'table', poolSize: 4 }
+  const a = await open(options)
+  const b = await open(options)
+  const client = await server.pool.connect()
+  try {
+    const itemsA = declare(a).items
+    const itemsB = declare(b).items
+    await itemsA.insert({ name: 'r0', n: 0 })
+    t.is((await itemsB.get(1)).n, 0, 'the other process reads the record')
+    // The next batch waits for this lock: writes wait, reads go on.
+    await client.query('BEGIN')
+    await client.query(`LOCK TABLE "${table}" IN SHARE MODE`)
+    let written = false
+    const update = itemsA.update(1, { n: 1 }).then(() => { written = true })
+    await sleep(50)
+    t.is(written, false, 'the update is decided, its batch held')
+    setTimeout(() => { client.query('COMMIT').catch(() => {}) }, 300)
+    const seen = await a.transaction(async (/** @type {any} */ tx) => (await itemsA.in(tx).get(1)).n)
+    const [mine, theirs] = await Promise.all([itemsA.get(1), itemsB.get(1)])
+    t.is(seen, 1, 'the transaction read the update')
+    t.is(written, true, 'it answered once the update was written')
+    t.is(mine.n, 1, 'a read called after it answered, in the same process, sees the update')
+    t.is(theirs.n, 1, 'and in another process')
+    await update
+  } finally {
+    await client.query('ROLLBACK').catch(() => {})
+    client.release()
+    await a.close()
+    await b.close()
+  }
+})
