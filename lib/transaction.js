@@ -67,6 +67,12 @@ export class Transaction extends WriteScope {
   #seen = null
   /** @type {Array<{ namespace: import('./namespace.js').Namespace, options: any, entries: Array<[Uint8Array, any]> }>} ranges read, with what they held */
   #seenRanges = []
+  /**
+   * Settles once the writes decided when a read of the attempt was
+   * answered from the write path's unwritten ops are written (null: none was).
+   * @type {Promise<void> | null}
+   */
+  #readUnwritten = null
 
   /**
    * @param {import('./writer.js').Writer} writer
@@ -177,7 +183,10 @@ export class Transaction extends WriteScope {
     const writer = this.writer
     if (writer.pending) {
       const op = writer.lookup(id)
-      if (op !== undefined) return op.type === 'put' ? op.value : undefined
+      if (op !== undefined) {
+        this.#readUnwritten = writer.decidedWritten() ?? this.#readUnwritten
+        return op.type === 'put' ? op.value : undefined
+      }
     }
     return namespace.read(key, writer.syncReads)
   }
@@ -334,6 +343,14 @@ export class Transaction extends WriteScope {
     const writer = this.writer
     const acrossTabs = this.#seen !== null && (this.#seen.size > 0 || this.#seenRanges.length > 0)
     if (this.ops.length === 0 && !acrossTabs) {
+      // It read a write not yet written: answered now, a read called after
+      // the answer (of the stored values, here or in another process) would
+      // not see it yet. It answers once that write is, as a critical
+      // section does, and runs again if the write failed.
+      if (this.#readUnwritten !== null) {
+        await this.#readUnwritten
+        if (writer.epoch !== this.epoch) throw conflict('a write it read failed', { cause: writer.lastError })
+      }
       // Other processes' commits are heard of after they are made: a read
       // may have seen one that is not yet a decision here.
       if (writer.acrossTabs && (this.#read.size > 0 || this.#ranges.length > 0)) {

@@ -387,6 +387,17 @@ export class Writer {
   }
 
   /**
+   * Settles once every op decided so far is written, or its batch failed
+   * (then `epoch` moved); null when none waits. Batches are written in
+   * order: the newest group is written last.
+   * @returns {Promise<void> | null}
+   */
+  decidedWritten () {
+    const newest = this.#newest
+    return newest === null || newest.settled ? null : newest.promise.catch(noop)
+  }
+
+  /**
    * The latest decided-but-unwritten op for `id`, if any.
    * @param {string} id
    */
