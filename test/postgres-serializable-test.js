@@ -14,6 +14,7 @@ import pg from 'pg'
 import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
 import { postgresForTests } from './util/postgres.js'
+import { lostBetweenSections } from './util/pg-lost-transaction.js'
 
 const server = await postgresForTests(test)
 
@@ -241,6 +242,10 @@ test('postgres serializable: a section failed by another process every time give
     await a.close()
     await b.close()
   }
+})
+
+test('postgres serializable: a group decided in a transaction lost with its connection runs again in a new one, on what it reads there', async t => {
+  await lostBetweenSections(t, server, 'serializable')
 })
 
 await import('./postgres-shared-test.js?locking=serializable')

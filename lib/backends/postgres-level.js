@@ -9,7 +9,7 @@ import { describe } from '../common.js'
 import { PostgresWriterLock, connectClient, keepAliveConfig, keepSessionAlive } from './postgres-shared.js'
 import { PostgresKeyLocks } from './postgres-keylocks.js'
 import { PostgresSerializable } from './postgres-serializable.js'
-import { PostgresSectionLock } from './postgres-section-lock.js'
+import { PostgresSectionLock, lostTransaction, isTransactionLost } from './postgres-section-lock.js'
 import { failoverOf, PrimaryPool, CommitLog, isConnectionError } from './postgres-hosts.js'
 import { SectionCache } from '../section-cache.js'
 
@@ -162,11 +162,6 @@ export class PostgresLevel extends AbstractLevel {
     this.#locking = locking
     this.#keepAlive = keepAlive
     this.#maxReruns = maxReruns
-    if (shared && this.#failover && locking !== 'table') {
-      // Their section transactions commit without a commit id: an outcome
-      // lost with the primary could not be settled.
-      throw invalid(`The shared option with locking: '${locking}' cannot be combined with failover (hosts, several hosts or target_session_attrs) yet: use locking: 'table'`)
-    }
   }
 
   /**
@@ -628,24 +623,70 @@ export class PostgresLevel extends AbstractLevel {
    * critical sections locked their keys in, and commits it: the
    * notifications go in the same statement, heard exactly when it commits.
    * (With locking: 'serializable', in the serializable transaction.)
+   * With hosts, the statement carries a commit id (postgres-hosts.js): when
+   * the connection fails once it is sent, the batch is settled on the
+   * primary found next. Committed: it resolves. Not committed: nothing
+   * decided in the lost transaction is written (its locks, or its
+   * serializable snapshot, went with it): it rejects with committed: false
+   * (with 'serializable', its sections run again, lib/writer.js).
    * @param {PostgresSectionLock} keyLocks @param {string} upsert @param {unknown[]} values
    */
   async #batchInKeyTransaction (keyLocks, upsert, values) {
     const table = quote(this.#table)
     const notices = keyLocks.takeStaged() ?? []
-    try {
-      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [...values, notices], undefined, false, keyLocks)
-    } catch (err) {
+    if (keyLocks.takeLost()) {
+      // Decided in a transaction lost since (sections after it may have begun another: it goes too).
       await keyLocks.rollback()
-      throw err
+      throw lostTransaction(new Error('the connection was lost before the batch was sent'))
     }
-    const committed = keyLocks.commit()
-    if (committed === null) return
+    const text = `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`
+    const commits = this.#commits
+    const id = commits === null ? null : commits.take(text, [...values, notices])
     try {
-      await committed
-    } catch (err) {
-      throw backendError('commit a batch', err)
+      /** @type {boolean} */
+      let open
+      try {
+        const sent = id === null ? this.#query('write a batch', text, [...values, notices], undefined, false, keyLocks) : keyLocks.query(id.query)
+        // (With locking: 'serializable' the statement begins one when none is open.)
+        open = keyLocks.holding
+        await sent
+      } catch (err) {
+        // (Outside a transaction, a batch whose connection failed may have committed by itself.)
+        if (id !== null && (isTransactionLost(err) || isConnectionError(err))) return await this.#settleBatch(id, err)
+        await keyLocks.rollback()
+        throw backendError('write a batch', err)
+      }
+      const committed = keyLocks.commit()
+      if (committed === null) {
+        // Written outside a transaction (no section locked a key): committed by itself.
+        if (!open) return
+        // The transaction ended before its COMMIT could be sent: lost with its connection.
+        throw lostTransaction(new Error('the connection failed before COMMIT'))
+      }
+      try {
+        await committed
+      } catch (err) {
+        // An error the server answered with: not committed (a serialization failure is one).
+        if (typeof (/** @type {any} */ (err).severity) === 'string') throw backendError('commit a batch', err)
+        if (id !== null) return await this.#settleBatch(id, err)
+        throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch's COMMIT was sent: it may or may not have committed (${/** @type {Error} */ (err).message})`, { cause: err })
+      }
+    } finally {
+      if (id !== null) /** @type {CommitLog} */ (commits).done(id.seq)
     }
+  }
+
+  /**
+   * A batch of the section transaction whose answer never came: committed
+   * (it resolves), or not (lostTransaction()); LEVELKIT_COMMIT_UNKNOWN when
+   * no primary answers within the failover timeout.
+   * @param {{ seq: number, commitId: string }} id @param {unknown} failure
+   */
+  async #settleBatch (id, failure) {
+    const cause = isTransactionLost(failure) ? /** @type {any} */ (failure).cause : failure
+    const committed = await /** @type {CommitLog} */ (this.#commits).settle(id.seq, cause)
+    if (committed) return
+    throw Object.assign(lostTransaction(cause), { commitId: id.commitId })
   }
 
   /** @param {RangeOptions} options */

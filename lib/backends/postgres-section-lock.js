@@ -7,6 +7,7 @@
 // begins, what a section does before it reads, and which failures run a
 // section again (busy()).
 import { PostgresWriterLock, InOrder } from './postgres-shared.js'
+import { levelkitError, codes } from '../errors.js'
 
 /**
  * The section transaction of a postgres database shared with locking:
@@ -23,6 +24,10 @@ export class PostgresSectionLock extends PostgresWriterLock {
   #connection = null
   /** Whether a transaction is open (BEGIN sent). */
   #open = false
+  /** Whether a statement of the open transaction (its BEGIN aside) was answered: sections may have decided on it. */
+  #answered = false
+  /** Whether a transaction on which sections may have decided was lost with its connection: the next batch is refused (see takeLost()). */
+  #lost = false
   /** @type {Array<() => void>} */
   #endListeners = []
   /** How many times a critical section runs again at most (lib/writer.js), the maxReruns option. */
@@ -69,7 +74,20 @@ export class PostgresSectionLock extends PostgresWriterLock {
   /** A transaction begins: its BEGIN is the next statement sent on the connection. */
   begin () {
     this.#open = true
+    this.#answered = false
     this.stats.transactions++
+  }
+
+  /**
+   * Whether the transaction the next batch was decided in was lost with
+   * its connection (its locks, or its serializable snapshot, went with it),
+   * once: that batch is refused (lostTransaction()), never written in
+   * another transaction on a guess.
+   */
+  takeLost () {
+    const lost = this.#lost
+    this.#lost = false
+    return lost
   }
 
   /**
@@ -81,16 +99,36 @@ export class PostgresSectionLock extends PostgresWriterLock {
    */
   query (statement, values) {
     this.stats.statements++
-    return this.#connect().query(statement, values)
+    const connection = this.#connect()
+    const transaction = this.#open ? this.stats.transactions : 0
+    const sent = connection.query(statement, values)
+    return sent.then(result => {
+      if (transaction === this.stats.transactions && !(typeof statement === 'string' && /^BEGIN\b[^;]*$/.test(statement))) this.#answered = true
+      return result
+    }, err => {
+      // A connection that failed, or never connected (then the error is its own).
+      if (!isLost(err) || !connection.connected) throw err
+      if (this.#connection === connection) {
+        this.#connection = null
+        Promise.resolve(connection.client).then(client => client.end()).catch(noop)
+      }
+      if (transaction === 0 || transaction !== this.stats.transactions) throw err
+      if (this.#answered) this.#lost = true
+      this.#ended()
+      throw lostTransaction(err)
+    })
   }
 
-  /** @returns {InOrder} */
+  /** @returns {InOrder & { connected?: boolean }} */
   #connect () {
     if (this.#connection !== null) return this.#connection
+    /** @type {InOrder & { connected?: boolean }} */
     const connection = new InOrder(this.#host.connect('writer').then(client => {
+      connection.connected = true
       client.on('error', () => {
         if (this.#connection === connection) {
           this.#connection = null
+          if (this.#open && this.#answered) this.#lost = true
           this.#ended()
         }
       })
@@ -131,6 +169,8 @@ export class PostgresSectionLock extends PostgresWriterLock {
 
   /** Nothing decided waits to be written: end the transaction. */
   idle () {
+    // (No batch waits: none was decided in a transaction lost meanwhile.)
+    this.#lost = false
     return this.commit() ?? Promise.resolve()
   }
 
@@ -147,6 +187,37 @@ export class PostgresSectionLock extends PostgresWriterLock {
     this.#open = false
     for (const listener of this.#endListeners) listener()
   }
+}
+
+/**
+ * The section transaction was lost with its connection (a failover, a
+ * restart): nothing of it was committed (its COMMIT was not sent). Its
+ * sections run again (busy()), in a new transaction.
+ * @param {unknown} cause
+ */
+export function lostTransaction (cause) {
+  return levelkitError(codes.BACKEND_UNAVAILABLE, `The connection of the section transaction failed before it committed, so nothing of it was written: ${/** @type {Error} */ (cause).message}`, { cause, committed: false, transactionLost: true })
+}
+
+/** Whether `err` is (or was caused by) the loss of a section transaction. @param {unknown} err */
+export function isTransactionLost (err) {
+  for (let e = /** @type {any} */ (err), depth = 0; e != null && depth < 5; e = e.cause, depth++) {
+    if (e.transactionLost === true) return true
+  }
+  return false
+}
+
+/**
+ * A connection failure rather than an error the server answered with (a
+ * server error has a severity, pg's DatabaseError), or a server shutting
+ * down (57P01-03: the session is gone).
+ * @param {unknown} err
+ */
+function isLost (err) {
+  const e = /** @type {any} */ (err)
+  if (!e) return false
+  if (typeof e.severity === 'string') return /^57P0[123]$/.test(e.code)
+  return e instanceof Error
 }
 
 export function noop () {}

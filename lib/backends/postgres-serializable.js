@@ -40,6 +40,8 @@ export class PostgresSerializable extends PostgresSectionLock {
   /** Whether `err` (or what caused it) is a failure that a rerun in a new transaction can get past. @param {unknown} err */
   busy (err) {
     for (let e = /** @type {any} */ (err), depth = 0; e != null && depth < 5; e = e.cause, depth++) {
+      // The transaction lost with its connection (nothing of it committed): as a serialization failure.
+      if (e.transactionLost === true) return true
       const state = typeof e.sqlState === 'string' ? e.sqlState : e.code
       if (typeof state === 'string' && RETRY_STATES.has(state)) return true
       // Another error that a failure caused (a transaction's LEVELKIT_CONFLICT) is its own answer.

@@ -16,15 +16,15 @@ import { FAST } from '../fixtures/postgres-shared-worker.js'
 
 /**
  * @param {any} t @param {any} db the table, opened in shared mode by the test (on the primary, however found)
- * @param {{ connectionString: string, table: string, n: number, fail: () => Promise<void>, options?: object, lifetime?: number }} run
- *   n: messages per worker; options: more options of the workers' open()
+ * @param {{ connectionString: string, table: string, n: number, fail: () => Promise<void>, options?: object, lifetime?: number, locking?: 'table' | 'keys' | 'serializable' }} run
+ *   n: messages per worker; options: more options of the workers' open(); locking: theirs (db's too)
  */
-export async function sharedFailover (t, db, { connectionString, table, n, fail, options = {}, lifetime }) {
+export async function sharedFailover (t, db, { connectionString, table, n, fail, options = {}, lifetime, locking = 'table' }) {
   const store = new ChatStore(db, { passwordCost: FAST })
   const senders = [await store.createUser({ username: 'sender0', password: 'x' }), await store.createUser({ username: 'sender1', password: 'x' })]
   const chatId = await store.createChat({ name: 'failover', adminId: senders[0], userIds: [senders[1]] })
   const names = range(0, 19).map(i => `racer${i}`)
-  const workers = await Promise.all(senders.map((senderId, worker) => startWorker(connectionString, table, 'failover', { n, inFlight: 4, chatId, senderId, worker, names, lifetime }, 'table', options)))
+  const workers = await Promise.all(senders.map((senderId, worker) => startWorker(connectionString, table, 'failover', { n, inFlight: 4, chatId, senderId, worker, names, lifetime }, locking, options)))
   for (const w of workers) w.go()
   let seq = 0
   for (let i = 0; i < 2000 && seq < 20; i++) {
