@@ -642,9 +642,9 @@ export class PostgresLevel extends AbstractLevel {
     const text = `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`
     const commits = this.#commits
     const id = commits === null ? null : commits.take(text, [...values, notices])
+    // Whether the batch is written in a transaction (else it commits by itself).
+    let open = false
     try {
-      /** @type {boolean} */
-      let open
       try {
         const sent = id === null ? this.#query('write a batch', text, [...values, notices], undefined, false, keyLocks) : keyLocks.query(id.query)
         // (With locking: 'serializable' the statement begins one when none is open.)
@@ -654,6 +654,10 @@ export class PostgresLevel extends AbstractLevel {
         // (Outside a transaction, a batch whose connection failed may have committed by itself.)
         if (id !== null && (isTransactionLost(err) || isConnectionError(err))) return await this.#settleBatch(id, err)
         await keyLocks.rollback()
+        const cause = /** @type {any} */ (err).cause ?? err
+        if (!open && typeof cause.severity !== 'string' && !isTransactionLost(err)) {
+          throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch was sent: it may or may not have committed (${cause.message})`, { cause })
+        }
         throw backendError('write a batch', err)
       }
       const committed = keyLocks.commit()
@@ -789,7 +793,7 @@ export class PostgresLevel extends AbstractLevel {
     if (idle) return idle
     if (this.#failover) {
       try {
-        return await /** @type {PrimaryPool} */ (/** @type {any} */ (this.#pool)).connectClient({})
+        return await /** @type {PrimaryPool} */ (/** @type {any} */ (this.#pool)).connectClient({ fallback_application_name: 'levelkit snapshot' })
       } catch (err) {
         throw backendError('take a snapshot', err)
       }

@@ -8,6 +8,7 @@
 // section again (busy()).
 import { PostgresWriterLock, InOrder } from './postgres-shared.js'
 import { levelkitError, codes } from '../errors.js'
+import { isConnectionError } from './postgres-hosts.js'
 
 /**
  * The section transaction of a postgres database shared with locking:
@@ -107,7 +108,7 @@ export class PostgresSectionLock extends PostgresWriterLock {
       return result
     }, err => {
       // A connection that failed, or never connected (then the error is its own).
-      if (!isLost(err) || !connection.connected) throw err
+      if (!isConnectionError(err) || !connection.connected) throw err
       if (this.#connection === connection) {
         this.#connection = null
         Promise.resolve(connection.client).then(client => client.end()).catch(noop)
@@ -205,19 +206,6 @@ export function isTransactionLost (err) {
     if (e.transactionLost === true) return true
   }
   return false
-}
-
-/**
- * A connection failure rather than an error the server answered with (a
- * server error has a severity, pg's DatabaseError), or a server shutting
- * down (57P01-03: the session is gone).
- * @param {unknown} err
- */
-function isLost (err) {
-  const e = /** @type {any} */ (err)
-  if (!e) return false
-  if (typeof e.severity === 'string') return /^57P0[123]$/.test(e.code)
-  return e instanceof Error
 }
 
 export function noop () {}
