@@ -154,7 +154,11 @@ export class RelationModel {
     for (const toId of toIds) this.checkIds(fromId, toId)
     // Each edge reads the list of its `to` id: where a read is a round
     // trip (IndexedDB), make them all at once.
-    if (this.reverse.kind === 'lists') scope.prefetch(this.reverse.namespace, toIds.map(id => encode(id)))
+    let lists = null
+    if (this.reverse.kind === 'lists') {
+      const keys = toIds.map(id => encode(id))
+      if (scope.prefetch(this.reverse.namespace, keys)) lists = { namespace: this.reverse.namespace, keys }
+    }
     let added = 0
     /** @param {number} i @returns {number | Promise<number>} */
     const from = (i) => {
@@ -165,7 +169,14 @@ export class RelationModel {
       }
       return added
     }
-    return from(0)
+    if (lists === null) return from(0)
+    // A `to` id without a list has its record read (exists()): read those
+    // at once too, once the lists are read, not one by one as the edges go.
+    const { namespace, keys } = lists
+    return Promise.all(keys.map(key => scope.get(namespace, key))).then(values => {
+      scope.prefetch(this.to.records, keys.filter((key, i) => values[i] === undefined))
+      return from(0)
+    })
   }
 
   /**

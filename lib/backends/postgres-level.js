@@ -355,11 +355,7 @@ export class PostgresLevel extends AbstractLevel {
    * @returns {Promise<any[]>}
    */
   async #query (what, text, values, snapshot, rowMode, client = null) {
-    let name = statementNames.get(text)
-    if (name === undefined) {
-      name = `levelkit_${statementNames.size}`
-      statementNames.set(text, name)
-    }
+    const name = statementName(text)
     try {
       const runner = client ?? (snapshot instanceof PostgresSectionLock ? snapshot : snapshot ? await snapshot.client() : this.#pool)
       if (runner === null) throw new Error('the database is not open')
@@ -633,18 +629,13 @@ export class PostgresLevel extends AbstractLevel {
   async #batchInKeyTransaction (keyLocks, upsert, values) {
     const table = quote(this.#table)
     const notices = keyLocks.takeStaged() ?? []
+    const text = `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`
     try {
-      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [...values, notices], undefined, false, keyLocks)
+      // With its COMMIT, in one round trip.
+      await keyLocks.writeAndCommit({ name: statementName(text), text, values: [...values, notices] })
     } catch (err) {
-      await keyLocks.rollback()
-      throw err
-    }
-    const committed = keyLocks.commit()
-    if (committed === null) return
-    try {
-      await committed
-    } catch (err) {
-      throw backendError('commit a batch', err)
+      if (/** @type {any} */ (err).code === codes.COMMIT_UNKNOWN) throw err
+      throw backendError('write and commit a batch', err)
     }
   }
 
@@ -1075,6 +1066,16 @@ function backendError (what, err) {
   if (err instanceof ModuleError && /** @type {any} */ (err).code === codes.BACKEND_UNAVAILABLE) return err
   const sqlState = /** @type {any} */ (err).code
   return levelkitError(codes.BACKEND_UNAVAILABLE, `PostgreSQL could not ${what}: ${/** @type {Error} */ (err).message}`, { cause: err, sqlState: typeof sqlState === 'string' ? sqlState : undefined })
+}
+
+/** The name `text` is prepared under, on every connection. @param {string} text */
+function statementName (text) {
+  let name = statementNames.get(text)
+  if (name === undefined) {
+    name = `levelkit_${statementNames.size}`
+    statementNames.set(text, name)
+  }
+  return name
 }
 
 function noop () {}
