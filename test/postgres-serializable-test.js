@@ -14,6 +14,7 @@ import pg from 'pg'
 import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
 import { postgresForTests } from './util/postgres.js'
+import { cutter } from './util/pg-proxy.js'
 
 const server = await postgresForTests(test)
 
@@ -192,6 +193,34 @@ test('postgres serializable: a critical section\'s point reads asked for togethe
     t.deepEqual([counted.reads, counted.keys], [1, 3], 'in one statement, each key once')
   })
 })
+
+for (const cut of /** @type {const} */ (['before', 'after'])) {
+  test(`postgres serializable: a batch sent with its COMMIT whose connection is cut ${cut} the server commits it is reported LEVELKIT_COMMIT_UNKNOWN, and not written again`, async t => {
+    // The batch and its COMMIT go as one query (its values as literals): the marker is in it.
+    const proxy = await cutter(server.connectionString, { marker: '; COMMIT' })
+    const db = await open({ ...options(server.table()), connectionString: proxy.connectionString })
+    try {
+      const accounts = db.collection('accounts')
+      await accounts.insert({ balance: 1 })
+      proxy.cut(cut)
+      const err = await db.write(async (/** @type {any} */ w) => {
+        const { balance } = await accounts.in(w).get(1)
+        await accounts.in(w).update(1, { balance: balance + 10 })
+        return accounts.in(w).insert({ balance: 2 })
+      }).then(() => null, (/** @type {any} */ err) => err)
+      t.is(proxy.cuts, 1, 'the connection was cut')
+      t.is(err?.code, 'LEVELKIT_COMMIT_UNKNOWN', 'rejected with LEVELKIT_COMMIT_UNKNOWN')
+      t.is((await accounts.get(1)).balance, cut === 'after' ? 11 : 1, cut === 'after' ? 'it had committed' : 'it had not')
+      t.is(await accounts.get(2) === undefined, cut === 'before', 'the insert is there exactly when the update is: written once, whole')
+      await accounts.update(1, { balance: 100 })
+      t.is((await accounts.get(1)).balance, 100, 'the next write goes on, on a new connection')
+      t.same((await db.check()).problems, [], 'check() is clean')
+    } finally {
+      await db.close().catch(() => {})
+      await proxy.close()
+    }
+  })
+}
 
 for (const readCache of [undefined, 0]) {
   // Without the section cache (readCache: 0), the records of the members without a list are read once the lists are (as on IndexedDB).
