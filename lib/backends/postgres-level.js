@@ -350,11 +350,7 @@ export class PostgresLevel extends AbstractLevel {
    * @returns {Promise<any[]>}
    */
   async #query (what, text, values, snapshot, rowMode, client = null) {
-    let name = statementNames.get(text)
-    if (name === undefined) {
-      name = `levelkit_${statementNames.size}`
-      statementNames.set(text, name)
-    }
+    const name = statementName(text)
     try {
       const runner = client ?? (snapshot instanceof PostgresSectionLock ? snapshot : snapshot ? await snapshot.client() : this.#pool)
       if (runner === null) throw new Error('the database is not open')
@@ -642,39 +638,15 @@ export class PostgresLevel extends AbstractLevel {
     const text = `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`
     const commits = this.#commits
     const id = commits === null ? null : commits.take(text, [...values, notices])
-    // Whether the batch is written in a transaction (else it commits by itself).
-    let open = false
     try {
-      try {
-        const sent = id === null ? this.#query('write a batch', text, [...values, notices], undefined, false, keyLocks) : keyLocks.query(id.query)
-        // (With locking: 'serializable' the statement begins one when none is open.)
-        open = keyLocks.holding
-        await sent
-      } catch (err) {
-        // (Outside a transaction, a batch whose connection failed may have committed by itself.)
-        if (id !== null && (isTransactionLost(err) || isConnectionError(err))) return await this.#settleBatch(id, err)
-        await keyLocks.rollback()
-        const cause = /** @type {any} */ (err).cause ?? err
-        if (!open && typeof cause.severity !== 'string' && !isTransactionLost(err)) {
-          throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch was sent: it may or may not have committed (${cause.message})`, { cause })
-        }
-        throw backendError('write a batch', err)
-      }
-      const committed = keyLocks.commit()
-      if (committed === null) {
-        // Written outside a transaction (no section locked a key): committed by itself.
-        if (!open) return
-        // The transaction ended before its COMMIT could be sent: lost with its connection.
-        throw lostTransaction(new Error('the connection failed before COMMIT'))
-      }
-      try {
-        await committed
-      } catch (err) {
-        // An error the server answered with: not committed (a serialization failure is one).
-        if (typeof (/** @type {any} */ (err).severity) === 'string') throw backendError('commit a batch', err)
-        if (id !== null) return await this.#settleBatch(id, err)
-        throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch's COMMIT was sent: it may or may not have committed (${/** @type {Error} */ (err).message})`, { cause: err })
-      }
+      // With its COMMIT, in one round trip (with hosts, with its commit id).
+      await keyLocks.writeAndCommit(id === null ? { name: statementName(text), text, values: [...values, notices] } : id.query)
+    } catch (err) {
+      const unknown = /** @type {any} */ (err).code === codes.COMMIT_UNKNOWN
+      // The connection failed once the batch was sent: settled by its commit id.
+      if (id !== null && (unknown || isTransactionLost(err) || isConnectionError(err))) return await this.#settleBatch(id, unknown ? /** @type {any} */ (err).cause ?? err : err)
+      if (unknown) throw err
+      throw backendError('write and commit a batch', err)
     } finally {
       if (id !== null) /** @type {CommitLog} */ (commits).done(id.seq)
     }
@@ -1120,6 +1092,16 @@ function backendError (what, err) {
   if (err instanceof ModuleError && /** @type {any} */ (err).code === codes.BACKEND_UNAVAILABLE) return err
   const sqlState = /** @type {any} */ (err).code
   return levelkitError(codes.BACKEND_UNAVAILABLE, `PostgreSQL could not ${what}: ${/** @type {Error} */ (err).message}`, { cause: err, sqlState: typeof sqlState === 'string' ? sqlState : undefined })
+}
+
+/** The name `text` is prepared under, on every connection. @param {string} text */
+function statementName (text) {
+  let name = statementNames.get(text)
+  if (name === undefined) {
+    name = `levelkit_${statementNames.size}`
+    statementNames.set(text, name)
+  }
+  return name
 }
 
 function noop () {}

@@ -7,6 +7,7 @@
 // begins, what a section does before it reads, and which failures run a
 // section again (busy()).
 import { PostgresWriterLock, InOrder } from './postgres-shared.js'
+import { inlineValues } from './postgres-literal.js'
 import { levelkitError, codes } from '../errors.js'
 import { isConnectionError } from './postgres-hosts.js'
 
@@ -55,6 +56,17 @@ export class PostgresSectionLock extends PostgresWriterLock {
   /** The table lock is never taken in these modes. */
   async acquire () {
     return () => {}
+  }
+
+  /**
+   * The statement that begins a transaction of this mode, sent in one query
+   * with the transaction's first statement; null when a statement alone
+   * needs none (it commits by itself, as a batch of locking: 'keys' does
+   * when its sections locked nothing).
+   * @returns {string | null}
+   */
+  get opening () {
+    return null
   }
 
   /** Whether `failure` asks for the critical section to run again (each mode tells its own). @param {unknown} failure @returns {boolean} */
@@ -157,6 +169,57 @@ export class PostgresSectionLock extends PostgresWriterLock {
     return connection.query('COMMIT').then(noop, err => {
       if (this.busy(err)) this.stats.failures++
       throw err
+    })
+  }
+
+  /**
+   * Write `statement` (a group's batch) in the transaction and commit it,
+   * in one query: one round trip where the batch and its COMMIT took two.
+   * With no transaction open, in one of its own (its BEGIN in the same
+   * query), or alone where the mode needs none. The transaction has ended
+   * once this returns: a failure that left it open (the batch's, which
+   * skips the COMMIT behind it) is rolled back before the next statement.
+   * Rejects with the server's error (nothing committed), or with
+   * LEVELKIT_COMMIT_UNKNOWN when the connection failed once the query was
+   * sent: the COMMIT may have been run.
+   * @param {import('pg').QueryConfig} statement
+   * @returns {Promise<void>}
+   */
+  writeAndCommit (statement) {
+    const opening = this.#open ? null : this.opening
+    const text = this.#open || opening !== null ? inlineValues(statement.text, statement.values) : null
+    if (text === null) {
+      // A batch alone, or one whose values cannot be written as literals: then its COMMIT.
+      const sent = this.query(statement)
+      // (With locking: 'serializable' the statement begins one when none is open.)
+      const open = this.#open
+      return sent.then(() => {
+        const committed = this.commit()
+        // The transaction ended before its COMMIT could be sent: lost with its connection.
+        if (committed === null) {
+          if (open) throw lostTransaction(new Error('the connection failed before COMMIT'))
+          return
+        }
+        return committed.catch(err => {
+          if (typeof err?.severity === 'string' || !isConnectionError(err)) throw err
+          throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch's COMMIT was sent: it may or may not have committed (${err?.message})`, { cause: err })
+        })
+      }, async err => {
+        await this.rollback()
+        throw err
+      })
+    }
+    if (opening !== null) this.begin()
+    const connection = this.#connect()
+    let connected = false
+    Promise.resolve(connection.client).then(() => { connected = true }, noop)
+    this.stats.statements++
+    this.#ended()
+    return connection.query(`${opening === null ? '' : opening + '; '}${text}; COMMIT`, undefined, 'ROLLBACK').then(noop, err => {
+      if (this.busy(err)) this.stats.failures++
+      // An error the server answered with has a severity (pg's DatabaseError): nothing was committed.
+      if (!connected || typeof err?.severity === 'string') throw err
+      throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch and its COMMIT were sent: it may or may not have committed (${err?.message})`, { cause: err })
     })
   }
 
