@@ -154,7 +154,19 @@ export class RelationModel {
     for (const toId of toIds) this.checkIds(fromId, toId)
     // Each edge reads the list of its `to` id: where a read is a round
     // trip (IndexedDB), make them all at once.
-    if (this.reverse.kind === 'lists') scope.prefetch(this.reverse.namespace, toIds.map(id => encode(id)))
+    let lists = null
+    if (this.reverse.kind === 'lists') {
+      const keys = toIds.map(id => encode(id))
+      if (scope.prefetch(this.reverse.namespace, keys)) {
+        // A `to` id without a list has its record read (exists()). Where
+        // the section cache is kept, a read is a round trip and reads made
+        // together go as one statement (postgres): read the records with
+        // the lists. Elsewhere (IndexedDB, a request per key), only those
+        // of ids without a list, once the lists are read (below).
+        if (scope.writer.sectionCache !== null) scope.prefetch(this.to.records, keys)
+        else lists = { namespace: this.reverse.namespace, keys }
+      }
+    }
     let added = 0
     /** @param {number} i @returns {number | Promise<number>} */
     const from = (i) => {
@@ -165,7 +177,13 @@ export class RelationModel {
       }
       return added
     }
-    return from(0)
+    if (lists === null) return from(0)
+    // Not one by one as the edges go.
+    const { namespace, keys } = lists
+    return Promise.all(keys.map(key => scope.get(namespace, key))).then(values => {
+      scope.prefetch(this.to.records, keys.filter((key, i) => values[i] === undefined))
+      return from(0)
+    })
   }
 
   /**

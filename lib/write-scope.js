@@ -300,13 +300,14 @@ export class WriteScope {
    * and not yet written are left to get(), which answers them from the
    * ops; elsewhere this does nothing.
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys
+   * @returns {boolean} whether it read them (else get() reads each key as it would have)
    */
   prefetch (namespace, keys) {
     const idb = this.writer.idb
     const direct = idb !== null && idb.ready
     // Not for a transaction (defersCounters): it reads outside the critical
     // section, as of its own start, and not through #reads.
-    if ((!direct && this.writer.syncReads) || namespace.cache !== null || !this.open || keys.length < 2 || this.defersCounters) return
+    if ((!direct && this.writer.syncReads) || namespace.cache !== null || !this.open || keys.length < 2 || this.defersCounters) return false
     const reads = this.#reads || (this.#reads = new Map())
     if (this.indexed < this.ops.length) this.index()
     const pending = this.ops.length > 0 || this.writer.pending
@@ -316,6 +317,7 @@ export class WriteScope {
       if (reads.has(id) || (this.#absent !== null && this.#absent.has(id)) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
       this.#read(namespace, key, id, reads)
     }
+    return true
   }
 
   /**

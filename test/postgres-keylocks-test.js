@@ -10,6 +10,7 @@
 import test from 'tape'
 import { open } from '../index.js'
 import { postgresForTests } from './util/postgres.js'
+import { lostBetweenSections } from './util/pg-lost-transaction.js'
 
 const server = await postgresForTests(test)
 // LEVELKIT_TEST_LOCKING=table runs the first test with the writer lock: it must fail.
@@ -62,6 +63,10 @@ test('postgres key locks: a write of another key goes on while a critical sectio
 })
 
 if (locking === 'keys') {
+  test('postgres key locks: a group decided in a key transaction lost with its connection is refused, not written in another', async t => {
+    await lostBetweenSections(t, server, 'keys')
+  })
+
   const keys = '?locking=keys'
   await import('./postgres-shared-test.js' + keys)
   // The conformance and chat suites again (about a minute more): with

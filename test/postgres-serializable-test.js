@@ -14,6 +14,8 @@ import pg from 'pg'
 import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
 import { postgresForTests } from './util/postgres.js'
+import { cutter } from './util/pg-proxy.js'
+import { lostBetweenSections } from './util/pg-lost-transaction.js'
 
 const server = await postgresForTests(test)
 
@@ -115,27 +117,62 @@ test('postgres serializable: a section whose read another process overwrote befo
 /**
  * Count the statements sent on the writer connections (where a critical
  * section's reads go with locking: 'serializable') until the test ends:
- * `reads` the point reads (one key or `key = ANY`), `all` every statement.
+ * `reads` the point reads (one key or `key = ANY`, maybe behind a BEGIN in
+ * one query), `all` every query, `begins` and `commits` the queries that
+ * are a lone BEGIN or COMMIT (a round trip of their own).
  * @param {import('tape').Test} t
  */
 function countWriterStatements (t) {
   const Client = /** @type {any} */ (pg.Client).prototype
   const query = Client.query
-  const counted = { reads: 0, keys: 0, all: 0 }
+  const counted = { reads: 0, keys: 0, all: 0, begins: 0, commits: 0 }
   Client.query = function (/** @type {any[]} */ ...args) {
     if (this.connectionParameters.fallback_application_name === 'levelkit writer') {
-      const text = typeof args[0] === 'string' ? args[0] : args[0]?.text
+      const text = String(typeof args[0] === 'string' ? args[0] : args[0]?.text)
       counted.all++
-      if (/^SELECT (key, )?value FROM .* WHERE key (= \$1|= ANY)/.test(text)) {
+      if (/^BEGIN[A-Z ]*$/.test(text)) counted.begins++
+      if (text === 'COMMIT') counted.commits++
+      const read = /^(BEGIN[A-Z ]*; )?SELECT (key, )?value FROM .* WHERE key (= |= ANY\()(.*)/.exec(text)
+      if (read !== null) {
         counted.reads++
-        counted.keys += Array.isArray(args[0].values[0]) ? args[0].values[0].length : 1
+        // The keys: values of a prepared statement, or literals (decode('…', 'hex') each).
+        const values = args[0]?.values
+        counted.keys += values ? (Array.isArray(values[0]) ? values[0].length : 1) : read[4].split('decode(').length - 1
       }
     }
     return query.apply(this, args)
   }
   t.teardown(() => { Client.query = query })
-  return { counted, reset () { counted.reads = 0; counted.keys = 0; counted.all = 0 } }
+  return { counted, reset () { for (const key of Object.keys(counted)) counted[/** @type {keyof typeof counted} */ (key)] = 0 } }
 }
+
+test('postgres serializable: a section\'s transaction begins with its first read and commits with its batch, no round trip of their own', async t => {
+  // One database: another's statements (its schema's section) would be counted too.
+  const a = await open(options(server.table()))
+  try {
+    const accountsA = a.collection('accounts')
+    for (const balance of [1, 2]) await accountsA.insert({ balance })
+    const { counted, reset } = countWriterStatements(t)
+    reset()
+    await a.write(async (/** @type {any} */ w) => {
+      const [one, two] = await Promise.all([accountsA.in(w).get(1), accountsA.in(w).get(2)])
+      await accountsA.in(w).update(1, { balance: one.balance + two.balance })
+    })
+    t.is((await accountsA.get(1)).balance, 3, 'the section wrote what it read')
+    t.deepEqual([counted.begins, counted.commits], [0, 0], 'no BEGIN or COMMIT went alone')
+    t.deepEqual([counted.reads, counted.keys], [1, 2], 'its reads went as one statement, with the BEGIN')
+    t.is(counted.all, 2, 'two round trips in all: BEGIN and the reads, the batch and COMMIT')
+    reset()
+    await accountsA.update(2, { balance: 5 })
+    t.is((await accountsA.get(2)).balance, 5, 'an update is written')
+    t.deepEqual([counted.begins, counted.commits, counted.all], [0, 0, 2], 'in two round trips, no BEGIN or COMMIT alone')
+    t.same((await a.check()).problems, [], 'check() is clean')
+    const { rows } = await server.pool.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = \'levelkit writer\' AND state LIKE \'idle in transaction%\'')
+    t.is(rows[0].n, 0, 'no transaction is left open')
+  } finally {
+    await a.close()
+  }
+})
 
 test('postgres serializable: a critical section\'s point reads asked for together go as one statement of its transaction', async t => {
   await twoProcesses([1, 2, 3, 4, 5], async (a, accountsA) => {
@@ -158,29 +195,65 @@ test('postgres serializable: a critical section\'s point reads asked for togethe
   })
 })
 
-test('postgres serializable: createChat of 7 members read by a process that knows none of them makes few round trips', async t => {
-  const table = server.table()
-  const a = await open(options(table))
-  const b = await open(options(table))
-  try {
-    const passwordCost = { scryptN: 2 }
-    const storeA = await ChatStore.open(a, { passwordCost })
-    const users = []
-    for (let i = 0; i < 8; i++) users.push(await storeA.createUser({ username: `u${i}`, password: 'pw' }))
-    await storeA.createChat({ name: 'first', adminId: users[0], userIds: users.slice(1, 6) })
-    const storeB = await ChatStore.open(b, { passwordCost })
-    const { counted, reset } = countWriterStatements(t)
-    reset()
-    await storeB.createChat({ name: 'c', adminId: users[1], userIds: users.slice(2) })
-    // One statement per key read (10 point reads, 14 statements) before reads were coalesced.
-    t.ok(counted.reads <= 4, `its point reads went as ${counted.reads} statements (${counted.keys} keys)`)
-    t.ok(counted.all <= 8, `${counted.all} statements on the writer connection in all (BEGIN, reads, the batch, COMMIT)`)
-    t.same((await b.check()).problems, [], 'check() is clean')
-  } finally {
-    await a.close()
-    await b.close()
-  }
-})
+for (const cut of /** @type {const} */ (['before', 'after'])) {
+  test(`postgres serializable: a batch sent with its COMMIT whose connection is cut ${cut} the server commits it is reported LEVELKIT_COMMIT_UNKNOWN, and not written again`, async t => {
+    // The batch and its COMMIT go as one query (its values as literals): the marker is in it.
+    const proxy = await cutter(server.connectionString, { marker: '; COMMIT' })
+    const db = await open({ ...options(server.table()), connectionString: proxy.connectionString })
+    try {
+      const accounts = db.collection('accounts')
+      await accounts.insert({ balance: 1 })
+      proxy.cut(cut)
+      const err = await db.write(async (/** @type {any} */ w) => {
+        const { balance } = await accounts.in(w).get(1)
+        await accounts.in(w).update(1, { balance: balance + 10 })
+        return accounts.in(w).insert({ balance: 2 })
+      }).then(() => null, (/** @type {any} */ err) => err)
+      t.is(proxy.cuts, 1, 'the connection was cut')
+      t.is(err?.code, 'LEVELKIT_COMMIT_UNKNOWN', 'rejected with LEVELKIT_COMMIT_UNKNOWN')
+      t.is((await accounts.get(1)).balance, cut === 'after' ? 11 : 1, cut === 'after' ? 'it had committed' : 'it had not')
+      t.is(await accounts.get(2) === undefined, cut === 'before', 'the insert is there exactly when the update is: written once, whole')
+      await accounts.update(1, { balance: 100 })
+      t.is((await accounts.get(1)).balance, 100, 'the next write goes on, on a new connection')
+      t.same((await db.check()).problems, [], 'check() is clean')
+    } finally {
+      await db.close().catch(() => {})
+      await proxy.close()
+    }
+  })
+}
+
+for (const readCache of [undefined, 0]) {
+  // Without the section cache (readCache: 0), the records of the members without a list are read once the lists are (as on IndexedDB).
+  const what = readCache === 0 ? ', without the section cache,' : ''
+  test(`postgres serializable: createChat of 7 members read by a process that knows none of them${what} makes few round trips`, async t => {
+    const table = server.table()
+    const a = await open({ ...options(table), readCache })
+    const b = await open({ ...options(table), readCache })
+    try {
+      const passwordCost = { scryptN: 2 }
+      const storeA = await ChatStore.open(a, { passwordCost })
+      const users = []
+      for (let i = 0; i < 8; i++) users.push(await storeA.createUser({ username: `u${i}`, password: 'pw' }))
+      await storeA.createChat({ name: 'first', adminId: users[0], userIds: users.slice(1, 6) })
+      const storeB = await ChatStore.open(b, { passwordCost })
+      const { counted, reset } = countWriterStatements(t)
+      reset()
+      // Members 6 and 7 have no list yet: their records are read.
+      await storeB.createChat({ name: 'c', adminId: users[1], userIds: users.slice(2) })
+      // One statement per key read (10 point reads, 14 statements) before reads were coalesced;
+      // then 4 (the members without a list read one at a time) and 8 in all.
+      const reads = readCache === 0 ? 3 : 2
+      t.ok(counted.reads <= reads, `its point reads went as ${counted.reads} statements (${counted.keys} keys; at most ${reads}: the sequence, the lists${readCache === 0 ? ', the records of members without one' : ' and the records'})`)
+      t.deepEqual([counted.begins, counted.commits], [0, 0], 'no BEGIN or COMMIT went alone')
+      t.ok(counted.all <= reads + 2, `${counted.all} statements on the writer connection in all (at most ${reads + 2}: BEGIN with the first read, the reads, the highest chat id, the batch with COMMIT)`)
+      t.same((await b.check()).problems, [], 'check() is clean')
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+}
 
 test('postgres serializable: a section called after another process committed sees its write, though queued behind a section whose transaction began before', async t => {
   await twoProcesses([10], async (a, accountsA, b, accountsB) => {
@@ -241,6 +314,10 @@ test('postgres serializable: a section failed by another process every time give
     await a.close()
     await b.close()
   }
+})
+
+test('postgres serializable: a group decided in a transaction lost with its connection runs again in a new one, on what it reads there', async t => {
+  await lostBetweenSections(t, server, 'serializable')
 })
 
 await import('./postgres-shared-test.js?locking=serializable')

@@ -373,44 +373,70 @@ export class CommitLog {
   async write (text, values, options = {}) {
     const { beforeRetry, run = (/** @type {import('pg').QueryConfig} */ query) => this.#pool.queryOnce(query) } = options
     const retries = options.run ? 0 : options.retries ?? 1
-    const statement = withCommitId(text, values.length)
     for (let attempt = 0; ; attempt++) {
-      const seq = ++this.#seq
-      this.#unsettled.add(seq)
+      const id = this.take(text, values)
       try {
         if (attempt > 0 && beforeRetry) await beforeRetry()
-        let smallest = seq
-        for (const s of this.#unsettled) if (s < smallest) smallest = s
         try {
-          await run({ text: statement, values: [...values, this.#session, seq, smallest] })
+          await run(id.query)
           return
         } catch (err) {
           // The server answered with an error: the statement rolled back.
           if (!isConnectionError(err)) throw err
-          let committed
-          try {
-            committed = await this.#settle(seq, err)
-          } catch (unknown) {
-            this.#onSettle({ commitId: `${this.#session}:${seq}`, committed: null })
-            throw unknown
-          }
-          this.#onSettle({ commitId: `${this.#session}:${seq}`, committed })
-          if (committed) return
+          if (await this.settle(id.seq, err)) return
           if (attempt >= retries) {
-            throw levelkitError(codes.BACKEND_UNAVAILABLE, `The batch was not committed (the connection failed ${attempt + 1} times): ${/** @type {Error} */ (err).message}`, { cause: err, commitId: `${this.#session}:${seq}`, committed: false })
+            throw levelkitError(codes.BACKEND_UNAVAILABLE, `The batch was not committed (the connection failed ${attempt + 1} times): ${/** @type {Error} */ (err).message}`, { cause: err, commitId: id.commitId, committed: false })
           }
         }
       } finally {
-        this.#unsettled.delete(seq)
+        this.done(id.seq)
       }
     }
   }
 
   /**
+   * A commit id for a batch written elsewhere (in a transaction of the
+   * caller's, postgres-section-lock.js): the statement `text` with it, to
+   * send once; settle() its outcome if the answer never comes, and done()
+   * once it is known.
+   * @param {string} text one statement (an INSERT, DELETE or WITH ...) @param {unknown[]} values
+   * @returns {{ seq: number, commitId: string, query: import('pg').QueryConfig }}
+   */
+  take (text, values) {
+    const seq = ++this.#seq
+    this.#unsettled.add(seq)
+    let smallest = seq
+    for (const s of this.#unsettled) if (s < smallest) smallest = s
+    return { seq, commitId: `${this.#session}:${seq}`, query: { text: withCommitId(text, values.length), values: [...values, this.#session, seq, smallest] } }
+  }
+
+  /** The outcome of the batch of id `seq` is known (or will never be asked for). @param {number} seq */
+  done (seq) {
+    this.#unsettled.delete(seq)
+  }
+
+  /**
    * Whether the batch of id `seq` committed, asked of the primary (waiting
-   * for one, up to the failover timeout). Rejects with
-   * LEVELKIT_COMMIT_UNKNOWN when no primary answers in time.
+   * for one, up to the failover timeout), as fenced: from then on it never
+   * can. Rejects with LEVELKIT_COMMIT_UNKNOWN when no primary answers in time.
    * @param {number} seq @param {unknown} failure why the batch's answer never came
+   * @returns {Promise<boolean>}
+   */
+  async settle (seq, failure) {
+    const commitId = `${this.#session}:${seq}`
+    let committed
+    try {
+      committed = await this.#settle(seq, failure)
+    } catch (unknown) {
+      this.#onSettle({ commitId, committed: null })
+      throw unknown
+    }
+    this.#onSettle({ commitId, committed })
+    return committed
+  }
+
+  /**
+   * @param {number} seq @param {unknown} failure
    * @returns {Promise<boolean>}
    */
   async #settle (seq, failure) {

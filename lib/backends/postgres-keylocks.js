@@ -26,7 +26,7 @@
 // while the key transaction that read them holds their keys' locks: the
 // write path forgets them when it ends (onEnd()).
 import { createHash } from 'node:crypto'
-import { PostgresSectionLock, noop } from './postgres-section-lock.js'
+import { PostgresSectionLock, isTransactionLost, noop } from './postgres-section-lock.js'
 
 // The first key of the range lock: 'LKRG'.
 export const RANGE_LOCK_SPACE = 0x4c4b5247
@@ -72,7 +72,8 @@ export class PostgresKeyLocks extends PostgresSectionLock {
 
   /** Whether `err` asks for the critical section to run again. @param {unknown} err */
   busy (err) {
-    return err instanceof KeyLockBusy
+    // A key transaction lost with its connection: the section runs again in a new one.
+    return err instanceof KeyLockBusy || isTransactionLost(err)
   }
 
   /**

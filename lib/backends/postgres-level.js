@@ -9,7 +9,7 @@ import { describe } from '../common.js'
 import { PostgresWriterLock, connectClient, keepAliveConfig, keepSessionAlive } from './postgres-shared.js'
 import { PostgresKeyLocks } from './postgres-keylocks.js'
 import { PostgresSerializable } from './postgres-serializable.js'
-import { PostgresSectionLock } from './postgres-section-lock.js'
+import { PostgresSectionLock, lostTransaction, isTransactionLost } from './postgres-section-lock.js'
 import { failoverOf, PrimaryPool, CommitLog, isConnectionError } from './postgres-hosts.js'
 import { SectionCache } from '../section-cache.js'
 
@@ -162,11 +162,6 @@ export class PostgresLevel extends AbstractLevel {
     this.#locking = locking
     this.#keepAlive = keepAlive
     this.#maxReruns = maxReruns
-    if (shared && this.#failover && locking !== 'table') {
-      // Their section transactions commit without a commit id: an outcome
-      // lost with the primary could not be settled.
-      throw invalid(`The shared option with locking: '${locking}' cannot be combined with failover (hosts, several hosts or target_session_attrs) yet: use locking: 'table'`)
-    }
   }
 
   /**
@@ -355,11 +350,7 @@ export class PostgresLevel extends AbstractLevel {
    * @returns {Promise<any[]>}
    */
   async #query (what, text, values, snapshot, rowMode, client = null) {
-    let name = statementNames.get(text)
-    if (name === undefined) {
-      name = `levelkit_${statementNames.size}`
-      statementNames.set(text, name)
-    }
+    const name = statementName(text)
     try {
       const runner = client ?? (snapshot instanceof PostgresSectionLock ? snapshot : snapshot ? await snapshot.client() : this.#pool)
       if (runner === null) throw new Error('the database is not open')
@@ -628,24 +619,50 @@ export class PostgresLevel extends AbstractLevel {
    * critical sections locked their keys in, and commits it: the
    * notifications go in the same statement, heard exactly when it commits.
    * (With locking: 'serializable', in the serializable transaction.)
+   * With hosts, the statement carries a commit id (postgres-hosts.js): when
+   * the connection fails once it is sent, the batch is settled on the
+   * primary found next. Committed: it resolves. Not committed: nothing
+   * decided in the lost transaction is written (its locks, or its
+   * serializable snapshot, went with it): it rejects with committed: false
+   * (with 'serializable', its sections run again, lib/writer.js).
    * @param {PostgresSectionLock} keyLocks @param {string} upsert @param {unknown[]} values
    */
   async #batchInKeyTransaction (keyLocks, upsert, values) {
     const table = quote(this.#table)
     const notices = keyLocks.takeStaged() ?? []
-    try {
-      await this.#query('write a batch', `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [...values, notices], undefined, false, keyLocks)
-    } catch (err) {
+    if (keyLocks.takeLost()) {
+      // Decided in a transaction lost since (sections after it may have begun another: it goes too).
       await keyLocks.rollback()
-      throw err
+      throw lostTransaction(new Error('the connection was lost before the batch was sent'))
     }
-    const committed = keyLocks.commit()
-    if (committed === null) return
+    const text = `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`
+    const commits = this.#commits
+    const id = commits === null ? null : commits.take(text, [...values, notices])
     try {
-      await committed
+      // With its COMMIT, in one round trip (with hosts, with its commit id).
+      await keyLocks.writeAndCommit(id === null ? { name: statementName(text), text, values: [...values, notices] } : id.query)
     } catch (err) {
-      throw backendError('commit a batch', err)
+      const unknown = /** @type {any} */ (err).code === codes.COMMIT_UNKNOWN
+      // The connection failed once the batch was sent: settled by its commit id.
+      if (id !== null && (unknown || isTransactionLost(err) || isConnectionError(err))) return await this.#settleBatch(id, unknown ? /** @type {any} */ (err).cause ?? err : err)
+      if (unknown) throw err
+      throw backendError('write and commit a batch', err)
+    } finally {
+      if (id !== null) /** @type {CommitLog} */ (commits).done(id.seq)
     }
+  }
+
+  /**
+   * A batch of the section transaction whose answer never came: committed
+   * (it resolves), or not (lostTransaction()); LEVELKIT_COMMIT_UNKNOWN when
+   * no primary answers within the failover timeout.
+   * @param {{ seq: number, commitId: string }} id @param {unknown} failure
+   */
+  async #settleBatch (id, failure) {
+    const cause = isTransactionLost(failure) ? /** @type {any} */ (failure).cause : failure
+    const committed = await /** @type {CommitLog} */ (this.#commits).settle(id.seq, cause)
+    if (committed) return
+    throw Object.assign(lostTransaction(cause), { commitId: id.commitId })
   }
 
   /** @param {RangeOptions} options */
@@ -748,7 +765,7 @@ export class PostgresLevel extends AbstractLevel {
     if (idle) return idle
     if (this.#failover) {
       try {
-        return await /** @type {PrimaryPool} */ (/** @type {any} */ (this.#pool)).connectClient({})
+        return await /** @type {PrimaryPool} */ (/** @type {any} */ (this.#pool)).connectClient({ fallback_application_name: 'levelkit snapshot' })
       } catch (err) {
         throw backendError('take a snapshot', err)
       }
@@ -1075,6 +1092,16 @@ function backendError (what, err) {
   if (err instanceof ModuleError && /** @type {any} */ (err).code === codes.BACKEND_UNAVAILABLE) return err
   const sqlState = /** @type {any} */ (err).code
   return levelkitError(codes.BACKEND_UNAVAILABLE, `PostgreSQL could not ${what}: ${/** @type {Error} */ (err).message}`, { cause: err, sqlState: typeof sqlState === 'string' ? sqlState : undefined })
+}
+
+/** The name `text` is prepared under, on every connection. @param {string} text */
+function statementName (text) {
+  let name = statementNames.get(text)
+  if (name === undefined) {
+    name = `levelkit_${statementNames.size}`
+    statementNames.set(text, name)
+  }
+  return name
 }
 
 function noop () {}

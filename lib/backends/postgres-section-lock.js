@@ -7,6 +7,9 @@
 // begins, what a section does before it reads, and which failures run a
 // section again (busy()).
 import { PostgresWriterLock, InOrder } from './postgres-shared.js'
+import { inlineValues } from './postgres-literal.js'
+import { levelkitError, codes } from '../errors.js'
+import { isConnectionError } from './postgres-hosts.js'
 
 /**
  * The section transaction of a postgres database shared with locking:
@@ -23,6 +26,10 @@ export class PostgresSectionLock extends PostgresWriterLock {
   #connection = null
   /** Whether a transaction is open (BEGIN sent). */
   #open = false
+  /** Whether a statement of the open transaction (its BEGIN aside) was answered: sections may have decided on it. */
+  #answered = false
+  /** Whether a transaction on which sections may have decided was lost with its connection: the next batch is refused (see takeLost()). */
+  #lost = false
   /** @type {Array<() => void>} */
   #endListeners = []
   /** How many times a critical section runs again at most (lib/writer.js), the maxReruns option. */
@@ -51,6 +58,17 @@ export class PostgresSectionLock extends PostgresWriterLock {
     return () => {}
   }
 
+  /**
+   * The statement that begins a transaction of this mode, sent in one query
+   * with the transaction's first statement; null when a statement alone
+   * needs none (it commits by itself, as a batch of locking: 'keys' does
+   * when its sections locked nothing).
+   * @returns {string | null}
+   */
+  get opening () {
+    return null
+  }
+
   /** Whether `failure` asks for the critical section to run again (each mode tells its own). @param {unknown} failure @returns {boolean} */
   busy (failure) {
     return false
@@ -69,7 +87,20 @@ export class PostgresSectionLock extends PostgresWriterLock {
   /** A transaction begins: its BEGIN is the next statement sent on the connection. */
   begin () {
     this.#open = true
+    this.#answered = false
     this.stats.transactions++
+  }
+
+  /**
+   * Whether the transaction the next batch was decided in was lost with
+   * its connection (its locks, or its serializable snapshot, went with it),
+   * once: that batch is refused (lostTransaction()), never written in
+   * another transaction on a guess.
+   */
+  takeLost () {
+    const lost = this.#lost
+    this.#lost = false
+    return lost
   }
 
   /**
@@ -81,16 +112,36 @@ export class PostgresSectionLock extends PostgresWriterLock {
    */
   query (statement, values) {
     this.stats.statements++
-    return this.#connect().query(statement, values)
+    const connection = this.#connect()
+    const transaction = this.#open ? this.stats.transactions : 0
+    const sent = connection.query(statement, values)
+    return sent.then(result => {
+      if (transaction === this.stats.transactions && !(typeof statement === 'string' && /^BEGIN\b[^;]*$/.test(statement))) this.#answered = true
+      return result
+    }, err => {
+      // A connection that failed, or never connected (then the error is its own).
+      if (!isConnectionError(err) || !connection.connected) throw err
+      if (this.#connection === connection) {
+        this.#connection = null
+        Promise.resolve(connection.client).then(client => client.end()).catch(noop)
+      }
+      if (transaction === 0 || transaction !== this.stats.transactions) throw err
+      if (this.#answered) this.#lost = true
+      this.#ended()
+      throw lostTransaction(err)
+    })
   }
 
-  /** @returns {InOrder} */
+  /** @returns {InOrder & { connected?: boolean }} */
   #connect () {
     if (this.#connection !== null) return this.#connection
+    /** @type {InOrder & { connected?: boolean }} */
     const connection = new InOrder(this.#host.connect('writer').then(client => {
+      connection.connected = true
       client.on('error', () => {
         if (this.#connection === connection) {
           this.#connection = null
+          if (this.#open && this.#answered) this.#lost = true
           this.#ended()
         }
       })
@@ -121,6 +172,57 @@ export class PostgresSectionLock extends PostgresWriterLock {
     })
   }
 
+  /**
+   * Write `statement` (a group's batch) in the transaction and commit it,
+   * in one query: one round trip where the batch and its COMMIT took two.
+   * With no transaction open, in one of its own (its BEGIN in the same
+   * query), or alone where the mode needs none. The transaction has ended
+   * once this returns: a failure that left it open (the batch's, which
+   * skips the COMMIT behind it) is rolled back before the next statement.
+   * Rejects with the server's error (nothing committed), or with
+   * LEVELKIT_COMMIT_UNKNOWN when the connection failed once the query was
+   * sent: the COMMIT may have been run.
+   * @param {import('pg').QueryConfig} statement
+   * @returns {Promise<void>}
+   */
+  writeAndCommit (statement) {
+    const opening = this.#open ? null : this.opening
+    const text = this.#open || opening !== null ? inlineValues(statement.text, statement.values) : null
+    if (text === null) {
+      // A batch alone, or one whose values cannot be written as literals: then its COMMIT.
+      const sent = this.query(statement)
+      // (With locking: 'serializable' the statement begins one when none is open.)
+      const open = this.#open
+      return sent.then(() => {
+        const committed = this.commit()
+        // The transaction ended before its COMMIT could be sent: lost with its connection.
+        if (committed === null) {
+          if (open) throw lostTransaction(new Error('the connection failed before COMMIT'))
+          return
+        }
+        return committed.catch(err => {
+          if (typeof err?.severity === 'string' || !isConnectionError(err)) throw err
+          throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch's COMMIT was sent: it may or may not have committed (${err?.message})`, { cause: err })
+        })
+      }, async err => {
+        await this.rollback()
+        throw err
+      })
+    }
+    if (opening !== null) this.begin()
+    const connection = this.#connect()
+    let connected = false
+    Promise.resolve(connection.client).then(() => { connected = true }, noop)
+    this.stats.statements++
+    this.#ended()
+    return connection.query(`${opening === null ? '' : opening + '; '}${text}; COMMIT`, undefined, 'ROLLBACK').then(noop, err => {
+      if (this.busy(err)) this.stats.failures++
+      // An error the server answered with has a severity (pg's DatabaseError): nothing was committed.
+      if (!connected || typeof err?.severity === 'string') throw err
+      throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch and its COMMIT were sent: it may or may not have committed (${err?.message})`, { cause: err })
+    })
+  }
+
   /** A statement of the transaction failed: roll it back (it is aborted anyway). */
   rollback () {
     if (!this.#open) return Promise.resolve()
@@ -131,6 +233,8 @@ export class PostgresSectionLock extends PostgresWriterLock {
 
   /** Nothing decided waits to be written: end the transaction. */
   idle () {
+    // (No batch waits: none was decided in a transaction lost meanwhile.)
+    this.#lost = false
     return this.commit() ?? Promise.resolve()
   }
 
@@ -147,6 +251,24 @@ export class PostgresSectionLock extends PostgresWriterLock {
     this.#open = false
     for (const listener of this.#endListeners) listener()
   }
+}
+
+/**
+ * The section transaction was lost with its connection (a failover, a
+ * restart): nothing of it was committed (its COMMIT was not sent). Its
+ * sections run again (busy()), in a new transaction.
+ * @param {unknown} cause
+ */
+export function lostTransaction (cause) {
+  return levelkitError(codes.BACKEND_UNAVAILABLE, `The connection of the section transaction failed before it committed, so nothing of it was written: ${/** @type {Error} */ (cause).message}`, { cause, committed: false, transactionLost: true })
+}
+
+/** Whether `err` is (or was caused by) the loss of a section transaction. @param {unknown} err */
+export function isTransactionLost (err) {
+  for (let e = /** @type {any} */ (err), depth = 0; e != null && depth < 5; e = e.cause, depth++) {
+    if (e.transactionLost === true) return true
+  }
+  return false
 }
 
 export function noop () {}

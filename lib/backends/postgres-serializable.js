@@ -17,6 +17,9 @@
 // connection (postgres-level.js). Reads made elsewhere go to the pool.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { PostgresSectionLock, noop } from './postgres-section-lock.js'
+import { inlineValues } from './postgres-literal.js'
+
+const BEGIN = 'BEGIN ISOLATION LEVEL SERIALIZABLE'
 
 // serialization_failure, deadlock_detected, and in_failed_sql_transaction
 // (a statement sent after one of the first two aborted the transaction).
@@ -40,6 +43,8 @@ export class PostgresSerializable extends PostgresSectionLock {
   /** Whether `err` (or what caused it) is a failure that a rerun in a new transaction can get past. @param {unknown} err */
   busy (err) {
     for (let e = /** @type {any} */ (err), depth = 0; e != null && depth < 5; e = e.cause, depth++) {
+      // The transaction lost with its connection (nothing of it committed): as a serialization failure.
+      if (e.transactionLost === true) return true
       const state = typeof e.sqlState === 'string' ? e.sqlState : e.code
       if (typeof state === 'string' && RETRY_STATES.has(state)) return true
       // Another error that a failure caused (a transaction's LEVELKIT_CONFLICT) is its own answer.
@@ -73,19 +78,37 @@ export class PostgresSerializable extends PostgresSectionLock {
     return this.#sections.getStore() === this
   }
 
+  get opening () {
+    return BEGIN
+  }
+
+  begin () {
+    super.begin()
+    // The transaction's snapshot is taken by its first statement, sent with
+    // its BEGIN or right behind it (counted as it is made, before it is
+    // sent: a section called meanwhile is taken as called after it).
+    this.#snapshots++
+  }
+
   /**
-   * Send `statement` in the transaction, BEGIN sent first if none is open.
+   * Send `statement` in the transaction; if none is open, BEGIN first, in
+   * the same query (its values written into it as literals: one round trip).
    * @param {string | import('pg').QueryConfig} statement @param {unknown[]} [values]
+   * @returns {Promise<import('pg').QueryResult<any>>}
    */
   query (statement, values) {
-    if (!this.holding) {
-      this.begin()
+    if (this.holding) return super.query(statement, values)
+    this.begin()
+    const config = typeof statement === 'string' ? { text: statement, values } : values === undefined ? statement : null
+    const text = config === null ? null : inlineValues(config.text, config.values)
+    if (config === null || text === null) {
       // Its failure fails the statement sent behind it (no transaction: 25P02 is not what it gets, but the statement's own error is told).
-      super.query('BEGIN ISOLATION LEVEL SERIALIZABLE').catch(noop)
-      // The transaction's snapshot is taken by its first statement, this one.
-      this.#snapshots++
+      super.query(BEGIN).catch(noop)
+      return super.query(statement, values)
     }
-    return super.query(statement, values)
+    const rowMode = /** @type {any} */ (config).rowMode
+    // Two results, BEGIN's and the statement's.
+    return super.query(rowMode === undefined ? `${BEGIN}; ${text}` : { text: `${BEGIN}; ${text}`, rowMode }).then(results => /** @type {any} */ (results)[1])
   }
 
   /** Taken when a critical section is called, for snapshotTakenBefore(). @returns {number} */

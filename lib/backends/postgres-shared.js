@@ -432,14 +432,15 @@ export class InOrder {
   }
 
   /**
-   * Send `statement` once the statements made before it are answered.
-   * @param {string | import('pg').QueryConfig} statement @param {unknown[]} [values]
+   * Send `statement` once the statements made before it are answered;
+   * if it fails, `recover` next (before any statement made after it).
+   * @param {string | import('pg').QueryConfig} statement @param {unknown[]} [values] @param {string} [recover]
    * @returns {Promise<import('pg').QueryResult<any>>}
    */
-  query (statement, values) {
+  query (statement, values, recover) {
     const client = this.client
     const sent = this.#last.then(async () => (await client).query(statement, values))
-    this.#last = sent.then(noop, noop)
+    this.#last = recover === undefined ? sent.then(noop, noop) : sent.then(noop, async () => (await client).query(recover)).then(noop, noop)
     return sent
   }
 }

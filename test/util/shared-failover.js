@@ -7,7 +7,9 @@
 // duplicate; each username has one owner, its acknowledged winner; each
 // process's watcher saw 1..N in order, the last one written after the
 // workload by another process (heard of only through its listening
-// connection); check() is clean. test/postgres-shared-hosts-test.js (a TCP
+// connection); check() is clean. With locking: 'serializable', only an
+// outcome left unknown fails (a lost transaction's sections run again).
+// test/postgres-shared-hosts-test.js (a TCP
 // proxy cut) and test/failover/postgres-failover-shared-test.js (Patroni).
 import { ChatStore } from '../../chat.js'
 import { startWorker } from './shared-workers.js'
@@ -16,15 +18,15 @@ import { FAST } from '../fixtures/postgres-shared-worker.js'
 
 /**
  * @param {any} t @param {any} db the table, opened in shared mode by the test (on the primary, however found)
- * @param {{ connectionString: string, table: string, n: number, fail: () => Promise<void>, options?: object, lifetime?: number }} run
- *   n: messages per worker; options: more options of the workers' open()
+ * @param {{ connectionString: string, table: string, n: number, fail: () => Promise<void>, options?: object, lifetime?: number, locking?: 'table' | 'keys' | 'serializable' }} run
+ *   n: messages per worker; options: more options of the workers' open(); locking: theirs (db's too)
  */
-export async function sharedFailover (t, db, { connectionString, table, n, fail, options = {}, lifetime }) {
+export async function sharedFailover (t, db, { connectionString, table, n, fail, options = {}, lifetime, locking = 'table' }) {
   const store = new ChatStore(db, { passwordCost: FAST })
   const senders = [await store.createUser({ username: 'sender0', password: 'x' }), await store.createUser({ username: 'sender1', password: 'x' })]
   const chatId = await store.createChat({ name: 'failover', adminId: senders[0], userIds: [senders[1]] })
   const names = range(0, 19).map(i => `racer${i}`)
-  const workers = await Promise.all(senders.map((senderId, worker) => startWorker(connectionString, table, 'failover', { n, inFlight: 4, chatId, senderId, worker, names, lifetime }, 'table', options)))
+  const workers = await Promise.all(senders.map((senderId, worker) => startWorker(connectionString, table, 'failover', { n, inFlight: 4, chatId, senderId, worker, names, lifetime }, locking, options)))
   for (const w of workers) w.go()
   let seq = 0
   for (let i = 0; i < 2000 && seq < 20; i++) {
@@ -57,6 +59,10 @@ export async function sharedFailover (t, db, { connectionString, table, n, fail,
   t.comment(`${acked.length} acknowledged; failed: ${JSON.stringify(kinds)}`)
   // Only what was in flight at the cut: the batch (or a batch sent on its dead connection) and what was decided with it.
   t.deepEqual(failed.filter(s => !(s.code === 'LEVELKIT_BACKEND_UNAVAILABLE' && s.committed === false) && s.code !== 'LEVELKIT_ABORTED' && s.code !== 'LEVELKIT_COMMIT_UNKNOWN'), [], 'nothing else failed: the writer lock, the reads and the listening connection waited for the new primary')
+  if (locking === 'serializable') {
+    // A transaction lost with its connection, not committed, is as a serialization failure: its sections run again.
+    t.deepEqual(failed.filter(s => s.code !== 'LEVELKIT_COMMIT_UNKNOWN'), [], 'with locking: \'serializable\', sections whose transaction was lost ran again: nothing else failed')
+  }
   for (const [i, r] of results.entries()) {
     t.ok(r.sent.some((/** @type {any} */ s) => s.id > atCut), `worker ${i} wrote on the new primary`)
     t.deepEqual(r.watched, range(1, total), `worker ${i}'s watcher saw 1..${total} in order, the last one written by another process after the workload (it listened again)`)

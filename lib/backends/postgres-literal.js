@@ -1,0 +1,61 @@
+// A statement with its values written into its text as literals, for the
+// section transaction (postgres-section-lock.js) to send BEGIN or COMMIT in
+// the same query as a statement: pg's extended protocol (a statement with
+// values) takes one statement per query, the simple protocol takes several
+// but no values. One round trip instead of two.
+import pg from 'pg'
+
+/**
+ * `text` with each `$n` outside quotes (identifiers, literals) replaced by
+ * `values[n - 1]` as a literal of its own type; null when a value is of a
+ * type this does not write (the caller sends the statement as it is).
+ * Bytes are written as hex (decode(…, 'hex'), whatever
+ * standard_conforming_strings is), strings by pg's escapeLiteral().
+ * @param {string} text @param {readonly unknown[]} [values]
+ * @returns {string | null}
+ */
+export function inlineValues (text, values = []) {
+  const literals = []
+  for (const value of values) {
+    const literal = literalOf(value)
+    if (literal === null) return null
+    literals.push(literal)
+  }
+  let out = ''
+  let from = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]
+    if (c === '"' || c === '\'') {
+      // To the closing quote (a doubled one closes and opens again).
+      const end = text.indexOf(c, i + 1)
+      if (end === -1) return null
+      i = end
+    } else if (c === '$') {
+      let end = i + 1
+      while (end < text.length && text.charCodeAt(end) >= 48 && text.charCodeAt(end) <= 57) end++
+      if (end === i + 1) return null
+      const n = Number(text.slice(i + 1, end)) - 1
+      const literal = literals[n]
+      // An array's literal has no type of its own: the statement's cast (`$1::bytea[]`) gives it one.
+      if (literal === undefined || (Array.isArray(values[n]) && !text.startsWith('::', end))) return null
+      out += text.slice(from, i) + literal
+      from = end
+      i = end - 1
+    }
+  }
+  return out + text.slice(from)
+}
+
+/** @param {unknown} value @returns {string | null} */
+function literalOf (value) {
+  if (value === null || value === undefined) return 'NULL'
+  if (value instanceof Uint8Array) return `decode('${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex')}', 'hex')`
+  if (typeof value === 'string') return pg.escapeLiteral(value)
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? String(value) : null
+  if (Array.isArray(value)) {
+    const items = value.map(literalOf)
+    if (items.some(item => item === null || item === 'NULL')) return null
+    return items.length === 0 ? '\'{}\'' : `ARRAY[${items.join(', ')}]`
+  }
+  return null
+}
