@@ -82,7 +82,7 @@ export interface OpenOptions {
   hosts?: Array<string | { host: string, port?: number }>
   /** postgres, with hosts: how long an operation waits for a primary, in ms (default 30000). */
   failoverTimeout?: number
-  /** postgres: let other processes open the table too, all writing under one lock they take in turn (default false: one open database per table; LEVELKIT_LOCKED for a second). With `hosts`, only with `locking: 'table'` for now. */
+  /** postgres: let other processes open the table too, all writing under one lock they take in turn (default false: one open database per table; LEVELKIT_LOCKED for a second). */
   /**
    * postgres, with shared: ms of silence on the writer lock's and the listening connections before TCP
    * keepalive probes, on both sides: the session's tcp_keepalives_idle/interval/count and tcp_user_timeout

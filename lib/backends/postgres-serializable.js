@@ -108,7 +108,7 @@ export class PostgresSerializable extends PostgresSectionLock {
     }
     const rowMode = /** @type {any} */ (config).rowMode
     // Two results, BEGIN's and the statement's.
-    return super.query(rowMode === undefined ? `${BEGIN}; ${text}` : { text: `${BEGIN}; ${text}`, rowMode }).then(results => /** @type {any} */ (results)[1])
+    return super.query(rowMode === undefined ? `${BEGIN}; ${text}` : /** @type {import('pg').QueryConfig} */ ({ text: `${BEGIN}; ${text}`, rowMode })).then(results => /** @type {any} */ (results)[1])
   }
 
   /** Taken when a critical section is called, for snapshotTakenBefore(). @returns {number} */

@@ -234,7 +234,7 @@ export class ChatStore {
         const id = /** @type {number} */ (await this.users.in(w).insert({ username: name, passwordHash, createdAt }))
         await this.#countCreated(w, params, id)
         return id
-      }, { [RERUNNABLE]: true })
+      }, /** @type {any} */ ({ [RERUNNABLE]: true }))
       this.#countHash(params, 1)
       return id
     } catch (err) {
