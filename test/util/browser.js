@@ -138,6 +138,32 @@ export function replay (t, results) {
 }
 
 /**
+ * Bundle the test entry `entry` (test/browser/harness.js tests), run it in
+ * a page of a fresh headless Chromium, and replay its results as tape
+ * assertions, with one more that the page threw nothing uncaught.
+ * @param {any} t @param {string} entry
+ */
+export async function runEntryInChromium (t, entry) {
+  const code = await bundleForBrowser(entry)
+  const server = await serve({ '/': modulePage('/entry.js'), '/entry.js': { body: code } })
+  const browser = await launchChromium()
+  try {
+    const page = await browser.newPage()
+    /** @type {string[]} */
+    const pageErrors = []
+    page.on('pageerror', err => pageErrors.push(err.message))
+    await page.goto(server.url + '/')
+    await page.waitForFunction(() => /** @type {any} */ (window).levelkitTests !== undefined)
+    const results = await page.evaluate(() => /** @type {any} */ (window).levelkitTests.run())
+    replay(t, results)
+    t.same(pageErrors, [], 'no uncaught error in the page')
+  } finally {
+    await browser.close()
+    await server.close()
+  }
+}
+
+/**
  * Run `fn` with `count` tabs of one origin open, each with the bundle
  * loaded as window.levelkit; close them after.
  * @param {number} count @param {(pages: import('playwright-core').Page[]) => Promise<void>} fn
