@@ -60,7 +60,9 @@ export class ReadOnlyTransaction extends Transaction {
   /** @param {any} root */
   #take (root) {
     this.#ready = readyCount()
-    this.#snapshot = root.snapshot()
+    // Writes made after the call need not wait for the snapshot to be
+    // taken (postgres): it may see them, as long as it sees what came before.
+    this.#snapshot = root.snapshot({ mayIncludeLaterWrites: true })
     this.#taking = null
   }
 
