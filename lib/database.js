@@ -15,6 +15,7 @@ import { setReadCacheBudget, readCacheStats } from './namespace.js'
 import { readCacheDefaults } from './read-cache.js'
 import { optionsOf, optionsObject } from './options.js'
 import { Transaction, DEFAULT_LOCK_TIMEOUT } from './transaction.js'
+import { ReadOnlyTransaction } from './snapshot-transaction.js'
 import { Schema } from './schema.js'
 import { Migrations } from './migrate.js'
 import { loadCheck } from '#check'
@@ -196,6 +197,11 @@ export class Database {
    * `maxRetries` more times. `fn` may therefore run more than once: keep
    * side effects out of it.
    *
+   * With `readOnly: true`, every write in `fn` is refused with
+   * LEVELKIT_READ_ONLY, and where the backend has explicit snapshots its
+   * reads come from one snapshot taken after the call (lib/snapshot-transaction.js):
+   * they are never validated, so it does not conflict with writers.
+   *
    * @template T
    * @param {(tx: Transaction, attempt: number) => Promise<T> | T} fn
    * @param {TransactionOptions} [options]
@@ -209,7 +215,7 @@ export class Database {
     if (refused) throw refused
     for (let attempt = 1; ; attempt++) {
       if (settings.signal?.aborted) throw abortedError(settings.signal)
-      const tx = new Transaction(this.writer, settings)
+      const tx = settings.readOnly ? new ReadOnlyTransaction(this.writer, settings, this.level) : new Transaction(this.writer, settings)
       try {
         return await attemptOnce(tx, fn, attempt, settings)
       } catch (err) {
@@ -369,8 +375,8 @@ export class Database {
 }
 
 /**
- * @typedef {{ maxRetries?: number, timeout?: number, lockTimeout?: number, signal?: AbortSignal, sync?: boolean, maxOps?: number, maxBytes?: number }} TransactionOptions
- * @typedef {{ maxRetries: number, timeout: number, lockTimeout: number, signal: AbortSignal | undefined, sync: boolean, maxOps: number, maxBytes: number }} TransactionSettings
+ * @typedef {{ maxRetries?: number, timeout?: number, lockTimeout?: number, signal?: AbortSignal, sync?: boolean, maxOps?: number, maxBytes?: number, readOnly?: boolean }} TransactionOptions
+ * @typedef {{ maxRetries: number, timeout: number, lockTimeout: number, signal: AbortSignal | undefined, sync: boolean, maxOps: number, maxBytes: number, readOnly: boolean }} TransactionSettings
  */
 
 // Defaults of db.transaction(): FoundationDB's limits (5 s, 10 MB) and
@@ -380,7 +386,7 @@ const TRANSACTION_DEFAULTS = Object.freeze({ maxRetries: 10, timeout: 5000, lock
 /** @param {any} given @returns {TransactionSettings} */
 function transactionSettings (given) {
   /** @type {any} */
-  const settings = { ...TRANSACTION_DEFAULTS, signal: undefined, sync: false }
+  const settings = { ...TRANSACTION_DEFAULTS, signal: undefined, sync: false, readOnly: false }
   for (const name of /** @type {Array<keyof typeof TRANSACTION_DEFAULTS>} */ (Object.keys(TRANSACTION_DEFAULTS))) {
     const value = given[name]
     if (value === undefined) continue
@@ -393,6 +399,10 @@ function transactionSettings (given) {
   if (given.sync !== undefined) {
     if (typeof given.sync !== 'boolean') throw invalid('The sync option of db.transaction() must be a boolean')
     settings.sync = given.sync
+  }
+  if (given.readOnly !== undefined) {
+    if (typeof given.readOnly !== 'boolean') throw invalid('The readOnly option of db.transaction() must be a boolean')
+    settings.readOnly = given.readOnly
   }
   if (given.signal !== undefined) {
     if (!(given.signal instanceof AbortSignal)) throw invalid('The signal option of db.transaction() must be an AbortSignal')

@@ -9,6 +9,17 @@ import { noop } from './common.js'
  *   (a unique value shared by two records), and writes maintain it
  */
 
+// How many times an index or a layout became ready in this process: a
+// read-only transaction reading one snapshot (lib/snapshot-transaction.js)
+// compares it with the count when its snapshot was taken. An index built
+// after that is incomplete in the snapshot even once it is ready here.
+let becameReady = 0
+
+/** How many times an index or layout of this process became ready so far. */
+export function readyCount () {
+  return becameReady
+}
+
 /**
  * Where an index is in its life: usable or not, and how far its build got.
  * The write path reads `maintained` in every critical section; reads that
@@ -67,6 +78,7 @@ export class IndexState {
 
   /** @param {BuildState} state @param {Error | null} [error] */
   set (state, error = null) {
+    if (state === 'ready' && this.state !== 'ready') becameReady++
     this.state = state
     this.error = state === 'failed' ? error : null
     const waiting = this.#waiting

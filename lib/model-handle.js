@@ -248,7 +248,8 @@ export function scopedPrepare (handle) {
   if (scope === null) return undefined
   return async () => {
     scope.assertOpen()
-    await scope.writer.drain()
+    // A snapshot holds what was decided before it: nothing to wait for.
+    if (!scope.readsSnapshot) await scope.writer.drain()
     return true
   }
 }

@@ -31,7 +31,7 @@ export const OPTIONS = Object.freeze({
   'db.migrate()': Object.freeze(['onProgress']),
   'modify()': Object.freeze(['batchSize']),
   'db.write()': Object.freeze(['sync']),
-  'db.transaction()': Object.freeze(['maxRetries', 'timeout', 'lockTimeout', 'signal', 'sync', 'maxOps', 'maxBytes']),
+  'db.transaction()': Object.freeze(['maxRetries', 'timeout', 'lockTimeout', 'signal', 'sync', 'maxOps', 'maxBytes', 'readOnly']),
   'collection.get()': Object.freeze(['lock']),
   'collection.getBy()': Object.freeze(['lock', 'wait']),
   // open() passes any other option to the backend it opens (classic-level's

@@ -495,7 +495,7 @@ export function pointBounds (key) {
 }
 
 /** @param {string} why @param {{ cause?: unknown }} [details] */
-function conflict (why, details) {
+export function conflict (why, details) {
   return levelkitError(codes.CONFLICT, `Transaction conflict: ${why}`, details)
 }
 

@@ -41,6 +41,8 @@ export class WriteScope {
     this.claims = false
     /** Whether it claimed one */
     this.claimed = false
+    /** Whether its reads come from one snapshot of the database (a read-only transaction's): queries need not wait for the write path */
+    this.readsSnapshot = false
   }
 
   /**

@@ -724,14 +724,19 @@ export class PostgresLevel extends AbstractLevel {
   /**
    * A REPEATABLE READ transaction on a connection of its own, held until the
    * snapshot is closed. It is taken asynchronously; until it is, writes
-   * made after db.snapshot() wait, so the snapshot does not see them.
+   * made after db.snapshot() wait, so the snapshot does not see them,
+   * unless the caller said it may (`mayIncludeLaterWrites`: a read-only
+   * db.transaction() needs a snapshot that holds every write made before
+   * the call, and one taken a little later is as consistent).
    * @param {any} options
    */
   _snapshot (options) {
     const taking = this.#takeSnapshot()
-    const pending = taking.then(noop, noop)
-    this.#pendingSnapshots.add(pending)
-    pending.then(() => this.#pendingSnapshots.delete(pending))
+    if (options?.mayIncludeLaterWrites !== true) {
+      const pending = taking.then(noop, noop)
+      this.#pendingSnapshots.add(pending)
+      pending.then(() => this.#pendingSnapshots.delete(pending))
+    }
     return new PostgresSnapshot(options, taking, client => this.#releaseSnapshotClient(client))
   }
 
