@@ -26,6 +26,8 @@ export declare const codes: Readonly<{
   BACKEND_UNAVAILABLE: 'LEVELKIT_BACKEND_UNAVAILABLE'
   /** PostgreSQL failed while a batch was committing and no primary said whether it was (`err.commitId`): it may or may not be written. */
   COMMIT_UNKNOWN: 'LEVELKIT_COMMIT_UNKNOWN'
+  /** A write through the `tx` of `db.transaction(fn, { readOnly: true })`: nothing is written. */
+  READ_ONLY: 'LEVELKIT_READ_ONLY'
   /** The operation was decided on top of an earlier write that failed: not written, or its refusal not given. */
   ABORTED: 'LEVELKIT_ABORTED'
   /** Stored data does not parse as what levelkit writes there (written behind its back, or damaged). Not bad input. */
@@ -204,6 +206,15 @@ export interface TransactionOptions {
   maxOps?: number
   /** Bytes (keys and values) an attempt may write (default 10 MiB); past it, LEVELKIT_TX_TOO_LARGE. */
   maxBytes?: number
+  /**
+   * Only read: every write through `tx` rejects with LEVELKIT_READ_ONLY (nothing is written).
+   * Where the backend has explicit snapshots (LevelDB, memory, PostgreSQL), every read comes
+   * from one snapshot taken after the call: it sees every write acknowledged before the call,
+   * in this process or another, is never validated, takes no locks, and cannot conflict with
+   * writers (it runs again only if an index becomes ready after its snapshot). On browser-level
+   * the reads are validated as in any transaction.
+   */
+  readOnly?: boolean
 }
 
 export interface IndexOptions<T> {
