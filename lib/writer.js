@@ -1093,20 +1093,43 @@ export class Writer {
   #fail (group, err) {
     this.lastError = err
     this.#epoch++
+    // A refused claim: nothing of the group was written, for sure (IndexedDB
+    // aborted its transaction, or it was never sent).
+    const refused = /** @type {any} */ (err)?.[CLAIM_REFUSED] === true
     if (this.#crossTab) {
-      // The batch may have committed or not: the generation is unknown,
-      // and the next critical section takes the lock again to read it.
-      this.#generation = null
-      this.#crossTabStale = true
+      if (refused && this.#keyLocks === null) {
+        // The holding goes on: its batches are numbered as if this one had
+        // not been (the others count them), and the lock is kept.
+        this.#sequence--
+      } else {
+        // The batch may have committed or not: the generation is unknown,
+        // and the next critical section takes the lock again to read it.
+        this.#generation = null
+        this.#crossTabStale = true
+      }
     }
+    const queued = this.#group
     group.reject(err)
     // Groups queued behind the failed one were decided on top of it.
-    if (this.#group) {
-      this.#group.reject(levelkitError(codes.ABORTED, 'Write aborted because an earlier write failed', { cause: err }))
+    if (queued) {
+      queued.reject(levelkitError(codes.ABORTED, 'Write aborted because an earlier write failed', { cause: err }))
       this.#group = null
     }
     this.#overlay.clear()
     this.#unindexed.length = 0
+    if (refused) {
+      // Cached values the failed groups decided: only their keys (the
+      // direct layer forgot what reads in the aborted transaction saw).
+      for (const failed of queued ? [group, queued] : [group]) {
+        for (const op of failed.ops) {
+          op.namespace.cache?.delete(bytesToBinaryString(op.key))
+          const id = op.id ?? (op.id = op.namespace.keyId(op.key))
+          this.sectionCache?.delete(id)
+          this.idb?.forget(id)
+        }
+      }
+      return
+    }
     // Cached values may come from the failed groups.
     this.idb?.clearCache()
     for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()

@@ -1,11 +1,12 @@
-/* global IDBObjectStore */
+/* global IDBObjectStore, LockManager */
 // Sequences on IndexedDB (Collection#settleSequence(), Writer#lazySequences),
 // in a browser page: an insert writes its record and not the sequence, and
 // still no id is handed out twice, nor skipped: after the database is
 // opened again, by a second database on the same IndexedDB (as a second
 // tab), after the record with the highest id is deleted, in transactions.
 // test/browser-idb-sequence-test.js bundles this file, opens it in
-// Chromium and calls window.levelkitTests.run().
+// Chromium and calls window.levelkitTests.run(). Also: a refused unique
+// claim keeps the cross-tab lock and what the caches hold of other keys.
 
 import { test, run } from './harness.js'
 import { open } from '../../browser.js'
@@ -20,7 +21,7 @@ const fresh = () => `levelkit-idb-sequence-${run_}-${++opened}`
  */
 async function counting (fn) {
   /** @type {Record<string, number>} */
-  const made = { get: 0, put: 0, add: 0, delete: 0 }
+  const made = { get: 0, put: 0, add: 0, delete: 0, locks: 0 }
   const proto = /** @type {any} */ (IDBObjectStore.prototype)
   const originals = ['get', 'put', 'add', 'delete'].map(name => [name, proto[name]])
   for (const [name, original] of originals) {
@@ -29,10 +30,16 @@ async function counting (fn) {
       return original.apply(this, args)
     }
   }
+  const request = LockManager.prototype.request
+  LockManager.prototype.request = function (/** @type {any[]} */ ...args) {
+    made.locks++
+    return /** @type {any} */ (request).apply(this, args)
+  }
   try {
     return { made, answer: await fn() }
   } finally {
     for (const [name, original] of originals) proto[name] = original
+    LockManager.prototype.request = request
   }
 }
 
@@ -162,6 +169,30 @@ test('idb-sequence: put() of an id past the sequence, then inserts', async (/** 
   t.is(await notesOf(db).insert({ text: 'next' }), 52, '50 and 51 deleted: 52')
   t.same(await problems(db), [], 'check() is clean')
   await db.close()
+})
+
+test('idb-sequence: a refused unique claim keeps the cross-tab lock and the cached values of keys its batch did not write', async (/** @type {any} */ t) => {
+  const location = fresh()
+  const db = await open({ location })
+  const other = await open({ location })
+  const users = usersOf(db)
+  const a = await users.insert({ name: 'a' })
+  // Another database (tab) writes the name: this one hears of it and drops what it cached of that key only.
+  await usersOf(other).insert({ name: 'taken' })
+  // Past the other's last 'want' (said every 100 ms while it waited): else this one lets the lock go once idle.
+  await new Promise(resolve => setTimeout(resolve, 300))
+  const refused = await counting(() => users.insert({ name: 'taken' }).then(() => 'written', (/** @type {any} */ err) => err.code))
+  t.is(refused.answer, 'LEVELKIT_UNIQUE', 'the taken name is refused')
+  t.ok(refused.made.add >= 1, `by a claim (${JSON.stringify(refused.made)})`)
+  t.is(refused.made.locks, 1, `the lock is taken once, and kept after the refusal (${JSON.stringify(refused.made)})`)
+  const deleted = await counting(() => users.del(a))
+  t.is(deleted.made.get, 0, `the record and its entry, which this database wrote, are still known: no read (${JSON.stringify(deleted.made)})`)
+  t.is(await users.insert({ name: 'b' }), 3, 'the next insert takes the next id: the refused one took none')
+  t.is(await usersOf(other).insert({ name: 'c' }), 4, 'and the other database the one after')
+  t.same(await idsOf(users), [2, 3, 4], 'records 2..4')
+  t.same(await problems(db), [], 'check() is clean')
+  await db.close()
+  await other.close()
 })
 
 // @ts-ignore
