@@ -511,10 +511,14 @@ export class CollectionModel {
     await writeIndexEntries(scope, this, id, idBytes, parseRecord(previous, this.records, idBytes), undefined)
     if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.del(this.records, idBytes)
-    // Where the stored sequence may lag the records (settleSequence()), a
-    // record past it was all that held its id: the sequence takes over.
+    // Where the stored sequence may lag the records (settleSequence()),
+    // the record with the sequence's id, past the stored sequence, was all
+    // that held it: the sequence takes over. (A record below it leaves one
+    // that holds it: a record decided before this delete is written before
+    // it, or with it.)
     if (this.sequential && this.writer.lazySequences && /** @type {number} */ (id) > this.storedSequenceFloor) {
-      scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, Math.max(await this.sequenceValue(scope), /** @type {number} */ (id)))
+      const current = await this.sequenceValue(scope)
+      if (/** @type {number} */ (id) >= current) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
     }
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, true)
     return true

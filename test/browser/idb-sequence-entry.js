@@ -73,6 +73,8 @@ test('idb-sequence: an insert writes its record, not the sequence: one put', asy
   t.is(answer, 2, 'the next id')
   const many = await counting(() => notes.insertMany([{ text: 'a' }, { text: 'b' }, { text: 'c' }]))
   t.is(many.made.put, 3, `insertMany(): a put per record, none for the sequence (${JSON.stringify(many.made)})`)
+  const below = await counting(() => notes.del(1))
+  t.ok(below.made.put === 0 && below.made.delete === 1, `a delete below the highest record does not write the sequence (${JSON.stringify(below.made)})`)
   await db.close()
   const again = await open({ location })
   t.is(await notesOf(again).insert({ text: 'after reopening' }), 6, 'opened again: the next id after the highest record')
