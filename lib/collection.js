@@ -1,5 +1,5 @@
 import { encode, snapshot } from './tuple.js'
-import { compareBytes } from './bytes.js'
+import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { encodeJson, encodeJsonWithCopy } from './json-value.js'
 import { parseRecord, parseInteger, decodeKey } from './stored.js'
@@ -17,6 +17,8 @@ import { readKeys, isIncreasing, Gap } from './read-keys.js'
 import { RecordVersions, ifVersionOf } from './versions.js'
 
 const SEQUENCE_KEY = encode('last')
+// Its name in the sequence namespace's cache.
+const SEQUENCE_NAME = bytesToBinaryString(SEQUENCE_KEY)
 
 // Without snapshots, how many times getBy() reads an entry and its record
 // while writes keep moving the value on in between, before it reads them as
@@ -66,6 +68,10 @@ export class CollectionModel {
     // A versioned collection keeps its version counter there too (see lib/versions.js).
     this.sequence = this.sequential || versioned ? new Namespace(this.root, layout.sequence(name), 'utf8', { cache: true }) : null
     if (this.sequence) this.writer.registerCache(this.sequence)
+    if (this.sequential && this.writer.lazySequences) {
+      const sequence = /** @type {Namespace} */ (this.sequence)
+      sequence.settle = (key, stored) => compareBytes(key, SEQUENCE_KEY) === 0 ? this.settleSequence(stored) : Promise.resolve(stored)
+    }
     /** @type {RecordVersions | null} */
     this.versions = this.sequence !== null && versioned ? new RecordVersions(this.root, name, this.sequence, db.readCache) : null
     /** @type {Map<string, SecondaryIndex>} */
@@ -82,6 +88,12 @@ export class CollectionModel {
     this.idFloor = null
     /** The highest id a transaction has taken (it may not have committed yet): no insert hands it out again. */
     this.reservedId = 0
+    /**
+     * With lazy sequences (Writer#lazySequences): a value the stored sequence
+     * is known to be at or past (it never goes down). A delete of a record
+     * past it writes the sequence (see del()).
+     */
+    this.storedSequenceFloor = 0
     /**
      * What the comparison with the stored schema left for the first write
      * (declarations to store) and first use (builds to start), if anything
@@ -125,7 +137,17 @@ export class CollectionModel {
    */
   async lastId (scope) {
     const stored = await scope.peek(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
-    const last = stored === undefined ? 0 : parseInteger(stored, /** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
+    let last = stored === undefined ? 0 : parseInteger(stored, /** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
+    if (scope.defersCounters && this.writer.lazySequences) {
+      // A transaction peeks at the sequence as stored, which may lag the
+      // records (settleSequence()): the value this tab decided, if it knows
+      // it, else the highest stored id, so that it need not try the ids in
+      // between one read at a time (nextId()).
+      const cache = /** @type {Map<string, any>} */ (/** @type {Namespace} */ (this.sequence).cache)
+      const known = cache.get(SEQUENCE_NAME)
+      if (known !== undefined) last = Math.max(last, parseInteger(known, /** @type {Namespace} */ (this.sequence), SEQUENCE_KEY))
+      else this.idFloor = Math.max(this.idFloor ?? 0, await this.highestStoredId())
+    }
     // The floor stays in memory: whether or not this write goes through, no
     // id at or below the highest stored one is ever handed out.
     if (this.idFloor === null) this.idFloor = await this.highestStoredId()
@@ -149,7 +171,34 @@ export class CollectionModel {
    */
   async storedSequenceValue () {
     const stored = await /** @type {Namespace} */ (this.sequence).read(SEQUENCE_KEY, false)
-    return stored === undefined ? 0 : parseInteger(stored, /** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
+    const value = stored === undefined ? 0 : parseInteger(stored, /** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
+    // The sequence as stored may lag the records (see settleSequence()).
+    return this.sequential && this.writer.lazySequences ? Math.max(value, await this.highestStoredId()) : value
+  }
+
+  /**
+   * On IndexedDB (Writer#lazySequences) an insert whose batch goes there
+   * directly does not write the sequence: the record it writes under the
+   * new id says as much, and a request fewer is a quarter of createUser's
+   * (bench/RESULTS.md, browser-workload). The sequence's op is still decided,
+   * so this tab's cache and the other tabs (told of every batch's keys, they
+   * drop what they cached) learn of it. So the sequence is the larger of
+   * the stored one and the highest stored id: what this turns the stored
+   * value into when a write reads it (WriteScope#get(), under the
+   * cross-tab lock), before the cache keeps it. Ids are never reused: a
+   * delete of a record past the stored sequence writes the sequence with it
+   * (del()), so every id handed out is at or below one or the other.
+   * @param {any} stored the raw stored value, or undefined
+   * @returns {Promise<string | undefined>}
+   */
+  async settleSequence (stored) {
+    const sequence = /** @type {Namespace} */ (this.sequence)
+    const value = stored === undefined ? 0 : parseInteger(stored, sequence, SEQUENCE_KEY)
+    if (value > this.storedSequenceFloor) this.storedSequenceFloor = value
+    const highest = await this.highestStoredId()
+    // Also the floor lastId() would read next (no id at or below it is new).
+    if (this.idFloor === null || highest > this.idFloor) this.idFloor = highest
+    return highest > value ? String(highest) : stored
   }
 
   /**
@@ -201,7 +250,8 @@ export class CollectionModel {
     // A transaction's id is only reserved (a put() of it may commit first).
     if (!scope.defersCounters) for (const dependent of this.dependents) dependent.created?.(scope, id)
     await this.create(scope, record, json, id)
-    scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, id)
+    // Unstored on IndexedDB: the record makes up for it (settleSequence()).
+    scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, id, this.writer.lazySequences)
     return id
   }
 
@@ -274,7 +324,8 @@ export class CollectionModel {
       const stamping = this.#put(scope, jsons[i], keys[i])
       if (stamping !== undefined) await stamping
     }
-    if (this.sequential) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, last)
+    // Unstored on IndexedDB: the last record makes up for it (settleSequence()).
+    if (this.sequential) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, last, this.writer.lazySequences)
     if (failed) throw failure
   }
 
@@ -460,6 +511,15 @@ export class CollectionModel {
     await writeIndexEntries(scope, this, id, idBytes, parseRecord(previous, this.records, idBytes), undefined)
     if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
     scope.del(this.records, idBytes)
+    // Where the stored sequence may lag the records (settleSequence()),
+    // the record with the sequence's id, past the stored sequence, was all
+    // that held it: the sequence takes over. (A record below it leaves one
+    // that holds it: a record decided before this delete is written before
+    // it, or with it.)
+    if (this.sequential && this.writer.lazySequences && /** @type {number} */ (id) > this.storedSequenceFloor) {
+      const current = await this.sequenceValue(scope)
+      if (/** @type {number} */ (id) >= current) scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, /** @type {number} */ (id))
+    }
     if (this.versions !== null) await this.versions.stamp(scope, idBytes, true)
     return true
   }

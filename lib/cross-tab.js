@@ -81,10 +81,16 @@ function crossTab (locks, name) {
     }
     const data = event.data
     const end = data?.end === true
-    if (!end && !Array.isArray(data?.ops)) return
+    /** @type {RemoteOp[] | null} */
+    let ops = null
+    if (!end) {
+      // Packed (packOps()), or as an earlier version sent them: an object per op.
+      ops = data?.k instanceof Uint8Array && Array.isArray(data.p) ? unpackOps(data.p, data.k) : Array.isArray(data?.ops) ? data.ops : null
+      if (ops === null) return
+    }
     const { generation, sequence } = data
     /** @type {RemoteMessage} */
-    const message = { generation: Number.isSafeInteger(generation) ? generation : null, ops: end ? null : data.ops, prefixes: null }
+    const message = { generation: Number.isSafeInteger(generation) ? generation : null, ops, prefixes: null }
     if (Number.isSafeInteger(sequence)) message.sequence = sequence
     if (end) {
       if (message.sequence === undefined) return
@@ -136,7 +142,9 @@ function crossTab (locks, name) {
       wantListeners.add(listener)
     },
     post (message) {
-      channel.postMessage({ generation: message.generation, sequence: message.sequence, ops: message.ops })
+      const ops = /** @type {RemoteOp[]} */ (message.ops)
+      const { prefixes, keys } = packOps(ops)
+      channel.postMessage({ generation: message.generation, sequence: message.sequence, p: prefixes, k: keys })
     },
     ended (message) {
       channel.postMessage({ generation: message.generation, sequence: message.sequence, end: true })
@@ -152,4 +160,78 @@ function crossTab (locks, name) {
       channel.close()
     }
   }
+}
+
+/**
+ * A batch's ops as one buffer and the prefixes they name: each op is its
+ * prefix's index in `prefixes`, its type (0 put, 1 del) and its key, the
+ * index and the key's length as unsigned LEB128. Posted so, a message is
+ * cloned as one array of a few strings and one buffer, where an object per
+ * op (with a buffer of its own) cost the writing tab about 8% of a
+ * createUser (bench/RESULTS.md, browser-workload, session 12).
+ * @param {RemoteOp[]} ops
+ * @returns {{ prefixes: string[], keys: Uint8Array }}
+ */
+export function packOps (ops) {
+  /** @type {string[]} */
+  const prefixes = []
+  /** @type {Map<string, number>} */
+  const indexOf = new Map()
+  let size = 0
+  for (const op of ops) size += op.key.length + 11
+  const keys = new Uint8Array(size)
+  let at = 0
+  /** @param {number} n */
+  const varint = n => {
+    while (n > 0x7f) {
+      keys[at++] = (n & 0x7f) | 0x80
+      n >>>= 7
+    }
+    keys[at++] = n
+  }
+  for (const op of ops) {
+    let index = indexOf.get(op.prefix)
+    if (index === undefined) {
+      index = prefixes.push(op.prefix) - 1
+      indexOf.set(op.prefix, index)
+    }
+    varint(index)
+    keys[at++] = op.type === 'del' ? 1 : 0
+    varint(op.key.length)
+    keys.set(op.key, at)
+    at += op.key.length
+  }
+  return { prefixes, keys: keys.subarray(0, at) }
+}
+
+/**
+ * The ops packOps() packed; null if `keys` is not such a buffer (each key a
+ * view of it).
+ * @param {unknown[]} prefixes @param {Uint8Array} keys
+ * @returns {RemoteOp[] | null}
+ */
+export function unpackOps (prefixes, keys) {
+  /** @type {RemoteOp[]} */
+  const ops = []
+  let at = 0
+  const varint = () => {
+    let n = 0
+    let shift = 0
+    for (;;) {
+      if (at >= keys.length || shift > 28) return -1
+      const byte = keys[at++]
+      n += (byte & 0x7f) * 2 ** shift
+      if (byte < 0x80) return n
+      shift += 7
+    }
+  }
+  while (at < keys.length) {
+    const prefix = prefixes[varint()]
+    const type = keys[at++]
+    const length = varint()
+    if (typeof prefix !== 'string' || type > 1 || length < 0 || at + length > keys.length) return null
+    ops.push({ prefix, type: type === 1 ? 'del' : 'put', key: keys.subarray(at, at + length) })
+    at += length
+  }
+  return ops
 }

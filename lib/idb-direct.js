@@ -393,8 +393,12 @@ export class IdbDirect {
         resolve(undefined)
       })
       transaction.addEventListener('abort', () => {
-        // Reads that joined it may have seen its writes.
-        this.clearCache()
+        // Reads that joined it may have seen its writes: of a claim refused
+        // (add() of a key that holds a value), the batch's keys only.
+        if (transaction.error?.name === 'ConstraintError') {
+          for (const op of claims ?? []) this.forget(op.id ?? (op.id = op.namespace.keyId(op.key)))
+          for (const op of ops) if (op !== null) this.forget(op.id ?? (op.id = op.namespace.keyId(op.key)))
+        } else this.clearCache()
         reject(transaction.error || new Error('IndexedDB transaction aborted'))
       })
     })

@@ -110,6 +110,14 @@ export class Namespace {
     this.name = name
     /** @type {Map<string, any> | null} value (undefined: absent) by bytesToBinaryString(key) */
     this.cache = options?.cache ? new Map() : null
+    /**
+     * For a cached namespace whose stored values may lag what the write
+     * path decided (on IndexedDB, a collection's sequence: see
+     * Collection#settleSequence()): turns a value read from the database
+     * into the current one before the cache keeps it.
+     * @type {((key: Uint8Array, stored: any) => Promise<any>) | null}
+     */
+    this.settle = null
     const budget = budgetOfRoot.get(root) ?? null
     /**
      * Written values (undefined: absent) by bytesToBinaryString(key), filled

@@ -316,9 +316,13 @@ export class Transaction extends WriteScope {
   /**
    * Raise a counter key to at least `n` when the attempt commits.
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {number} n
+   * @param {boolean} [unstored] the op's `unstored` (see Op in lib/write-scope.js)
    */
-  raise (namespace, key, n) {
-    this.push({ type: 'put', id: undefined, key, value: String(n), sublevel: namespace.sublevel, namespace, raise: true })
+  raise (namespace, key, n, unstored = false) {
+    /** @type {import('./write-scope.js').Op} */
+    const op = { type: 'put', id: undefined, key, value: String(n), sublevel: namespace.sublevel, namespace, raise: true }
+    if (unstored) op.unstored = true
+    this.push(op)
   }
 
   /** @param {import('./write-scope.js').Op} op */

@@ -3,11 +3,13 @@ import { invalid } from './errors.js'
 import { within } from './bounds.js'
 
 /**
- * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean, any?: boolean, claim?: boolean }} Op
+ * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean, any?: boolean, claim?: boolean, unstored?: boolean }} Op
  *   `claim`: a put of a key to be refused if it holds a value (a unique claim: IndexedDB add(), see mayClaim())
  *   `any`: another tab or process wrote keys of the namespace that it did not tell (lib/writer.js #heard())
  *   `id` names the key across namespaces; it is computed only when a lookup needs it; `raise`: a
- *   counter a transaction raises to at least `value` when it commits
+ *   counter a transaction raises to at least `value` when it commits; `unstored`: a sequence's
+ *   value that a batch going to IndexedDB directly leaves out, since the record it numbers is
+ *   written with it (Collection#settleSequence()): kept in memory and told to other tabs
  * @typedef {{ gt?: Uint8Array, gte?: Uint8Array, lt?: Uint8Array, lte?: Uint8Array }} Bounds
  */
 
@@ -226,6 +228,8 @@ export class WriteScope {
     if (locked !== null) return locked.then(() => this.get(namespace, key))
     const idb = this.writer.idb
     const value = idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, this.writer.syncReads)
+    const settle = namespace.settle
+    if (settle !== null) return Promise.resolve(value).then(v => settle(key, v)).then(v => { namespace.remember(key, v); return v })
     if (value instanceof Promise) return value.then(v => { namespace.remember(key, v); return v })
     namespace.remember(key, value)
     return value
@@ -344,9 +348,13 @@ export class WriteScope {
   /**
    * Set a counter key to `n`, which the caller made at least its current value.
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {number} n
+   * @param {boolean} [unstored] the op's `unstored` (see Op)
    */
-  raise (namespace, key, n) {
-    this.put(namespace, key, String(n))
+  raise (namespace, key, n, unstored = false) {
+    /** @type {Op} */
+    const op = { type: 'put', id: undefined, key, value: String(n), sublevel: namespace.sublevel, namespace }
+    if (unstored) op.unstored = true
+    this.push(op)
   }
 
   /**

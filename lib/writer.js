@@ -195,6 +195,15 @@ export class Writer {
     /** On IndexedDB: reads and batches of the write path, many per transaction (lib/idb-direct.js). */
     this.idb = idbDirectFor(root)
     /**
+     * Whether a collection's sequence, as stored, may lag the ids its records
+     * have: on IndexedDB, where a batch going there directly leaves out the
+     * sequence that the record it writes makes up for (Collection#settleSequence()).
+     * Whatever writes an IndexedDB database then follows the rules that keep
+     * it safe (a reader takes the highest id too, a delete past the stored
+     * sequence writes it), whichever way its batches go.
+     */
+    this.lazySequences = /** @type {any} */ (root).type === 'browser-level'
+    /**
      * What critical sections read and decided, where each read is a round
      * trip and the backend says that every write to it goes through levelkit
      * (`createSectionCache()`: postgres, where other processes' writes are
@@ -883,6 +892,7 @@ export class Writer {
     for (const op of scope.ops) {
       group.ops.push(op)
       this.#unindexed.push(op)
+      if (op.unstored === true) group.unstored = true
       if (op.namespace.cache !== null) op.namespace.remember(op.key, op.value)
       else if (sections !== null && !scope.bulk) {
         if (op.id === undefined) op.id = op.namespace.keyId(op.key)
@@ -925,7 +935,10 @@ export class Writer {
             await this.#writeChained(group.ops, sync, group.distinctKeys)
           } else if (direct) {
             const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb)
-            const ops = lastOpPerKey(group.ops)
+            let ops = lastOpPerKey(group.ops)
+            // A sequence's value that the group's records make up for
+            // (Collection#settleSequence()): one request fewer.
+            if (group.unstored) ops = ops.map(op => op?.unstored === true ? null : op)
             // A claim that a later op of the group replaced is still made
             // (add() before that op): else a taken value would go unseen.
             const claims = group.claims ? group.ops.filter((op, i) => op.claim === true && ops[i] === null) : null
@@ -1080,20 +1093,43 @@ export class Writer {
   #fail (group, err) {
     this.lastError = err
     this.#epoch++
+    // A refused claim: nothing of the group was written, for sure (IndexedDB
+    // aborted its transaction, or it was never sent).
+    const refused = /** @type {any} */ (err)?.[CLAIM_REFUSED] === true
     if (this.#crossTab) {
-      // The batch may have committed or not: the generation is unknown,
-      // and the next critical section takes the lock again to read it.
-      this.#generation = null
-      this.#crossTabStale = true
+      if (refused && this.#keyLocks === null) {
+        // The holding goes on: its batches are numbered as if this one had
+        // not been (the others count them), and the lock is kept.
+        this.#sequence--
+      } else {
+        // The batch may have committed or not: the generation is unknown,
+        // and the next critical section takes the lock again to read it.
+        this.#generation = null
+        this.#crossTabStale = true
+      }
     }
+    const queued = this.#group
     group.reject(err)
     // Groups queued behind the failed one were decided on top of it.
-    if (this.#group) {
-      this.#group.reject(levelkitError(codes.ABORTED, 'Write aborted because an earlier write failed', { cause: err }))
+    if (queued) {
+      queued.reject(levelkitError(codes.ABORTED, 'Write aborted because an earlier write failed', { cause: err }))
       this.#group = null
     }
     this.#overlay.clear()
     this.#unindexed.length = 0
+    if (refused) {
+      // Cached values the failed groups decided: only their keys (the
+      // direct layer forgot what reads in the aborted transaction saw).
+      for (const failed of queued ? [group, queued] : [group]) {
+        for (const op of failed.ops) {
+          op.namespace.cache?.delete(bytesToBinaryString(op.key))
+          const id = op.id ?? (op.id = op.namespace.keyId(op.key))
+          this.sectionCache?.delete(id)
+          this.idb?.forget(id)
+        }
+      }
+      return
+    }
     // Cached values may come from the failed groups.
     this.idb?.clearCache()
     for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
@@ -1391,6 +1427,8 @@ class Group {
     this.sync = false
     /** @type {string[] | null} ids of keys its sections knew hold nothing (WriteScope#absent()) */
     this.absent = null
+    /** whether an op of the group is `unstored` (see Op in lib/write-scope.js) */
+    this.unstored = false
     /** @type {(value?: any) => void} */
     this.resolve = noop
     /** @type {(reason?: any) => void} */

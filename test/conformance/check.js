@@ -31,9 +31,12 @@ export default function (test, common) {
     const report = await db.check()
     t.is(report.ok, false)
     const types = report.problems.map(p => p.type).sort()
+    // On IndexedDB a collection's sequence behind its records is how it is
+    // kept (Collection#settleSequence()): only the children's is reported.
+    const behind = common.backend === 'indexeddb' ? ['sequence-behind'] : ['sequence-behind', 'sequence-behind']
     t.same(types, [
       'dangling-edge', 'dangling-index-entry', 'missing-index-entry',
-      'one-sided-edge', 'orphan-child', 'sequence-behind', 'sequence-behind', 'unique-violation'
+      'one-sided-edge', 'orphan-child', ...behind, 'unique-violation'
     ], 'every problem reported once')
     t.ok(report.problems.every(p => typeof p.message === 'string' && typeof p.namespace === 'string' && p.repaired === false))
 
@@ -56,7 +59,8 @@ export default function (test, common) {
     for (const username of ['a', 'b', 'c']) await users.insert({ username })
     // The damage check() calls sequence-behind, made behind levelkit's back.
     await first.level.sublevel('users.seq', { keyEncoding: 'view' }).put(encode('last'), '1')
-    t.same((await first.check()).problems.map(p => p.type), ['sequence-behind'])
+    // (On IndexedDB how it is kept: see Collection#settleSequence().)
+    t.same((await first.check()).problems.map(p => p.type), common.backend === 'indexeddb' ? [] : ['sequence-behind'])
 
     // A new process (here: a new levelkit database over the same store).
     const second = await open({ db: first.level })
