@@ -269,7 +269,7 @@ export interface LayoutStatus {
 }
 
 export interface CollectionOptions<T> {
-  /** 'sequence' (default): integer ids from 1, stored in the record as `id`. */
+  /** 'sequence' (default): integer ids from 1, never reused, stored in the record as `id` (on IndexedDB the stored sequence may lag the records: docs/browser.md, Several tabs). */
   id?: 'sequence'
   indexes?: Record<string, IndexOptions<T>>
   /** Throw to refuse a record; the error becomes LEVELKIT_INVALID with your error as `cause`. */
