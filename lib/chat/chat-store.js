@@ -15,8 +15,11 @@ const DEFAULTS = Object.freeze({
   maxUsernameLength: 64,
   maxChatNameLength: 100,
   passwordCost: Object.freeze({ scryptN: 16384, pbkdf2Iterations: 600000 }),
-  adopt: false
+  adopt: false,
+  userChats: 'auto'
 })
+
+const USER_CHATS = ['auto', 'list', 'edges']
 
 // A ChatStore marks its database as its own, in a namespace no model can
 // have, before it writes anything else there.
@@ -84,6 +87,7 @@ export class ChatStore {
       if (!Number.isSafeInteger(value) || value < 2) throw invalid(`The ${key} option must be an integer of at least 2`)
     }
     if (typeof settings.adopt !== 'boolean') throw invalid('The adopt option must be a boolean')
+    if (!USER_CHATS.includes(settings.userChats)) throw invalid(`The userChats option must be one of ${USER_CHATS.map(v => `'${v}'`).join(', ')}`)
     this.db = db
     this.options = settings
     this.#idb = idbDirectFor(db.level)
@@ -99,10 +103,15 @@ export class ChatStore {
     })
     this.chats = db.collection('chats')
     // Deleting a chat removes its edges; a user in a chat cannot be deleted.
-    // Both directions are lists: a user's chats are one value, so getChats()
-    // reads it instead of opening an iterator, and a chat's members are one
-    // value, so createChat() writes one instead of an edge per member.
-    this.members = db.relation('members', { from: this.chats, to: this.users, onDelete: { from: 'cascade', to: 'restrict' }, lists: ['from', 'to'] })
+    // A chat's members are one value (a list), so createChat() writes one
+    // instead of an edge per member. A user's chats are a list too where a
+    // read is cheap and an iterator is not (LevelDB, IndexedDB): getChats()
+    // reads one value. On PostgreSQL a range is one statement like a point
+    // read, and a list is a row that every createChat with that member
+    // rewrites: processes creating chats with a member in common wait for
+    // each other (or run again) on it, where edges are new rows each.
+    this.userChats = settings.userChats === 'auto' ? (rangeReadIsOneRoundTrip(db) ? 'edges' : 'list') : settings.userChats
+    this.members = db.relation('members', { from: this.chats, to: this.users, onDelete: { from: 'cascade', to: 'restrict' }, lists: this.userChats === 'list' ? ['from', 'to'] : ['to'] })
     // Messages in blocks of 16: the last 50 are 4 or 5 point reads instead
     // of 50, for a block rewritten per message. A chat shows its last page
     // far more often than it gets a message (bench/RESULTS.md, child-blocks,
@@ -804,6 +813,18 @@ export class ChatStore {
     }
     return name.trim()
   }
+}
+
+/**
+ * Whether the database's backend sends each read to a server (PostgreSQL):
+ * a range is then one statement, as a point read is. Told by the section
+ * cache it offers the write path (lib/writer.js), which only such a
+ * backend does.
+ * @param {import('../database.js').Database} db
+ */
+function rangeReadIsOneRoundTrip (db) {
+  const level = /** @type {any} */ (db.level)
+  return typeof (level.db ?? level).createSectionCache === 'function'
 }
 
 /**
