@@ -33,6 +33,19 @@
 // SQL, and throughput rising with processes until PostgreSQL saturates the
 // machine.
 //
+// CPU, so that the results show whether the machine is saturated (a
+// throughput that does not rise with processes on a machine already busy
+// says nothing of the store): per operation and cell, the cores busy over
+// its slices — its Node processes' (process.cpuUsage() in each worker),
+// PostgreSQL's (the postmaster's and its backends' CPU time from /proc,
+// exited backends included through the postmaster's children times) and
+// the whole machine's (/proc/stat, other work included). And where the
+// processes wait for each other, from the shared lock's counters: table
+// lock hand-overs and the time waiting for it; serializable failures by
+// kind (a row updated since the snapshot, or a read made stale); busy key
+// locks by namespace (locking: 'keys'). --user-chats list,edges runs the
+// levelkit cells with ChatStore's userChats option each way, side by side.
+//
 // The answers agree: every cell answers the same sample reads after being
 // filled, and after the timed writes every cell's state is checked (each
 // chat's message ids 1..N without gap and holding the messages sent to it,
@@ -49,7 +62,7 @@
 // Usage: node bench/scale-out.js [--runs 3] [--writers 1,2,4]
 //   [--processes 1,2,4] [--users 2000] [--chats 200] [--members 20]
 //   [--messages 20000] [--concurrency 16] [--scale 1] [--n N] [--slices 4] [--ops a,b]
-//   [--scrypt-n 2] [--seed 1] [--no-leveldb] [--out bench/out]
+//   [--scrypt-n 2] [--seed 1] [--locking table] [--user-chats auto] [--no-leveldb] [--out bench/out]
 //   [--db-dir <tmpdir>]
 
 import os from 'node:os'
