@@ -62,7 +62,7 @@
 // Usage: node bench/scale-out.js [--runs 3] [--writers 1,2,4]
 //   [--processes 1,2,4] [--users 2000] [--chats 200] [--members 20]
 //   [--messages 20000] [--concurrency 16] [--scale 1] [--n N] [--slices 4] [--ops a,b]
-//   [--scrypt-n 2] [--seed 1] [--locking table] [--user-chats auto] [--no-leveldb] [--out bench/out]
+//   [--scrypt-n 2] [--seed 1] [--locking table] [--user-chats list] [--no-leveldb] [--out bench/out]
 //   [--db-dir <tmpdir>]
 
 import os from 'node:os'
@@ -96,8 +96,8 @@ const USAGE = `Usage: node bench/scale-out.js [options]
   --processes L      process counts of levelkit on PostgreSQL (default 1,2,4)
   --locking L        how levelkit's processes take turns: a list of table, keys, serializable
                      (both side by side; default table)
-  --user-chats L     ChatStore's userChats option for levelkit on PostgreSQL: a list of auto, list, edges
-                     (several: cells of each side by side; default auto)
+  --user-chats L     ChatStore's userChats option for levelkit on PostgreSQL: list and/or edges
+                     (both: cells of each side by side; default list)
   --no-leveldb       leave out levelkit on LevelDB
   --users N          pre-populated users (default 2000)
   --chats N          pre-populated chats of --members members (default 200)
@@ -122,7 +122,7 @@ const args = parseCli('scale-out', USAGE, {
   writers: { type: 'string', default: '1,2,4' },
   processes: { type: 'string', default: '1,2,4' },
   locking: { type: 'string', default: 'table' },
-  'user-chats': { type: 'string', default: 'auto' },
+  'user-chats': { type: 'string', default: 'list' },
   'no-leveldb': { type: 'boolean', default: false },
   users: { type: 'string', default: '2000' },
   chats: { type: 'string', default: '200' },
@@ -159,7 +159,7 @@ const lockings = option(() => {
 })
 const userChatsList = option(() => {
   const list = String(args['user-chats']).split(',')
-  if (list.some(l => l !== 'auto' && l !== 'list' && l !== 'edges') || new Set(list).size !== list.length) throw new Error('--user-chats lists auto, list and/or edges')
+  if (list.some(l => l !== 'list' && l !== 'edges') || new Set(list).size !== list.length) throw new Error('--user-chats lists list and/or edges')
   return list
 })
 if (!writers.includes(1)) fail('--writers must include 1: every ratio is against the SQL store measured in the same run')

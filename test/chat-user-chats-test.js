@@ -1,9 +1,8 @@
 // ChatStore's userChats option: a user's chats as a list (one value per
-// user) or as edges (one key per membership). 'auto' takes edges on
-// PostgreSQL, where a range is one statement like a point read and a list
-// is a row every createChat with that member rewrites (processes creating
-// chats with a member in common conflict on it), and a list elsewhere.
-// A database written in one layout is moved into the other when opened so.
+// user, the default) or as edges (one key per membership: a createChat
+// writes new keys only, where a list is a row every createChat with that
+// member rewrites). A database written in one layout is moved into the
+// other when opened so.
 import test from 'tape'
 import pg from 'pg'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -53,7 +52,7 @@ async function answers (store, ids) {
 
 const EXPECTED = { chats: [[1], [1, 2], [1], [2]], member: [true, true, true, false] }
 
-test('chat userChats: the option takes auto, list or edges', async t => {
+test('chat userChats: the option takes list (the default) or edges', async t => {
   /** @param {any} [options] */
   const storeOn = async options => {
     const db = await open({ backend: 'memory' })
@@ -63,10 +62,10 @@ test('chat userChats: the option takes auto, list or edges', async t => {
       await db.close()
     }
   }
-  for (const bad of ['lists', 'edge', true, null]) {
-    await storeOn({ userChats: bad }).then(() => t.fail(`userChats: ${String(bad)} is taken`), err => t.match(err.message, /userChats option must be one of 'auto', 'list', 'edges'/, `userChats: ${String(bad)} is refused`))
+  for (const bad of ['auto', 'lists', 'edge', true, null]) {
+    await storeOn({ userChats: bad }).then(() => t.fail(`userChats: ${String(bad)} is taken`), err => t.match(err.message, /userChats option must be one of 'list', 'edges'/, `userChats: ${String(bad)} is refused`))
   }
-  t.is(await storeOn(), 'list', 'auto on memory: a list')
+  t.is(await storeOn(), 'list', 'the default: a list')
   t.is(await storeOn({ userChats: 'edges' }), 'edges')
 })
 
@@ -115,15 +114,14 @@ test('chat userChats: a database written with lists is moved to edges when opene
   }
 })
 
-test('chat userChats: auto takes edges on PostgreSQL, and moves a table written with lists', async t => {
+test('chat userChats: on PostgreSQL, a table written with lists is moved to edges when opened so', async t => {
   const table = server.table()
   let db = await open({ backend: 'postgres', pool: server.pool, table })
   const ids = await fill(await ChatStore.open(db, { passwordCost, userChats: 'list' }))
   await db.close()
   db = await open({ backend: 'postgres', pool: server.pool, table })
   try {
-    const store = await ChatStore.open(db, { passwordCost })
-    t.is(store.userChats, 'edges', 'auto on postgres: edges')
+    const store = await ChatStore.open(db, { passwordCost, userChats: 'edges' })
     t.same(await answers(store, ids), EXPECTED, 'the same answers')
     await db.buildIndexes()
     const counts = await namespaces(db)
@@ -141,7 +139,7 @@ test('chat userChats: with edges on PostgreSQL, createChat reads its members\' r
   const Client = /** @type {any} */ (pg.Client).prototype
   const query = Client.query
   try {
-    const store = await ChatStore.open(db, { passwordCost })
+    const store = await ChatStore.open(db, { passwordCost, userChats: 'edges' })
     const users = []
     for (let i = 0; i < 8; i++) users.push(await store.createUser({ username: `u${i}`, password: 'pw' }))
     let reads = 0

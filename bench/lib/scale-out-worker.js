@@ -17,7 +17,7 @@ import { PgChatStore } from './pg-chat-store.js'
  * @typedef {'sql' | 'levelkit-pg' | 'levelkit-pg-keys' | 'levelkit-pg-serializable' | 'levelkit-leveldb'} Kind
  * @typedef {{
  *   kind: Kind, rank: number, processes: number, connectionString?: string, schema?: string, table?: string,
- *   location?: string, concurrency: number, scryptN: number, userChats?: 'auto' | 'list' | 'edges'
+ *   location?: string, concurrency: number, scryptN: number, userChats?: 'list' | 'edges'
  * }} OpenConfig
  * @typedef {ReturnType<typeof import('./chat-workload-worker.js').makeWorkload>} Work (a type only: this process does not load that module)
  */

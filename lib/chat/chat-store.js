@@ -16,10 +16,10 @@ const DEFAULTS = Object.freeze({
   maxChatNameLength: 100,
   passwordCost: Object.freeze({ scryptN: 16384, pbkdf2Iterations: 600000 }),
   adopt: false,
-  userChats: 'auto'
+  userChats: 'list'
 })
 
-const USER_CHATS = ['auto', 'list', 'edges']
+const USER_CHATS = ['list', 'edges']
 
 // A ChatStore marks its database as its own, in a namespace no model can
 // have, before it writes anything else there.
@@ -104,13 +104,15 @@ export class ChatStore {
     this.chats = db.collection('chats')
     // Deleting a chat removes its edges; a user in a chat cannot be deleted.
     // A chat's members are one value (a list), so createChat() writes one
-    // instead of an edge per member. A user's chats are a list too where a
-    // read is cheap and an iterator is not (LevelDB, IndexedDB): getChats()
-    // reads one value. On PostgreSQL a range is one statement like a point
-    // read, and a list is a row that every createChat with that member
-    // rewrites: processes creating chats with a member in common wait for
-    // each other (or run again) on it, where edges are new rows each.
-    this.userChats = settings.userChats === 'auto' ? (rangeReadIsOneRoundTrip(db) ? 'edges' : 'list') : settings.userChats
+    // instead of an edge per member. A user's chats are a list too by
+    // default: getChats() reads one value (kept in the read cache, on
+    // PostgreSQL too), but every createChat rewrites each member's list.
+    // userChats: 'edges' keeps them as a key per membership instead: a
+    // createChat writes new keys only (on PostgreSQL fewer statements, and no
+    // row that another process's createChat with a member in common also
+    // rewrites), for getChats() reading a range (bench/RESULTS.md, scale-out,
+    // session 13: createChat faster, getChats 2 statements instead of 0.13).
+    this.userChats = settings.userChats
     this.members = db.relation('members', { from: this.chats, to: this.users, onDelete: { from: 'cascade', to: 'restrict' }, lists: this.userChats === 'list' ? ['from', 'to'] : ['to'] })
     // Messages in blocks of 16: the last 50 are 4 or 5 point reads instead
     // of 50, for a block rewritten per message. A chat shows its last page
@@ -813,18 +815,6 @@ export class ChatStore {
     }
     return name.trim()
   }
-}
-
-/**
- * Whether the database's backend sends each read to a server (PostgreSQL):
- * a range is then one statement, as a point read is. Told by the section
- * cache it offers the write path (lib/writer.js), which only such a
- * backend does.
- * @param {import('../database.js').Database} db
- */
-function rangeReadIsOneRoundTrip (db) {
-  const level = /** @type {any} */ (db.level)
-  return typeof (level.db ?? level).createSectionCache === 'function'
 }
 
 /**
