@@ -33,6 +33,19 @@
 // SQL, and throughput rising with processes until PostgreSQL saturates the
 // machine.
 //
+// CPU, so that the results show whether the machine is saturated (a
+// throughput that does not rise with processes on a machine already busy
+// says nothing of the store): per operation and cell, the cores busy over
+// its slices — its Node processes' (process.cpuUsage() in each worker),
+// PostgreSQL's (the postmaster's and its backends' CPU time from /proc,
+// exited backends included through the postmaster's children times) and
+// the whole machine's (/proc/stat, other work included). And where the
+// processes wait for each other, from the shared lock's counters: table
+// lock hand-overs and the time waiting for it; serializable failures by
+// kind (a row updated since the snapshot, or a read made stale); busy key
+// locks by namespace (locking: 'keys'). --user-chats list,edges runs the
+// levelkit cells with ChatStore's userChats option each way, side by side.
+//
 // The answers agree: every cell answers the same sample reads after being
 // filled, and after the timed writes every cell's state is checked (each
 // chat's message ids 1..N without gap and holding the messages sent to it,
@@ -49,13 +62,14 @@
 // Usage: node bench/scale-out.js [--runs 3] [--writers 1,2,4]
 //   [--processes 1,2,4] [--users 2000] [--chats 200] [--members 20]
 //   [--messages 20000] [--concurrency 16] [--scale 1] [--n N] [--slices 4] [--ops a,b]
-//   [--scrypt-n 2] [--seed 1] [--no-leveldb] [--out bench/out]
+//   [--scrypt-n 2] [--seed 1] [--locking table] [--user-chats list] [--no-leveldb] [--out bench/out]
 //   [--db-dir <tmpdir>]
 
 import os from 'node:os'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fork } from 'node:child_process'
+import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { postgres } from 'levelkit-testkit/postgres'
@@ -65,6 +79,7 @@ import { barChartSvg } from './lib/svg-plot.js'
 import { Progress } from './lib/progress.js'
 import { makeWorkload } from './lib/chat-workload-worker.js'
 import { OPERATIONS } from './lib/scale-out-worker.js'
+import { processTreeCpuMs, machineCpuMs, parentPid } from './lib/proc-cpu.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const WORKER = path.join(here, 'lib', 'scale-out-worker.js')
@@ -81,6 +96,8 @@ const USAGE = `Usage: node bench/scale-out.js [options]
   --processes L      process counts of levelkit on PostgreSQL (default 1,2,4)
   --locking L        how levelkit's processes take turns: a list of table, keys, serializable
                      (both side by side; default table)
+  --user-chats L     ChatStore's userChats option for levelkit on PostgreSQL: list and/or edges
+                     (both: cells of each side by side; default list)
   --no-leveldb       leave out levelkit on LevelDB
   --users N          pre-populated users (default 2000)
   --chats N          pre-populated chats of --members members (default 200)
@@ -105,6 +122,7 @@ const args = parseCli('scale-out', USAGE, {
   writers: { type: 'string', default: '1,2,4' },
   processes: { type: 'string', default: '1,2,4' },
   locking: { type: 'string', default: 'table' },
+  'user-chats': { type: 'string', default: 'list' },
   'no-leveldb': { type: 'boolean', default: false },
   users: { type: 'string', default: '2000' },
   chats: { type: 'string', default: '200' },
@@ -139,6 +157,11 @@ const lockings = option(() => {
   if (list.length === 0 || list.some(l => l !== 'table' && l !== 'keys' && l !== 'serializable') || new Set(list).size !== list.length) throw new Error('--locking lists table, keys and/or serializable')
   return list
 })
+const userChatsList = option(() => {
+  const list = String(args['user-chats']).split(',')
+  if (list.some(l => l !== 'list' && l !== 'edges') || new Set(list).size !== list.length) throw new Error('--user-chats lists list and/or edges')
+  return list
+})
 if (!writers.includes(1)) fail('--writers must include 1: every ratio is against the SQL store measured in the same run')
 const sizes = {
   users: option(() => parseCount(args.users)),
@@ -163,15 +186,23 @@ const n = {}
 for (const op of OP_KEYS) n[op] = !ops.includes(op) ? 0 : args.n !== undefined ? option(() => parseCount(args.n)) : Math.max(10, Math.round(DEFAULT_N[/** @type {keyof typeof DEFAULT_N} */ (op)] * scale))
 
 /**
- * @typedef {{ key: string, kind: import('./lib/scale-out-worker.js').Kind, processes: number, label: string, against: string }} Cell
+ * @typedef {{ key: string, kind: import('./lib/scale-out-worker.js').Kind, processes: number, label: string, against: string, one: string, userChats?: string }} Cell
  */
+const LOCKING_KINDS = /** @type {const} */ ([
+  ['table', 'levelkit-pg', 'levelkit on PostgreSQL'],
+  ['keys', 'levelkit-pg-keys', 'levelkit on PostgreSQL, key locks'],
+  ['serializable', 'levelkit-pg-serializable', 'levelkit on PostgreSQL, serializable']
+])
 /** @type {Cell[]} */
 const cells = [
-  ...writers.map(p => ({ key: `sql-${p}`, kind: /** @type {const} */ ('sql'), processes: p, label: `SQL (pg) ×${p}`, against: `sql-${p}` })),
-  ...(lockings.includes('table') ? processes.map(p => ({ key: `levelkit-pg-${p}`, kind: /** @type {const} */ ('levelkit-pg'), processes: p, label: `levelkit on PostgreSQL ×${p}`, against: `sql-${p}` })) : []),
-  ...(lockings.includes('keys') ? processes.map(p => ({ key: `levelkit-pg-keys-${p}`, kind: /** @type {const} */ ('levelkit-pg-keys'), processes: p, label: `levelkit on PostgreSQL, key locks ×${p}`, against: `sql-${p}` })) : []),
-  ...(lockings.includes('serializable') ? processes.map(p => ({ key: `levelkit-pg-serializable-${p}`, kind: /** @type {const} */ ('levelkit-pg-serializable'), processes: p, label: `levelkit on PostgreSQL, serializable ×${p}`, against: `sql-${p}` })) : []),
-  ...(args['no-leveldb'] ? [] : [{ key: 'levelkit-leveldb-1', kind: /** @type {const} */ ('levelkit-leveldb'), processes: 1, label: 'levelkit on LevelDB ×1', against: 'sql-1' }])
+  ...writers.map(p => ({ key: `sql-${p}`, kind: /** @type {const} */ ('sql'), processes: p, label: `SQL (pg) ×${p}`, against: `sql-${p}`, one: 'sql-1' })),
+  ...LOCKING_KINDS.filter(([locking]) => lockings.includes(locking)).flatMap(([, kind, label]) => userChatsList.flatMap(userChats => {
+    // With one --user-chats layout the cells keep their names of before.
+    const suffix = userChatsList.length === 1 ? '' : `-${userChats}`
+    const named = userChatsList.length === 1 ? '' : `, user's chats as ${userChats}`
+    return processes.map(p => ({ key: `${kind}${suffix}-${p}`, kind, processes: p, label: `${label}${named} ×${p}`, against: `sql-${p}`, one: `${kind}${suffix}-1`, userChats }))
+  })),
+  ...(args['no-leveldb'] ? [] : [{ key: 'levelkit-leveldb-1', kind: /** @type {const} */ ('levelkit-leveldb'), processes: 1, label: 'levelkit on LevelDB ×1', against: 'sql-1', one: 'levelkit-leveldb-1' }])
 ]
 
 // Connections. Every cell of a run stays open while the others take their
@@ -196,6 +227,13 @@ const admin = new pg.Pool({ connectionString: server.connectionString, max: 2 })
 admin.on('error', () => {})
 const serverVersion = (await admin.query('SHOW server_version')).rows[0].server_version
 const settings = Object.fromEntries((await admin.query("SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'max_connections', 'shared_buffers')")).rows.map(row => [row.name, row.setting]))
+// The postmaster (the parent of a backend), if it runs on this machine: its
+// CPU time and its backends' are PostgreSQL's (null: not measured).
+const postmaster = await (async () => {
+  const { rows } = await admin.query('SELECT pg_backend_pid() AS pid')
+  const pid = parentPid(rows[0].pid)
+  return pid !== null && processTreeCpuMs(pid) !== null ? pid : null
+})()
 if (Number(settings.max_connections) < connectionsNeeded) fail(`The server allows ${settings.max_connections} connections; this run's cells, all open at once, need about ${connectionsNeeded} (fewer --concurrency, processes or --locking modes, or raise max_connections)`)
 
 const run0 = startRun('scale-out', args.out, ['pg', 'classic-level', 'abstract-level'])
@@ -255,7 +293,7 @@ async function openCell (cell, run, work) {
   const location = path.join(args['db-dir'], `levelkit-scale-out-${process.pid}-${run}-${cell.key}`)
   fs.rmSync(location, { recursive: true, force: true })
   /** @param {number} rank */
-  const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN })
+  const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN, userChats: cell.userChats })
   /** @type {Worker[]} */
   const workers = []
   const handle = {
@@ -300,14 +338,36 @@ async function openCell (cell, run, work) {
  * @param {Awaited<ReturnType<typeof openCell>>} handle @param {string} op @param {number} from @param {number} to
  */
 async function slice (handle, op, from, to) {
+  const pgBefore = postmaster === null ? null : processTreeCpuMs(postmaster)
+  const machineBefore = machineCpuMs()
+  const wallBefore = performance.now()
   const parts = await Promise.all(handle.workers.map(w => w.ask('phase', { op, from, to })))
+  const wallMs = performance.now() - wallBefore
+  const pgAfter = postmaster === null ? null : processTreeCpuMs(postmaster)
+  const machineAfter = machineCpuMs()
   return {
     ms: max(parts.map(p => p.end)) - min(parts.map(p => p.start)),
     ops: parts.reduce((sum, p) => sum + p.ops, 0),
     latencies: parts.flatMap(p => p.latencies),
     retries: parts.some(p => p.retries === null) ? null : parts.reduce((sum, p) => sum + p.retries, 0),
-    queries: parts.reduce((sum, p) => sum + p.queries, 0)
+    queries: parts.reduce((sum, p) => sum + p.queries, 0),
+    // CPU over the slice as measured from here (its wall time includes the
+    // messages to and from the workers): the workers', PostgreSQL's, the machine's.
+    wallMs,
+    nodeCpuMs: parts.reduce((sum, p) => sum + p.cpuMs, 0),
+    pgCpuMs: pgBefore === null || pgAfter === null ? null : pgAfter - pgBefore,
+    machineBusyMs: machineBefore === null || machineAfter === null ? null : machineAfter.busyMs - machineBefore.busyMs,
+    lock: parts.some(p => p.lock === null) ? null : parts.reduce((sum, p) => addStats(sum, p.lock), {})
   }
+}
+
+/** Sum two stats objects (numbers, and objects of numbers by name). @param {Record<string, any>} a @param {Record<string, any>} b @returns {Record<string, any>} */
+function addStats (a, b) {
+  const out = { ...a }
+  for (const [key, value] of Object.entries(b)) {
+    out[key] = typeof value === 'number' ? (out[key] ?? 0) + value : addStats(out[key] ?? {}, value)
+  }
+  return out
 }
 
 /**
@@ -332,7 +392,7 @@ async function runOnce (run, work) {
       progress.label = `run ${run}/${runs}: ${op}`
       const total = work.inputs[op].length
       const count = Math.max(1, Math.min(slices, total))
-      const acc = live.map(() => ({ ms: 0, ops: 0, latencies: /** @type {number[]} */ ([]), retries: /** @type {number | null} */ (0), queries: 0, slices: /** @type {number[]} */ ([]) }))
+      const acc = live.map(() => ({ ms: 0, ops: 0, latencies: /** @type {number[]} */ ([]), retries: /** @type {number | null} */ (0), queries: 0, slices: /** @type {number[]} */ ([]), wallMs: 0, nodeCpuMs: 0, pgCpuMs: /** @type {number | null} */ (0), machineBusyMs: /** @type {number | null} */ (0), lock: /** @type {Record<string, any> | null} */ ({}) }))
       for (let k = 0; k < count; k++) {
         const from = Math.floor(k * total / count)
         const to = Math.floor((k + 1) * total / count)
@@ -346,12 +406,31 @@ async function runOnce (run, work) {
           a.retries = a.retries === null || part.retries === null ? null : a.retries + part.retries
           a.queries += part.queries
           a.slices.push(part.ops / part.ms * 1000)
+          a.wallMs += part.wallMs
+          a.nodeCpuMs += part.nodeCpuMs
+          a.pgCpuMs = a.pgCpuMs === null || part.pgCpuMs === null ? null : a.pgCpuMs + part.pgCpuMs
+          a.machineBusyMs = a.machineBusyMs === null || part.machineBusyMs === null ? null : a.machineBusyMs + part.machineBusyMs
+          a.lock = a.lock === null || part.lock === null ? null : addStats(a.lock, part.lock)
         }
         progress.update(++slicesDone)
       }
       live.forEach((h, i) => {
         const a = acc[i]
-        results[h.cell.key][op] = { ops: a.ops, ms: a.ms, opsPerSec: a.ops / a.ms * 1000, p50Ms: quantile(a.latencies, 0.5), p99Ms: quantile(a.latencies, 0.99), retries: a.retries, roundTrips: a.queries / a.ops, sliceOpsPerSec: a.slices }
+        results[h.cell.key][op] = {
+          ops: a.ops,
+          ms: a.ms,
+          opsPerSec: a.ops / a.ms * 1000,
+          p50Ms: quantile(a.latencies, 0.5),
+          p99Ms: quantile(a.latencies, 0.99),
+          retries: a.retries,
+          roundTrips: a.queries / a.ops,
+          sliceOpsPerSec: a.slices,
+          // CPU seconds per wall second (cores busy): the cell's Node processes, PostgreSQL, the whole machine.
+          nodeCores: a.nodeCpuMs / a.wallMs,
+          pgCores: a.pgCpuMs === null ? null : a.pgCpuMs / a.wallMs,
+          machineCores: a.machineBusyMs === null ? null : a.machineBusyMs / a.wallMs,
+          lock: a.lock
+        }
       })
     }
     /** @type {Record<string, any>} */
@@ -401,6 +480,11 @@ try {
   await server.stop()
 }
 
+/** The median, or null if any is null. @param {Array<number | null>} values */
+function nullableMedian (values) {
+  return values.some(v => v === null) ? null : median(/** @type {number[]} */ (values))
+}
+
 // Per operation and cell: medians over runs; ratios within each run.
 /** @type {Record<string, Record<string, any>>} */
 const summary = {}
@@ -415,7 +499,7 @@ for (const op of ops) {
     const rate = measured.map(r => r.cells[cell.key].results[op].opsPerSec)
     const ratios = measured.map(r => r.cells[cell.against]?.results?.[op] ? r.cells[cell.key].results[op].opsPerSec / r.cells[cell.against].results[op].opsPerSec : NaN).filter(Number.isFinite)
     // Against the same store with one process, in the same run.
-    const one = `${cell.kind}-1`
+    const one = cell.one
     const scalings = cell.processes === 1 ? [] : measured.map(r => r.cells[one]?.results?.[op] ? r.cells[cell.key].results[op].opsPerSec / r.cells[one].results[op].opsPerSec : NaN).filter(Number.isFinite)
     const retries = measured.map(r => r.cells[cell.key].results[op].retries)
     summary[op][cell.key] = {
@@ -431,22 +515,28 @@ for (const op of ops) {
       scaling: scalings.length > 0 ? median(scalings) : null,
       retries: retries.includes(null) ? null : retries.reduce((a, b) => a + b, 0),
       roundTrips: median(measured.map(r => r.cells[cell.key].results[op].roundTrips)),
+      nodeCores: median(measured.map(r => r.cells[cell.key].results[op].nodeCores)),
+      pgCores: nullableMedian(measured.map(r => r.cells[cell.key].results[op].pgCores)),
+      machineCores: nullableMedian(measured.map(r => r.cells[cell.key].results[op].machineCores)),
+      // Summed over the runs (as retries are).
+      lock: measured.some(r => r.cells[cell.key].results[op].lock == null) ? null : measured.reduce((sum, r) => addStats(sum, r.cells[cell.key].results[op].lock), {}),
       opsPerSecPerRun: rate,
       runs: measured.length
     }
   }
 }
 
-const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', '× SQL (same processes)', '× one process', 'retries', 'round trips/op']]
+const cores = (/** @type {number | null} */ x) => x === null ? '?' : x.toFixed(2)
+const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', '× SQL (same processes)', '× one process', 'retries', 'round trips/op', 'cores: node / PG / machine']]
 for (const op of ops) {
   const label = OPERATIONS.find(o => o.key === op)?.label ?? op
   for (const cell of cells) {
     const s = summary[op][cell.key]
-    if (s.na) table.push([label, cell.label, s.na, '', '', '', '', '', ''])
+    if (s.na) table.push([label, cell.label, s.na, '', '', '', '', '', '', ''])
     else {
       const goal = (cell.kind === 'levelkit-pg' || cell.kind === 'levelkit-pg-keys' || cell.kind === 'levelkit-pg-serializable') && s.ratio !== null ? (s.ratio >= 0.7 ? ' (≥0.7 met)' : ' (≥0.7 MISSED)') : ''
       const ratio = cell.kind === 'sql' ? 'reference' : s.ratio === null ? '–' : `${s.ratio.toFixed(2)}×${goal}`
-      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ratio, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries), cell.kind === 'levelkit-leveldb' ? '–' : s.roundTrips.toFixed(2)])
+      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ratio, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries), cell.kind === 'levelkit-leveldb' ? '–' : s.roundTrips.toFixed(2), `${cores(s.nodeCores)} / ${cores(s.pgCores)} / ${cores(s.machineCores)}`])
     }
   }
 }
@@ -458,6 +548,27 @@ console.log('  × SQL = ops/s / the hand-written SQL store\'s ops/s with as many
 console.log('  retries: the SQL store\'s operations PostgreSQL aborted (deadlock, serialization failure) and it ran again; levelkit with the table lock retries none (its writes are serialized by the shared writer lock); with key locks, the critical sections run again on a busy key; serializable, the critical sections run again after a serialization failure or deadlock (40001, 40P01).')
 console.log('  round trips/op: statements sent to PostgreSQL by every process of the cell (a query of several statements counts once) / ops, the median over runs.')
 console.log('  × one process = ops/s / the same store\'s with one process, in the same run, then the median: how throughput rises with processes.')
+console.log(`  cores: CPU seconds per wall second over the cell's slices (medians over runs): its Node processes' (process.cpuUsage()), PostgreSQL's (the postmaster and its backends, /proc${postmaster === null ? ': not measured, the server is not on this machine' : ''}), and the whole machine's busy time (/proc/stat: other work included), of ${os.cpus().length}.`)
+// Where the processes wait for each other, per operation: the lock's counters summed over the runs, per op.
+const lockTable = [['operation', 'cell', 'per op: what the lock counted (summed over runs ÷ ops)']]
+for (const op of ops) {
+  const label = OPERATIONS.find(o => o.key === op)?.label ?? op
+  for (const cell of cells) {
+    const s = summary[op][cell.key]
+    if (s.na || !s.lock) continue
+    const total = s.ops * s.runs
+    /** @param {Record<string, any>} stats @param {string} prefix @returns {string[]} */
+    const parts = (stats, prefix) => Object.entries(stats).flatMap(([key, value]) => typeof value === 'number'
+      ? [`${prefix}${key} ${(value / total).toFixed(value / total >= 10 ? 1 : 3)}`]
+      : parts(value, `${prefix}${key}.`))
+    lockTable.push([label, cell.label, parts(s.lock, '').join(', ') || 'none'])
+  }
+}
+if (lockTable.length > 1) {
+  console.log()
+  printTable(lockTable, 2)
+  console.log('  table lock: acquired = times the shared writer lock was taken, waitMs = ms waiting for it (with its round trip). keys/serializable: transactions, statements, retries (sections run again), failures (COMMITs refused), failedOn.<where>:<kind> (update: a row changed since the snapshot; readWrite: a read made stale), busyOn.<namespace> (a key lock found held by another process), firstStatementMs (a key transaction\'s first statement, which waits for its locks).')
+}
 const pop = (/** @type {string} */ key) => {
   const measured = perRun.filter(r => !r.cells[key].na)
   return ['users', 'chats', 'messages'].map(k => `${k} ${fmt(median(measured.map(r => r.cells[key].populateMs[k])) / 1000, 2)} s`).join(', ')
@@ -469,10 +580,10 @@ if (problems.length === 0) {
     : '  Every cell answered the sample reads alike after being filled (the final check needs every operation: not run).')
 }
 
-writeCsv(path.join(run0.outDir, 'results.csv'), ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op'],
+writeCsv(path.join(run0.outDir, 'results.csv'), ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'node_cores', 'pg_cores', 'machine_cores'],
   perRun.flatMap(r => ops.flatMap(op => cells.filter(c => !r.cells[c.key].na).map(c => {
     const x = r.cells[c.key].results[op]
-    return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries, x.roundTrips]
+    return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries, x.roundTrips, x.nodeCores, x.pgCores, x.machineCores]
   }))))
 
 const colors = { sql: ['#1f77b4', '#6baed6', '#c6dbef', '#08519c'], 'levelkit-pg': ['#d62728', '#fb6a4a', '#fcbba1', '#a50f15'], 'levelkit-pg-keys': ['#9467bd', '#bcbddc', '#dadaeb', '#54278f'], 'levelkit-pg-serializable': ['#8c564b', '#c49c94', '#e7cbc1', '#5b3a32'], 'levelkit-leveldb': ['#2ca02c'] }
@@ -498,7 +609,7 @@ finishRun(run0.outDir, { name: 'scale-out', startedAt: run0.startedAt, machine: 
   postgres: { throwaway: server.throwaway, settings },
   options: { runs, writers, processes, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
   cells,
-  csvColumns: ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op'],
+  csvColumns: ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'node_cores', 'pg_cores', 'machine_cores'],
   summary,
   problems,
   runs: perRun.map(r => ({

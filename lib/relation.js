@@ -166,6 +166,11 @@ export class RelationModel {
         if (scope.writer.sectionCache !== null) scope.prefetch(this.to.records, keys)
         else lists = { namespace: this.reverse.namespace, keys }
       }
+    } else {
+      // Edges keyed by the `to` ids are written blind, but each `to` record
+      // is read (exists()): all at once (one statement where reads made
+      // together go so), not a round trip per edge, one after the other.
+      scope.prefetch(this.to.records, toIds.map(id => encode(id)))
     }
     let added = 0
     /** @param {number} i @returns {number | Promise<number>} */

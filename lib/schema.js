@@ -355,7 +355,8 @@ export class Schema {
       if (index.status.state === 'failed') throw index.status.error
     }
     for (const { kind, model } of this.#db.models()) {
-      const state = kind === 'collection' ? null : /** @type {LayoutModel} */ (model).layoutState
+      // Collections and counters have no layout.
+      const state = kind === 'relation' || kind === 'children' ? /** @type {LayoutModel} */ (model).layoutState : null
       if (state !== null && state.state === 'failed') throw state.error
     }
   }

@@ -95,3 +95,18 @@ test('cleanup', t => {
   for (const backend of backends) backend.done()
   t.end()
 })
+
+test('schema layout: db.buildIndexes() resolves with a counter declared beside a relation (a model without a layout)', async t => {
+  const db = await open({ backend: 'memory' })
+  try {
+    const users = db.collection('users')
+    db.relation('follows', { from: users, to: users, lists: ['from'] })
+    const counter = db.counter('likes')
+    await counter.add('x', 1)
+    await db.buildIndexes()
+    t.pass('built')
+    t.is(await counter.get('x'), 1)
+  } finally {
+    await db.close()
+  }
+})

@@ -17,7 +17,7 @@ import { PgChatStore } from './pg-chat-store.js'
  * @typedef {'sql' | 'levelkit-pg' | 'levelkit-pg-keys' | 'levelkit-pg-serializable' | 'levelkit-leveldb'} Kind
  * @typedef {{
  *   kind: Kind, rank: number, processes: number, connectionString?: string, schema?: string, table?: string,
- *   location?: string, concurrency: number, scryptN: number
+ *   location?: string, concurrency: number, scryptN: number, userChats?: 'list' | 'edges'
  * }} OpenConfig
  * @typedef {ReturnType<typeof import('./chat-workload-worker.js').makeWorkload>} Work (a type only: this process does not load that module)
  */
@@ -65,14 +65,14 @@ export function share (items, rank, processes) {
   return items.filter((_, i) => i % processes === rank)
 }
 
-/** @param {OpenConfig} config @returns {Promise<{ store: any, retries: () => number | null, close: () => Promise<void> }>} */
+/** @param {OpenConfig} config @returns {Promise<{ store: any, retries: () => number | null, lockStats: () => Record<string, any> | null, close: () => Promise<void> }>} */
 async function openStore (config) {
   const passwordCost = { scryptN: config.scryptN, pbkdf2Iterations: 1000 }
   if (config.kind === 'sql') {
     const pool = new pg.Pool({ connectionString: config.connectionString, max: config.concurrency, idleTimeoutMillis: IDLE_MS })
     pool.on('error', () => {})
     const store = await PgChatStore.open(pool, { passwordCost, schema: config.schema })
-    return { store, retries: () => store.retries, close: async () => { await store.close(); await pool.end() } }
+    return { store, retries: () => store.retries, lockStats: () => null, close: async () => { await store.close(); await pool.end() } }
   }
   // Shared in every cell, one process too: the curve over 1, 2, 4 processes
   // is then of one configuration.
@@ -81,14 +81,17 @@ async function openStore (config) {
     ? await open({ backend: 'postgres', connectionString: config.connectionString, table: config.table, poolSize: config.concurrency, shared: true, locking, pg: { idleTimeoutMillis: IDLE_MS } })
     : await open({ backend: 'leveldb', location: config.location })
   try {
-    const store = await ChatStore.open(db, { passwordCost })
+    const store = await ChatStore.open(db, { passwordCost, ...(config.userChats && config.kind !== 'levelkit-leveldb' ? { userChats: config.userChats } : {}) })
     // ChatStore's writes are critical sections (db.write()), serialized in
     // memory and, across processes, by the shared writer lock: PostgreSQL
     // never aborts one, and levelkit retries none.
     // With key locks or serializable transactions, the sections run again
     // (a busy key, a serialization failure): counted by the lock.
     const lock = config.kind === 'levelkit-leveldb' ? null : /** @type {any} */ (db).level.sharedWriterLock?.()
-    return { store, retries: () => lock?.stats?.retries ?? 0, close: () => db.close() }
+    // What the lock counts (lock hand-overs and waits with the table lock;
+    // transactions, failures and busy keys by namespace otherwise): where
+    // the processes wait for each other.
+    return { store, retries: () => lock?.stats?.retries ?? 0, lockStats: () => lock?.stats ? structuredClone(lock.stats) : null, close: () => db.close() }
   } catch (err) {
     await db.close().catch(() => {})
     throw err
@@ -230,6 +233,27 @@ async function timed (call, inputs, concurrency) {
   return { start, end, latencies }
 }
 
+/**
+ * What changed between two copies of a stats object (numbers, and objects
+ * of numbers by name), leaving out what did not.
+ * @param {Record<string, any>} before @param {Record<string, any>} after
+ * @returns {Record<string, any>}
+ */
+export function statsDelta (before, after) {
+  /** @type {Record<string, any>} */
+  const out = {}
+  for (const [key, value] of Object.entries(after)) {
+    if (typeof value === 'number') {
+      const d = value - (typeof before[key] === 'number' ? before[key] : 0)
+      if (d !== 0) out[key] = d
+    } else if (value !== null && typeof value === 'object') {
+      const d = statsDelta(before[key] ?? {}, value)
+      if (Object.keys(d).length > 0) out[key] = d
+    }
+  }
+  return out
+}
+
 /** The process's side of the conversation with bench/scale-out.js. */
 function serve () {
   /** @type {Awaited<ReturnType<typeof openStore>> | null} */
@@ -269,10 +293,21 @@ function serve () {
       if (!op) throw new Error(`Unknown operation ${message.op}`)
       const inputs = share(/** @type {Work} */ (work).inputs[op.key].slice(message.from, message.to), c.rank, c.processes)
       const before = opened?.retries() ?? null
+      const statsBefore = opened?.lockStats() ?? null
       const sent = queries
+      const cpu = process.cpuUsage()
       const result = await timed(x => op.call(opened?.store, x), inputs, c.concurrency)
+      const { user, system } = process.cpuUsage(cpu)
       const after = opened?.retries() ?? null
-      return { ...result, ops: inputs.length, retries: before === null || after === null ? null : after - before, queries: queries - sent }
+      const statsAfter = opened?.lockStats() ?? null
+      return {
+        ...result,
+        ops: inputs.length,
+        retries: before === null || after === null ? null : after - before,
+        queries: queries - sent,
+        cpuMs: (user + system) / 1000,
+        lock: statsBefore === null || statsAfter === null ? null : statsDelta(statsBefore, statsAfter)
+      }
     },
     async check () {
       const w = /** @type {Work} */ (work)

@@ -26,6 +26,7 @@
 // while the key transaction that read them holds their keys' locks: the
 // write path forgets them when it ends (onEnd()).
 import { createHash } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import { PostgresSectionLock, isTransactionLost, noop } from './postgres-section-lock.js'
 
 // The first key of the range lock: 'LKRG'.
@@ -55,6 +56,8 @@ export class PostgresKeyLocks extends PostgresSectionLock {
   #busyRange = false
   /** @type {Array<{ locks: string[], resolve: () => void, reject: (err: unknown) => void }>} lock requests waiting for the next statement */
   #requests = []
+  /** @type {Map<string, string>} the namespace prefix of each lock key asked for in the open transaction (for stats.busyOn) */
+  #prefixes = new Map()
 
   /**
    * @param {import('./postgres-shared.js').SharedWriterHost} host
@@ -66,6 +69,7 @@ export class PostgresKeyLocks extends PostgresSectionLock {
     // First, before the write path's listeners: the locks go with the transaction.
     this.onEnd(() => {
       this.#held.clear()
+      this.#prefixes.clear()
       this.#range = 'none'
     })
   }
@@ -92,8 +96,10 @@ export class PostgresKeyLocks extends PostgresSectionLock {
     for (const key of keys) {
       const lock = this.#lockKey(prefix, key)
       const held = this.#held.get(lock)
-      if (held === undefined) wanted.push(lock)
-      else if (held !== null) asked.push(held)
+      if (held === undefined) {
+        wanted.push(lock)
+        this.#prefixes.set(lock, prefix)
+      } else if (held !== null) asked.push(held)
     }
     if (wanted.length === 0 && this.holding) return asked.length === 0 ? null : Promise.all(asked).then(noop)
     /** @type {Promise<void>} */
@@ -153,7 +159,7 @@ export class PostgresKeyLocks extends PostgresSectionLock {
       this.begin()
       this.#range = exclusive ? 'exclusive' : 'shared'
     } else if (locks.size > 0) {
-      text = `SELECT bool_and(pg_try_advisory_xact_lock(k)) AS locked FROM unnest('{${[...locks].join(',')}}'::bigint[]) AS k`
+      text = `SELECT k::text AS k, pg_try_advisory_xact_lock(k) AS locked FROM unnest('{${[...locks].join(',')}}'::bigint[]) AS k`
     } else {
       for (const request of requests) request.resolve()
       return
@@ -163,12 +169,20 @@ export class PostgresKeyLocks extends PostgresSectionLock {
     const statement = new Promise((resolve, reject) => { requests.push({ locks: [], resolve: () => resolve(undefined), reject }) })
     statement.catch(noop)
     for (const lock of locks) this.#held.set(lock, statement)
+    const sent = performance.now()
     try {
       const result = await this.query(text)
+      // A first statement waits for its locks: how long, with its round trip.
+      if (fresh) this.stats.firstStatementMs += performance.now() - sent
       if (!fresh) {
         const rows = /** @type {any} */ (result).rows
-        if (rows[0].locked !== true) {
-          // Which ones are busy is not told: all are waited for next time.
+        const busy = rows.filter((/** @type {any} */ row) => row.locked !== true)
+        if (busy.length > 0) {
+          for (const row of busy) {
+            const prefix = this.#prefixes.get(row.k) ?? '?'
+            this.stats.busyOn[prefix] = (this.stats.busyOn[prefix] ?? 0) + 1
+          }
+          // All are waited for next time, as they were before the busy ones were told.
           for (const lock of locks) this.#busy.add(lock)
           this.stats.retries++
           throw new KeyLockBusy(false)

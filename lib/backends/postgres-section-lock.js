@@ -36,8 +36,13 @@ export class PostgresSectionLock extends PostgresWriterLock {
   maxReruns = Infinity
   /** How many lock (or read) requests sections made (lib/writer.js tells whether a section made any). */
   requests = 0
-  /** Counters, for tests and the benchmark: failures counts COMMITs refused by a failure busy() tells. */
-  stats = { statements: 0, retries: 0, transactions: 0, failures: 0 }
+  /**
+   * Counters, for tests and the benchmark: failures counts COMMITs refused
+   * by a failure busy() tells, failedOn the failures by where and kind;
+   * with locking: 'keys', busyOn the busy keys found by namespace prefix and
+   * firstStatementMs the time first statements took (they wait for locks).
+   */
+  stats = { statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0 }
 
   /**
    * @param {import('./postgres-shared.js').SharedWriterHost} host
@@ -119,6 +124,7 @@ export class PostgresSectionLock extends PostgresWriterLock {
       if (transaction === this.stats.transactions && !(typeof statement === 'string' && /^BEGIN\b[^;]*$/.test(statement))) this.#answered = true
       return result
     }, err => {
+      if (this.busy(err)) this.#failed(err, 'statement')
       // A connection that failed, or never connected (then the error is its own).
       if (!isConnectionError(err) || !connection.connected) throw err
       if (this.#connection === connection) {
@@ -167,9 +173,25 @@ export class PostgresSectionLock extends PostgresWriterLock {
     this.#ended()
     if (connection === null) return Promise.reject(new Error('The section transaction\'s connection was lost'))
     return connection.query('COMMIT').then(noop, err => {
-      if (this.busy(err)) this.stats.failures++
+      if (this.busy(err)) this.#failed(err, 'commit')
       throw err
     })
+  }
+
+  /**
+   * Count a failure busy() tells, by where (a statement, or the batch and
+   * COMMIT: those are the `failures`) and by what PostgreSQL says of it: a
+   * row another transaction updated since the snapshot ("concurrent
+   * update"), a read another one's write made stale ("read/write
+   * dependencies"), a deadlock; for the benchmark.
+   * @param {any} err @param {'statement' | 'commit'} where
+   */
+  #failed (err, where) {
+    if (where === 'commit') this.stats.failures++
+    const message = String(err?.message ?? '')
+    const kind = /concurrent update/.test(message) ? 'update' : /read\/write dependencies/.test(message) ? 'readWrite' : err?.code === '40P01' ? 'deadlock' : 'other'
+    const name = `${where}:${kind}`
+    this.stats.failedOn[name] = (this.stats.failedOn[name] ?? 0) + 1
   }
 
   /**
@@ -216,7 +238,7 @@ export class PostgresSectionLock extends PostgresWriterLock {
     this.stats.statements++
     this.#ended()
     return connection.query(`${opening === null ? '' : opening + '; '}${text}; COMMIT`, undefined, 'ROLLBACK').then(noop, err => {
-      if (this.busy(err)) this.stats.failures++
+      if (this.busy(err)) this.#failed(err, 'commit')
       // An error the server answered with has a severity (pg's DatabaseError): nothing was committed.
       if (!connected || typeof err?.severity === 'string') throw err
       throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch and its COMMIT were sent: it may or may not have committed (${err?.message})`, { cause: err })

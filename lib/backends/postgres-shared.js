@@ -20,6 +20,7 @@
 // meanwhile cannot keep another process waiting.
 import pg from 'pg'
 import { randomBytes } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import { WANT_REPEAT_MS } from '../cross-tab.js'
 
 // A notification's payload is at most 8000 bytes: a batch's keys are sent
@@ -52,6 +53,13 @@ export const WRITER_LOCK_SPACE = 0x4c4b5752
 export class PostgresWriterLock {
   /** Reads were made as of what was committed: no value needs checking again at commit. */
   validatesByValue = false
+  /**
+   * Counters, for the benchmark: how often the lock was taken, and how long
+   * taking it waited in all (the section locks that extend this class count
+   * other things).
+   * @type {Record<string, any>}
+   */
+  stats = { acquired: 0, waitMs: 0 }
   #host
   #channel
   /** A random name for this lock, so that it ignores its own notifications. */
@@ -157,8 +165,11 @@ export class PostgresWriterLock {
     // asking it to meanwhile: it may be keeping it idle.
     this.#sendWant()
     const repeat = setInterval(() => this.#sendWant(), WANT_REPEAT_MS)
+    const asked = performance.now()
     try {
       await writer.query(`SELECT pg_advisory_lock(${WRITER_LOCK_SPACE}, $1)`, [this.#host.lockKey])
+      this.stats.acquired++
+      this.stats.waitMs += performance.now() - asked
     } catch (err) {
       // The next acquire() connects anew.
       if (this.#client === client) this.#lost = /** @type {Error} */ (err)
