@@ -21,6 +21,13 @@ export interface ChatStoreOptions {
    * marked), instead of refusing it with LEVELKIT_FOREIGN_DATA. Default false.
    */
   adopt?: boolean
+  /**
+   * How a user's chats are stored: 'list' (default; one value per user, so
+   * getChats() reads one value and createChat() rewrites each member's list) or
+   * 'edges' (one key per membership: createChat() writes new keys only,
+   * getChats() reads a range). A database stored the other way is moved on open.
+   */
+  userChats?: 'list' | 'edges'
 }
 
 export interface User {
@@ -118,6 +125,8 @@ export declare class ChatStore {
   readonly pairs: Counter
   /** Stored password hashes per hash params (`scrypt$N$r$p`, `pbkdf2-sha256$iterations`), besides those of the users `createUser()` made from the id stored under `from:<params>` on (the users' sequence counts them). */
   readonly passwordCosts: Counter
+  /** How this store keeps a user's chats (the userChats option). */
+  readonly userChats: 'list' | 'edges'
 
   /** Resolves with the new user's id; a taken username rejects with LEVELKIT_UNIQUE. */
   createUser (user: { username: string, password: string }): Promise<number>
