@@ -6,6 +6,10 @@
 // (bench/lib/scale-out-worker.js):
 //   SQL ×P         the hand-written store on `pg` (bench/lib/pg-chat-store.js),
 //                  P writer processes on the same tables (--writers, default 1,2,4)
+//   SQL, gap-free ids ×P  the same with user and chat ids from a counters
+//                  row bumped in the inserting statement, ChatStore's guarantee,
+//                  where the default takes them from identity columns (a
+//                  sequence: gaps); --sql-ids serial,gapfree runs both
 //   levelkit-pg ×P levelkit's ChatStore over the postgres backend, P processes
 //                  on one table opened with `shared: true` (--processes,
 //                  default 1,2,4; the shared writer lock serializes their writes)
@@ -29,7 +33,8 @@
 // every process of the cell sent to PostgreSQL / ops). Medians over --runs runs; ratio =
 // the cell's ops/s / the SQL store's ops/s with as many processes, measured
 // in the same run (levelkit-leveldb against SQL ×1), then the median (> 1:
-// faster than the hand-written SQL). Goals (issue 18): levelkit-pg ≥ 0.7×
+// faster than the hand-written SQL); with --sql-ids serial,gapfree, a ratio
+// against each SQL variant. Goals (issue 18): levelkit-pg ≥ 0.7×
 // SQL, and throughput rising with processes until PostgreSQL saturates the
 // machine.
 //
@@ -62,7 +67,7 @@
 // Usage: node bench/scale-out.js [--runs 3] [--writers 1,2,4]
 //   [--processes 1,2,4] [--users 2000] [--chats 200] [--members 20]
 //   [--messages 20000] [--concurrency 16] [--scale 1] [--n N] [--slices 4] [--ops a,b]
-//   [--scrypt-n 2] [--seed 1] [--locking table] [--user-chats list] [--no-leveldb] [--out bench/out]
+//   [--scrypt-n 2] [--seed 1] [--locking table] [--user-chats list] [--sql-ids serial] [--no-leveldb] [--out bench/out]
 //   [--db-dir <tmpdir>]
 
 import os from 'node:os'
@@ -98,6 +103,9 @@ const USAGE = `Usage: node bench/scale-out.js [options]
                      (both side by side; default table)
   --user-chats L     ChatStore's userChats option for levelkit on PostgreSQL: list and/or edges
                      (both: cells of each side by side; default list)
+  --sql-ids L        where the SQL store takes user and chat ids: serial (identity columns,
+                     with gaps) and/or gapfree (a counters row, no gap, as levelkit);
+                     both: cells of each and ratios against each (default serial)
   --no-leveldb       leave out levelkit on LevelDB
   --users N          pre-populated users (default 2000)
   --chats N          pre-populated chats of --members members (default 200)
@@ -123,6 +131,7 @@ const args = parseCli('scale-out', USAGE, {
   processes: { type: 'string', default: '1,2,4' },
   locking: { type: 'string', default: 'table' },
   'user-chats': { type: 'string', default: 'list' },
+  'sql-ids': { type: 'string', default: 'serial' },
   'no-leveldb': { type: 'boolean', default: false },
   users: { type: 'string', default: '2000' },
   chats: { type: 'string', default: '200' },
@@ -162,6 +171,11 @@ const userChatsList = option(() => {
   if (list.some(l => l !== 'list' && l !== 'edges') || new Set(list).size !== list.length) throw new Error('--user-chats lists list and/or edges')
   return list
 })
+const sqlIdsList = option(() => {
+  const list = String(args['sql-ids']).split(',')
+  if (list.some(l => l !== 'serial' && l !== 'gapfree') || new Set(list).size !== list.length) throw new Error('--sql-ids lists serial and/or gapfree')
+  return /** @type {Array<'serial' | 'gapfree'>} */ (list)
+})
 if (!writers.includes(1)) fail('--writers must include 1: every ratio is against the SQL store measured in the same run')
 const sizes = {
   users: option(() => parseCount(args.users)),
@@ -186,23 +200,29 @@ const n = {}
 for (const op of OP_KEYS) n[op] = !ops.includes(op) ? 0 : args.n !== undefined ? option(() => parseCount(args.n)) : Math.max(10, Math.round(DEFAULT_N[/** @type {keyof typeof DEFAULT_N} */ (op)] * scale))
 
 /**
- * @typedef {{ key: string, kind: import('./lib/scale-out-worker.js').Kind, processes: number, label: string, against: string, one: string, userChats?: string }} Cell
+ * @typedef {{ key: string, kind: import('./lib/scale-out-worker.js').Kind, processes: number, label: string, against: string, againstEach: string[], one: string, userChats?: string, sqlIds?: 'serial' | 'gapfree' }} Cell
  */
 const LOCKING_KINDS = /** @type {const} */ ([
   ['table', 'levelkit-pg', 'levelkit on PostgreSQL'],
   ['keys', 'levelkit-pg-keys', 'levelkit on PostgreSQL, key locks'],
   ['serializable', 'levelkit-pg-serializable', 'levelkit on PostgreSQL, serializable']
 ])
+// The SQL cells of serial ids keep their names of before (sql-P); the
+// ratios are against the first --sql-ids variant, and against each.
+/** @param {'serial' | 'gapfree'} ids @param {number} p */
+const sqlKey = (ids, p) => ids === 'serial' ? `sql-${p}` : `sql-gapfree-${p}`
+/** @param {number} p */
+const againstEach = p => sqlIdsList.map(ids => sqlKey(ids, p))
 /** @type {Cell[]} */
 const cells = [
-  ...writers.map(p => ({ key: `sql-${p}`, kind: /** @type {const} */ ('sql'), processes: p, label: `SQL (pg) ×${p}`, against: `sql-${p}`, one: 'sql-1' })),
+  ...sqlIdsList.flatMap(ids => writers.map(p => ({ key: sqlKey(ids, p), kind: /** @type {const} */ ('sql'), processes: p, label: ids === 'serial' ? `SQL (pg) ×${p}` : `SQL (pg), gap-free ids ×${p}`, against: sqlKey(sqlIdsList[0], p), againstEach: againstEach(p), one: sqlKey(ids, 1), sqlIds: ids }))),
   ...LOCKING_KINDS.filter(([locking]) => lockings.includes(locking)).flatMap(([, kind, label]) => userChatsList.flatMap(userChats => {
     // With one --user-chats layout the cells keep their names of before.
     const suffix = userChatsList.length === 1 ? '' : `-${userChats}`
     const named = userChatsList.length === 1 ? '' : `, user's chats as ${userChats}`
-    return processes.map(p => ({ key: `${kind}${suffix}-${p}`, kind, processes: p, label: `${label}${named} ×${p}`, against: `sql-${p}`, one: `${kind}${suffix}-1`, userChats }))
+    return processes.map(p => ({ key: `${kind}${suffix}-${p}`, kind, processes: p, label: `${label}${named} ×${p}`, against: sqlKey(sqlIdsList[0], p), againstEach: againstEach(p), one: `${kind}${suffix}-1`, userChats }))
   })),
-  ...(args['no-leveldb'] ? [] : [{ key: 'levelkit-leveldb-1', kind: /** @type {const} */ ('levelkit-leveldb'), processes: 1, label: 'levelkit on LevelDB ×1', against: 'sql-1', one: 'levelkit-leveldb-1' }])
+  ...(args['no-leveldb'] ? [] : [{ key: 'levelkit-leveldb-1', kind: /** @type {const} */ ('levelkit-leveldb'), processes: 1, label: 'levelkit on LevelDB ×1', against: sqlKey(sqlIdsList[0], 1), againstEach: againstEach(1), one: 'levelkit-leveldb-1' }])
 ]
 
 // Connections. Every cell of a run stays open while the others take their
@@ -293,7 +313,7 @@ async function openCell (cell, run, work) {
   const location = path.join(args['db-dir'], `levelkit-scale-out-${process.pid}-${run}-${cell.key}`)
   fs.rmSync(location, { recursive: true, force: true })
   /** @param {number} rank */
-  const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN, userChats: cell.userChats })
+  const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN, userChats: cell.userChats, sqlIds: cell.sqlIds })
   /** @type {Worker[]} */
   const workers = []
   const handle = {
@@ -497,7 +517,14 @@ for (const op of ops) {
       continue
     }
     const rate = measured.map(r => r.cells[cell.key].results[op].opsPerSec)
-    const ratios = measured.map(r => r.cells[cell.against]?.results?.[op] ? r.cells[cell.key].results[op].opsPerSec / r.cells[cell.against].results[op].opsPerSec : NaN).filter(Number.isFinite)
+    /** @param {string} against */
+    const ratiosAgainst = against => measured.map(r => r.cells[against]?.results?.[op] ? r.cells[cell.key].results[op].opsPerSec / r.cells[against].results[op].opsPerSec : NaN).filter(Number.isFinite)
+    const ratios = ratiosAgainst(cell.against)
+    // Against each SQL variant with as many processes (--sql-ids), in the same run.
+    const ratioEach = Object.fromEntries(cell.againstEach.map(against => {
+      const each = ratiosAgainst(against)
+      return [against, each.length > 0 ? median(each) : null]
+    }))
     // Against the same store with one process, in the same run.
     const one = cell.one
     const scalings = cell.processes === 1 ? [] : measured.map(r => r.cells[one]?.results?.[op] ? r.cells[cell.key].results[op].opsPerSec / r.cells[one].results[op].opsPerSec : NaN).filter(Number.isFinite)
@@ -512,6 +539,7 @@ for (const op of ops) {
       against: cell.against,
       ratio: ratios.length > 0 ? median(ratios) : null,
       ratioPerRun: ratios,
+      ratioEach,
       scaling: scalings.length > 0 ? median(scalings) : null,
       retries: retries.includes(null) ? null : retries.reduce((a, b) => a + b, 0),
       roundTrips: median(measured.map(r => r.cells[cell.key].results[op].roundTrips)),
@@ -527,16 +555,24 @@ for (const op of ops) {
 }
 
 const cores = (/** @type {number | null} */ x) => x === null ? '?' : x.toFixed(2)
-const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', '× SQL (same processes)', '× one process', 'retries', 'round trips/op', 'cores: node / PG / machine']]
+// One ratio column per SQL variant (--sql-ids).
+const ratioHeads = sqlIdsList.length === 1 ? ['× SQL (same processes)'] : sqlIdsList.map(ids => ids === 'serial' ? '× SQL serial ids' : '× SQL gap-free ids')
+const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', ...ratioHeads, '× one process', 'retries', 'round trips/op', 'cores: node / PG / machine']]
 for (const op of ops) {
   const label = OPERATIONS.find(o => o.key === op)?.label ?? op
   for (const cell of cells) {
     const s = summary[op][cell.key]
-    if (s.na) table.push([label, cell.label, s.na, '', '', '', '', '', '', ''])
+    if (s.na) table.push([label, cell.label, s.na, '', '', ...ratioHeads.map(() => ''), '', '', '', ''])
     else {
-      const goal = (cell.kind === 'levelkit-pg' || cell.kind === 'levelkit-pg-keys' || cell.kind === 'levelkit-pg-serializable') && s.ratio !== null ? (s.ratio >= 0.7 ? ' (≥0.7 met)' : ' (≥0.7 MISSED)') : ''
-      const ratio = cell.kind === 'sql' ? 'reference' : s.ratio === null ? '–' : `${s.ratio.toFixed(2)}×${goal}`
-      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ratio, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries), cell.kind === 'levelkit-leveldb' ? '–' : s.roundTrips.toFixed(2), `${cores(s.nodeCores)} / ${cores(s.pgCores)} / ${cores(s.machineCores)}`])
+      const levelkitPg = cell.kind === 'levelkit-pg' || cell.kind === 'levelkit-pg-keys' || cell.kind === 'levelkit-pg-serializable'
+      const ratios = cell.againstEach.map(against => {
+        const r = s.ratioEach[against]
+        if (against === cell.key) return 'reference'
+        if (r === null) return '–'
+        const goal = levelkitPg ? (r >= 0.7 ? ' (≥0.7 met)' : ' (≥0.7 MISSED)') : ''
+        return `${r.toFixed(2)}×${goal}`
+      })
+      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ...ratios, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries), cell.kind === 'levelkit-leveldb' ? '–' : s.roundTrips.toFixed(2), `${cores(s.nodeCores)} / ${cores(s.pgCores)} / ${cores(s.machineCores)}`])
     }
   }
 }
@@ -545,6 +581,7 @@ printTable(table, 2)
 console.log()
 console.log(`  Medians over ${runs} run(s); ops/s = every process's ops / (last end - first start); p50/p99 over every call of every process.`)
 console.log('  × SQL = ops/s / the hand-written SQL store\'s ops/s with as many processes, in the same run, then the median (levelkit on LevelDB: against SQL ×1).')
+if (sqlIdsList.length > 1) console.log('  SQL serial ids: user and chat ids from identity columns (a sequence: gaps, as nextval is not transactional); gap-free ids: from a counters row bumped in the inserting statement (no gap, levelkit\'s guarantee; inserts of one id space take turns on the row\'s lock).')
 console.log('  retries: the SQL store\'s operations PostgreSQL aborted (deadlock, serialization failure) and it ran again; levelkit with the table lock retries none (its writes are serialized by the shared writer lock); with key locks, the critical sections run again on a busy key; serializable, the critical sections run again after a serialization failure or deadlock (40001, 40P01).')
 console.log('  round trips/op: statements sent to PostgreSQL by every process of the cell (a query of several statements counts once) / ops, the median over runs.')
 console.log('  × one process = ops/s / the same store\'s with one process, in the same run, then the median: how throughput rises with processes.')
@@ -586,7 +623,7 @@ writeCsv(path.join(run0.outDir, 'results.csv'), ['run', 'operation', 'cell', 'ki
     return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries, x.roundTrips, x.nodeCores, x.pgCores, x.machineCores]
   }))))
 
-const colors = { sql: ['#1f77b4', '#6baed6', '#c6dbef', '#08519c'], 'levelkit-pg': ['#d62728', '#fb6a4a', '#fcbba1', '#a50f15'], 'levelkit-pg-keys': ['#9467bd', '#bcbddc', '#dadaeb', '#54278f'], 'levelkit-pg-serializable': ['#8c564b', '#c49c94', '#e7cbc1', '#5b3a32'], 'levelkit-leveldb': ['#2ca02c'] }
+const colors = { sql: ['#1f77b4', '#6baed6', '#c6dbef', '#08519c'], 'sql-gapfree': ['#17becf', '#9edae5', '#d9f2f5', '#0e7c87'], 'levelkit-pg': ['#d62728', '#fb6a4a', '#fcbba1', '#a50f15'], 'levelkit-pg-keys': ['#9467bd', '#bcbddc', '#dadaeb', '#54278f'], 'levelkit-pg-serializable': ['#8c564b', '#c49c94', '#e7cbc1', '#5b3a32'], 'levelkit-leveldb': ['#2ca02c'] }
 const shownCells = cells.filter(c => ops.some(op => !summary[op][c.key].na))
 const svg = barChartSvg({
   title: `Scale-out: the chat workload on PostgreSQL, ops/s (median of ${runs} run${runs === 1 ? '' : 's'})`,
@@ -596,7 +633,7 @@ const svg = barChartSvg({
   series: shownCells.map(c => ({
     name: c.label,
     values: ops.map(op => summary[op][c.key].na ? 0 : summary[op][c.key].opsPerSec),
-    color: colors[c.kind][(cells.filter(x => x.kind === c.kind).indexOf(c)) % colors[c.kind].length]
+    color: ((/** @type {string[]} */ palette) => palette[cells.filter(x => x.kind === c.kind && x.sqlIds === c.sqlIds).indexOf(c) % palette.length])(c.sqlIds === 'gapfree' ? colors['sql-gapfree'] : colors[c.kind])
   })),
   notes: summary[ops[0]]['levelkit-pg-1'] && !summary[ops[0]]['levelkit-pg-1'].na ? ops.map(op => `${summary[op]['levelkit-pg-1'].ratio?.toFixed(2)}×`) : undefined,
   notesLabel: 'top: levelkit on PostgreSQL ×1 / SQL ×1 (median ratio)'
@@ -607,7 +644,7 @@ const loadAfter = os.loadavg()
 printProblems(problems)
 finishRun(run0.outDir, { name: 'scale-out', startedAt: run0.startedAt, machine: run0.machine, versions, loadBefore: run0.loadBefore, loadAfter }, {
   postgres: { throwaway: server.throwaway, settings },
-  options: { runs, writers, processes, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
+  options: { runs, writers, processes, sqlIds: sqlIdsList, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
   cells,
   csvColumns: ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'node_cores', 'pg_cores', 'machine_cores'],
   summary,

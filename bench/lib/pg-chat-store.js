@@ -18,6 +18,18 @@
 // happen; a deadlock (40P01) or a serialization failure (40001) would be
 // retried, and counted in `retries`.
 //
+// User and chat ids come, by default (ids: 'serial'), from identity columns:
+// a sequence, whose nextval is not transactional, so an insert that fails
+// after taking one (a username lost to another process, a rolled-back retry)
+// leaves a gap, and ids may commit out of order. ChatStore promises gap-free
+// ids; ids: 'gapfree' keeps that promise the way it is done in SQL: a row per
+// id space in a counters table, bumped by UPDATE ... RETURNING in the same
+// statement (so the same transaction) as the insert that uses it, so a
+// failed insert rolls the bump back. The counter row is locked from the bump
+// to the commit, so inserts of one id space take turns: the bump is in the
+// statement that inserts, never a round trip earlier, to keep that short.
+// Every store on a schema must use the same ids.
+//
 // Same answers, same error codes (LEVELKIT_INVALID, _UNIQUE, _NOT_FOUND,
 // _FORBIDDEN, _LIMIT, _NOT_OPEN) as ChatStore:
 // bench/test/pg-chat-store-test.js runs the same random operation sequences
@@ -90,6 +102,11 @@ CREATE TABLE IF NOT EXISTS ${s}.members (
   user_id bigint NOT NULL REFERENCES ${s}.users (id),
   PRIMARY KEY (chat_id, user_id)
 );
+CREATE TABLE IF NOT EXISTS ${s}.id_counters (
+  name text PRIMARY KEY,
+  value bigint NOT NULL
+);
+INSERT INTO ${s}.id_counters (name, value) VALUES ('users', 0), ('chats', 0) ON CONFLICT (name) DO NOTHING;
 CREATE INDEX IF NOT EXISTS members_by_user ON ${s}.members (user_id, chat_id);
 CREATE TABLE IF NOT EXISTS ${s}.messages (
   chat_id bigint NOT NULL REFERENCES ${s}.chats (id) ON DELETE CASCADE,
@@ -101,16 +118,17 @@ CREATE TABLE IF NOT EXISTS ${s}.messages (
   PRIMARY KEY (chat_id, id)
 );`
 }
-// Identity columns, not max() + 1: ChatStore never reuses a deleted chat's
-// id. Times are milliseconds as double precision: ChatStore takes any finite
+// Identity columns (ids: 'serial') or the counters (ids: 'gapfree'), not
+// max() + 1: ChatStore never reuses a deleted chat's id. Times are milliseconds as double precision: ChatStore takes any finite
 // number as a timestamp. A whisper's recipients are an array, read only for
 // whispers.
 
 /**
  * The statements, by name, on tables in schema `s`.
  * @param {string} s a schema name, quoted
+ * @param {'serial' | 'gapfree'} ids where user and chat ids come from
  */
-function statements (s) {
+function statements (s, ids) {
   const chatColumns = `c.id, c.name, c.admin_id AS "adminId",
     ARRAY(SELECT user_id FROM ${s}.members WHERE chat_id = c.id ORDER BY user_id) AS members,
     c.last_activity AS "lastActivity", c.created_at AS "createdAt", c.password_hash IS NOT NULL AS private`
@@ -120,8 +138,16 @@ function statements (s) {
     // The NOT EXISTS spares an identity value when the name is taken (so
     // ids are ChatStore's, one after another); the unique constraint decides
     // when two processes insert the same name at once.
-    insertUser: `INSERT INTO ${s}.users (username, password_hash, created_at)
-      SELECT $1::text, $2::text, $3::float8 WHERE NOT EXISTS (SELECT 1 FROM ${s}.users WHERE username = $1::text) RETURNING id`,
+    insertUser: ids === 'serial'
+      ? `INSERT INTO ${s}.users (username, password_hash, created_at)
+      SELECT $1::text, $2::text, $3::float8 WHERE NOT EXISTS (SELECT 1 FROM ${s}.users WHERE username = $1::text) RETURNING id`
+      // The NOT EXISTS spares the counter's lock when the name is taken.
+      : `WITH next AS (
+        UPDATE ${s}.id_counters SET value = value + 1
+        WHERE name = 'users' AND NOT EXISTS (SELECT 1 FROM ${s}.users WHERE username = $1::text) RETURNING value
+      )
+      INSERT INTO ${s}.users (id, username, password_hash, created_at)
+      SELECT value, $1::text, $2::text, $3::float8 FROM next RETURNING id`,
     userByName: `SELECT id, username, password_hash AS "passwordHash", created_at AS "createdAt" FROM ${s}.users WHERE username = $1`,
     userById: `SELECT id, username, created_at AS "createdAt" FROM ${s}.users WHERE id = $1`,
     setHash: `UPDATE ${s}.users SET password_hash = $1 WHERE id = $2 AND password_hash = $3`,
@@ -135,11 +161,20 @@ function statements (s) {
     // members (the foreign keys see the chat row of the same statement).
     createChat: `WITH missing AS (
         SELECT min(u.id) AS id FROM unnest($3::bigint[]) AS u (id) WHERE NOT EXISTS (SELECT 1 FROM ${s}.users WHERE users.id = u.id)
-      ), chat AS (
+      ), ${ids === 'serial'
+        ? `chat AS (
         INSERT INTO ${s}.chats (name, admin_id, password_hash, member_count, last_activity, created_at)
         SELECT $1::text, $2::bigint, $4::text, cardinality($3::bigint[]), $5::float8, $5::float8 WHERE (SELECT id FROM missing) IS NULL
         RETURNING id
-      ), added AS (
+      )`
+        // The counter only once the members are known to exist.
+        : `next AS (
+        UPDATE ${s}.id_counters SET value = value + 1 WHERE name = 'chats' AND (SELECT id FROM missing) IS NULL RETURNING value
+      ), chat AS (
+        INSERT INTO ${s}.chats (id, name, admin_id, password_hash, member_count, last_activity, created_at)
+        SELECT value, $1::text, $2::bigint, $4::text, cardinality($3::bigint[]), $5::float8, $5::float8 FROM next
+        RETURNING id
+      )`}, added AS (
         INSERT INTO ${s}.members (chat_id, user_id) SELECT chat.id, u.id FROM chat, unnest($3::bigint[]) AS u (id)
       )
       SELECT (SELECT id FROM chat) AS id, (SELECT id FROM missing) AS missing`,
@@ -202,7 +237,7 @@ export class PgChatStore {
    * Create the tables if missing (several stores may open at once: the
    * first creates them), and a store on them.
    * @param {import('pg').Pool} pool the application's pool (close() leaves it open)
-   * @param {Partial<Limits> & { schema?: string }} [options] ChatStore's limits and passwordCost; the schema holding the tables ('public')
+   * @param {Partial<Limits> & { schema?: string, ids?: 'serial' | 'gapfree' }} [options] ChatStore's limits and passwordCost; the schema holding the tables ('public'); where user and chat ids come from ('serial': identity columns, with gaps; 'gapfree': a counters row per id space, as ChatStore's ids)
    */
   static async open (pool, options = {}) {
     const store = new PgChatStore(pool, options)
@@ -224,21 +259,24 @@ export class PgChatStore {
   /**
    * A store on tables that exist (PgChatStore.open() creates them).
    * @param {import('pg').Pool} pool
-   * @param {Partial<Limits> & { schema?: string }} [options]
+   * @param {Partial<Limits> & { schema?: string, ids?: 'serial' | 'gapfree' }} [options]
    */
   constructor (pool, options = {}) {
     if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function' || typeof pool.connect !== 'function') throw invalid('new PgChatStore(pool) takes a pg Pool')
-    const { schema = 'public', ...limits } = options
+    const { schema = 'public', ids = 'serial', ...limits } = options
     const unknown = Object.keys(limits).filter(key => !(key in DEFAULTS))
     if (unknown.length > 0) throw invalid(`Unknown PgChatStore option(s): ${unknown.join(', ')}`)
     if (typeof schema !== 'string' || !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw invalid('The schema option must be a lowercase SQL identifier')
+    if (ids !== 'serial' && ids !== 'gapfree') throw invalid("The ids option is 'serial' or 'gapfree'")
     this.options = { ...DEFAULTS, ...limits, passwordCost: { ...DEFAULTS.passwordCost, ...limits.passwordCost } }
     /** The schema holding the tables. */
     this.schema = schema
+    /** Where user and chat ids come from. */
+    this.ids = ids
     /** Operations PostgreSQL aborted as a deadlock victim or serialization failure, and this store ran again. */
     this.retries = 0
     this.#pool = pool
-    const texts = statements(quoteIdentifier(schema))
+    const texts = statements(quoteIdentifier(schema), ids)
     // A name per text: pg prepares a name once per connection, and one
     // connection may serve stores on several schemas.
     this.#q = /** @type {any} */ (Object.fromEntries(Object.entries(texts).map(([key, text]) => [key, { name: `pgchat_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`, text }])))

@@ -17,7 +17,7 @@ import { PgChatStore } from './pg-chat-store.js'
  * @typedef {'sql' | 'levelkit-pg' | 'levelkit-pg-keys' | 'levelkit-pg-serializable' | 'levelkit-leveldb'} Kind
  * @typedef {{
  *   kind: Kind, rank: number, processes: number, connectionString?: string, schema?: string, table?: string,
- *   location?: string, concurrency: number, scryptN: number, userChats?: 'list' | 'edges'
+ *   location?: string, concurrency: number, scryptN: number, userChats?: 'list' | 'edges', sqlIds?: 'serial' | 'gapfree'
  * }} OpenConfig
  * @typedef {ReturnType<typeof import('./chat-workload-worker.js').makeWorkload>} Work (a type only: this process does not load that module)
  */
@@ -71,7 +71,7 @@ async function openStore (config) {
   if (config.kind === 'sql') {
     const pool = new pg.Pool({ connectionString: config.connectionString, max: config.concurrency, idleTimeoutMillis: IDLE_MS })
     pool.on('error', () => {})
-    const store = await PgChatStore.open(pool, { passwordCost, schema: config.schema })
+    const store = await PgChatStore.open(pool, { passwordCost, schema: config.schema, ids: config.sqlIds ?? 'serial' })
     return { store, retries: () => store.retries, lockStats: () => null, close: async () => { await store.close(); await pool.end() } }
   }
   // Shared in every cell, one process too: the curve over 1, 2, 4 processes

@@ -73,7 +73,7 @@ test('bench/scale-out.js with a tiny data set', async t => {
     t.is(summary.loadAverage.before.length, 3, 'load average recorded')
 
     const lines = readFileSync(join(dir, 'results.csv'), 'utf8').trimEnd().split('\n')
-    t.is(lines[0], 'run,operation,cell,kind,processes,ops,ms,ops_per_sec,p50_ms,p99_ms,retries,round_trips_per_op', 'CSV header')
+    t.is(lines[0], 'run,operation,cell,kind,processes,ops,ms,ops_per_sec,p50_ms,p99_ms,retries,round_trips_per_op,node_cores,pg_cores,machine_cores', 'CSV header')
     t.is(lines.length - 1, OPS.length * (lockedOut ? CELLS.length - 1 : CELLS.length), 'one row per operation and measured cell')
 
     const svg = readFileSync(join(dir, 'scale-out.svg'), 'utf8')
@@ -84,11 +84,40 @@ test('bench/scale-out.js with a tiny data set', async t => {
   }
 })
 
+// Both SQL variants (identity ids with gaps, gap-free ids as levelkit's):
+// cells of each, one ratio column per variant, and the same final state.
+test('bench/scale-out.js --sql-ids serial,gapfree', async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-scale-out-'))
+  try {
+    const { code, stdout, stderr } = await run([
+      '--runs', '1', '--writers', '1,2', '--processes', '1', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
+      '--n', String(N), '--concurrency', '3', '--slices', '2', '--no-leveldb', '--sql-ids', 'serial,gapfree', '--out', out, '--db-dir', out
+    ])
+    t.is(code, 0, `exit 0${code ? `: ${stderr}\n${stdout}` : ''}`)
+    t.match(stdout, /× SQL serial ids +× SQL gap-free ids/, 'a ratio column per SQL variant')
+    t.match(stdout, /\n {2}createChat, 20 members +SQL \(pg\), gap-free ids ×2 +[\d,]+ /, 'a row of the gap-free variant')
+    t.match(stdout, /final state checked out/, 'every cell, both variants, has the same final state')
+    const dir = join(out, readdirSync(out).filter(name => name.startsWith('scale-out-'))[0])
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+    t.same(summary.cells.map((/** @type {any} */ c) => c.key), ['sql-1', 'sql-2', 'sql-gapfree-1', 'sql-gapfree-2', 'levelkit-pg-1'], 'the cells, serial ids keeping their names')
+    t.same(summary.options.sqlIds, ['serial', 'gapfree'], 'the variants recorded')
+    for (const op of OPS) {
+      const each = summary.summary[op]['levelkit-pg-1'].ratioEach
+      t.ok(each['sql-1'] > 0 && each['sql-gapfree-1'] > 0, `${op}: levelkit against each variant`)
+      t.is(summary.summary[op]['levelkit-pg-1'].ratio, each['sql-1'], `${op}: the ratio is against the first variant`)
+      t.ok(summary.summary[op]['sql-gapfree-2'].ratioEach['sql-2'] > 0, `${op}: gap-free against serial ids`)
+    }
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
+
 test('bench/scale-out.js refuses bad options', async t => {
   for (const [options, message] of /** @type {Array<[string[], RegExp]>} */ ([
     [['--ops', 'nope'], /Unknown operation "nope"/],
     [['--writers', '2,4'], /--writers must include 1/],
-    [['--processes', '1,1'], /--processes lists a count twice/]
+    [['--processes', '1,1'], /--processes lists a count twice/],
+    [['--sql-ids', 'serial,uuid'], /--sql-ids lists serial and\/or gapfree/]
   ])) {
     const { code, stderr } = await run(options)
     t.is(code, 2, `${options.join(' ')}: exit 2`)

@@ -39,10 +39,11 @@ function freshSchema (t) {
 }
 
 /** @param {import('tape').Test} t */
-async function stores (t) {
+/** @param {import('tape').Test} t @param {'serial' | 'gapfree'} [ids] */
+async function stores (t, ids) {
   const db = await open({ backend: 'memory' })
   const levelkit = await ChatStore.open(db, OPTIONS)
-  const postgres = await PgChatStore.open(server.pool, { ...OPTIONS, schema: freshSchema(t) })
+  const postgres = await PgChatStore.open(server.pool, { ...OPTIONS, schema: freshSchema(t), ...(ids ? { ids } : {}) })
   return { levelkit, postgres, close: async () => { await db.close(); await postgres.close() } }
 }
 
@@ -53,6 +54,13 @@ for (const seed of SEEDS) {
     await close()
   })
 }
+
+// The variant with ChatStore's guarantee (ids: 'gapfree'): the same answers.
+test(`PgChatStore with gap-free ids answers like ChatStore: ${STEPS} random operations, seed 1`, async t => {
+  const { levelkit, postgres, close } = await stores(t, 'gapfree')
+  await agreeOnRandomOperations(t, { levelkit, other: postgres, seed: 1, steps: STEPS, clock })
+  await close()
+})
 
 test('PgChatStore: private chats, full chats and whispers answer like ChatStore', async t => {
   const { levelkit, postgres, close } = await stores(t)
@@ -104,4 +112,36 @@ test('PgChatStore from several pools at once: one winner per username, gap-free 
     'two users race (twice each) for the 30th place: one is added, then it is a member (false) and the chat is full for the other')
   t.is((await stores[1].getChat(chatId))?.members.length, 30, 'the chat has 30 members')
   t.comment(`operations retried after a deadlock or serialization failure, per store: ${stores.map(store => store.retries).join(', ')}`)
+})
+
+// ids: 'gapfree' holds where an identity column does not: a createUser that
+// loses the race for a username (the unique constraint refuses it after
+// nextval) spends no id, so user and chat ids stay 1..N.
+test('PgChatStore with gap-free ids from several pools at once: user and chat ids 1..N', async t => {
+  Date.now = clock.before
+  t.teardown(() => { Date.now = () => clock.now })
+  const schema = freshSchema(t)
+  const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: server.connectionString, max: 8 }))
+  t.teardown(() => Promise.all(pools.map(pool => pool.end())).then(() => {}))
+  const stores = await Promise.all(pools.map(pool => PgChatStore.open(pool, { ...OPTIONS, schema, ids: 'gapfree' })))
+
+  // 20 names, each claimed by every store at once, 8 in flight per store.
+  const claims = await Promise.all(stores.map(async store => {
+    const out = []
+    let k = 0
+    const lane = async () => { while (k < 20) { const i = k++; out.push(await answer(() => store.createUser({ username: `u${i}`, password: 'pw' }))) } }
+    await Promise.all(Array.from({ length: 8 }, lane))
+    return out
+  }))
+  const won = claims.flat().filter(a => typeof a.value === 'number').map(a => a.value).sort((a, b) => a - b)
+  t.is(claims.flat().filter(a => a.code === 'LEVELKIT_UNIQUE').length, 60, '4 stores x 20 names: 60 LEVELKIT_UNIQUE')
+  t.same(won, Array.from({ length: 20 }, (_, i) => i + 1), 'the 20 winners have ids 1..20')
+  t.is(await stores[0].createUser({ username: 'after', password: 'pw' }), 21, 'the next user is 21: the losers spent no id')
+
+  const chats = await Promise.all(stores.flatMap((store, s) => Array.from({ length: 10 }, (_, i) => store.createChat({ name: `c${s}.${i}`, adminId: 1 + ((s + i) % 20), userIds: [21] }))))
+  t.same(chats.sort((a, b) => a - b), Array.from({ length: 40 }, (_, i) => i + 1), '4 stores x 10 createChat at once: chat ids 1..40')
+  const missing = await answer(() => stores[1].createChat({ name: 'x', adminId: 1, userIds: [999] }))
+  t.is(missing.code, 'LEVELKIT_NOT_FOUND', 'a chat with an unknown member is refused')
+  t.is(await stores[2].createChat({ name: 'y', adminId: 1 }), 41, 'and spends no id')
+  t.comment(`operations retried, per store: ${stores.map(store => store.retries).join(', ')}`)
 })
