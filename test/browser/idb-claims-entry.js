@@ -1,4 +1,3 @@
-/* global IDBDatabase, IDBObjectStore */
 // Unique claims on IndexedDB (lib/writer.js run(), WriteScope#mayClaim(),
 // lib/idb-direct.js write()), in a browser page:
 // test/browser-idb-claims-test.js bundles this file, opens it in Chromium and
@@ -8,43 +7,11 @@ import { test, run } from './harness.js'
 import { open } from '../../browser.js'
 import { ChatStore } from '../../chat.js'
 import { RERUNNABLE } from '../../lib/writer.js'
+import { countRequests } from './count-requests.js'
 
 const run_ = Math.random().toString(36).slice(2)
 let opened = 0
 const fresh = () => `levelkit-idb-claims-${run_}-${++opened}`
-
-/**
- * Count, while `fn` runs, IndexedDB object store requests by method, and
- * readwrite transactions that aborted.
- * @param {() => Promise<unknown>} fn
- */
-async function counting (fn) {
-  /** @type {Record<string, number>} */
-  const made = { get: 0, put: 0, add: 0, delete: 0, aborted: 0, readwrite: 0 }
-  const proto = /** @type {any} */ (IDBObjectStore.prototype)
-  const originals = ['get', 'put', 'add', 'delete'].map(name => [name, proto[name]])
-  for (const [name, original] of originals) {
-    proto[name] = function (/** @type {any[]} */ ...args) {
-      made[name]++
-      return original.apply(this, args)
-    }
-  }
-  const transaction = IDBDatabase.prototype.transaction
-  IDBDatabase.prototype.transaction = function (/** @type {any} */ stores, /** @type {any} */ mode, /** @type {any} */ options) {
-    const tx = /** @type {IDBTransaction} */ (transaction.call(this, stores, mode, options))
-    if (mode === 'readwrite') {
-      made.readwrite++
-      tx.addEventListener('abort', () => { made.aborted++ })
-    }
-    return tx
-  }
-  try {
-    return { made, answer: await fn() }
-  } finally {
-    for (const [name, original] of originals) proto[name] = original
-    IDBDatabase.prototype.transaction = transaction
-  }
-}
 
 /** @param {any} db */
 const usersOf = db => db.collection('users', { indexes: { username: { unique: true, key: (/** @type {any} */ u) => u.username } } })
@@ -63,14 +30,14 @@ test('idb-claims: createUser claims the username instead of reading it: no get o
   const db = await open({ location: fresh() })
   const store = await ChatStore.open(db, { passwordCost: { scryptN: 1024, pbkdf2Iterations: 1 } })
   await store.createUser({ username: 'warm', password: 'secret-password' })
-  const { made, answer } = await counting(() => store.createUser({ username: 'ann', password: 'secret-password' }))
+  const { made, answer } = await countRequests(() => store.createUser({ username: 'ann', password: 'secret-password' }))
   t.is(made.get, 0, `no read (${JSON.stringify(made)})`)
   t.is(made.add, 1, 'the username entry is add()ed')
   t.is(made.readwrite, 1, 'one readwrite transaction')
   t.ok((await store.getUserById(/** @type {number} */ (answer)))?.username === 'ann', 'the user is written')
   // A username another tab wrote (not in this tab's cache) is refused, and nothing of the write lands.
   forgetCache(db)
-  const refused = await counting(() => settled(store.createUser({ username: 'ann', password: 'secret-password' })))
+  const refused = await countRequests(() => settled(store.createUser({ username: 'ann', password: 'secret-password' })))
   t.is(/** @type {any} */ (refused.answer).code, 'LEVELKIT_UNIQUE', 'a taken username is refused with LEVELKIT_UNIQUE')
   t.is(refused.made.aborted, 1, 'the claim was made and refused: its transaction aborted')
   const next = await store.createUser({ username: 'bob', password: 'secret-password' })
@@ -88,7 +55,7 @@ test('idb-claims: a claim refused in a group: the other writes of its IndexedDB 
   // A db.write() callback that may not run again, called while the claims
   // are in flight: it waits for them instead of sharing their group.
   let plainRuns = 0
-  const { made, answer } = await counting(() => Promise.all([
+  const { made, answer } = await countRequests(() => Promise.all([
     ...Array.from({ length: 6 }, (_, i) => settled(users.insert({ username: `u${i}`, n: i + 1 }))),
     settled(users.insert({ username: 'taken', n: 99 })),
     settled(db.write(async (/** @type {any} */ w) => { plainRuns++; return tags.in(w).insert({ name: 'plain' }) })),
@@ -114,7 +81,7 @@ test('idb-claims: a claim a later op of its group replaces is still made (an ins
   const users = usersOf(db)
   const first = await users.insert({ username: 'taken' })
   forgetCache(db)
-  const { made, answer } = await counting(() => settled(db.write(async (/** @type {any} */ w) => {
+  const { made, answer } = await countRequests(() => settled(db.write(async (/** @type {any} */ w) => {
     const id = await users.in(w).insert({ username: 'taken' })
     await users.in(w).update(id, { username: 'renamed' })
     return id
@@ -133,7 +100,7 @@ test('idb-claims: two databases on one IndexedDB (as two tabs) claiming the same
   const b = await open({ location })
   const sides = [usersOf(a), usersOf(b)]
   const names = Array.from({ length: 12 }, (_, i) => `name${i}`)
-  const { made, answer } = await counting(() => Promise.all(names.flatMap((name, i) => [0, 1].map(side =>
+  const { made, answer } = await countRequests(() => Promise.all(names.flatMap((name, i) => [0, 1].map(side =>
     settled(sides[(i + side) % 2].insert({ username: name, from: (i + side) % 2 }))))))
   const results = /** @type {any[]} */ (answer)
   t.ok(made.add > 0, `claims were made (${JSON.stringify(made)})`)
@@ -169,7 +136,7 @@ test('idb-claims: where batches do not go to IndexedDB directly (a write listene
   db.level.on('write', listener)
   validated = 0
   try {
-    const { made, answer } = await counting(() => Promise.all(['b', 'c', 'a'].map(username => settled(users.insert({ username })))))
+    const { made, answer } = await countRequests(() => Promise.all(['b', 'c', 'a'].map(username => settled(users.insert({ username })))))
     t.is(made.add, 0, `no add() (${JSON.stringify(made)})`)
     t.same(answer, [{ value: 2 }, { value: 3 }, { code: 'LEVELKIT_UNIQUE' }], 'two written, the taken one refused')
     t.is(validated, 3, 'each insert ran once')

@@ -1,4 +1,3 @@
-/* global IDBObjectStore, LockManager */
 // Sequences on IndexedDB (Collection#settleSequence(), Writer#lazySequences),
 // in a browser page: an insert writes its record and not the sequence, and
 // still no id is handed out twice, nor skipped: after the database is
@@ -10,38 +9,11 @@
 
 import { test, run } from './harness.js'
 import { open } from '../../browser.js'
+import { countRequests } from './count-requests.js'
 
 const run_ = Math.random().toString(36).slice(2)
 let opened = 0
 const fresh = () => `levelkit-idb-sequence-${run_}-${++opened}`
-
-/**
- * Count the IndexedDB get(), put(), add() and delete() requests made while `fn` runs.
- * @param {() => Promise<unknown>} fn
- */
-async function counting (fn) {
-  /** @type {Record<string, number>} */
-  const made = { get: 0, put: 0, add: 0, delete: 0, locks: 0 }
-  const proto = /** @type {any} */ (IDBObjectStore.prototype)
-  const originals = ['get', 'put', 'add', 'delete'].map(name => [name, proto[name]])
-  for (const [name, original] of originals) {
-    proto[name] = function (/** @type {any[]} */ ...args) {
-      made[name]++
-      return original.apply(this, args)
-    }
-  }
-  const request = LockManager.prototype.request
-  LockManager.prototype.request = function (/** @type {any[]} */ ...args) {
-    made.locks++
-    return /** @type {any} */ (request).apply(this, args)
-  }
-  try {
-    return { made, answer: await fn() }
-  } finally {
-    for (const [name, original] of originals) proto[name] = original
-    LockManager.prototype.request = request
-  }
-}
 
 /** @type {WeakMap<any, Map<string, any>>} each database's collections, declared once */
 const declared = new WeakMap()
@@ -68,12 +40,12 @@ test('idb-sequence: an insert writes its record, not the sequence: one put', asy
   const db = await open({ location })
   const notes = notesOf(db)
   await notes.insert({ text: 'warm' })
-  const { made, answer } = await counting(() => notes.insert({ text: 'second' }))
+  const { made, answer } = await countRequests(() => notes.insert({ text: 'second' }))
   t.is(made.put, 1, `one put: the record (${JSON.stringify(made)})`)
   t.is(answer, 2, 'the next id')
-  const many = await counting(() => notes.insertMany([{ text: 'a' }, { text: 'b' }, { text: 'c' }]))
+  const many = await countRequests(() => notes.insertMany([{ text: 'a' }, { text: 'b' }, { text: 'c' }]))
   t.is(many.made.put, 3, `insertMany(): a put per record, none for the sequence (${JSON.stringify(many.made)})`)
-  const below = await counting(() => notes.del(1))
+  const below = await countRequests(() => notes.del(1))
   t.ok(below.made.put === 0 && below.made.delete === 1, `a delete below the highest record does not write the sequence (${JSON.stringify(below.made)})`)
   await db.close()
   const again = await open({ location })
@@ -105,7 +77,7 @@ test('idb-sequence: the record with the highest id deleted: its id is not handed
   let db = await open({ location })
   let notes = notesOf(db)
   for (let i = 0; i < 3; i++) await notes.insert({ text: `n${i}` })
-  const deleted = await counting(() => notes.del(3))
+  const deleted = await countRequests(() => notes.del(3))
   t.ok(deleted.made.put === 1 && deleted.made.delete === 1, `the delete writes the sequence with it (${JSON.stringify(deleted.made)})`)
   await db.close()
   db = await open({ location })
@@ -144,7 +116,7 @@ test('idb-sequence: transactions take the next id after what another database in
   const users = usersOf(one)
   await users.insert({ name: 'a' })
   for (let i = 0; i < 20; i++) await usersOf(two).insert({ name: `b${i}` })
-  const { made, answer } = await counting(() => one.transaction(async (/** @type {any} */ tx) => users.in(tx).insert({ name: 'c' })))
+  const { made, answer } = await countRequests(() => one.transaction(async (/** @type {any} */ tx) => users.in(tx).insert({ name: 'c' })))
   t.is(answer, 22, 'the transaction took 22')
   t.ok(made.put <= 3, `and wrote the record and its entry, not the sequence (${JSON.stringify(made)})`)
   // Not by trying ids 2, 3, ... one read each (the stored sequence lags).
@@ -183,11 +155,11 @@ test('idb-sequence: a refused unique claim keeps the cross-tab lock and the cach
   await usersOf(other).insert({ name: 'taken' })
   // Past the other's last 'want' (said every 100 ms while it waited): else this one lets the lock go once idle.
   await new Promise(resolve => setTimeout(resolve, 300))
-  const refused = await counting(() => users.insert({ name: 'taken' }).then(() => 'written', (/** @type {any} */ err) => err.code))
+  const refused = await countRequests(() => users.insert({ name: 'taken' }).then(() => 'written', (/** @type {any} */ err) => err.code))
   t.is(refused.answer, 'LEVELKIT_UNIQUE', 'the taken name is refused')
   t.ok(refused.made.add >= 1, `by a claim (${JSON.stringify(refused.made)})`)
   t.is(refused.made.locks, 1, `the lock is taken once, and kept after the refusal (${JSON.stringify(refused.made)})`)
-  const deleted = await counting(() => users.del(a))
+  const deleted = await countRequests(() => users.del(a))
   t.is(deleted.made.get, 0, `the record and its entry, which this database wrote, are still known: no read (${JSON.stringify(deleted.made)})`)
   t.is(await users.insert({ name: 'b' }), 3, 'the next insert takes the next id: the refused one took none')
   t.is(await usersOf(other).insert({ name: 'c' }), 4, 'and the other database the one after')
