@@ -1,0 +1,70 @@
+/* global indexedDB */
+// The object stores levelkit keeps beside browser-level's on a database it
+// opens itself (lib/idb-open.js), in a real headless Chromium: made by a
+// version upgrade that keeps the data; user-brought databases untouched;
+// a tab on an older version gives way to one that upgrades (its database
+// closes, LEVELKIT_NOT_OPEN) and works again after a reload, with the other
+// tab. The user-brought case, whose connection is not closed, is the
+// control: the same upgrade then waits.
+
+import test from 'tape'
+import { runEntryInChromium, withTabs } from './util/browser.js'
+
+test('idb-native in Chromium on IndexedDB', { timeout: 300000 }, t => runEntryInChromium(t, 'test/browser/idb-native-entry.js'))
+
+/** @param {any} page @param {string} location @param {string} username */
+function insertIn (page, location, username) {
+  return page.evaluate(async ({ location, username }) => {
+    const w = /** @type {any} */ (window)
+    if (w.db === undefined) {
+      w.db = await w.levelkit.open({ location })
+      w.users = w.db.collection('users', { indexes: { username: { unique: true, key: (/** @type {any} */ u) => u.username } } })
+    }
+    try {
+      return { id: await w.users.insert({ username }) }
+    } catch (err) {
+      return { code: /** @type {any} */ (err).code }
+    }
+  }, { location, username })
+}
+
+test('two tabs: one upgrading the database closes the other\'s instead of waiting; after a reload both write', { timeout: 120000 }, async t => {
+  await withTabs(2, async ([a, b]) => {
+    const location = 'idb-native-tabs'
+    t.same(await insertIn(a, location, 'ada'), { id: 1 }, 'tab A writes')
+    t.same(await insertIn(b, location, 'bob'), { id: 2 }, 'tab B writes (same version: no upgrade)')
+    // Tab B's code wants a newer layout: it opens the database one version up.
+    const upgrade = await b.evaluate(async (location) => {
+      const w = /** @type {any} */ (window)
+      await w.db.close()
+      const version = await new Promise((resolve, reject) => {
+        const request = indexedDB.open(location)
+        request.onsuccess = () => { request.result.close(); resolve(request.result.version) }
+        request.onerror = () => reject(request.error)
+      })
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => resolve('blocked'), 5000)
+        const request = indexedDB.open(location, /** @type {number} */ (version) + 1)
+        request.onupgradeneeded = () => request.result.createObjectStore('future')
+        request.onsuccess = () => { clearTimeout(timer); request.result.close(); resolve('opened') }
+        request.onerror = () => reject(request.error)
+      })
+    }, location)
+    t.is(upgrade, 'opened', 'tab B\'s upgrade is not blocked by tab A')
+    t.same(await insertIn(a, location, 'late'), { code: 'LEVELKIT_NOT_OPEN' }, 'tab A\'s database is closed')
+    await a.reload()
+    await a.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
+    await b.evaluate(() => { /** @type {any} */ (window).db = undefined })
+    t.same(await insertIn(a, location, 'carol'), { id: 3 }, 'after a reload tab A writes')
+    t.same(await insertIn(b, location, 'dan'), { id: 4 }, 'and tab B, reopened')
+    t.same(await insertIn(a, location, 'dan'), { code: 'LEVELKIT_UNIQUE' }, 'unique values hold across the tabs')
+    const { names, problems } = await a.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      const records = await w.users.query().all()
+      const report = await w.db.check()
+      return { names: records.map((/** @type {any} */ r) => r.username), problems: report.problems.length }
+    })
+    t.same(names, ['ada', 'bob', 'carol', 'dan'], 'every acknowledged write is there')
+    t.is(problems, 0, 'check() is clean')
+  })
+})

@@ -1,0 +1,195 @@
+/* global indexedDB */
+// A database levelkit opens itself on IndexedDB gets levelkit's object
+// stores (lib/idb-open.js): made by a version upgrade beside browser-level's
+// store, which keeps its data; a database a user brings keeps exactly what
+// browser-level made; and a connection levelkit opened gives way to another
+// one's upgrade (another tab on a newer layout) instead of blocking it.
+// test/browser-idb-native-test.js bundles this file, opens it in Chromium
+// and calls window.levelkitTests.run().
+
+import { test, run } from './harness.js'
+import { open } from '../../browser.js'
+import { BrowserLevel } from 'browser-level'
+import { listsStoreOf } from '../../lib/idb-open.js'
+
+const run_ = Math.random().toString(36).slice(2)
+let opened = 0
+const fresh = () => `levelkit-idb-native-${run_}-${++opened}`
+
+/**
+ * The IndexedDB database `name` as it is: version, stores, the lists
+ * store's index.
+ * @param {string} name
+ */
+async function describeIdb (name) {
+  const db = await new Promise((resolve, reject) => {
+    const request = indexedDB.open(name)
+    request.onsuccess = () => resolve(request.result)
+    request.onerror = () => reject(request.error)
+  })
+  const stores = Array.from(db.objectStoreNames).sort()
+  const lists = listsStoreOf(name).store
+  let index = null
+  if (db.objectStoreNames.contains(lists)) {
+    const found = db.transaction([lists], 'readonly').objectStore(lists).index('ids')
+    index = { keyPath: found.keyPath, multiEntry: found.multiEntry, unique: found.unique }
+  }
+  const version = db.version
+  db.close()
+  return { version, stores, index }
+}
+
+/**
+ * Open `name` at `version` (as a tab on a newer layout would): resolves
+ * 'opened' once open, 'blocked' if another connection still holds it after
+ * `ms`, however it ends (the request is left to finish, its connection
+ * closed).
+ * @param {string} name @param {number} version @param {number} ms
+ * @returns {Promise<'opened' | 'blocked'>}
+ */
+function upgradeTo (name, version, ms) {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.open(name, version)
+    let settled = false
+    const timer = setTimeout(() => {
+      settled = true
+      resolve('blocked')
+    }, ms)
+    request.onupgradeneeded = () => request.result.createObjectStore('future')
+    request.onsuccess = () => {
+      request.result.close()
+      if (settled) return
+      clearTimeout(timer)
+      resolve('opened')
+    }
+    request.onerror = () => {
+      if (!settled) reject(request.error)
+    }
+  })
+}
+
+/** @param {any} db */
+async function usersOf (db) {
+  return db.collection('users', { indexes: { username: { unique: true, key: (/** @type {any} */ u) => u.username } } })
+}
+
+test('idb-native: a new database has browser-level\'s store and the lists store with a multiEntry index', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const db = await open({ location: name })
+  const users = await usersOf(db)
+  const id = await users.insert({ username: 'ada' })
+  t.is((await users.get(id))?.username, 'ada', 'a record written reads back')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+  t.same(await describeIdb(name), {
+    version: 1,
+    stores: [name, `${name}/levelkit-lists`].sort(),
+    index: { keyPath: 'ids', multiEntry: true, unique: false }
+  }, 'version 1: both stores, the index over ids')
+  const again = await open({ location: name })
+  t.is((await (await usersOf(again)).getBy('username', 'ada'))?.username, 'ada', 'reopened, the record is there')
+  await again.close()
+  t.is((await describeIdb(name)).version, 1, 'reopening asks for no upgrade')
+})
+
+test('idb-native: a database on today\'s layout is upgraded once, its data kept', async (/** @type {any} */ t) => {
+  const name = fresh()
+  // As levelkit before this change (or browser-level) made it: one store, version 1.
+  const level = new BrowserLevel(name, { prefix: '' })
+  await level.open()
+  const before = await open({ db: level })
+  const users = await usersOf(before)
+  for (let i = 0; i < 20; i++) await users.insert({ username: `user${i}` })
+  await before.close()
+  await level.close()
+  t.same(await describeIdb(name), { version: 1, stores: [name], index: null }, 'before: browser-level\'s store only')
+
+  const db = await open({ location: name })
+  const again = await usersOf(db)
+  t.is((await again.query().all()).length, 20, 'every record is there')
+  t.is((await again.getBy('username', 'user7'))?.username, 'user7', 'and its index')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  const id = await again.insert({ username: 'new' })
+  t.is(id, 21, 'the sequence goes on')
+  await db.close()
+  const after = await describeIdb(name)
+  t.same(after.stores, [name, `${name}/levelkit-lists`].sort(), 'after: the lists store beside it')
+  t.is(after.version, 2, 'one version higher')
+  const third = await open({ location: name })
+  await third.close()
+  t.is((await describeIdb(name)).version, 2, 'opening it again upgrades nothing')
+})
+
+test('idb-native: a database a user brings keeps browser-level\'s layout and its connection', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const level = new BrowserLevel(name, { prefix: '' })
+  await level.open()
+  const db = await open({ db: level })
+  const users = await usersOf(db)
+  await users.insert({ username: 'ada' })
+  t.is(level.db.version, 1, 'version 1')
+  t.same(Array.from(level.db.objectStoreNames), [name], 'browser-level\'s store only')
+  // The user's connection is the user's: levelkit does not close it for
+  // another's upgrade (browser-level does not either), which then waits.
+  t.is(await upgradeTo(name, 2, 500), 'blocked', 'another connection\'s upgrade waits for it')
+  t.is(level.status, 'open', 'browser-level still says open')
+  t.is(db.status, 'open', 'so does levelkit')
+  await db.close()
+  await level.close()
+})
+
+test('idb-native: another connection\'s upgrade closes a database levelkit opened instead of waiting', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const db = await open({ location: name })
+  const users = await usersOf(db)
+  await users.insert({ username: 'ada' })
+  t.is(await upgradeTo(name, 2, 5000), 'opened', 'the upgrade proceeds')
+  t.is(db.status, 'closed', 'the database is closed')
+  let error = null
+  try {
+    await users.insert({ username: 'late' })
+  } catch (err) {
+    error = err
+  }
+  t.is(/** @type {any} */ (error)?.code, 'LEVELKIT_NOT_OPEN', `a write after it: LEVELKIT_NOT_OPEN (${/** @type {any} */ (error)?.message})`)
+  let refused = null
+  try {
+    await db.write(async () => {})
+  } catch (err) {
+    refused = err
+  }
+  t.ok(/newer version/.test(/** @type {any} */ (refused)?.message), `db.write() says why (${/** @type {any} */ (refused)?.message})`)
+  const again = await open({ location: name })
+  const reopened = await usersOf(again)
+  t.is((await reopened.getBy('username', 'ada'))?.username, 'ada', 'opened again at the new version: the data is there')
+  t.is((await again.check()).problems.length, 0, 'check() is clean')
+  const info = await describeIdb(name)
+  t.is(info.version, 2, 'at the version the other connection made')
+  t.ok(info.stores.includes('future') && info.stores.includes(`${name}/levelkit-lists`), 'its store and levelkit\'s')
+  await again.close()
+})
+
+test('idb-native: a database at a higher version without the lists store gets it one version higher', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const level = new BrowserLevel(name, { prefix: '', version: 5 })
+  await level.open()
+  await level.put('a', 'b')
+  await level.close()
+  const db = await open({ location: name })
+  t.is(await db.level.get('a'), 'b', 'browser-level\'s data is there')
+  await db.close()
+  const info = await describeIdb(name)
+  t.is(info.version, 6, 'version 6')
+  t.ok(info.index?.multiEntry, 'the lists store and its index')
+})
+
+test('idb-native: an explicit version option is the user\'s: browser-level\'s layout', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const db = await open({ location: name, version: 3 })
+  await (await usersOf(db)).insert({ username: 'ada' })
+  await db.close()
+  t.same(await describeIdb(name), { version: 3, stores: [name], index: null }, 'version 3, one store')
+})
+
+// @ts-ignore
+window.levelkitTests = { run }
