@@ -1,5 +1,7 @@
 /* global IDBDatabase, IDBKeyRange */
 import { entrySize } from './read-cache.js'
+import { listsStoreOf } from './idb-open.js'
+import { decodeList } from './stored.js'
 
 // A lower layer under the write path and the reads for a browser-level
 // database: the same object store, keys and values as browser-level writes
@@ -68,8 +70,9 @@ export function idbDirectFor (level) {
 }
 
 /**
- * @typedef {{ transaction: IDBTransaction, store: IDBObjectStore, write: boolean, done: boolean, strict: boolean, sealed: boolean, since: number, writes: number }} Slot
- *   `sealed`: holds a batch; `since`: when it was opened, or got its batch; `writes`: write path transactions opened before it
+ * @typedef {{ transaction: IDBTransaction, store: IDBObjectStore, lists: IDBObjectStore | null, write: boolean, done: boolean, strict: boolean, sealed: boolean, since: number, writes: number }} Slot
+ *   `sealed`: holds a batch; `since`: when it was opened, or got its batch; `writes`: write path transactions opened before it;
+ *   `lists`: levelkit's lists store (lib/idb-open.js), in the transaction once a namespace is mirrored there
  * @typedef {import('./write-scope.js').Bounds} Bounds
  * @typedef {boolean | 'strict'} Mode where a read is made: false outside the write path (a readonly
  *   transaction), true inside a critical section (the write path's readwrite transaction), 'strict' inside
@@ -104,6 +107,13 @@ export class IdbDirect {
   #touched = new Map()
   /** @type {Map<string, Promise<any>>} point reads that may fill the lease cache, not yet answered, by key id */
   #ahead = new Map()
+  /**
+   * The namespaces whose lists are mirrored in the lists store, each with
+   * its tag (its prefix): the first item of the mirror's keys and of the
+   * index's, so that namespaces share the store.
+   * @type {Map<import('./namespace.js').Namespace, string>}
+   */
+  #mirrors = new Map()
 
   /** @param {any} level a browser-level database */
   constructor (level) {
@@ -358,6 +368,10 @@ export class IdbDirect {
           else store.put(encodeValue(op.value), key)
         } else store.delete(key)
         made++
+        if (this.#mirrors.size > 0) {
+          const tag = this.#mirrors.get(op.namespace)
+          if (tag !== undefined) this.#mirrorOp(/** @type {IDBObjectStore} */ (slot.lists), tag, op)
+        }
       }
     }
     try {
@@ -399,6 +413,87 @@ export class IdbDirect {
       })
     })
     return /** @type {Promise<void>} */ (written)
+  }
+
+  /**
+   * Mirror the lists of `namespace` (each value a tuple-encoded list of ids
+   * that are IndexedDB keys: numbers or strings) in levelkit's lists store:
+   * each batch that puts or deletes a list puts its ids as `{ ids: [[tag,
+   * id], ...] }` under [tag, key] or deletes it, in the batch's transaction,
+   * and IndexedDB keeps the store's multiEntry index over them: which keys'
+   * lists hold an id is then one request (listing()). Only batches written
+   * here are mirrored: the caller sees that every batch of the namespace is
+   * (lib/writer.js's direct path). False, and nothing mirrored, where the
+   * database has no lists store (one a user brought, not opened by levelkit).
+   * @param {import('./namespace.js').Namespace} namespace
+   * @returns {boolean}
+   */
+  mirror (namespace) {
+    if (this.#listsStore() === null) return false
+    if (!this.#mirrors.has(namespace)) {
+      this.#mirrors.set(namespace, namespace.prefix)
+      // Transactions from now on take in the lists store.
+      this.#write = null
+      this.#read = null
+    }
+    return true
+  }
+
+  /**
+   * The keys (in `namespace`, in key order) whose mirrored lists hold `id`,
+   * as stored (what a committed batch wrote, not a pending one): one
+   * getAllKeys() request on the lists store's index.
+   * @param {import('./namespace.js').Namespace} namespace mirrored (mirror())
+   * @param {number | string} id @param {Mode} write
+   * @returns {Promise<Uint8Array[]>}
+   */
+  listing (namespace, id, write) {
+    const tag = this.#mirrors.get(namespace)
+    if (tag === undefined) return Promise.reject(new Error(`The lists of ${namespace.prefix} are not mirrored`))
+    const { index } = listsStoreOf(this.#level.location)
+    return this.#retrying(write, () => {
+      const lists = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists)
+      return this.#settle(lists.index(index).getAllKeys(IDBKeyRange.only([tag, id])))
+    }).then(keys => keys.map((/** @type {any[]} */ key) => new Uint8Array(key[1])))
+  }
+
+  /**
+   * Every mirrored list of `namespace` as [key, ids], in key order (for
+   * check(): they must be the namespace's lists).
+   * @param {import('./namespace.js').Namespace} namespace mirrored @param {Mode} write
+   * @returns {Promise<Array<[Uint8Array, unknown[]]>>}
+   */
+  mirrored (namespace, write) {
+    const tag = this.#mirrors.get(namespace)
+    if (tag === undefined) return Promise.reject(new Error(`The lists of ${namespace.prefix} are not mirrored`))
+    // [tag, any bytes] lies between [tag] and [tag, []] (arrays sort after bytes).
+    const range = IDBKeyRange.bound([tag], [tag, []], true, true)
+    return this.#retrying(write, () => {
+      const lists = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists)
+      return Promise.all([this.#settle(lists.getAllKeys(range)), this.#settle(lists.getAll(range))])
+    }).then(([keys, values]) => keys.map((/** @type {any[]} */ key, /** @type {number} */ i) => [new Uint8Array(key[1]), values[i].ids.map((/** @type {any[]} */ item) => item[1])]))
+  }
+
+  /** The name of levelkit's lists store if the database has one, else null. */
+  #listsStore () {
+    const level = this.#level
+    const { store } = listsStoreOf(level.location)
+    return this.ready && level.db.objectStoreNames.contains(store) ? store : null
+  }
+
+  /**
+   * The request that mirrors `op` in the lists store.
+   * @param {IDBObjectStore} lists @param {string} tag @param {import('./write-scope.js').Op} op
+   */
+  #mirrorOp (lists, tag, op) {
+    const key = [tag, op.key]
+    if (op.type !== 'put') {
+      lists.delete(key)
+      return
+    }
+    const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
+    const ids = decodeList(value, op.namespace, op.key)
+    lists.put({ ids: ids.map(id => [tag, id]) }, key)
   }
 
   /**
@@ -579,10 +674,11 @@ export class IdbDirect {
     const current = write ? this.#write : this.#read
     if (current !== null && !current.done && (!strict || current.strict) && this.#joinable(current, write, batch)) return current
     const level = this.#level
-    const transaction = level.db.transaction([level.location], write ? 'readwrite' : 'readonly', strict ? { durability: 'strict' } : undefined)
+    const lists = this.#mirrors.size > 0 ? listsStoreOf(level.location).store : null
+    const transaction = level.db.transaction(lists === null ? [level.location] : [level.location, lists], write ? 'readwrite' : 'readonly', strict ? { durability: 'strict' } : undefined)
     if (write) this.#writes++
     /** @type {Slot} */
-    const slot = { transaction, store: transaction.objectStore(level.location), write, done: false, strict, sealed: false, since: performance.now(), writes: this.#writes }
+    const slot = { transaction, store: transaction.objectStore(level.location), lists: lists === null ? null : transaction.objectStore(lists), write, done: false, strict, sealed: false, since: performance.now(), writes: this.#writes }
     const finish = () => { slot.done = true }
     transaction.addEventListener('complete', finish)
     transaction.addEventListener('abort', finish)

@@ -1,4 +1,4 @@
-/* global indexedDB */
+/* global indexedDB, IDBDatabase, IDBObjectStore */
 // A database levelkit opens itself on IndexedDB gets levelkit's object
 // stores (lib/idb-open.js): made by a version upgrade beside browser-level's
 // store, which keeps its data; a database a user brings keeps exactly what
@@ -10,7 +10,9 @@
 import { test, run } from './harness.js'
 import { open } from '../../browser.js'
 import { BrowserLevel } from 'browser-level'
+import { ChatStore } from '../../chat.js'
 import { listsStoreOf } from '../../lib/idb-open.js'
+import { decode } from '../../lib/tuple.js'
 
 const run_ = Math.random().toString(36).slice(2)
 let opened = 0
@@ -189,6 +191,123 @@ test('idb-native: an explicit version option is the user\'s: browser-level\'s la
   await (await usersOf(db)).insert({ username: 'ada' })
   await db.close()
   t.same(await describeIdb(name), { version: 3, stores: [name], index: null }, 'version 3, one store')
+})
+
+const COST = { passwordCost: { scryptN: 1024, pbkdf2Iterations: 1 } }
+
+/**
+ * A ChatStore on `db` whose members relation's forward lists (a chat's
+ * members, by chat id) are mirrored in the lists store, the direct layer,
+ * and that namespace.
+ * @param {any} db
+ */
+async function mirroredChat (db) {
+  const store = await ChatStore.open(db, COST)
+  const members = db.models().find((/** @type {any} */ m) => m.kind === 'relation' && m.model.name === 'members').model
+  // The bundle's own direct layer: the one its write path writes through.
+  const idb = db.writer.idb
+  return { store, idb, forward: members.forward.namespace, mirrored: idb.mirror(members.forward.namespace) }
+}
+
+/**
+ * Whether the mirror is exact: its lists are the forward lists, and the
+ * index answers each user's chats as the relation's reverse lists do.
+ * @param {any} t @param {any} db @param {{ store: any, idb: any, forward: any }} chat @param {number[]} users @param {string} when
+ */
+async function assertMirror (t, db, { store, idb, forward }, users, when) {
+  const lists = await forward.sublevel.iterator().all()
+  const expected = lists.map((/** @type {any} */ [key, value]) => [decode(key), decode(value)])
+  const actual = (await idb.mirrored(forward, false)).map((/** @type {any} */ [key, ids]) => [decode(key), ids])
+  t.same(actual, expected, `${when}: the mirror holds the forward lists (${expected.length})`)
+  let same = 0
+  for (const user of users) {
+    const listed = (await idb.listing(forward, user, false)).map((/** @type {Uint8Array} */ key) => decode(key))
+    const chats = await store.members.from(user).all()
+    if (JSON.stringify(listed) === JSON.stringify(chats)) same++
+    else t.same(listed, chats, `${when}: user ${user}'s chats by the index`)
+  }
+  t.is(same, users.length, `${when}: the index lists each user's chats, in id order, as the reverse lists do`)
+  t.is((await db.check()).problems.length, 0, `${when}: check() is clean`)
+}
+
+/**
+ * Count the IndexedDB transactions `fn` opens. @param {() => Promise<unknown>} fn
+ */
+async function countTransactions (fn) {
+  let count = 0
+  const original = IDBDatabase.prototype.transaction
+  IDBDatabase.prototype.transaction = function (/** @type {any} */ stores, /** @type {any} */ mode, /** @type {any} */ options) {
+    count++
+    return original.call(this, stores, mode, options)
+  }
+  try {
+    await fn()
+  } finally {
+    IDBDatabase.prototype.transaction = original
+  }
+  return count
+}
+
+test('idb-native: a relation\'s forward lists mirrored in the lists store, in each batch\'s transaction, answer the reverse lists by the index', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const chat = await mirroredChat(db)
+  t.ok(chat.mirrored, 'a database levelkit opened mirrors')
+  const { store } = chat
+  const users = []
+  for (let i = 0; i < 24; i++) users.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
+  const chats = []
+  for (let c = 0; c < 6; c++) {
+    const members = users.filter((_, i) => (i + c) % 3 !== 0).slice(0, 19 - c)
+    chats.push(await store.createChat({ name: `chat${c}`, adminId: users[c], userIds: members.filter(id => id !== users[c]) }))
+  }
+  await assertMirror(t, db, chat, users, 'after 6 createChat')
+  const transactions = await countTransactions(() => store.createChat({ name: 'one more', adminId: users[0], userIds: users.slice(1, 20) }))
+  t.is(transactions, 1, 'createChat with the mirror: one IndexedDB transaction')
+  t.ok(await store.addChatMember(chats[1], users[23]), 'a member added')
+  t.ok(await store.removeChatMember(chats[2], users[4]) || await store.removeChatMember(chats[2], users[5]), 'a member removed')
+  await assertMirror(t, db, chat, users, 'after adding and removing members')
+  t.ok(await store.deleteChat(chats[3]), 'a chat deleted')
+  await assertMirror(t, db, chat, users, 'after a delete (its lists deleted by the cascade)')
+  await db.close()
+})
+
+test('idb-native: a batch whose mirror request fails writes nothing', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const chat = await mirroredChat(db)
+  const { store } = chat
+  const users = []
+  for (let i = 0; i < 5; i++) users.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
+  await store.createChat({ name: 'first', adminId: users[0], userIds: users.slice(1) })
+  const original = IDBObjectStore.prototype.put
+  IDBObjectStore.prototype.put = function (/** @type {any} */ value, /** @type {any} */ key) {
+    if (value !== null && typeof value === 'object' && Array.isArray(value.ids)) throw new DOMException('injected', 'DataError')
+    return original.call(this, value, key)
+  }
+  let error = null
+  try {
+    await store.createChat({ name: 'second', adminId: users[1], userIds: users.slice(2) })
+  } catch (err) {
+    error = err
+  } finally {
+    IDBObjectStore.prototype.put = original
+  }
+  t.ok(error !== null, `createChat rejects (${/** @type {any} */ (error)?.name})`)
+  t.same((await store.getChats(users[2])).map((/** @type {any} */ c) => c.name), ['first'], 'the chat is not there')
+  await assertMirror(t, db, chat, users, 'after the failed batch')
+  const id = await store.createChat({ name: 'third', adminId: users[1], userIds: users.slice(2) })
+  t.ok(id > 0, 'a later createChat is written')
+  await assertMirror(t, db, chat, users, 'after it')
+  await db.close()
+})
+
+test('idb-native: a database a user brings has no lists store: nothing is mirrored', async (/** @type {any} */ t) => {
+  const level = new BrowserLevel(fresh(), { prefix: '' })
+  await level.open()
+  const db = await open({ db: level })
+  const { mirrored } = await mirroredChat(db)
+  t.is(mirrored, false, 'mirror() says no')
+  await db.close()
+  await level.close()
 })
 
 // @ts-ignore
