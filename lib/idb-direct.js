@@ -486,7 +486,7 @@ export class IdbDirect {
    * @param {IDBObjectStore} lists @param {string} tag @param {import('./write-scope.js').Op} op
    */
   #mirrorOp (lists, tag, op) {
-    const key = [tag, op.key]
+    const key = /** @type {IDBValidKey} */ ([tag, op.key])
     if (op.type !== 'put') {
       lists.delete(key)
       return
