@@ -68,3 +68,34 @@ test('two tabs: one upgrading the database closes the other\'s instead of waitin
     t.is(problems, 0, 'check() is clean')
   })
 })
+
+test('a tab on code that does not give way (browser-level itself) holds the upgrade back until it closes; the open then completes', { timeout: 120000 }, async t => {
+  await withTabs(2, async ([old, fresh]) => {
+    const location = 'idb-native-old-tab'
+    // browser-level as levelkit before this change opened it: one store, version 1, no versionchange handler.
+    await old.evaluate(async (location) => {
+      const w = /** @type {any} */ (window)
+      await new Promise((resolve, reject) => {
+        const request = indexedDB.open(location, 1)
+        request.onupgradeneeded = () => request.result.createObjectStore(location)
+        request.onsuccess = () => { w.old = request.result; resolve(undefined) }
+        request.onerror = () => reject(request.error)
+      })
+    }, location)
+    const pending = await fresh.evaluate(async (location) => {
+      const w = /** @type {any} */ (window)
+      w.opening = w.levelkit.open({ location }).then((/** @type {any} */ db) => { w.db = db; return 'opened' }, (/** @type {any} */ err) => err.code)
+      return Promise.race([w.opening, new Promise(resolve => setTimeout(() => resolve('waiting'), 1000))])
+    }, location)
+    t.is(pending, 'waiting', 'open() waits while the old tab holds the database')
+    await old.evaluate(() => /** @type {any} */ (window).old.close())
+    t.is(await fresh.evaluate(() => /** @type {any} */ (window).opening), 'opened', 'once it closed, open() completes')
+    const { version, stores } = await fresh.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      const idb = w.db.level.db
+      return { version: idb.version, stores: Array.from(idb.objectStoreNames) }
+    })
+    t.is(version, 2, 'upgraded to version 2')
+    t.same(stores.sort(), [location, `${location}/levelkit-lists`].sort(), 'with the lists store')
+  })
+})
