@@ -12,7 +12,7 @@ import { open } from '../../browser.js'
 import { BrowserLevel } from 'browser-level'
 import { ChatStore } from '../../chat.js'
 import { listsStoreOf } from '../../lib/idb-open.js'
-import { decode } from '../../lib/tuple.js'
+import { decode, encode } from '../../lib/tuple.js'
 
 const run_ = Math.random().toString(36).slice(2)
 let opened = 0
@@ -309,6 +309,191 @@ test('idb-native: a database a user brings has no lists store: nothing is mirror
   await db.close()
   await level.close()
 })
+
+/** The members relation's model of a ChatStore's database. @param {any} db */
+function membersOf (db) {
+  return db.models().find((/** @type {any} */ m) => m.kind === 'relation' && m.model.name === 'members').model
+}
+
+/**
+ * Count the IndexedDB write requests (put, delete) and transactions `fn` makes.
+ * @param {() => Promise<unknown>} fn
+ */
+async function countWrites (fn) {
+  const counts = { writes: 0, transactions: 0 }
+  const { put, delete: del } = IDBObjectStore.prototype
+  const transaction = IDBDatabase.prototype.transaction
+  IDBObjectStore.prototype.put = function (/** @type {any} */ value, /** @type {any} */ key) {
+    counts.writes++
+    return put.call(this, value, key)
+  }
+  IDBObjectStore.prototype.delete = function (/** @type {any} */ key) {
+    counts.writes++
+    return del.call(this, key)
+  }
+  IDBDatabase.prototype.transaction = function (/** @type {any} */ stores, /** @type {any} */ mode, /** @type {any} */ options) {
+    counts.transactions++
+    return transaction.call(this, stores, mode, options)
+  }
+  try {
+    await fn()
+  } finally {
+    IDBObjectStore.prototype.put = put
+    IDBObjectStore.prototype.delete = del
+    IDBDatabase.prototype.transaction = transaction
+  }
+  return counts
+}
+
+/**
+ * Each user's chats as the chats' member lists give them, in id order.
+ * @param {any} store @param {number[]} users @param {number[]} chats
+ */
+async function expectedChats (store, users, chats) {
+  /** @type {Map<number, number[]>} */
+  const byUser = new Map(users.map(user => [user, []]))
+  for (const chat of chats) {
+    const found = await store.chats.get(chat)
+    if (found === undefined) continue
+    for (const member of found.members) byUser.get(member)?.push(chat)
+  }
+  return byUser
+}
+
+/**
+ * Whether every user's chats, by getChats() and members.from(), are the
+ * ones the chats list. @param {any} t @param {any} store @param {number[]} users @param {number[]} chats @param {string} when
+ */
+async function assertChats (t, store, users, chats, when) {
+  const expected = await expectedChats(store, users, chats)
+  let same = 0
+  for (const user of users) {
+    const want = /** @type {number[]} */ (expected.get(user))
+    const byFrom = await store.members.from(user).all()
+    const byGetChats = (await store.getChats(user)).map((/** @type {any} */ c) => c.id).sort((/** @type {number} */ a, /** @type {number} */ b) => a - b)
+    if (JSON.stringify(byFrom) === JSON.stringify(want) && JSON.stringify(byGetChats) === JSON.stringify(want)) same++
+    else t.same({ byFrom, byGetChats }, { byFrom: want, byGetChats: want }, `${when}: user ${user}'s chats`)
+  }
+  t.is(same, users.length, `${when}: from() and getChats() answer each user's chats (${users.length} users)`)
+}
+
+test('idb-native: on a new database levelkit opened, ChatStore\'s members keep their reverse direction in the index: createChat writes no reverse lists', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const store = await ChatStore.open(db, COST)
+  const users = []
+  for (let i = 0; i < 24; i++) users.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
+  const members = membersOf(db)
+  t.is(members.reverse.kind, 'index', 'the reverse direction is the index kind')
+  t.same(members.declaredLayout(), { lists: ['from', 'to'], native: ['from'] }, 'its layout says so')
+  const chats = []
+  for (let c = 0; c < 5; c++) chats.push(await store.createChat({ name: `chat${c}`, adminId: users[c], userIds: users.filter((_, i) => (i + c) % 3 !== 0).slice(0, 19) }))
+  const counts = await countWrites(() => store.createChat({ name: 'twenty', adminId: users[0], userIds: users.slice(1, 20) }).then(id => chats.push(id)))
+  t.ok(counts.writes <= 5, `createChat of 20 members: ${counts.writes} IndexedDB writes (at most 5)`)
+  t.is(counts.transactions, 1, 'in one transaction')
+  t.is((await members.reverse.namespace.sublevel.keys().all()).length, 0, 'no reverse lists stored')
+  await assertChats(t, store, users, chats, 'after 6 createChat')
+  t.same(await store.members.from(users[1], { gt: chats[1], limit: 2 }).all(), (await expectedChats(store, users, chats)).get(users[1])?.filter(c => c > chats[1]).slice(0, 2), 'a range of from() with a limit')
+  t.ok(await store.members.has(chats[5], users[3]), 'has()')
+
+  // Restrict: a user in a chat cannot be deleted; in a write, a chat created
+  // in the same write counts (pending ops over the index).
+  let refused = null
+  try {
+    await store.users.del(users[2])
+  } catch (err) {
+    refused = err
+  }
+  t.is(/** @type {any} */ (refused)?.code, 'LEVELKIT_RESTRICT', 'deleting a user in chats is refused')
+  const loner = await store.createUser({ username: 'loner', password: 'secret-password' })
+  let pending = null
+  try {
+    await db.write(async (/** @type {any} */ w) => {
+      const chat = await store.chats.in(w).insert({ name: 'mine', adminId: loner, members: [loner], lastActivity: 0, createdAt: 0, private: false, passwordHash: null })
+      await store.members.in(w).add(chat, loner)
+      await store.users.in(w).del(loner)
+    })
+  } catch (err) {
+    pending = err
+  }
+  t.is(/** @type {any} */ (pending)?.code, 'LEVELKIT_RESTRICT', 'a membership added earlier in the same write restricts too')
+  t.is(await db.write(async (/** @type {any} */ w) => store.users.in(w).del(loner)), true, 'a user in no chat is deleted')
+
+  // Cascade: deleting a chat removes it from its members' chats.
+  t.ok(await store.deleteChat(chats[2]), 'a chat deleted')
+  t.ok(await store.addChatMember(chats[0], users[3]), 'a member added')
+  t.ok(await store.removeChatMember(chats[1], users[4]) || await store.removeChatMember(chats[1], users[5]), 'a member removed')
+  await assertChats(t, store, users, chats, 'after delete, add, remove')
+
+  // db.transaction() reads the index's answer from its own reads.
+  const inTx = await db.transaction(async (/** @type {any} */ tx) => store.members.in(tx).from(users[1]).all())
+  t.same(inTx, (await expectedChats(store, users, chats)).get(users[1]), 'from() inside db.transaction()')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+
+  const again = await open({ location: db.level.location })
+  const reopened = await ChatStore.open(again, COST)
+  await assertChats(t, reopened, users, chats, 'reopened')
+  t.is(membersOf(again).reverse.kind, 'index', 'reopened, still the index kind')
+  await again.close()
+})
+
+test('idb-native: check() finds a mirror that differs from the forward lists and repairs it', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const db = await open({ location: name })
+  const store = await ChatStore.open(db, COST)
+  const users = []
+  for (let i = 0; i < 4; i++) users.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
+  const chat = await store.createChat({ name: 'a', adminId: users[0], userIds: [users[1], users[2]] })
+  const other = await store.createChat({ name: 'b', adminId: users[3], userIds: [users[1]] })
+  t.is((await db.check()).problems.length, 0, 'clean before')
+  const members = membersOf(db)
+  const tag = members.forward.namespace.prefix
+  const { store: lists } = listsStoreOf(name)
+  await new Promise((resolve, reject) => {
+    const tx = db.level.db.transaction([lists], 'readwrite')
+    const objects = tx.objectStore(lists)
+    // A member dropped from one list's mirror, another list's mirror gone, one that lists nothing stored.
+    objects.put({ ids: [[tag, users[0]], [tag, users[2]]] }, [tag, encodeBytes(chat)])
+    objects.delete([tag, encodeBytes(other)])
+    objects.put({ ids: [[tag, users[3]]] }, [tag, encodeBytes(999)])
+    tx.oncomplete = resolve
+    tx.onerror = () => reject(tx.error)
+  })
+  t.same(await store.members.from(users[1]).all(), [], 'the corrupted index answers wrongly')
+  const report = await db.check()
+  t.is(report.problems.length, 3, `check() reports 3 problems (${report.problems.map((/** @type {any} */ p) => p.message).join(' | ')})`)
+  const repaired = await db.check({ repair: true })
+  t.is(repaired.repaired, 3, 'a repair fixes them')
+  t.is((await db.check()).problems.length, 0, 'clean after')
+  t.same(await store.members.from(users[1]).all(), [chat, other], 'the index answers again')
+  await db.close()
+})
+
+test('idb-native: a database on the lists layout keeps its reverse lists once levelkit opens it with its lists store', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const level = new BrowserLevel(name, { prefix: '' })
+  await level.open()
+  const before = await open({ db: level })
+  const old = await ChatStore.open(before, COST)
+  const users = []
+  for (let i = 0; i < 6; i++) users.push(await old.createUser({ username: `user${i}`, password: 'secret-password' }))
+  const chats = [await old.createChat({ name: 'a', adminId: users[0], userIds: users.slice(1, 4) })]
+  t.is(membersOf(before).reverse.kind, 'lists', 'a database a user brings: reverse lists')
+  await before.close()
+  await level.close()
+  const db = await open({ location: name })
+  const store = await ChatStore.open(db, COST)
+  chats.push(await store.createChat({ name: 'b', adminId: users[2], userIds: users.slice(3) }))
+  t.is(membersOf(db).reverse.kind, 'lists', 'upgraded with the lists store, it keeps its reverse lists')
+  await assertChats(t, store, users, chats, 'old layout')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
+/** The tuple encoding of `id`, as the mirror's keys hold it. @param {unknown} id */
+function encodeBytes (id) {
+  return encode(id)
+}
 
 // @ts-ignore
 window.levelkitTests = { run }
