@@ -474,6 +474,17 @@ export class IdbDirect {
     }).then(([keys, values]) => keys.map((/** @type {any[]} */ key, /** @type {number} */ i) => [new Uint8Array(key[1]), values[i].ids.map((/** @type {any[]} */ item) => item[1])]))
   }
 
+  /**
+   * Whether one of `ops` writes a mirrored namespace (which only batches
+   * written here keep in step with its mirror).
+   * @param {Array<{ namespace: import('./namespace.js').Namespace }>} ops
+   */
+  mirrorsAny (ops) {
+    if (this.#mirrors.size === 0) return false
+    for (const op of ops) if (this.#mirrors.has(op.namespace)) return true
+    return false
+  }
+
   /** The name of levelkit's lists store if the database has one, else null. */
   #listsStore () {
     const level = this.#level

@@ -99,3 +99,43 @@ test('a tab on code that does not give way (browser-level itself) holds the upgr
     t.same(stores.sort(), [location, `${location}/levelkit-lists`].sort(), 'with the lists store')
   })
 })
+
+/**
+ * In tab `page`, a ChatStore on `location` (opened once per page load), and `fn(w)` run there.
+ * @param {any} page @param {string} location @param {string} fn the body of an async function of w
+ */
+function inChat (page, location, fn) {
+  return page.evaluate(async ({ location, fn }) => {
+    const w = /** @type {any} */ (window)
+    if (w.chat === undefined) {
+      const { open, ChatStore } = w.levelkit
+      w.db = await open({ location })
+      w.chat = await ChatStore.open(w.db, { passwordCost: { scryptN: 1024, pbkdf2Iterations: 1 } })
+    }
+    // eslint-disable-next-line no-new-func
+    return new Function('w', `return (async () => { ${fn} })()`)(w)
+  }, { location, fn })
+}
+
+test('two tabs on a ChatStore whose members use the IndexedDB index: each sees the other\'s chats; after a reload too; check() is clean', { timeout: 120000 }, async t => {
+  await withTabs(2, async ([a, b]) => {
+    const location = 'idb-native-chat-tabs'
+    const users = await inChat(a, location, `
+      const ids = []
+      for (let i = 0; i < 6; i++) ids.push(await w.chat.createUser({ username: 'u' + i, password: 'secret-password' }))
+      return ids`)
+    const kind = await inChat(a, location, 'return w.db.models().find(m => m.kind === \'relation\' && m.model.name === \'members\').model.reverse.kind')
+    t.is(kind, 'index', 'tab A: the index kind')
+    const first = await inChat(a, location, `return w.chat.createChat({ name: 'a', adminId: ${users[0]}, userIds: [${users[1]}, ${users[2]}] })`)
+    t.same(await inChat(b, location, `return (await w.chat.getChats(${users[1]})).map(c => c.id)`), [first], 'tab B sees tab A\'s chat')
+    const second = await inChat(b, location, `return w.chat.createChat({ name: 'b', adminId: ${users[3]}, userIds: [${users[1]}] })`)
+    t.same(await inChat(a, location, `return w.chat.members.from(${users[1]}).all()`), [first, second], 'tab A sees tab B\'s chat')
+    t.same(await inChat(a, location, `try { await w.chat.users.del(${users[3]}); return 'deleted' } catch (err) { return err.code }`), 'LEVELKIT_RESTRICT', 'tab A cannot delete a member of tab B\'s chat')
+    await inChat(b, location, `return w.chat.deleteChat(${second})`)
+    t.same(await inChat(a, location, `return w.chat.members.from(${users[1]}).all()`), [first], 'tab B\'s delete is seen in tab A')
+    await a.reload()
+    await a.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
+    t.same(await inChat(a, location, `return w.chat.members.from(${users[1]}).all()`), [first], 'after a reload')
+    t.is(await inChat(a, location, 'return (await w.db.check()).problems.length'), 0, 'check() is clean')
+  })
+})

@@ -490,6 +490,27 @@ test('idb-native: a database on the lists layout keeps its reverse lists once le
   await db.close()
 })
 
+test('idb-native: a batch that would write the mirrored lists past the direct layer (a \'write\' listener on the root) is refused', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const store = await ChatStore.open(db, COST)
+  const users = []
+  for (let i = 0; i < 3; i++) users.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
+  const listener = () => {}
+  db.level.on('write', listener)
+  let error = null
+  try {
+    await store.createChat({ name: 'a', adminId: users[0], userIds: [users[1]] })
+  } catch (err) {
+    error = err
+  }
+  db.level.off('write', listener)
+  t.is(/** @type {any} */ (error)?.code, 'LEVELKIT_FORBIDDEN', `refused (${/** @type {any} */ (error)?.message})`)
+  const chat = await store.createChat({ name: 'b', adminId: users[0], userIds: [users[1]] })
+  t.same(await store.members.from(users[1]).all(), [chat], 'without the listener it is written')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
 /** The tuple encoding of `id`, as the mirror's keys hold it. @param {unknown} id */
 function encodeBytes (id) {
   return encode(id)
