@@ -1361,7 +1361,6 @@ const PLAIN = 0
 const RERUNS = 1
 const CLAIMS = 2
 
-/** @param {unknown} err @returns {any} err, marked as a refused claim */
 /**
  * A batch that would write a relation's mirrored lists past the direct
  * layer (a 'write' listener or prewrite hook on the root): its IndexedDB
@@ -1371,6 +1370,7 @@ function mirrorBypass () {
   return levelkitError(codes.FORBIDDEN, 'This batch writes the lists of a relation whose reverse direction is an IndexedDB index (native: [\'from\']), which only levelkit\'s IndexedDB layer keeps in step: remove the \'write\' listener or prewrite hook on the database\'s root (db.level) before writing it')
 }
 
+/** @param {unknown} err @returns {any} err, marked as a refused claim */
 function claimRefusal (err) {
   /** @type {any} */ (err)[CLAIM_REFUSED] = true
   return err
