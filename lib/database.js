@@ -43,11 +43,13 @@ export class Database {
 
   /**
    * @param {any} level an open abstract-level 3 database
-   * @param {{ syncReads?: boolean, readCache?: number | { size?: number, policy?: import('./read-cache.js').CachePolicy }, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean }} [options]
+   * @param {{ syncReads?: boolean, readCache?: number | { size?: number, policy?: import('./read-cache.js').CachePolicy }, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean, relationIndexes?: boolean }} [options]
    */
   constructor (level, options = {}) {
     this.level = level
     this.#ownsLevel = options.ownsLevel !== false
+    /** Whether a new relation with both lists may keep its reverse direction in an IndexedDB index (lib/relation.js). */
+    this.relationIndexes = options.relationIndexes !== false
     // Another tab opens the IndexedDB database at a newer version (a newer
     // layout): its connection is closed at once so that tab is not blocked
     // (lib/idb-open.js), and this database with it, until the page reloads.

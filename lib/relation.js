@@ -75,6 +75,8 @@ export class RelationModel {
     // ones (settleLayout() decides, from the stored layout): both directions
     // lists, on IndexedDB through the direct layer.
     this.idb = lists.includes('to') && lists.includes('from') ? db.writer.idb : null
+    // A new database takes the index kind unless open() was told not to.
+    this.indexNew = db.relationIndexes
     /** The sides kept by an IndexedDB index (['from'] or none). @type {string[]} */
     this.native = []
     // A record created under a new sequence id has no list yet: its edges
@@ -108,7 +110,7 @@ export class RelationModel {
   async settleLayout (scope, stored) {
     const storedNative = Array.isArray(stored?.native) && stored.native.includes('from')
     let native = storedNative
-    if (stored === undefined && this.idb !== null && this.idb.ready) {
+    if (stored === undefined && this.indexNew && this.idb !== null && this.idb.ready) {
       let empty = true
       for (const namespace of [this.forward.namespace, this.reverse.namespace, this.unused.forward.namespace, this.unused.reverse.namespace]) {
         if ((await namespace.sublevel.keys({ limit: 1 }).all()).length > 0) empty = false
