@@ -69,6 +69,9 @@ export function idbDirectFor (level) {
   return layer
 }
 
+// listing() answers kept at most (then they are dropped, all at once).
+const LISTINGS_KEPT = 10000
+
 /**
  * @typedef {{ transaction: IDBTransaction, store: IDBObjectStore, lists: IDBObjectStore | null, write: boolean, done: boolean, strict: boolean, sealed: boolean, since: number, writes: number }} Slot
  *   `sealed`: holds a batch; `since`: when it was opened, or got its batch; `writes`: write path transactions opened before it;
@@ -114,6 +117,15 @@ export class IdbDirect {
    * @type {Map<import('./namespace.js').Namespace, string>}
    */
   #mirrors = new Map()
+  /**
+   * listing() answers outside the write path, by tag and id, kept as the
+   * lease cache is (while this tab holds the lock): dropped whole when a
+   * mirrored list lands or another tab writes; `#listingEpoch` moves then,
+   * so a listing read meanwhile is not kept.
+   * @type {Map<string, Uint8Array[]>}
+   */
+  #listings = new Map()
+  #listingEpoch = 0
 
   /** @param {any} level a browser-level database */
   constructor (level) {
@@ -451,10 +463,30 @@ export class IdbDirect {
     const tag = this.#mirrors.get(namespace)
     if (tag === undefined) return Promise.reject(new Error(`The lists of ${namespace.prefix} are not mirrored`))
     const { index } = listsStoreOf(this.#level.location)
+    const kept = write === false && this.#held && this.#cache !== null
+    const name = kept ? `${tag}\u0000${typeof id}:${id}` : ''
+    if (kept) {
+      const hit = this.#listings.get(name)
+      if (hit !== undefined) return Promise.resolve(hit)
+    }
+    const epoch = this.#listingEpoch
     return this.#retrying(write, () => {
       const lists = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists)
       return this.#settle(lists.index(index).getAllKeys(IDBKeyRange.only([tag, id])))
-    }).then(keys => keys.map((/** @type {any[]} */ key) => new Uint8Array(key[1])))
+    }).then(keys => {
+      const found = keys.map((/** @type {any[]} */ key) => new Uint8Array(key[1]))
+      if (kept && epoch === this.#listingEpoch && this.#held) {
+        if (this.#listings.size >= LISTINGS_KEPT) this.#listings.clear()
+        this.#listings.set(name, found)
+      }
+      return found
+    })
+  }
+
+  /** Drop the kept listing() answers (a mirrored list changed, or may have). */
+  #dropListings () {
+    this.#listingEpoch++
+    if (this.#listings.size > 0) this.#listings.clear()
   }
 
   /**
@@ -526,11 +558,13 @@ export class IdbDirect {
     if (held === this.#held) return
     this.#held = held
     this.#epoch++
+    this.#dropListings()
   }
 
   /** Drop every value of the lease cache. */
   clearCache () {
     this.#epoch++
+    this.#dropListings()
     if (this.#cache === null) return
     this.#cache.clear()
     this.#cacheBytes = 0
@@ -541,6 +575,7 @@ export class IdbDirect {
    * @param {string} id the key's id (Namespace#keyId())
    */
   forget (id) {
+    if (this.#mirrors.size > 0) this.#dropListings()
     if (this.#cache === null) return
     this.#drop(id)
     if (this.#fills > 0) this.#touched.set(id, ++this.#landings)
@@ -551,6 +586,7 @@ export class IdbDirect {
    * @param {Array<import('./write-scope.js').Op | null>} ops each key once
    */
   landed (ops) {
+    if (this.#mirrors.size > 0 && this.mirrorsAny(/** @type {Array<import('./write-scope.js').Op>} */ (ops.filter(op => op !== null)))) this.#dropListings()
     const cache = this.#cache
     if (cache === null) return
     const landing = ++this.#landings
