@@ -120,7 +120,8 @@ export class IdbDirect {
   /**
    * listing() answers outside the write path, by tag and id, kept as the
    * lease cache is (while this tab holds the lock): dropped whole when a
-   * mirrored list lands or another tab writes; `#listingEpoch` moves then,
+   * mirrored list lands or another tab writes one (forget(), clearCache());
+   * `#listingEpoch` moves then, and when the lease changes hands,
    * so a listing read meanwhile is not kept.
    * @type {Map<string, Uint8Array[]>}
    */
@@ -558,7 +559,8 @@ export class IdbDirect {
     if (held === this.#held) return
     this.#held = held
     this.#epoch++
-    this.#dropListings()
+    // Kept as the lease cache's values are (other tabs' writes are heard, see forget()); a read in flight keeps nothing.
+    this.#listingEpoch++
   }
 
   /** Drop every value of the lease cache. */
@@ -575,7 +577,9 @@ export class IdbDirect {
    * @param {string} id the key's id (Namespace#keyId())
    */
   forget (id) {
-    if (this.#mirrors.size > 0) this.#dropListings()
+    if (this.#listings.size > 0) {
+      for (const tag of this.#mirrors.values()) if (id.startsWith(tag)) this.#dropListings()
+    }
     if (this.#cache === null) return
     this.#drop(id)
     if (this.#fills > 0) this.#touched.set(id, ++this.#landings)
