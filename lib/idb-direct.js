@@ -2,6 +2,7 @@
 import { entrySize } from './read-cache.js'
 import { listsStoreOf } from './idb-open.js'
 import { decodeList } from './stored.js'
+import { compareBytes } from './bytes.js'
 
 // A lower layer under the write path and the reads for a browser-level
 // database: the same object store, keys and values as browser-level writes
@@ -70,7 +71,29 @@ export function idbDirectFor (level) {
 }
 
 // listing() answers kept at most (then they are dropped, all at once).
-const LISTINGS_KEPT = 10000
+const LISTINGS_KEPT = 4096
+
+/** A kept listing()'s name. @param {string} tag @param {number | string} id */
+function listingName (tag, id) {
+  return `${tag}\u0000${typeof id}:${id}`
+}
+
+/**
+ * Where `key` is in `keys` (in byte order): its index, or -(insertion point) - 1.
+ * @param {Uint8Array[]} keys @param {Uint8Array} key
+ */
+function keyPosition (keys, key) {
+  let low = 0
+  let high = keys.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    const order = compareBytes(keys[middle], key)
+    if (order === 0) return middle
+    if (order < 0) low = middle + 1
+    else high = middle
+  }
+  return -low - 1
+}
 
 /**
  * @typedef {{ transaction: IDBTransaction, store: IDBObjectStore, lists: IDBObjectStore | null, write: boolean, done: boolean, strict: boolean, sealed: boolean, since: number, writes: number }} Slot
@@ -465,7 +488,7 @@ export class IdbDirect {
     if (tag === undefined) return Promise.reject(new Error(`The lists of ${namespace.prefix} are not mirrored`))
     const { index } = listsStoreOf(this.#level.location)
     const kept = write === false && this.#held && this.#cache !== null
-    const name = kept ? `${tag}\u0000${typeof id}:${id}` : ''
+    const name = kept ? listingName(tag, id) : ''
     if (kept) {
       const hit = this.#listings.get(name)
       if (hit !== undefined) return Promise.resolve(hit)
@@ -482,6 +505,44 @@ export class IdbDirect {
       }
       return found
     })
+  }
+
+  /**
+   * A batch of this tab landed: the kept listing() answers take in its
+   * mirrored lists (each kept id's answer gains or loses the list's key as
+   * the list now holds it or not), so what was read stays kept across
+   * writes; a listing read meanwhile keeps nothing.
+   * @param {Array<import('./write-scope.js').Op | null>} ops each key once
+   */
+  #landedListings (ops) {
+    let epochMoved = false
+    for (const op of ops) {
+      if (op === null) continue
+      const tag = this.#mirrors.get(op.namespace)
+      if (tag === undefined) continue
+      if (!epochMoved) {
+        this.#listingEpoch++
+        epochMoved = true
+      }
+      if (this.#listings.size === 0) continue
+      /** @type {Set<string>} */
+      const holds = new Set()
+      if (op.type === 'put') {
+        const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
+        for (const id of decodeList(value, op.namespace, op.key)) holds.add(listingName(tag, /** @type {number | string} */ (id)))
+      }
+      const start = `${tag}\u0000`
+      for (const [name, keys] of this.#listings) {
+        if (!name.startsWith(start)) continue
+        const at = keyPosition(keys, op.key)
+        if ((at >= 0) === holds.has(name)) continue
+        // A copy: an answer handed out before stays as it was.
+        const changed = keys.slice()
+        if (at >= 0) changed.splice(at, 1)
+        else changed.splice(-at - 1, 0, op.key)
+        this.#listings.set(name, changed)
+      }
+    }
   }
 
   /** Drop the kept listing() answers (a mirrored list changed, or may have). */
@@ -590,7 +651,7 @@ export class IdbDirect {
    * @param {Array<import('./write-scope.js').Op | null>} ops each key once
    */
   landed (ops) {
-    if (this.#mirrors.size > 0 && this.mirrorsAny(/** @type {Array<import('./write-scope.js').Op>} */ (ops.filter(op => op !== null)))) this.#dropListings()
+    if (this.#mirrors.size > 0) this.#landedListings(ops)
     const cache = this.#cache
     if (cache === null) return
     const landing = ++this.#landings
