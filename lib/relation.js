@@ -110,7 +110,8 @@ export class RelationModel {
   async settleLayout (scope, stored) {
     const storedNative = Array.isArray(stored?.native) && stored.native.includes('from')
     let native = storedNative
-    if (stored === undefined && this.indexNew && this.idb !== null && this.idb.ready) {
+    // The index's keys are the listed `to` ids: sequence ids (positive integers) are IndexedDB keys, any id is not.
+    if (stored === undefined && this.indexNew && this.to.sequential && this.idb !== null && this.idb.ready) {
       let empty = true
       for (const namespace of [this.forward.namespace, this.reverse.namespace, this.unused.forward.namespace, this.unused.reverse.namespace]) {
         if ((await namespace.sublevel.keys({ limit: 1 }).all()).length > 0) empty = false
