@@ -219,6 +219,9 @@ export class RelationModel {
         if (scope.writer.sectionCache !== null) scope.prefetch(this.to.records, keys)
         else lists = { namespace: this.reverse.namespace, keys }
       }
+    } else if (this.reverse.kind === 'index') {
+      // No list to read: each edge reads its `to` record (exists()), all at once.
+      scope.prefetch(this.to.records, toIds.map(id => encode(id)))
     }
     let added = 0
     /** @param {number} i @returns {number | Promise<number>} */
