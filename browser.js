@@ -1,5 +1,6 @@
 import { openIn, loadBackend } from './lib/open.js'
 import { levelkitError, codes } from './lib/errors.js'
+import { openOwnedBrowserLevel } from './lib/idb-open.js'
 
 // The IndexedDB database open() uses when given no location.
 const DEFAULT_DATABASE = 'levelkit'
@@ -19,8 +20,13 @@ const browser = {
       const { BrowserLevel } = await loadBackend('indexeddb', 'browser-level', () => import('browser-level'))
       // The IndexedDB database is named `location` itself: browser-level would
       // prefix it with 'level-js-' (pass that prefix to open a database made
-      // by levelkit 0.1 or by browser-level's defaults).
-      return new BrowserLevel(location === undefined ? DEFAULT_DATABASE : location, { prefix: '', ...options })
+      // by levelkit 0.1 or by browser-level's defaults). Opened here, with
+      // levelkit's object stores beside browser-level's (lib/idb-open.js).
+      try {
+        return await openOwnedBrowserLevel(BrowserLevel, location === undefined ? DEFAULT_DATABASE : location, { prefix: '', ...options })
+      } catch (err) {
+        throw levelkitError(codes.BACKEND_UNAVAILABLE, `The indexeddb backend could not open the database: ${/** @type {any} */ (err)?.message}`, { cause: err, backend: 'indexeddb', location })
+      }
     }
   }
 }

@@ -431,6 +431,11 @@ async function checkRelation (model, snapshot, existing, problem) {
   /** @type {Array<Map<string, Fix>>} per direction in use, the write that puts an edge (by forward key) there */
   const homes = []
   for (const { direction, reversed, pairs, lists } of sides) {
+    if (direction.kind === 'index') {
+      await checkMirror(model, direction, sides[0].lists, problem)
+      homes.push(new Map())
+      continue
+    }
     if (direction.kind === 'lists') {
       homes.push(checkLists(model, direction.namespace, reversed, valid, lists, problem))
       continue
@@ -478,6 +483,9 @@ async function readDirection (model, direction, reversed, snapshot, problem) {
     const pair = /** @type {[unknown, unknown]} */ (reversed ? [other, head] : [head, other])
     pairs.set(bytesToBinaryString(encode(pair)), { pair, key })
   }
+  // The index kind holds no edges of its own: its mirror of the forward
+  // lists is compared with them (checkMirror()).
+  if (direction.kind === 'index') return { pairs, lists }
   if (direction.kind === 'edges') {
     for (const [key] of await readAll(namespace, snapshot, false)) {
       const pair = tryPair(key)
@@ -549,6 +557,35 @@ function checkLists (model, namespace, reversed, valid, lists, problem) {
     problem('edge-list-mismatch', namespace, key, `Relation "${model.name}" has edges for ${label(head)} but no ${call}(${label(head)}) list`, write(want, { type: 'put', namespace, key, value: encode(ids.sort(compareIds)) }))
   }
   return written
+}
+
+/**
+ * Compare the mirror of a relation's forward lists in levelkit's lists
+ * store (its reverse direction, the index kind) with the stored forward
+ * lists: a list missing, stale or extra there is repaired by writing the
+ * forward list again (or deleting its key) through the write path, which
+ * writes the mirror in the same transaction.
+ * @param {import('./relation.js').RelationModel} model
+ * @param {import('./relation-directions.js').IndexDirection} direction
+ * @param {Map<string, { head: unknown, key: Uint8Array, value: Uint8Array, readable: boolean }>} lists the stored forward lists
+ * @param {Function} problem
+ */
+async function checkMirror (model, direction, lists, problem) {
+  const namespace = direction.forward.namespace
+  const mirrored = new Map()
+  for (const [key, ids] of await direction.idb.mirrored(namespace, false)) mirrored.set(bytesToBinaryString(key), { key, ids })
+  for (const [name, { head, key, value, readable }] of lists) {
+    const mirror = mirrored.get(name)
+    mirrored.delete(name)
+    if (!readable) continue
+    const ids = /** @type {unknown[]} */ (decode(value))
+    if (mirror !== undefined && mirror.ids.length === ids.length && mirror.ids.every((/** @type {unknown} */ id, /** @type {number} */ i) => compareIds(id, ids[i]) === 0)) continue
+    const what = mirror === undefined ? 'has no copy' : `has ${label(mirror.ids)}`
+    problem('edge-list-mismatch', namespace, key, `Relation "${model.name}" lists ${label(ids)} as to(${label(head)}), but its IndexedDB index (from()) ${what}; a repair writes the list again`, { type: 'put', namespace, key, value })
+  }
+  for (const { key, ids } of mirrored.values()) {
+    problem('edge-list-mismatch', namespace, key, `Relation "${model.name}"'s IndexedDB index (from()) holds ${label(ids)} for a to() list that is not stored; a repair deletes it`, { type: 'del', namespace, key })
+  }
 }
 
 /** @param {Uint8Array} value a stored list */

@@ -12,6 +12,7 @@ import { assertName } from './names.js'
 import { crossTabFor } from './cross-tab.js'
 import { strictWrites } from './durability.js'
 import { setReadCacheBudget, readCacheStats } from './namespace.js'
+import { onVersionChange } from './idb-open.js'
 import { readCacheDefaults } from './read-cache.js'
 import { optionsOf, optionsObject } from './options.js'
 import { Transaction, DEFAULT_LOCK_TIMEOUT } from './transaction.js'
@@ -38,14 +39,27 @@ export class Database {
   #collections = new WeakMap()
   #ownsLevel
   #closing = /** @type {Promise<void> | null} */ (null)
+  /** Why it closed, when not by close(). */
+  #closedBy = ''
 
   /**
    * @param {any} level an open abstract-level 3 database
-   * @param {{ syncReads?: boolean, readCache?: number | { size?: number, policy?: import('./read-cache.js').CachePolicy }, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean }} [options]
+   * @param {{ syncReads?: boolean, readCache?: number | { size?: number, policy?: import('./read-cache.js').CachePolicy }, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean, relationIndexes?: boolean }} [options]
    */
   constructor (level, options = {}) {
     this.level = level
     this.#ownsLevel = options.ownsLevel !== false
+    /** Whether a new relation with both lists may keep its reverse direction in an IndexedDB index (lib/relation.js). */
+    this.relationIndexes = options.relationIndexes !== false
+    // Another tab opens the IndexedDB database at a newer version (a newer
+    // layout): its connection is closed at once so that tab is not blocked
+    // (lib/idb-open.js), and this database with it, until the page reloads.
+    if (this.#ownsLevel) {
+      onVersionChange(level, () => {
+        this.#closedBy = ': another tab opened it at a newer version (reload the page)'
+        this.close().catch(() => {})
+      })
+    }
     const syncReads = options.syncReads !== false && !!level.supports.getSync
     this.writer = new Writer(level, syncReads, crossTabFor(level))
     this.writer.durable = options.durability === 'sync'
@@ -355,7 +369,7 @@ export class Database {
 
   #assertOpen () {
     if (this.#closing || this.level.status !== 'open') {
-      throw levelkitError(codes.NOT_OPEN, 'The database is not open')
+      throw levelkitError(codes.NOT_OPEN, `The database is not open${this.#closedBy}`)
     }
   }
 

@@ -1,5 +1,8 @@
 /* global IDBDatabase, IDBKeyRange */
 import { entrySize } from './read-cache.js'
+import { listsStoreOf } from './idb-open.js'
+import { decodeList } from './stored.js'
+import { compareBytes } from './bytes.js'
 
 // A lower layer under the write path and the reads for a browser-level
 // database: the same object store, keys and values as browser-level writes
@@ -67,9 +70,35 @@ export function idbDirectFor (level) {
   return layer
 }
 
+// listing() answers kept at most (then they are dropped, all at once).
+const LISTINGS_KEPT = 4096
+
+/** A kept listing()'s name. @param {string} tag @param {number | string} id */
+function listingName (tag, id) {
+  return `${tag}\u0000${typeof id}:${id}`
+}
+
 /**
- * @typedef {{ transaction: IDBTransaction, store: IDBObjectStore, write: boolean, done: boolean, strict: boolean, sealed: boolean, since: number, writes: number }} Slot
- *   `sealed`: holds a batch; `since`: when it was opened, or got its batch; `writes`: write path transactions opened before it
+ * Where `key` is in `keys` (in byte order): its index, or -(insertion point) - 1.
+ * @param {Uint8Array[]} keys @param {Uint8Array} key
+ */
+function keyPosition (keys, key) {
+  let low = 0
+  let high = keys.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    const order = compareBytes(keys[middle], key)
+    if (order === 0) return middle
+    if (order < 0) low = middle + 1
+    else high = middle
+  }
+  return -low - 1
+}
+
+/**
+ * @typedef {{ transaction: IDBTransaction, store: IDBObjectStore, lists: IDBObjectStore | null, write: boolean, done: boolean, strict: boolean, sealed: boolean, since: number, writes: number }} Slot
+ *   `sealed`: holds a batch; `since`: when it was opened, or got its batch; `writes`: write path transactions opened before it;
+ *   `lists`: levelkit's lists store (lib/idb-open.js), in the transaction once a namespace is mirrored there
  * @typedef {import('./write-scope.js').Bounds} Bounds
  * @typedef {boolean | 'strict'} Mode where a read is made: false outside the write path (a readonly
  *   transaction), true inside a critical section (the write path's readwrite transaction), 'strict' inside
@@ -104,6 +133,23 @@ export class IdbDirect {
   #touched = new Map()
   /** @type {Map<string, Promise<any>>} point reads that may fill the lease cache, not yet answered, by key id */
   #ahead = new Map()
+  /**
+   * The namespaces whose lists are mirrored in the lists store, each with
+   * its tag (its prefix): the first item of the mirror's keys and of the
+   * index's, so that namespaces share the store.
+   * @type {Map<import('./namespace.js').Namespace, string>}
+   */
+  #mirrors = new Map()
+  /**
+   * listing() answers outside the write path, by tag and id, kept as the
+   * lease cache is (while this tab holds the lock): dropped whole when a
+   * mirrored list lands or another tab writes one (forget(), clearCache());
+   * `#listingEpoch` moves then, and when the lease changes hands,
+   * so a listing read meanwhile is not kept.
+   * @type {Map<string, Uint8Array[]>}
+   */
+  #listings = new Map()
+  #listingEpoch = 0
 
   /** @param {any} level a browser-level database */
   constructor (level) {
@@ -358,6 +404,10 @@ export class IdbDirect {
           else store.put(encodeValue(op.value), key)
         } else store.delete(key)
         made++
+        if (this.#mirrors.size > 0) {
+          const tag = this.#mirrors.get(op.namespace)
+          if (tag !== undefined) this.#mirrorOp(/** @type {IDBObjectStore} */ (slot.lists), tag, op)
+        }
       }
     }
     try {
@@ -406,6 +456,156 @@ export class IdbDirect {
   }
 
   /**
+   * Mirror the lists of `namespace` (each value a tuple-encoded list of ids
+   * that are IndexedDB keys: numbers or strings) in levelkit's lists store:
+   * each batch that puts or deletes a list puts its ids as `{ ids: [[tag,
+   * id], ...] }` under [tag, key] or deletes it, in the batch's transaction,
+   * and IndexedDB keeps the store's multiEntry index over them: which keys'
+   * lists hold an id is then one request (listing()). Only batches written
+   * here are mirrored: the caller sees that every batch of the namespace is
+   * (lib/writer.js's direct path). False, and nothing mirrored, where the
+   * database has no lists store (one a user brought, not opened by levelkit).
+   * @param {import('./namespace.js').Namespace} namespace
+   * @returns {boolean}
+   */
+  mirror (namespace) {
+    if (this.#listsStore() === null) return false
+    if (!this.#mirrors.has(namespace)) {
+      this.#mirrors.set(namespace, namespace.prefix)
+      // Transactions from now on take in the lists store.
+      this.#write = null
+      this.#read = null
+    }
+    return true
+  }
+
+  /**
+   * The keys (in `namespace`, in key order) whose mirrored lists hold `id`,
+   * as stored (what a committed batch wrote, not a pending one): one
+   * getAllKeys() request on the lists store's index.
+   * @param {import('./namespace.js').Namespace} namespace mirrored (mirror())
+   * @param {number | string} id @param {Mode} write
+   * @returns {Promise<Uint8Array[]>}
+   */
+  listing (namespace, id, write) {
+    const tag = this.#mirrors.get(namespace)
+    if (tag === undefined) return Promise.reject(new Error(`The lists of ${namespace.prefix} are not mirrored`))
+    const { index } = listsStoreOf(this.#level.location)
+    const kept = write === false && this.#held && this.#cache !== null
+    const name = kept ? listingName(tag, id) : ''
+    if (kept) {
+      const hit = this.#listings.get(name)
+      if (hit !== undefined) return Promise.resolve(hit)
+    }
+    const epoch = this.#listingEpoch
+    return this.#retrying(write, () => {
+      const lists = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists)
+      return this.#settle(lists.index(index).getAllKeys(IDBKeyRange.only([tag, id])))
+    }).then(keys => {
+      const found = keys.map((/** @type {any[]} */ key) => new Uint8Array(key[1]))
+      if (kept && epoch === this.#listingEpoch && this.#held) {
+        if (this.#listings.size >= LISTINGS_KEPT) this.#listings.clear()
+        this.#listings.set(name, found)
+      }
+      return found
+    })
+  }
+
+  /**
+   * A batch of this tab landed: the kept listing() answers take in its
+   * mirrored lists (each kept id's answer gains or loses the list's key as
+   * the list now holds it or not), so what was read stays kept across
+   * writes; a listing read meanwhile keeps nothing.
+   * @param {Array<import('./write-scope.js').Op | null>} ops each key once
+   */
+  #landedListings (ops) {
+    let epochMoved = false
+    for (const op of ops) {
+      if (op === null) continue
+      const tag = this.#mirrors.get(op.namespace)
+      if (tag === undefined) continue
+      if (!epochMoved) {
+        this.#listingEpoch++
+        epochMoved = true
+      }
+      if (this.#listings.size === 0) continue
+      /** @type {Set<string>} */
+      const holds = new Set()
+      if (op.type === 'put') {
+        const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
+        for (const id of decodeList(value, op.namespace, op.key)) holds.add(listingName(tag, /** @type {number | string} */ (id)))
+      }
+      const start = `${tag}\u0000`
+      for (const [name, keys] of this.#listings) {
+        if (!name.startsWith(start)) continue
+        const at = keyPosition(keys, op.key)
+        if ((at >= 0) === holds.has(name)) continue
+        // A copy: an answer handed out before stays as it was.
+        const changed = keys.slice()
+        if (at >= 0) changed.splice(at, 1)
+        else changed.splice(-at - 1, 0, op.key)
+        this.#listings.set(name, changed)
+      }
+    }
+  }
+
+  /** Drop the kept listing() answers (a mirrored list changed, or may have). */
+  #dropListings () {
+    this.#listingEpoch++
+    if (this.#listings.size > 0) this.#listings.clear()
+  }
+
+  /**
+   * Every mirrored list of `namespace` as [key, ids], in key order (for
+   * check(): they must be the namespace's lists).
+   * @param {import('./namespace.js').Namespace} namespace mirrored @param {Mode} write
+   * @returns {Promise<Array<[Uint8Array, unknown[]]>>}
+   */
+  mirrored (namespace, write) {
+    const tag = this.#mirrors.get(namespace)
+    if (tag === undefined) return Promise.reject(new Error(`The lists of ${namespace.prefix} are not mirrored`))
+    // [tag, any bytes] lies between [tag] and [tag, []] (arrays sort after bytes).
+    const range = IDBKeyRange.bound([tag], [tag, []], true, true)
+    return this.#retrying(write, () => {
+      const lists = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists)
+      return Promise.all([this.#settle(lists.getAllKeys(range)), this.#settle(lists.getAll(range))])
+    }).then(([keys, values]) => keys.map((/** @type {any[]} */ key, /** @type {number} */ i) => [new Uint8Array(key[1]), values[i].ids.map((/** @type {any[]} */ item) => item[1])]))
+  }
+
+  /**
+   * Whether one of `ops` writes a mirrored namespace (which only batches
+   * written here keep in step with its mirror).
+   * @param {Array<{ namespace: import('./namespace.js').Namespace }>} ops
+   */
+  mirrorsAny (ops) {
+    if (this.#mirrors.size === 0) return false
+    for (const op of ops) if (this.#mirrors.has(op.namespace)) return true
+    return false
+  }
+
+  /** The name of levelkit's lists store if the database has one, else null. */
+  #listsStore () {
+    const level = this.#level
+    const { store } = listsStoreOf(level.location)
+    return this.ready && level.db.objectStoreNames.contains(store) ? store : null
+  }
+
+  /**
+   * The request that mirrors `op` in the lists store.
+   * @param {IDBObjectStore} lists @param {string} tag @param {import('./write-scope.js').Op} op
+   */
+  #mirrorOp (lists, tag, op) {
+    const key = /** @type {IDBValidKey} */ ([tag, op.key])
+    if (op.type !== 'put') {
+      lists.delete(key)
+      return
+    }
+    const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
+    const ids = decodeList(value, op.namespace, op.key)
+    lists.put({ ids: ids.map(id => [tag, id]) }, key)
+  }
+
+  /**
    * Keep a lease cache of up to `bytes` (estimated) of values: 0 turns it off.
    * @param {number} bytes
    */
@@ -424,11 +624,14 @@ export class IdbDirect {
     if (held === this.#held) return
     this.#held = held
     this.#epoch++
+    // Kept as the lease cache's values are (other tabs' writes are heard, see forget()); a read in flight keeps nothing.
+    this.#listingEpoch++
   }
 
   /** Drop every value of the lease cache. */
   clearCache () {
     this.#epoch++
+    this.#dropListings()
     if (this.#cache === null) return
     this.#cache.clear()
     this.#cacheBytes = 0
@@ -439,6 +642,9 @@ export class IdbDirect {
    * @param {string} id the key's id (Namespace#keyId())
    */
   forget (id) {
+    if (this.#listings.size > 0) {
+      for (const tag of this.#mirrors.values()) if (id.startsWith(tag)) this.#dropListings()
+    }
     if (this.#cache === null) return
     this.#drop(id)
     if (this.#fills > 0) this.#touched.set(id, ++this.#landings)
@@ -449,6 +655,7 @@ export class IdbDirect {
    * @param {Array<import('./write-scope.js').Op | null>} ops each key once
    */
   landed (ops) {
+    if (this.#mirrors.size > 0) this.#landedListings(ops)
     const cache = this.#cache
     if (cache === null) return
     const landing = ++this.#landings
@@ -583,10 +790,11 @@ export class IdbDirect {
     const current = write ? this.#write : this.#read
     if (current !== null && !current.done && (!strict || current.strict) && this.#joinable(current, write, batch)) return current
     const level = this.#level
-    const transaction = level.db.transaction([level.location], write ? 'readwrite' : 'readonly', strict ? { durability: 'strict' } : undefined)
+    const lists = this.#mirrors.size > 0 ? listsStoreOf(level.location).store : null
+    const transaction = level.db.transaction(lists === null ? [level.location] : [level.location, lists], write ? 'readwrite' : 'readonly', strict ? { durability: 'strict' } : undefined)
     if (write) this.#writes++
     /** @type {Slot} */
-    const slot = { transaction, store: transaction.objectStore(level.location), write, done: false, strict, sealed: false, since: performance.now(), writes: this.#writes }
+    const slot = { transaction, store: transaction.objectStore(level.location), lists: lists === null ? null : transaction.objectStore(lists), write, done: false, strict, sealed: false, since: performance.now(), writes: this.#writes }
     const finish = () => { slot.done = true }
     transaction.addEventListener('complete', finish)
     transaction.addEventListener('abort', finish)

@@ -20,8 +20,9 @@ import { describe, errorMessage, isLevelkitError, readInput } from './common.js'
 export async function openIn (environment, options) {
   // Read once (a copy); the backend's own options are passed on from it.
   const given = optionsObject(options, 'open()')
-  const { backend: named, location, db, syncReads, readCache, readCacheBytes, durability, ...levelOptions } = given
+  const { backend: named, location, db, syncReads, readCache, readCacheBytes, durability, relationIndexes, ...levelOptions } = given
   if (syncReads !== undefined && typeof syncReads !== 'boolean') throw invalid('The syncReads option must be a boolean')
+  if (relationIndexes !== undefined && typeof relationIndexes !== 'boolean') throw invalid('The relationIndexes option must be a boolean')
   const readCacheOptions = readCacheOption(readCache)
   if (durability !== undefined && durability !== 'sync' && durability !== 'relaxed') {
     throw invalid("The durability option must be 'relaxed' (the default: a write resolves once the backend has it) or 'sync' (once it is flushed to disk)")
@@ -42,7 +43,7 @@ export async function openIn (environment, options) {
       if (isLevelkitError(err)) throw err
       throw invalid(`The database passed as the db option could not be opened: ${errorMessage(err)}`, { cause: err })
     }
-    return new Database(db, { syncReads, readCache: readCacheOptions, readCacheBytes, durability, ownsLevel: false })
+    return new Database(db, { syncReads, readCache: readCacheOptions, readCacheBytes, durability, ownsLevel: false, relationIndexes })
   }
 
   const backend = named === undefined ? environment.defaultBackend({ location }) : named
@@ -71,7 +72,7 @@ export async function openIn (environment, options) {
     }
     throw levelkitError(codes.BACKEND_UNAVAILABLE, `The ${backend} backend could not open the database${location === undefined ? '' : ` at ${describe(location)}`}: ${errorMessage(cause || err)}`, { cause: err, backend, location })
   }
-  const database = new Database(level, { syncReads, readCache: readCacheOptions, readCacheBytes, durability })
+  const database = new Database(level, { syncReads, readCache: readCacheOptions, readCacheBytes, durability, relationIndexes })
   // Other processes writing it too (postgres, shared): hear of their batches first.
   try {
     await database.writer.ready()

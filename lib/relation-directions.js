@@ -328,3 +328,90 @@ function indexOf (ids, id) {
   const at = insertionPoint(ids, id)
   return at < ids.length && compareIds(ids[at], id) === 0 ? at : -1
 }
+
+/**
+ * The reverse direction of a relation whose forward direction keeps lists,
+ * kept by IndexedDB itself: the direct layer mirrors each forward list in
+ * levelkit's lists store, in the batch's transaction, and the store's
+ * multiEntry index answers which lists hold an id (lib/idb-direct.js,
+ * mirror() and listing()). It writes nothing: an edge is its forward list.
+ * Only on a database levelkit opened (the lists store exists) whose stored
+ * layout says so (RelationModel.settleLayout()).
+ */
+export class IndexDirection {
+  /**
+   * @param {ListDirection} forward the forward direction, mirrored
+   * @param {ListDirection} lists the reverse lists this replaces: their
+   *   namespace names the direction (queries, cursors) and holds nothing
+   * @param {import('./idb-direct.js').IdbDirect} idb
+   */
+  constructor (forward, lists, idb) {
+    this.forward = forward
+    this.namespace = lists.namespace
+    this.idb = idb
+    this.kind = /** @type {const} */ ('index')
+  }
+
+  /**
+   * Whether the forward list of `other` holds `head`.
+   * @param {(namespace: Namespace, key: Uint8Array) => any} read
+   * @param {unknown} head @param {unknown} other
+   * @returns {boolean | Promise<boolean>}
+   */
+  has (read, head, other) {
+    return this.forward.has(read, other, head)
+  }
+
+  /** Nothing to write: the forward list's mirror is the edge. @returns {boolean} */
+  add () {
+    return true
+  }
+
+  /** @returns {boolean} */
+  remove () {
+    return true
+  }
+
+  /** Nothing to remove. */
+  removeAll () {}
+
+  /**
+   * The heads of the forward lists that hold `id`, in id order, as stored
+   * (committed batches): one request on the index. Outside a write only.
+   * @param {unknown} id @returns {Promise<unknown[]>}
+   */
+  async stored (id) {
+    const keys = await this.idb.listing(this.forward.namespace, /** @type {number | string} */ (id), false)
+    return keys.map(key => decodeKey(key, this.forward.namespace))
+  }
+
+  /**
+   * The ids whose forward lists hold `head`, in id order, as the critical
+   * section sees them: the index over what is written, and the section's
+   * own pending lists on top (WriteScope.listing()).
+   * @param {WriteScope} scope @param {unknown} head
+   * @returns {Promise<unknown[]>}
+   */
+  async others (scope, head) {
+    const keys = await scope.listing(this.forward.namespace, /** @type {number | string} */ (head))
+    return keys.map(key => decodeKey(key, this.forward.namespace))
+  }
+
+  /**
+   * The ids whose forward lists hold `head`, read in db.transaction() `tx`:
+   * a range read over the whole forward namespace, so that the transaction
+   * validates against any change to those lists (correct; it conflicts more
+   * than a read of one list would).
+   * @param {import('./transaction.js').Transaction} tx @param {unknown} head
+   * @returns {Promise<unknown[]>}
+   */
+  async inTransaction (tx, head) {
+    const namespace = this.forward.namespace
+    const found = []
+    for (const [key, value] of await tx.entries(namespace, {}, { values: true })) {
+      const ids = decodeList(value, namespace, key)
+      if (indexOf(ids, head) >= 0) found.push(decodeKey(key, namespace))
+    }
+    return found
+  }
+}

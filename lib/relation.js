@@ -5,12 +5,12 @@ import { IndexState } from './index-state.js'
 import { layoutReady, layoutPrepare } from './layout-moves.js'
 import { assertName, layout } from './names.js'
 import { Query } from './query.js'
-import { tupleBounds } from './bounds.js'
+import { tupleBounds, within } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, after, promised, transactionIn } from './model-handle.js'
 import { describe, isDefined, elementsOf, noop } from './common.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
 import { optionsOf, optionsObject, RANGE } from './options.js'
-import { EdgeDirection, ListDirection, compareIds } from './relation-directions.js'
+import { EdgeDirection, ListDirection, IndexDirection, compareIds } from './relation-directions.js'
 
 const ON_DELETE = ['cascade', 'restrict']
 const LIST_SIDES = ['from', 'to']
@@ -28,7 +28,12 @@ const LIST_SIDES = ['from', 'to']
  * per id (`<name>.list.to` holds each from id's to ids, `<name>.list.from`
  * each to id's from ids), so that reading a whole list is one point read.
  *
- * @typedef {EdgeDirection | ListDirection} Direction
+ * On a database levelkit opened on IndexedDB, a new relation with both
+ * `lists` keeps its reverse direction in IndexedDB's own index over the
+ * forward lists instead (IndexDirection, `native: ['from']` in its stored
+ * layout): an edge is then one list written, not two.
+ *
+ * @typedef {EdgeDirection | ListDirection | IndexDirection} Direction
  */
 export class RelationModel {
   /**
@@ -66,6 +71,14 @@ export class RelationModel {
       reverse: lists.includes('from') ? new EdgeDirection(this.root, layout.reverse(name), 0, false) : new ListDirection(this.root, layout.list(name, 'from'), 0, this.from.sequential)
     }
     this.lists = LIST_SIDES.filter(side => lists.includes(side))
+    // Whether the reverse lists may be IndexedDB's index over the forward
+    // ones (settleLayout() decides, from the stored layout): both directions
+    // lists, on IndexedDB through the direct layer.
+    this.idb = lists.includes('to') && lists.includes('from') ? db.writer.idb : null
+    // A new database takes the index kind unless open() was told not to.
+    this.indexNew = db.relationIndexes
+    /** The sides kept by an IndexedDB index (['from'] or none). @type {string[]} */
+    this.native = []
     // A record created under a new sequence id has no list yet: its edges
     // read none (a relation writes a record's lists in the record's
     // batches, and sequence ids are never handed out twice).
@@ -83,7 +96,35 @@ export class RelationModel {
 
   /** What the stored schema keeps of the declaration. */
   declaredLayout () {
-    return { lists: this.lists }
+    return this.native.length > 0 ? { lists: this.lists, native: this.native } : { lists: this.lists }
+  }
+
+  /**
+   * Before the declared layout is compared with the stored one `stored`
+   * (in its critical section): whether the reverse direction is the index
+   * kind. A database that says so keeps it; a new one (no stored layout,
+   * no edges) gets it where the database has levelkit's lists store; one
+   * on the lists layout keeps its reverse lists (no move between them).
+   * @param {WriteScope} scope @param {Record<string, unknown> | undefined} stored
+   */
+  async settleLayout (scope, stored) {
+    const storedNative = Array.isArray(stored?.native) && stored.native.includes('from')
+    let native = storedNative
+    // The index's keys are the listed `to` ids: sequence ids (positive integers) are IndexedDB keys, any id is not.
+    if (stored === undefined && this.indexNew && this.to.sequential && this.idb !== null && this.idb.ready) {
+      let empty = true
+      for (const namespace of [this.forward.namespace, this.reverse.namespace, this.unused.forward.namespace, this.unused.reverse.namespace]) {
+        if ((await namespace.sublevel.keys({ limit: 1 }).all()).length > 0) empty = false
+      }
+      // mirror() says whether the database has levelkit's lists store.
+      native = empty && this.idb.mirror(this.forward.namespace)
+    }
+    if (!native) return
+    if (this.idb === null || !this.idb.mirror(this.forward.namespace)) {
+      throw levelkitError(codes.INVALID, `Relation "${this.name}" keeps its reverse direction in an IndexedDB index of a database levelkit opened (its stored layout says native: ['from']): declare it with lists: ['from', 'to'] and open the database with open({ location }), not a database brought with { db }`, { relation: this.name })
+    }
+    if (this.reverse.kind !== 'index') this.reverse = new IndexDirection(/** @type {ListDirection} */ (this.forward), /** @type {ListDirection} */ (this.reverse), this.idb)
+    this.native = ['from']
   }
 
   /**
@@ -93,8 +134,20 @@ export class RelationModel {
    * @param {WriteScope} scope
    */
   async layoutMatches (scope) {
-    for (const direction of [this.unused.forward, this.unused.reverse]) {
+    /** @type {Direction[]} */
+    const unused = [this.unused.forward, this.unused.reverse]
+    // The index kind's namespace (the reverse lists') holds nothing either.
+    if (this.reverse.kind === 'index') unused.push(this.reverse)
+    for (const direction of unused) {
       if ((await direction.namespace.sublevel.keys({ limit: 1 }).all()).length > 0) return false
+    }
+    if (this.reverse.kind === 'index' && this.idb !== null) {
+      // And the mirror holds every forward list.
+      await this.writer.drain()
+      const namespace = this.forward.namespace
+      const mirrored = (await this.idb.mirrored(namespace, true)).map(([key]) => namespace.keyId(key))
+      const lists = (await namespace.sublevel.keys().all()).map((/** @type {Uint8Array} */ key) => namespace.keyId(key))
+      if (mirrored.join('\n') !== lists.join('\n')) return false
     }
     return true
   }
@@ -167,9 +220,10 @@ export class RelationModel {
         else lists = { namespace: this.reverse.namespace, keys }
       }
     } else {
-      // Edges keyed by the `to` ids are written blind, but each `to` record
-      // is read (exists()): all at once (one statement where reads made
-      // together go so), not a round trip per edge, one after the other.
+      // Edges keyed by the `to` ids (or kept by an IndexedDB index) are
+      // written blind, but each `to` record is read (exists()): all at once
+      // (one statement where reads made together go so), not a round trip
+      // per edge, one after the other.
       scope.prefetch(this.to.records, toIds.map(id => encode(id)))
     }
     let added = 0
@@ -323,7 +377,13 @@ export class RelationModel {
     /** @type {import('./query.js').QuerySource['list']} */
     let list
     const whole = prepare === undefined && !RANGE.some(name => options[name] !== undefined)
-    if (direction.kind === 'lists') {
+    if (direction.kind === 'index') {
+      const index = direction
+      // Outside a write, the index over committed batches; in a transaction, its own reads.
+      const others = transaction === undefined ? () => index.stored(id) : () => index.inTransaction(transaction, id)
+      if (whole) list = others
+      keys = bounds => others().then(ids => ids.map(other => encode([id, other])).filter(key => within(key, bounds)))
+    } else if (direction.kind === 'lists') {
       const lists = direction
       const syncReads = this.writer.syncReads
       const read = transaction === undefined

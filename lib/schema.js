@@ -170,13 +170,14 @@ export class Schema {
     const writer = this.#db.writer
     const state = model.layoutState
     const key = encode([model.layoutKind, model.name])
-    const declared = model.declaredLayout()
+    let declared = model.declaredLayout()
     try {
       // In a critical section queued now: no write to the model is decided
       // before it (they wait for the state anyway).
       const compared = writer.run(scope => this.#compareLayout(scope, model, key, declared, false))
       this.#layoutCompares.set(model, compared.finally(() => this.#layoutCompares.delete(model)).catch(noop))
       let progress = await compared
+      declared = model.declaredLayout()
       if (progress === null) return state.set('ready')
       state.set('building')
       state.done = progress.done
@@ -226,6 +227,12 @@ export class Schema {
     await scope.writer.drain()
     const value = await current(scope, this.#namespace, key)
     const stored = value === undefined ? undefined : parseJson(value, this.#namespace, key)
+    // A model whose declaration depends on what is stored (a relation's
+    // IndexedDB index kind) settles it first.
+    if (model.settleLayout !== undefined) {
+      await model.settleLayout(scope, stored)
+      declared = model.declaredLayout()
+    }
     this.#watch?.layoutCompared(model, stored)
     const same = stored !== undefined && sameLayout(stored, declared)
     if (same && stored.state === 'ready') return null

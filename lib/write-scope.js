@@ -1,6 +1,11 @@
 import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { invalid } from './errors.js'
 import { within } from './bounds.js'
+import { decodeList } from './stored.js'
+
+const textEncoder = new TextEncoder()
+/** @param {string} text */
+const encodeText = text => textEncoder.encode(text)
 
 /**
  * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean, any?: boolean, claim?: boolean, unstored?: boolean }} Op
@@ -440,6 +445,37 @@ export class WriteScope {
     }
     const result = Array.from(merged.values())
     if (changed) result.sort((a, b) => compareBytes(a[0], b[0]))
+    return result
+  }
+
+  /**
+   * The keys (in key order) of the lists of `namespace` that hold `id`, as
+   * this critical section sees them: the index of levelkit's lists store
+   * over what is written (`namespace` mirrored, see IdbDirect.mirror()),
+   * once what was decided is written, with the section's own lists of the
+   * namespace on top.
+   * @param {import('./namespace.js').Namespace} namespace @param {number | string} id
+   * @returns {Promise<Uint8Array[]>}
+   */
+  async listing (namespace, id) {
+    await this.writer.drain()
+    const locked = this.writer.lockRanges()
+    if (locked !== null) await locked
+    const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.writer.idb)
+    /** @type {Map<string, Uint8Array>} */
+    const found = new Map()
+    for (const key of await idb.listing(namespace, id, this.#mode())) found.set(namespace.keyId(key), key)
+    let changed = false
+    this.index()
+    for (const [keyId, op] of this.local) {
+      if (op.namespace !== namespace) continue
+      changed = true
+      const holds = op.type === 'put' && decodeList(op.value instanceof Uint8Array ? op.value : encodeText(op.value), namespace, op.key).some(item => item === id)
+      if (holds) found.set(keyId, op.key)
+      else found.delete(keyId)
+    }
+    const result = Array.from(found.values())
+    if (changed) result.sort(compareBytes)
     return result
   }
 }

@@ -931,6 +931,8 @@ export class Writer {
           // (a 'write' listener added since they decided). Rejected, not
           // thrown: the flush must stay asynchronous (#commit() starts it).
           if (group.claims && !direct) await Promise.reject(claimRefusal(levelkitError(codes.ABORTED, 'A unique claim could not be made')))
+          // A relation's lists mirrored for its IndexedDB index are written only by the direct layer.
+          if (!direct && this.idb !== null && this.idb.mirrorsAny(group.ops)) await Promise.reject(mirrorBypass())
           if (chained) {
             await this.#writeChained(group.ops, sync, group.distinctKeys)
           } else if (direct) {
@@ -1394,6 +1396,15 @@ function rerun (keyLocks, reruns, failure) {
 const PLAIN = 0
 const RERUNS = 1
 const CLAIMS = 2
+
+/**
+ * A batch that would write a relation's mirrored lists past the direct
+ * layer (a 'write' listener or prewrite hook on the root): its IndexedDB
+ * index would go stale, so it is refused.
+ */
+function mirrorBypass () {
+  return levelkitError(codes.FORBIDDEN, 'This batch writes the lists of a relation whose reverse direction is an IndexedDB index (native: [\'from\']), which only levelkit\'s IndexedDB layer keeps in step: remove the \'write\' listener or prewrite hook on the database\'s root (db.level) before writing it')
+}
 
 /** @param {unknown} err @returns {any} err, marked as a refused claim */
 function claimRefusal (err) {

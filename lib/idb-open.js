@@ -1,0 +1,138 @@
+/* global indexedDB, IDBDatabase */
+
+// Opening an IndexedDB database that levelkit owns (open() in a browser, not
+// a browser-level database a user brings): browser-level creates one object
+// store, named as its location, at the version it is given; levelkit keeps
+// object stores of its own beside it, with native indexes that IndexedDB
+// maintains in the transaction of each batch (one request where a list per
+// listed id costs one each). An object store can only be created by a
+// version upgrade, so the database is opened first as it is, and once more
+// one version higher if a store is missing (creating it; browser-level's
+// store and its data are untouched); browser-level then opens at that
+// version, which asks for no upgrade.
+//
+// An upgrade waits until every other connection to the database closed
+// (their `versionchange` event). A database levelkit opened closes its
+// connection as soon as that event comes (lib/database.js), so a tab whose
+// code wants a newer layout is not blocked by a tab on an older one; the
+// older tab's database is then closed (LEVELKIT_NOT_OPEN) until it reloads.
+
+/**
+ * The object store that holds relations' lists as `{ ids: [...] }` objects,
+ * beside browser-level's store named `location`, and the name of its
+ * multiEntry index over `ids`.
+ * @param {string} location
+ */
+export function listsStoreOf (location) {
+  return { store: `${location}/levelkit-lists`, index: 'ids' }
+}
+
+// An upgrade lost to another tab's (the version moved meanwhile) is tried
+// again from the start, this many times at most.
+const ATTEMPTS = 5
+
+/**
+ * The version at which the IndexedDB database `name` has browser-level's
+ * store `location` and levelkit's stores, upgrading it if needed.
+ * @param {string} name the IndexedDB database's name @param {string} location browser-level's store
+ * @returns {Promise<number>}
+ */
+export async function prepareStores (name, location) {
+  let lastError
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    // Without a version: the current one (a new database: version 1, made here).
+    const current = await openConnection(indexedDB.open(name), location)
+    const version = current.version
+    const complete = hasStores(current, location)
+    current.close()
+    if (complete) return version
+    try {
+      const upgraded = await openConnection(indexedDB.open(name, version + 1), location)
+      upgraded.close()
+      return version + 1
+    } catch (err) {
+      // Another tab upgraded it first: look again.
+      if (/** @type {any} */ (err)?.name !== 'VersionError') throw err
+      lastError = err
+    }
+  }
+  throw lastError
+}
+
+/**
+ * Open a BrowserLevel database that levelkit owns, with levelkit's stores:
+ * `options` as BrowserLevel takes them (its `prefix` names the IndexedDB
+ * database with `location`); an explicit `version` is the user's, and
+ * leaves the database as browser-level makes it.
+ * @param {any} BrowserLevel the class @param {string} location @param {any} options
+ * @returns {Promise<any>} the database, open (or, if opening failed, not: its open() says why)
+ */
+export async function openOwnedBrowserLevel (BrowserLevel, location, options) {
+  if (options.version !== undefined) return new BrowserLevel(location, options)
+  const name = (options.prefix ?? 'level-js-') + location
+  for (let attempt = 0; ; attempt++) {
+    const version = await prepareStores(name, location)
+    const level = new BrowserLevel(location, { ...options, version })
+    try {
+      await level.open()
+      return level
+    } catch (err) {
+      // Another tab upgraded it between the two opens: prepare again.
+      const cause = /** @type {any} */ (err)?.cause
+      if (cause?.name !== 'VersionError' || attempt + 1 >= ATTEMPTS) return new BrowserLevel(location, { ...options, version })
+    }
+  }
+}
+
+/**
+ * Whether the open database `db` holds every store levelkit keeps, with
+ * its index.
+ * @param {IDBDatabase} db @param {string} location
+ */
+function hasStores (db, location) {
+  const { store } = listsStoreOf(location)
+  return db.objectStoreNames.contains(location) && db.objectStoreNames.contains(store)
+}
+
+/**
+ * The connection `request` opens; in an upgrade, the stores made that are
+ * missing. While open it gives way to another tab's upgrade.
+ * @param {IDBOpenDBRequest} request @param {string} location
+ * @returns {Promise<IDBDatabase>}
+ */
+function openConnection (request, location) {
+  return new Promise((resolve, reject) => {
+    request.onupgradeneeded = () => {
+      const db = request.result
+      if (!db.objectStoreNames.contains(location)) db.createObjectStore(location)
+      const { store, index } = listsStoreOf(location)
+      if (!db.objectStoreNames.contains(store)) {
+        // Out-of-line keys (the list's key, as the relation's list has it);
+        // each listed id is a key of the index.
+        db.createObjectStore(store).createIndex(index, index, { multiEntry: true })
+      }
+    }
+    request.onsuccess = () => {
+      const db = request.result
+      db.onversionchange = () => db.close()
+      resolve(db)
+    }
+    request.onerror = () => reject(request.error)
+  })
+}
+
+/**
+ * Call `onChange` once, after closing the connection, when another
+ * connection asks to upgrade the IndexedDB database of `level` (an open
+ * browser-level database): the upgrade then proceeds instead of waiting
+ * for this one. Nothing for other databases.
+ * @param {any} level @param {() => void} onChange
+ */
+export function onVersionChange (level, onChange) {
+  const db = level?.type === 'browser-level' && typeof IDBDatabase === 'function' ? level.db : null
+  if (!(db instanceof IDBDatabase)) return
+  db.addEventListener('versionchange', () => {
+    db.close()
+    onChange()
+  }, { once: true })
+}
