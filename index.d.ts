@@ -152,6 +152,12 @@ export interface OpenOptions {
    */
   readCacheBytes?: number
   /**
+   * IndexedDB, a database open() opens itself: whether a new relation with lists: ['from', 'to']
+   * over sequence ids keeps from() in an IndexedDB index over its `to` lists instead of lists of
+   * its own (default true). A database's stored layout decides for an existing database.
+   */
+  relationIndexes?: boolean
+  /**
    * 'relaxed' (default): a write resolves once the backend has its batch.
    * 'sync': once the batch is flushed to disk (LevelDB `sync`; on IndexedDB
    * the durability hint 'strict'); one flush serves every write of a group commit. Per write: `db.write(fn, { sync })`
@@ -437,6 +443,7 @@ export interface RelationOptions<F extends TupleValue = TupleValue, T extends Tu
    * Changing it on a relation with edges moves them at its first use, in
    * bounded batches; its reads and writes wait meanwhile.
    */
+  /** On IndexedDB, see OpenOptions.relationIndexes. */
   lists?: Array<'from' | 'to'>
 }
 

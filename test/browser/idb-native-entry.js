@@ -13,6 +13,7 @@ import { BrowserLevel } from 'browser-level'
 import { ChatStore } from '../../chat.js'
 import { listsStoreOf } from '../../lib/idb-open.js'
 import { decode, encode } from '../../lib/tuple.js'
+import { countRequests } from './count-requests.js'
 
 const run_ = Math.random().toString(36).slice(2)
 let opened = 0
@@ -316,36 +317,6 @@ function membersOf (db) {
 }
 
 /**
- * Count the IndexedDB write requests (put, delete) and transactions `fn` makes.
- * @param {() => Promise<unknown>} fn
- */
-async function countWrites (fn) {
-  const counts = { writes: 0, transactions: 0 }
-  const { put, delete: del } = IDBObjectStore.prototype
-  const transaction = IDBDatabase.prototype.transaction
-  IDBObjectStore.prototype.put = function (/** @type {any} */ value, /** @type {any} */ key) {
-    counts.writes++
-    return put.call(this, value, key)
-  }
-  IDBObjectStore.prototype.delete = function (/** @type {any} */ key) {
-    counts.writes++
-    return del.call(this, key)
-  }
-  IDBDatabase.prototype.transaction = function (/** @type {any} */ stores, /** @type {any} */ mode, /** @type {any} */ options) {
-    counts.transactions++
-    return transaction.call(this, stores, mode, options)
-  }
-  try {
-    await fn()
-  } finally {
-    IDBObjectStore.prototype.put = put
-    IDBObjectStore.prototype.delete = del
-    IDBDatabase.prototype.transaction = transaction
-  }
-  return counts
-}
-
-/**
  * Each user's chats as the chats' member lists give them, in id order.
  * @param {any} store @param {number[]} users @param {number[]} chats
  */
@@ -387,7 +358,8 @@ test('idb-native: on a new database levelkit opened, ChatStore\'s members keep t
   t.same(members.declaredLayout(), { lists: ['from', 'to'], native: ['from'] }, 'its layout says so')
   const chats = []
   for (let c = 0; c < 5; c++) chats.push(await store.createChat({ name: `chat${c}`, adminId: users[c], userIds: users.filter((_, i) => (i + c) % 3 !== 0).slice(0, 19) }))
-  const counts = await countWrites(() => store.createChat({ name: 'twenty', adminId: users[0], userIds: users.slice(1, 20) }).then(id => chats.push(id)))
+  const { made } = await countRequests(() => store.createChat({ name: 'twenty', adminId: users[0], userIds: users.slice(1, 20) }).then(id => chats.push(id)))
+  const counts = { writes: made.put + made.delete, transactions: made.transactions }
   t.ok(counts.writes <= 5, `createChat of 20 members: ${counts.writes} IndexedDB writes (at most 5)`)
   t.is(counts.transactions, 1, 'in one transaction')
   t.is((await members.reverse.namespace.sublevel.keys().all()).length, 0, 'no reverse lists stored')
