@@ -129,7 +129,8 @@ function openConnection (request, location) {
  * @param {any} level @param {() => void} onChange
  */
 export function onVersionChange (level, onChange) {
-  const db = level?.type === 'browser-level' && typeof IDBDatabase === 'function' ? level.db : null
+  if (level?.type !== 'browser-level' || typeof IDBDatabase !== 'function') return
+  const db = level.db
   if (!(db instanceof IDBDatabase)) return
   db.addEventListener('versionchange', () => {
     db.close()

@@ -123,10 +123,7 @@ for (const backend of backends) {
   test(`${backend.name}: a read-only transaction reads one snapshot: writes made while it runs are not seen, and it runs once`, async t => {
     const db = await open(backend.options())
     try {
-      const people = db.collection('people', { indexes: { name: { key: (/** @type {any} */ r) => r.name, unique: true } } })
-      const follows = db.relation('follows', { from: people, to: people })
-      const notes = db.children('notes', { parent: people })
-      const likes = db.counter('likes')
+      const { people, follows, notes, likes } = declarePeople(db)
       const ann = await people.insert({ name: 'ann', age: 30 })
       const bob = await people.insert({ name: 'bob', age: 40 })
       await follows.add(ann, bob)
@@ -167,10 +164,7 @@ for (const backend of backends) {
   test(`${backend.name}: a write inside a read-only transaction is refused with LEVELKIT_READ_ONLY, and nothing is written`, async t => {
     const db = await open(backend.options())
     try {
-      const people = db.collection('people', { indexes: { name: { key: (/** @type {any} */ r) => r.name, unique: true } } })
-      const follows = db.relation('follows', { from: people, to: people })
-      const notes = db.children('notes', { parent: people })
-      const likes = db.counter('likes')
+      const { people, follows, notes, likes } = declarePeople(db)
       const ann = await people.insert({ name: 'ann' })
       /** @type {Array<[string, (tx: any) => Promise<unknown>]>} */
       const writes = [
@@ -329,4 +323,13 @@ for (const locking of /** @type {const} */ (['table', 'keys', 'serializable'])) 
       await b.close()
     }
   })
+}
+
+/**
+ * People with a unique name, who follow each other, keep notes and get likes.
+ * @param {any} db
+ */
+function declarePeople (db) {
+  const people = db.collection('people', { indexes: { name: { key: (/** @type {any} */ r) => r.name, unique: true } } })
+  return { people, follows: db.relation('follows', { from: people, to: people }), notes: db.children('notes', { parent: people }), likes: db.counter('likes') }
 }
