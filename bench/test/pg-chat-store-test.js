@@ -74,8 +74,11 @@ test('PgChatStore: private chats, full chats and whispers answer like ChatStore'
 // Several processes, as PostgreSQL sees them: stores on pools of their own
 // (their own connections), on the same tables, racing.
 test('PgChatStore from several pools at once: one winner per username, gap-free message ids, no 31st member', async t => {
+  // Real time here (pools time out); then whatever clock was there
+  // (another file's frozen clock, in the same tape process).
+  const found = Date.now
   Date.now = clock.before
-  t.teardown(() => { Date.now = () => clock.now })
+  t.teardown(() => { Date.now = found })
   const schema = freshSchema(t)
   const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: server.connectionString, max: 8 }))
   t.teardown(() => Promise.all(pools.map(pool => pool.end())).then(() => {}))
@@ -118,8 +121,11 @@ test('PgChatStore from several pools at once: one winner per username, gap-free 
 // loses the race for a username (the unique constraint refuses it after
 // nextval) spends no id, so user and chat ids stay 1..N.
 test('PgChatStore with gap-free ids from several pools at once: user and chat ids 1..N', async t => {
+  // Real time here (pools time out); then whatever clock was there
+  // (another file's frozen clock, in the same tape process).
+  const found = Date.now
   Date.now = clock.before
-  t.teardown(() => { Date.now = () => clock.now })
+  t.teardown(() => { Date.now = found })
   const schema = freshSchema(t)
   const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: server.connectionString, max: 8 }))
   t.teardown(() => Promise.all(pools.map(pool => pool.end())).then(() => {}))

@@ -16,7 +16,9 @@ import { open } from '../../index.js'
 export async function lostBetweenSections (t, server, locking) {
   const table = server.table()
   const options = { backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking, poolSize: 2 }
-  const a = await open(options)
+  // A's connections named apart: B's section transaction may be idle in
+  // a transaction too when A's is ended, and must not be ended with it.
+  const a = await open({ ...options, pg: { application_name: 'levelkit lost-transaction a' } })
   const b = await open(options)
   try {
     const accountsA = a.collection('accounts')
@@ -45,7 +47,7 @@ export async function lostBetweenSections (t, server, locking) {
       return balance
     })
     await waiting
-    const { rows } = await server.pool.query("SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name = 'levelkit writer' AND state LIKE 'idle in transaction%'")
+    const { rows } = await server.pool.query("SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name = 'levelkit lost-transaction a' AND state LIKE 'idle in transaction%'")
     t.deepEqual(rows.map((/** @type {any} */ row) => row.ended), [true], 'the section transaction\'s connection is ended between the two sections')
     // Its locks went with it: another process writes the account the first section read.
     await accountsB.update(1, { balance: 100 })
