@@ -71,19 +71,27 @@ test('PgChatStore: private chats, full chats and whispers answer like ChatStore'
   await close()
 })
 
-// Several processes, as PostgreSQL sees them: stores on pools of their own
-// (their own connections), on the same tables, racing.
-test('PgChatStore from several pools at once: one winner per username, gap-free message ids, no 31st member', async t => {
-  // Real time here (pools time out); then whatever clock was there
-  // (another file's frozen clock, in the same tape process).
+/**
+ * Four stores on pools of their own (as four processes), on one fresh
+ * schema, opened at once (the tables are created once), in real time
+ * (pools time out); the clock that was there comes back after the test
+ * (another file's frozen clock, in the same tape process).
+ * @param {any} t @param {object} options PgChatStore options beside OPTIONS
+ */
+async function racingStores (t, options) {
   const found = Date.now
   Date.now = clock.before
   t.teardown(() => { Date.now = found })
   const schema = freshSchema(t)
   const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: server.connectionString, max: 8 }))
   t.teardown(() => Promise.all(pools.map(pool => pool.end())).then(() => {}))
-  // Opened at once: the tables are created once.
-  const stores = await Promise.all(pools.map(pool => PgChatStore.open(pool, { ...OPTIONS, schema })))
+  return Promise.all(pools.map(pool => PgChatStore.open(pool, { ...OPTIONS, schema, ...options })))
+}
+
+// Several processes, as PostgreSQL sees them: stores on pools of their own
+// (their own connections), on the same tables, racing.
+test('PgChatStore from several pools at once: one winner per username, gap-free message ids, no 31st member', async t => {
+  const stores = await racingStores(t, {})
 
   const claims = await Promise.all(stores.flatMap(store => Array.from({ length: 50 }, () => answer(() => store.createUser({ username: 'taken', password: 'pw' })))))
   t.is(claims.filter(a => typeof a.value === 'number').length, 1, '4 stores x 50 createUser of one name: exactly one winner')
@@ -121,15 +129,7 @@ test('PgChatStore from several pools at once: one winner per username, gap-free 
 // loses the race for a username (the unique constraint refuses it after
 // nextval) spends no id, so user and chat ids stay 1..N.
 test('PgChatStore with gap-free ids from several pools at once: user and chat ids 1..N', async t => {
-  // Real time here (pools time out); then whatever clock was there
-  // (another file's frozen clock, in the same tape process).
-  const found = Date.now
-  Date.now = clock.before
-  t.teardown(() => { Date.now = found })
-  const schema = freshSchema(t)
-  const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: server.connectionString, max: 8 }))
-  t.teardown(() => Promise.all(pools.map(pool => pool.end())).then(() => {}))
-  const stores = await Promise.all(pools.map(pool => PgChatStore.open(pool, { ...OPTIONS, schema, ids: 'gapfree' })))
+  const stores = await racingStores(t, { ids: 'gapfree' })
 
   // 20 names, each claimed by every store at once, 8 in flight per store.
   const claims = await Promise.all(stores.map(async store => {

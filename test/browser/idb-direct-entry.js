@@ -1,4 +1,4 @@
-/* global IDBDatabase, IDBObjectStore */
+/* global IDBObjectStore */
 // The IndexedDB layer under the write path (lib/idb-direct.js), in a browser
 // page: test/browser-idb-direct-test.js bundles this file, opens it in
 // Chromium and calls window.levelkitTests.run().
@@ -10,28 +10,19 @@ import { BrowserLevel } from 'browser-level'
 import { Namespace } from '../../lib/namespace.js'
 import { idbDirectFor } from '../../lib/idb-direct.js'
 import { encode } from '../../lib/tuple.js'
+import { countRequests as countMade } from './count-requests.js'
 
 const run_ = Math.random().toString(36).slice(2)
 let opened = 0
 const fresh = () => `levelkit-idb-direct-${run_}-${++opened}`
 
 /**
- * Count the IndexedDB transactions (by mode) that `fn` opens.
+ * The IndexedDB transactions (by mode) that `fn` opens.
  * @param {() => Promise<unknown>} fn
  */
 async function countTransactions (fn) {
-  const counts = { readonly: 0, readwrite: 0 }
-  const original = IDBDatabase.prototype.transaction
-  IDBDatabase.prototype.transaction = function (/** @type {any} */ stores, /** @type {any} */ mode, /** @type {any} */ options) {
-    counts[mode === 'readwrite' ? 'readwrite' : 'readonly']++
-    return original.call(this, stores, mode, options)
-  }
-  try {
-    await fn()
-  } finally {
-    IDBDatabase.prototype.transaction = original
-  }
-  return counts
+  const { made } = await countMade(fn)
+  return { readonly: made.transactions - made.readwrite, readwrite: made.readwrite }
 }
 
 /**
@@ -219,7 +210,7 @@ const REQUESTS = ['get', 'getKey', 'getAll', 'getAllKeys', 'getAllRecords', 'cou
  * that `fn` makes.
  * @param {() => Promise<unknown>} fn
  */
-async function countRequests (fn) {
+async function countReads (fn) {
   const made = { transactions: 0, requests: 0 }
   const proto = /** @type {any} */ (IDBObjectStore.prototype)
   const originals = REQUESTS.filter(name => typeof proto[name] === 'function').map(name => [name, proto[name]])
@@ -312,11 +303,11 @@ test('idb-direct: children ranges answer as the iterator path (reverse, limits, 
   t.is(compared, 3 * 6 * optionsList.length, `${compared} ranges answer the same on both paths`)
   const [direct] = models
   t.same((await direct.blocks.range(1, { reverse: true, limit: 3 }).all()).map((/** @type {any} */ c) => c.n), [22, 21, 20], 'the newest children, newest first')
-  const counted = await countRequests(() => direct.blocks.range(1, { reverse: true, limit: 5 }).all())
+  const counted = await countReads(() => direct.blocks.range(1, { reverse: true, limit: 5 }).all())
   t.ok(counted.requests <= 2 && counted.transactions <= 1, `the newest 5 in blocks of 4: the blocks and the parent in one request each (${JSON.stringify({ ...counted, answer: undefined })})`)
-  const flat = await countRequests(() => direct.flat.range(1, { reverse: true, limit: 5 }).all())
+  const flat = await countReads(() => direct.flat.range(1, { reverse: true, limit: 5 }).all())
   t.ok(flat.requests <= 2 && flat.transactions <= 1, `the newest 5 kept a key each: the same (${JSON.stringify({ ...flat, answer: undefined })})`)
-  const cascaded = await countRequests(() => direct.cascaded.range(1, { limit: 5 }).all())
+  const cascaded = await countReads(() => direct.cascaded.range(1, { limit: 5 }).all())
   t.ok(cascaded.requests <= 1 && cascaded.transactions <= 1, `children without purge: the blocks only (${JSON.stringify({ ...cascaded, answer: undefined })})`)
   for (const m of models) t.is((await m.db.check()).problems.length, 0, 'check() is clean')
   await close()
@@ -373,10 +364,10 @@ test('idb-direct: the last 50 messages and a user\'s chats take few requests, an
     const [got, want] = await Promise.all(stores.map(async store => (await store.getChats(userId)).map(({ lastActivity, createdAt, ...chat }) => chat)))
     t.same(got, want, `getChats(${userId}) answers the same`)
   }
-  const page = await countRequests(() => direct.getChatMessages(1, { n: 50, allWhispers: true }))
+  const page = await countReads(() => direct.getChatMessages(1, { n: 50, allWhispers: true }))
   t.same(/** @type {any} */ (page.answer)?.map((/** @type {any} */ m) => m.id).slice(-3), [72, 73, 74], 'the newest messages, oldest first')
   t.ok(page.requests <= 2 && page.transactions <= 1, `the last 50 messages: at most 2 requests in 1 transaction (${JSON.stringify({ ...page, answer: undefined })})`)
-  const chats = await countRequests(() => direct.getChats(2))
+  const chats = await countReads(() => direct.getChats(2))
   t.is(/** @type {any} */ (chats.answer)?.length, 2, 'user 2 is in 2 chats')
   t.ok(chats.requests <= 3 && chats.transactions <= 1, `a user's chats: the list and the 2 chats, in 1 transaction (${JSON.stringify({ ...chats, answer: undefined })})`)
   for (const s of stores) t.is((await s.check()).problems.length, 0, 'check() is clean')
@@ -390,12 +381,12 @@ test('idb-direct: createChat reads none of the new chat\'s lists', async (/** @t
   for (let i = 0; i < 6; i++) ids.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
   // The users' lists and the sequence are read once, then known.
   await store.createChat({ name: 'warm', adminId: ids[0], userIds: ids.slice(1, 5) })
-  const again = await countRequests(() => store.createChat({ name: 'again', adminId: ids[0], userIds: ids.slice(1, 5) }))
+  const again = await countReads(() => store.createChat({ name: 'again', adminId: ids[0], userIds: ids.slice(1, 5) }))
   t.is(again.requests, 0, `a new chat of known users: no read request (${JSON.stringify({ ...again, answer: undefined })})`)
   t.same(await store.members.to(/** @type {number} */ (again.answer)).all(), ids.slice(0, 5), 'its members')
   // Users created since: their lists are known empty.
   const more = [await store.createUser({ username: 'late1', password: 'secret-password' }), await store.createUser({ username: 'late2', password: 'secret-password' })]
-  const late = await countRequests(() => store.createChat({ name: 'late', adminId: ids[0], userIds: [...more, ids[5]] }))
+  const late = await countReads(() => store.createChat({ name: 'late', adminId: ids[0], userIds: [...more, ids[5]] }))
   t.is(late.requests, 0, `a new chat of users created by this tab, one never in a chat: no read request (${JSON.stringify({ ...late, answer: undefined })})`)
   t.same(await store.members.to(/** @type {number} */ (late.answer)).all(), [ids[0], ids[5], ...more], 'its members')
   for (const id of [ids[0], ids[5], ...more]) t.same(await store.members.from(id).all(), id === ids[0] ? [1, 2, /** @type {number} */ (late.answer)] : [late.answer], `user ${id}'s chats`)
@@ -425,7 +416,7 @@ test('idb-direct: edges of a record created in the same write read no list of it
   // Created in bulk, and in a write of their own: known to have no lists.
   await people.insertMany([{ i: 10 }, { i: 11 }, { i: 12 }])
   const bulk = [p[3] + 1, p[3] + 2, p[3] + 3]
-  const group = await countRequests(() => db.write(async (/** @type {any} */ w) => {
+  const group = await countReads(() => db.write(async (/** @type {any} */ w) => {
     const id = await groups.in(w).insert({ name: 'bulk' })
     await members.in(w).addMany(id, bulk)
     return id

@@ -1,4 +1,4 @@
-/* global indexedDB, IDBDatabase, IDBObjectStore */
+/* global indexedDB, IDBObjectStore */
 // A database levelkit opens itself on IndexedDB gets levelkit's object
 // stores (lib/idb-open.js): made by a version upgrade beside browser-level's
 // store, which keeps its data; a database a user brings keeps exactly what
@@ -231,24 +231,6 @@ async function assertMirror (t, db, { store, idb, forward }, users, when) {
   t.is((await db.check()).problems.length, 0, `${when}: check() is clean`)
 }
 
-/**
- * Count the IndexedDB transactions `fn` opens. @param {() => Promise<unknown>} fn
- */
-async function countTransactions (fn) {
-  let count = 0
-  const original = IDBDatabase.prototype.transaction
-  IDBDatabase.prototype.transaction = function (/** @type {any} */ stores, /** @type {any} */ mode, /** @type {any} */ options) {
-    count++
-    return original.call(this, stores, mode, options)
-  }
-  try {
-    await fn()
-  } finally {
-    IDBDatabase.prototype.transaction = original
-  }
-  return count
-}
-
 test('idb-native: a relation\'s forward lists mirrored in the lists store, in each batch\'s transaction, answer the reverse lists by the index', async (/** @type {any} */ t) => {
   const db = await open({ location: fresh() })
   const chat = await mirroredChat(db)
@@ -262,7 +244,7 @@ test('idb-native: a relation\'s forward lists mirrored in the lists store, in ea
     chats.push(await store.createChat({ name: `chat${c}`, adminId: users[c], userIds: members.filter(id => id !== users[c]) }))
   }
   await assertMirror(t, db, chat, users, 'after 6 createChat')
-  const transactions = await countTransactions(() => store.createChat({ name: 'one more', adminId: users[0], userIds: users.slice(1, 20) }))
+  const transactions = (await countRequests(() => store.createChat({ name: 'one more', adminId: users[0], userIds: users.slice(1, 20) }))).made.transactions
   t.is(transactions, 1, 'createChat with the mirror: one IndexedDB transaction')
   t.ok(await store.addChatMember(chats[1], users[23]), 'a member added')
   t.ok(await store.removeChatMember(chats[2], users[4]) || await store.removeChatMember(chats[2], users[5]), 'a member removed')
