@@ -114,6 +114,13 @@ export interface OpenOptions {
    * integer or Infinity, else LEVELKIT_INVALID.
    */
   maxReruns?: number
+  /**
+   * postgres: snapshot connections held at once (default 10). A read-only
+   * db.transaction() beyond them waits for one to be released, in call
+   * order; an explicit db.snapshot() never waits but counts. A positive
+   * integer, else LEVELKIT_INVALID.
+   */
+  maxSnapshots?: number
   /** postgres: connections the pool opens at most (default 10); the table lock and snapshots take connections of their own. */
   poolSize?: number
   /**

@@ -166,6 +166,56 @@ test('postgres: a snapshot is a transaction held until it is closed, on a connec
   t.is(await held(), 0, 'closing the database ends the transactions of the snapshots left open')
 })
 
+test('postgres: snapshots that may wait hold at most maxSnapshots connections; explicit ones never wait', async t => {
+  const name = `levelkit_snapshot_cap_${process.pid}`
+  t.throws(() => level({ maxSnapshots: 0 }), /maxSnapshots option must be a positive integer/, 'maxSnapshots: 0 is refused')
+  const db = level({ pg: { application_name: name }, maxSnapshots: 2 })
+  await db.open()
+  const client = await sql(t)
+  const held = async () => (await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'", [name])).rows[0].n
+  await db.put('a', '1')
+  const snapshots = [1, 2, 3, 4].map(() => db.snapshot({ mayIncludeLaterWrites: true }))
+  /** @type {string[]} */
+  const answered = []
+  const reads = snapshots.map((snapshot, i) => db.get('a', { snapshot }).then(value => { answered.push(`${i}:${value}`) }))
+  await Promise.all(reads.slice(0, 2))
+  await new Promise(resolve => setTimeout(resolve, 200))
+  t.same(answered.sort(), ['0:1', '1:1'], 'two answer; the third and fourth wait for a connection')
+  t.is(await held(), 2, 'two transactions held')
+  // An explicit snapshot does not wait (a write made after it waits for
+  // it): with two held it takes a third connection and sees the state at its call.
+  const explicit = db.snapshot()
+  await db.put('a', '2')
+  t.is(await db.get('a', { snapshot: explicit }), '1', 'an explicit snapshot beyond the cap is taken, before the later put')
+  t.is(await held(), 3, 'three held: the cap counts explicit snapshots but does not stop them')
+  await explicit.close()
+  t.same(answered.length, 2, 'closing it frees no place: the two waiting still wait (three were held, the cap is two)')
+  await snapshots[0].close()
+  await reads[2]
+  t.same(answered.slice(2), ['2:2'], 'closing one of the two lets the first waiting one take its connection, in call order')
+  t.is(await held(), 2, 'still two held')
+  await snapshots[1].close()
+  await reads[3]
+  t.same(answered.slice(3), ['3:2'], 'then the next')
+  await Promise.all(snapshots.slice(2).map(s => s.close()))
+  t.is(await held(), 0, 'none held once closed')
+
+  // Read-only transactions through open(): many at once, two snapshots at a time.
+  const kit = await open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), pg: { application_name: name }, maxSnapshots: 2 })
+  const items = kit.collection('items')
+  await items.insert({ n: 1 })
+  let most = 0
+  const results = await Promise.all(Array.from({ length: 8 }, () => kit.transaction(async tx => {
+    const value = await items.in(tx).get(1)
+    most = Math.max(most, await held())
+    return value.n
+  }, { readOnly: true })))
+  t.same(results, Array(8).fill(1), 'eight read-only transactions at once all answer')
+  t.ok(most <= 2, `at most two snapshot transactions held at a time (${most})`)
+  await kit.close()
+  await db.close()
+})
+
 test('postgres: a batch is one statement; the last operation on a key wins', async t => {
   const db = level()
   await db.open()

@@ -24,6 +24,9 @@ const DEFAULT_MAX_RERUNS = 100
 // Idle snapshot connections kept for the next snapshot (each snapshot holds
 // its own connection, beyond the pool: see #acquireSnapshotClient()).
 const IDLE_SNAPSHOT_CLIENTS = 4
+// Snapshot connections held at once before a read-only transaction's
+// snapshot waits for one to be released (maxSnapshots).
+const DEFAULT_MAX_SNAPSHOTS = 10
 // Rows an iterator asks for at first, and at most: it doubles from the first
 // to the last, so a short read costs little and a long one holds one chunk.
 const FIRST_CHUNK = 16
@@ -43,6 +46,10 @@ const statementNames = new Map()
  * @property {string} [connectionString] what `pg` connects with (else the PG* environment variables)
  * @property {string} [table] the table holding this database: a lowercase SQL identifier, 'levelkit' by default
  * @property {number} [poolSize] connections the pool opens at most (10 by default), snapshots not counted
+ * @property {number} [maxSnapshots] snapshot connections held at once (10 by default): a read-only
+ *   db.transaction() beyond them waits for one to be released; an explicit db.snapshot() never waits
+ *   (a write made after it waits for it to be taken, and the held ones may be waiting for that write)
+ *   but counts
  * @property {import('pg').PoolConfig} [pg] more settings for pg's Pool (ssl, timeouts, ...)
  * @property {import('pg').Pool} [pool] a pool of the application's to use instead of one of its own
  *   (not ended at close; snapshots open connections of their own with its settings)
@@ -105,10 +112,15 @@ export class PostgresLevel extends AbstractLevel {
   /** @type {number | false} */
   #keepAlive
   #maxReruns
+  #maxSnapshots
+  /** snapshot connections held or being taken */
+  #snapshotsHeld = 0
+  /** @type {Array<{ resolve: () => void, reject: (err: Error) => void }>} snapshots waiting for a connection, in call order */
+  #snapshotQueue = []
 
   /** @param {PostgresLevelOptions & Record<string, any>} [options] */
   constructor (options = {}) {
-    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, locking = 'table', keepAlive = DEFAULT_KEEP_ALIVE, maxReruns = DEFAULT_MAX_RERUNS, ...forward } = options
+    const { connectionString, table = DEFAULT_TABLE, poolSize = DEFAULT_POOL_SIZE, pg: pgOptions, pool, hosts, failoverTimeout, shared = false, locking = 'table', keepAlive = DEFAULT_KEEP_ALIVE, maxReruns = DEFAULT_MAX_RERUNS, maxSnapshots = DEFAULT_MAX_SNAPSHOTS, ...forward } = options
     if (pool !== undefined) {
       if (pool === null || typeof pool !== 'object' || typeof pool.query !== 'function' || typeof pool.connect !== 'function') {
         throw invalid(`The pool option must be a pg Pool, got ${describe(pool)}`)
@@ -125,6 +137,9 @@ export class PostgresLevel extends AbstractLevel {
     }
     if (!Number.isSafeInteger(poolSize) || poolSize < 1) {
       throw invalid(`The poolSize option must be a positive integer, got ${describe(poolSize)}`)
+    }
+    if (!Number.isSafeInteger(maxSnapshots) || maxSnapshots < 1) {
+      throw invalid(`The maxSnapshots option must be a positive integer, got ${describe(maxSnapshots)}`)
     }
     if (typeof shared !== 'boolean') {
       throw invalid(`The shared option must be a boolean, got ${describe(shared)}`)
@@ -162,6 +177,7 @@ export class PostgresLevel extends AbstractLevel {
     this.#locking = locking
     this.#keepAlive = keepAlive
     this.#maxReruns = maxReruns
+    this.#maxSnapshots = maxSnapshots
   }
 
   /**
@@ -334,6 +350,7 @@ export class PostgresLevel extends AbstractLevel {
       }
       await letGo(pool, holder)
     }
+    for (const waiter of this.#snapshotQueue.splice(0)) waiter.reject(new ModuleError('The database was closed while a snapshot waited for a connection', { code: 'LEVEL_DATABASE_NOT_OPEN' }))
     const idle = this.#idleSnapshotClients.splice(0)
     await Promise.all(idle.map(client => client.end().catch(noop)))
     if (this.#commits) await this.#commits.close()
@@ -731,8 +748,9 @@ export class PostgresLevel extends AbstractLevel {
    * @param {any} options
    */
   _snapshot (options) {
-    const taking = this.#takeSnapshot()
-    if (options?.mayIncludeLaterWrites !== true) {
+    const mayWait = options?.mayIncludeLaterWrites === true
+    const taking = this.#takeSnapshot(mayWait)
+    if (!mayWait) {
       const pending = taking.then(noop, noop)
       this.#pendingSnapshots.add(pending)
       pending.then(() => this.#pendingSnapshots.delete(pending))
@@ -740,8 +758,41 @@ export class PostgresLevel extends AbstractLevel {
     return new PostgresSnapshot(options, taking, client => this.#releaseSnapshotClient(client))
   }
 
+  /**
+   * Each snapshot holds a connection of its own until closed: without a cap,
+   * many concurrent read-only transactions would open as many connections
+   * as PostgreSQL allows (max_connections), then every other connection
+   * fails. Only snapshots that `mayWait` queue: an explicit db.snapshot()
+   * holds back the writes made after it until it is taken, and a held
+   * snapshot's owner may be waiting for one of those writes.
+   * @param {boolean} mayWait @returns {Promise<import('pg').Client>}
+   */
+  async #takeSnapshot (mayWait) {
+    if (mayWait && this.#snapshotsHeld >= this.#maxSnapshots) {
+      await new Promise((resolve, reject) => this.#snapshotQueue.push({ resolve: () => resolve(undefined), reject }))
+    } else {
+      this.#snapshotsHeld++
+    }
+    try {
+      return await this.#connectSnapshot()
+    } catch (err) {
+      this.#snapshotReleased()
+      throw err
+    }
+  }
+
+  /** A held snapshot connection is released: the next waiting snapshot takes its place. */
+  #snapshotReleased () {
+    const next = this.#snapshotQueue.shift()
+    if (next !== undefined && this.#snapshotsHeld <= this.#maxSnapshots) next.resolve()
+    else {
+      if (next !== undefined) this.#snapshotQueue.unshift(next)
+      this.#snapshotsHeld--
+    }
+  }
+
   /** @returns {Promise<import('pg').Client>} */
-  async #takeSnapshot () {
+  async #connectSnapshot () {
     for (;;) {
       const kept = this.#idleSnapshotClients.length > 0
       const client = await this.#acquireSnapshotClient()
@@ -793,6 +844,7 @@ export class PostgresLevel extends AbstractLevel {
       await client.query('ROLLBACK')
     } catch {
       await client.end().catch(noop)
+      this.#snapshotReleased()
       return
     }
     if (this.#pool !== null && this.#idleSnapshotClients.length < IDLE_SNAPSHOT_CLIENTS) {
@@ -800,6 +852,7 @@ export class PostgresLevel extends AbstractLevel {
     } else {
       await client.end().catch(noop)
     }
+    this.#snapshotReleased()
   }
 }
 
