@@ -1,19 +1,24 @@
 // What a layout costs IndexedDB, without any library: createChat with
-// --members members and a cold "user's chats" (a fresh transaction, no
-// cache) on raw IndexedDB in Chromium, in five layouts (bench/lib/
-// idb-layouts-page.js): A levelkit's today (a list per user, 23 puts per
-// chat), B Dexie's (one add() into a store with a multiEntry index), C the
-// chats in an object store of their own with a native multiEntry index on
-// their members, D the users' lists in buckets of 256 user ids, E the
-// relation's lists in an object store of their own with a native
-// multiEntry index. Issue 15: the rows of bench/browser-workload.js that
-// stay below Dexie are request counts; this measures which layouts could
-// reach the goals before one is built.
+// --members members, a chat record rewritten (addChatMessage's write) and a
+// cold "user's chats" (a fresh transaction, no cache) on raw IndexedDB in
+// Chromium, in six layouts (bench/lib/idb-layouts-page.js): A levelkit's
+// before session 13 (a list per user, 23 puts per chat), B Dexie's (one
+// add() into a store with a multiEntry index), C the chats in an object
+// store of their own with a native multiEntry index on their members, D the
+// users' lists in buckets of 256 user ids, E the relation's lists in an
+// object store of their own with a native multiEntry index (levelkit's
+// since session 13), F E with a copy of the chat record in its list's
+// entry (a user's chats in one getAll()); and createUser with a unique
+// username in three (A: the username's entry and the record, B: one add()
+// into a store with a unique index, C: the record in a store of its own
+// with a native unique index). Issue 15: the rows of
+// bench/browser-workload.js that stay below Dexie are request counts; this
+// measures which layouts could reach the goals before one is built.
 //
 // Each run: a fresh Chromium profile on disk, --users users, then per
 // layout --warm createChats, then --slices slices of --n createChats, the
-// layouts interleaved (the order alternating per slice), then the cold
-// reads the same way. Ratios are to B (Dexie's layout), per run, then the
+// layouts interleaved (the order alternating per slice), then the chat
+// rewrites, the createUsers and the cold reads the same way. Ratios are to B (Dexie's layout), per run, then the
 // median over runs.
 //
 // Usage: node bench/idb-layouts.js [--runs 3] [--users 2000] [--members 20]
@@ -27,21 +32,29 @@ import { median, fmt, parseCount } from './lib/stats.js'
 import { parseCli, failWith, optionOf, printTable } from './lib/seeds-common.js'
 
 const NAME = 'idb-layouts'
-const CREATE = ['A', 'B', 'C', 'D', 'E']
-const COLD = ['A', 'B', 'C', 'E']
+const CREATE = ['A', 'B', 'C', 'D', 'E', 'F']
+const UPDATE = ['A', 'B', 'C', 'E', 'F']
+const USER = ['A', 'B', 'C']
+const COLD = ['A', 'B', 'C', 'E', 'F']
 const LABELS = /** @type {Record<string, string>} */ ({
   A: 'A levelkit today (a list per user)',
   B: 'B Dexie (multiEntry index)',
   C: 'C records in a store with a native index',
   D: 'D users\' lists in buckets of 256',
-  E: 'E relation lists in a store with a native index'
+  E: 'E relation lists in a store with a native index',
+  F: 'F E, the chat record copied into its list\'s entry'
+})
+const USER_LABELS = /** @type {Record<string, string>} */ ({
+  A: 'A username entry + record (levelkit today)',
+  B: 'B Dexie (add() with a unique index)',
+  C: 'C record in a store with a native unique index'
 })
 const USAGE = `Usage: node bench/${NAME}.js [options]
   --runs K      runs, each a fresh Chromium profile (default 3)
   --users N     users (default 2000)
   --members N   members per chat (default 20)
   --warm N      createChats per layout before the measured ones (default 200)
-  --n N         createChats per layout and slice (default 30)
+  --n N         createChats, chat rewrites and createUsers per layout and slice (default 30)
   --reads N     cold reads of a user's chats per layout and slice (default 100)
   --slices N    slices per layout (default 8)
   --seed N      seed of the members chosen and the users read (default 1)`
@@ -84,8 +97,8 @@ try {
       await call('setup', { users: opts.users, members: opts.members, seed: opts.seed + run - 1 })
       for (const layout of CREATE) await call('slice', 'create', layout, opts.warm)
       /** @type {Record<string, Record<string, number[]>>} */
-      const slices = { create: {}, cold: {} }
-      for (const [kind, layouts, n] of /** @type {Array<['create' | 'cold', string[], number]>} */ ([['create', CREATE, opts.n], ['cold', COLD, opts.reads]])) {
+      const slices = { create: {}, update: {}, user: {}, cold: {} }
+      for (const [kind, layouts, n] of /** @type {Array<['create' | 'update' | 'user' | 'cold', string[], number]>} */ ([['create', CREATE, opts.n], ['update', UPDATE, opts.n], ['user', USER, opts.n], ['cold', COLD, opts.reads]])) {
         for (let s = 0; s < opts.slices; s++) {
           for (const layout of s % 2 === 0 ? layouts : [...layouts].reverse()) {
             const result = await call('slice', kind, layout, n)
@@ -109,17 +122,26 @@ try {
   await server.close()
 }
 
-const table = [['layout', 'createChat ops/s', 'vs B', 'cold user\'s chats ops/s', 'vs B', 'chats per read']]
+/** @param {string} kind @param {string} layout */
+const ratio = (kind, layout) => median(perRun.map(r => r[kind][layout] / r[kind].B))
+/** @param {string} kind @param {string} layout */
+const rate = (kind, layout) => fmt(median(perRun.map(r => r[kind][layout])))
+const table = [['layout', 'createChat ops/s', 'vs B', 'chat rewrite ops/s', 'vs B', 'cold user\'s chats ops/s', 'vs B', 'chats per read']]
 for (const layout of CREATE) {
-  const ratio = (/** @type {string} */ kind) => median(perRun.map(r => r[kind][layout] / r[kind].B))
   const cold = COLD.includes(layout)
+  const update = UPDATE.includes(layout)
   table.push([
-    LABELS[layout], fmt(median(perRun.map(r => r.create[layout]))), `${ratio('create').toFixed(2)}×`,
-    cold ? fmt(median(perRun.map(r => r.cold[layout]))) : '', cold ? `${ratio('cold').toFixed(2)}×` : '',
+    LABELS[layout], rate('create', layout), `${ratio('create', layout).toFixed(2)}×`,
+    update ? rate('update', layout) : '', update ? `${ratio('update', layout).toFixed(2)}×` : '',
+    cold ? rate('cold', layout) : '', cold ? `${ratio('cold', layout).toFixed(2)}×` : '',
     cold ? fmt(found[layout] / reads[layout], 2) : ''
   ])
 }
 console.log()
 printTable(table)
+const users = [['createUser layout', 'ops/s', 'vs B']]
+for (const layout of USER) users.push([USER_LABELS[layout], rate('user', layout), `${ratio('user', layout).toFixed(2)}×`])
+console.log()
+printTable(users)
 console.log()
 console.log(`  Medians over ${opts.runs} run(s) of the median slice; "vs B": the ratio to Dexie's layout within each run, then the median. Load average at the end ${os.loadavg().map(v => v.toFixed(2)).join(' ')}.`)

@@ -21,6 +21,19 @@
 // - E, the relation's lists in an object store of their own with a native
 //   multiEntry index over the listed ids (the records stay where they are):
 //   three puts; a user's chats: getAllKeys() on the index, then the chats.
+//   This is what levelkit does since session 13 (lib/idb-direct.js mirror()).
+// - F, E with a copy of the from-record (the chat) in its list's entry:
+//   a user's chats are one getAll() on the index, as in B and C; every
+//   rewrite of a chat record also rewrites that entry (and IndexedDB its
+//   index entries).
+//
+// Two more kinds of work, to weigh what a layout costs elsewhere: a chat
+// record rewritten (what addChatMessage writes: its lastActivity, no read),
+// and createUser with a unique username: A (levelkit today) add()s the
+// username's entry and puts the record, bytes under binary keys in the one
+// store; B (Dexie) add()s an object to a store with a unique index; C puts
+// the record in an object store of its own with a native unique index on
+// the username (one add()).
 //
 // Everything a layout needs to stay right (the users' existence, a
 // unique id) is what its library reads: A and C and E as levelkit's lease
@@ -50,6 +63,9 @@ const lists = new Map()
 const buckets = new Map()
 /** @type {Map<number, number[]>} each user's chats of layout A, to read back */
 const chatsOf = new Map()
+/** @type {Record<string, Array<[number, number[]]>>} the chats each layout created, with their members (to rewrite) */
+const created = { A: [], B: [], C: [], D: [], E: [], F: [] }
+let userIds = 0
 
 const random = () => {
   seed = (seed * 48271) % 2147483647
@@ -79,6 +95,9 @@ async function setup (config) {
       d.createObjectStore('dexieChats', { keyPath: 'id', autoIncrement: true }).createIndex('members', 'members', { multiEntry: true })
       d.createObjectStore('chats').createIndex('members', 'members', { multiEntry: true })
       d.createObjectStore('lists').createIndex('to', 'to', { multiEntry: true })
+      d.createObjectStore('listsF').createIndex('to', 'to', { multiEntry: true })
+      d.createObjectStore('dexieUsers', { keyPath: 'id', autoIncrement: true }).createIndex('username', 'username', { unique: true })
+      d.createObjectStore('ownUsers').createIndex('username', 'username', { unique: true })
     }
     request.onsuccess = () => resolve(request.result)
     request.onerror = () => reject(request.error)
@@ -118,14 +137,16 @@ const CREATE = {
     tx.commit()
     await done(tx)
     remember(id, ids)
+    created.A.push([id, ids])
   },
   async B () {
     const ids = someMembers()
     const tx = db.transaction(['users', 'dexieChats'], 'readwrite')
     const found = await Promise.all(ids.map(u => settled(tx.objectStore('users').get(u))))
     if (found.includes(undefined)) throw new Error('a member is missing')
-    await settled(tx.objectStore('dexieChats').add({ name: 'chat', adminId: ids[0], members: ids, lastActivity: Date.now(), createdAt: Date.now(), private: false, passwordHash: null }))
+    const id = await settled(tx.objectStore('dexieChats').add({ name: 'chat', adminId: ids[0], members: ids, lastActivity: Date.now(), createdAt: Date.now(), private: false, passwordHash: null }))
     await done(tx)
+    created.B.push([id, ids])
   },
   async C () {
     const id = ++chats
@@ -135,6 +156,7 @@ const CREATE = {
     tx.objectStore(STORE).put(encoder.encode(String(id)), keyOf('chats.seq', 0))
     tx.commit()
     await done(tx)
+    created.C.push([id, ids])
   },
   async D () {
     const id = ++chats
@@ -163,6 +185,94 @@ const CREATE = {
     tx.objectStore('lists').put({ to: ids.map(u => ['members', u]) }, keyOf('members.list.to', id))
     tx.commit()
     await done(tx)
+    created.E.push([id, ids])
+  },
+  async F () {
+    const id = ++chats
+    const ids = someMembers()
+    const tx = db.transaction([STORE, 'listsF'], 'readwrite')
+    const store = tx.objectStore(STORE)
+    const record = encoder.encode(chatJson(id, ids))
+    store.put(record, keyOf('chats', id))
+    store.put(encoder.encode(String(id)), keyOf('chats.seq', 0))
+    tx.objectStore('listsF').put({ to: ids.map(u => ['members', u]), record }, keyOf('members.list.to', id))
+    tx.commit()
+    await done(tx)
+    created.F.push([id, ids])
+  }
+}
+
+/** A chat this layout created, at random. @param {string} layout */
+const someChat = layout => created[layout][Math.floor(random() * created[layout].length)]
+
+/** @type {Record<string, () => Promise<void>>} a chat record rewritten, no read */
+const UPDATE = {
+  async A () {
+    const [id, ids] = someChat('A')
+    const tx = db.transaction(STORE, 'readwrite')
+    tx.objectStore(STORE).put(encoder.encode(chatJson(id, ids)), keyOf('chats', id))
+    tx.commit()
+    await done(tx)
+  },
+  async B () {
+    const [id, ids] = someChat('B')
+    const tx = db.transaction('dexieChats', 'readwrite')
+    tx.objectStore('dexieChats').put({ id, name: 'chat', adminId: ids[0], members: ids, lastActivity: Date.now(), createdAt: Date.now(), private: false, passwordHash: null })
+    tx.commit()
+    await done(tx)
+  },
+  async C () {
+    const [id, ids] = someChat('C')
+    const tx = db.transaction('chats', 'readwrite')
+    tx.objectStore('chats').put({ members: ids, record: chatJson(id, ids) }, keyOf('chats', id))
+    tx.commit()
+    await done(tx)
+  },
+  async E () {
+    const [id, ids] = someChat('E')
+    const tx = db.transaction(STORE, 'readwrite')
+    tx.objectStore(STORE).put(encoder.encode(chatJson(id, ids)), keyOf('chats', id))
+    tx.commit()
+    await done(tx)
+  },
+  async F () {
+    const [id, ids] = someChat('F')
+    const tx = db.transaction([STORE, 'listsF'], 'readwrite')
+    const record = encoder.encode(chatJson(id, ids))
+    tx.objectStore(STORE).put(record, keyOf('chats', id))
+    tx.objectStore('listsF').put({ to: ids.map(u => ['members', u]), record }, keyOf('members.list.to', id))
+    tx.commit()
+    await done(tx)
+  }
+}
+
+/** @param {number} id */
+const userJson = id => JSON.stringify({ username: `user-${id}`, passwordHash: `pbkdf2-sha256$1$${'x'.repeat(64)}`, createdAt: Date.now() })
+
+/** @type {Record<string, () => Promise<void>>} createUser with a unique username, no read */
+const USER = {
+  async A () {
+    const id = ++userIds
+    const tx = db.transaction(STORE, 'readwrite')
+    const store = tx.objectStore(STORE)
+    store.add(encoder.encode(String(id)), encoder.encode(`!users.idx.username!user-${id}`))
+    store.put(encoder.encode(userJson(id)), keyOf('users.records', id))
+    tx.commit()
+    await done(tx)
+  },
+  async B () {
+    const id = ++userIds
+    const tx = db.transaction('dexieUsers', 'readwrite')
+    tx.objectStore('dexieUsers').add({ username: `user-${id}`, passwordHash: `pbkdf2-sha256$1$${'x'.repeat(64)}`, createdAt: Date.now() })
+    tx.commit()
+    await done(tx)
+  },
+  async C () {
+    const id = ++userIds
+    const tx = db.transaction('ownUsers', 'readwrite')
+    tx.objectStore('ownUsers').add({ username: `user-${id}`, record: encoder.encode(userJson(id)) }, keyOf('users', id))
+    tx.commit()
+    await done(tx)
   }
 }
 
@@ -189,19 +299,29 @@ const COLD = {
     const store = tx.objectStore(STORE)
     const ids = keys.map((/** @type {ArrayBuffer} */ key) => Number(decoder.decode(key).slice(-10)))
     return (await Promise.all(ids.map((/** @type {number} */ id) => settled(store.get(keyOf('chats', id)))))).length
+  },
+  async F (user) {
+    const tx = db.transaction('listsF', 'readonly')
+    // The records, as the other layouts' reads answer them (not decoded).
+    const entries = await settled(tx.objectStore('listsF').index('to').getAll(['members', user]))
+    return entries.map((/** @type {{ record: Uint8Array }} */ entry) => entry.record).length
   }
 }
 
 /**
  * `n` operations of one layout, awaited one by one: ops/s, and the chats
  * the reads found.
- * @param {'create' | 'cold'} kind @param {string} layout @param {number} n
+ * @param {'create' | 'update' | 'user' | 'cold'} kind @param {string} layout @param {number} n
  */
 async function slice (kind, layout, n) {
   let found = 0
   const start = performance.now()
   if (kind === 'create') {
     for (let i = 0; i < n; i++) await CREATE[layout]()
+  } else if (kind === 'update') {
+    for (let i = 0; i < n; i++) await UPDATE[layout]()
+  } else if (kind === 'user') {
+    for (let i = 0; i < n; i++) await USER[layout]()
   } else {
     for (let i = 0; i < n; i++) found += await COLD[layout](1 + Math.floor(random() * users))
   }

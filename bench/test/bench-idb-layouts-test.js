@@ -14,13 +14,16 @@ test('bench/idb-layouts.js with a tiny data set', { timeout: 90000 }, async t =>
     })
   })
   t.is(code, 0, `exit 0${code ? `: ${stderr}${stdout}` : ''}`)
-  for (const layout of ['A levelkit today', 'B Dexie', 'C records in a store with a native index', 'D users\' lists in buckets', 'E relation lists in a store with a native index']) {
+  for (const layout of ['A levelkit today', 'B Dexie', 'C records in a store with a native index', 'D users\' lists in buckets', 'E relation lists in a store with a native index', 'F E, the chat record copied into its list\'s entry']) {
     t.match(stdout, new RegExp(`${layout}.* [\\d,]+ +[\\d.]+×`), `a row for ${layout}, with a rate and a ratio`)
   }
-  t.match(stdout, /B Dexie \(multiEntry index\) +[\d,]+ +1\.00× +[\d,]+ +1\.00×/, 'Dexie\'s layout is the reference of both columns')
+  t.match(stdout, /B Dexie \(multiEntry index\) +[\d,]+ +1\.00× +[\d,]+ +1\.00× +[\d,]+ +1\.00×/, 'Dexie\'s layout is the reference of every column')
+  for (const layout of ['A username entry \\+ record', 'B Dexie \\(add\\(\\) with a unique index\\)', 'C record in a store with a native unique index']) {
+    t.match(stdout, new RegExp(`${layout}.* [\\d,]+ +[\\d.]+×`), `a createUser row for ${layout}, with a rate and a ratio`)
+  }
   // Every layout that answers a user's chats finds the same number of them on average, give or take the random members.
   const perRead = [...stdout.matchAll(/× +([\d.]+)\n/g)].map(m => Number(m[1]))
-  t.is(perRead.length, 4, 'chats per read, for the four layouts that read')
+  t.is(perRead.length, 5, 'chats per read, for the five layouts that read')
   t.ok(perRead.every(v => v > 0), `each finds chats (${perRead.join(', ')})`)
 
   const usage = await new Promise(resolve => execFile(process.execPath, [script, '--members', '0'], (err, stdout, stderr) => resolve({ code: /** @type {any} */ (err)?.code, stderr })))
