@@ -202,6 +202,21 @@ export class IdbDirect {
     return this.#held && this.#cache !== null
   }
 
+  /**
+   * What the lease cache holds for the key `id` of `namespace`, as [value]
+   * (value as the namespace returns it; undefined: the key is absent), or
+   * undefined when it holds nothing for it or does not answer (this tab
+   * does not hold the lock): a critical section's read then needs no
+   * promise either, as where reads are synchronous.
+   * @param {import('./namespace.js').Namespace} namespace @param {string} id
+   * @returns {[any] | undefined}
+   */
+  cached (namespace, id) {
+    if (!this.#held || this.#cache === null) return undefined
+    const hit = this.#hit(id)
+    return hit === undefined ? undefined : [decodeValue(hit[0], namespace)]
+  }
+
   /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {Mode} write @returns {Promise<any>} */
   #getNow (namespace, key, write) {
     const stored = this.#prefixed(namespace, key)

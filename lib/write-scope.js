@@ -258,6 +258,15 @@ export class WriteScope {
       const hit = sections.lookup(id)
       if (hit !== undefined) return hit[0]
     }
+    // On IndexedDB, what the lease cache holds (only while this tab holds
+    // the cross-tab lock, as every critical section does): a value, not a
+    // promise, so that the checks of many keys (a relation's endpoints)
+    // run on without a turn of the event loop each.
+    const idb = this.writer.idb
+    if (idb !== null && idb.ready) {
+      const hit = idb.cached(namespace, id)
+      if (hit !== undefined) return hit[0]
+    }
     return this.#read(namespace, key, id, reads)
   }
 
@@ -323,12 +332,42 @@ export class WriteScope {
     if (this.indexed < this.ops.length) this.index()
     const pending = this.ops.length > 0 || this.writer.pending
     const sections = this.writer.sectionCache
+    /** @type {Uint8Array[]} */
+    const missed = []
+    /** @type {string[]} */
+    const ids = []
     for (const key of keys) {
       const id = namespace.keyId(key)
       if (reads.has(id) || (this.#absent !== null && this.#absent.has(id)) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
-      this.#read(namespace, key, id, reads)
+      // What the lease cache knows (or a read of it on its way) costs no request.
+      if (idb !== null && direct && idb.knows(id)) continue
+      if (direct) {
+        missed.push(key)
+        ids.push(id)
+      } else this.#read(namespace, key, id, reads)
     }
+    // On IndexedDB, the others in one go: their requests made together, in
+    // the transaction the section's batch is written in.
+    if (missed.length > 0) this.#readMany(namespace, missed, ids, reads)
     return true
+  }
+
+  /**
+   * Start reading `keys` (ids `ids`) of `namespace` from IndexedDB in one
+   * getMany(), each key's read kept in #reads as #read() keeps one.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys @param {string[]} ids
+   * @param {Map<string, Promise<any>>} reads
+   */
+  #readMany (namespace, keys, ids, reads) {
+    const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.writer.idb)
+    const all = idb.getMany(namespace, keys, this.#mode())
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]
+      const read = all.then(values => values[i])
+      reads.set(id, read)
+      // A failed read is not kept (and not left unhandled).
+      read.catch(() => { if (reads.get(id) === read) reads.delete(id) })
+    }
   }
 
   /**
