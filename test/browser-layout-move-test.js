@@ -81,9 +81,11 @@ function reopen (page, location, control = {}) {
       }
     }
     const most = { follows: 0, notes: 0 }
-    // Each poll 5 ms after the last one answered, not every 5 ms: on a
-    // loaded machine schemaStatus() (a read) takes longer than that, and
-    // polls piling up slowed the move and the reads under test to a crawl.
+    // Each poll 5 ms after the last one answered, not every 5 ms:
+    // schemaStatus() reads in a critical section, which waits for the
+    // cross-tab lock behind the move's batches, so polls every 5 ms piled up
+    // in the lock's queue and slowed the move and the reads under test (on
+    // a loaded machine until the suite timed out).
     const poll = { stopped: false, timer: /** @type {any} */ (undefined) }
     const next = () => db.schemaStatus().then((/** @type {any} */ s) => {
       for (const name of /** @type {const} */ (['follows', 'notes'])) most[name] = Math.max(most[name], s[name]?.layout?.done ?? 0)
