@@ -7,17 +7,22 @@
 // PostgreSQL, timers), so two suites side by side take about half the time
 // of one after the other on two cores. Each suite's output is printed whole
 // when it ends, so logs stay readable; the exit code is 1 if any failed.
+// The longest suites start first (their seconds from the last recorded run,
+// scripts/test-durations.json; a suite not in it counts as long), so the
+// short ones fill in at the end and the jobs end together instead of one
+// job running a long suite alone after the others are done.
 //
-// Usage: node scripts/run-tests.js [--jobs 2] [--serial] [--suite-timeout 900]
+// Usage: node scripts/run-tests.js [--jobs 2] [--serial] [--suite-timeout 900] [--record]
+// --record writes this run's seconds of each passed suite to scripts/test-durations.json.
 
 import { spawn } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '900' } } })
+const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '900' }, record: { type: 'boolean', default: false } } })
 const jobs = values.serial ? 1 : Number(values.jobs)
 const suiteTimeout = Number(values['suite-timeout'])
 if (!Number.isSafeInteger(jobs) || jobs < 1 || !(suiteTimeout > 0)) {
@@ -35,6 +40,14 @@ for (const workspace of workspaces) {
   const manifest = JSON.parse(readFileSync(join(root, workspace, 'package.json'), 'utf8'))
   if (manifest.scripts && manifest.scripts.test) suites.push({ name: `${workspace}/`, command: 'npm', args: ['test', '-w', workspace] })
 }
+
+// Longest first. A suite with no recorded time (a new file) counts as the
+// longest: it may be, and starting it early costs little if it is not.
+const durationsPath = join(root, 'scripts', 'test-durations.json')
+/** @type {Record<string, number>} */
+const expected = existsSync(durationsPath) ? JSON.parse(readFileSync(durationsPath, 'utf8')) : {}
+const expectedSeconds = (/** @type {{ name: string }} */ suite) => expected[suite.name] ?? Infinity
+suites.sort((a, b) => expectedSeconds(b) - expectedSeconds(a) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 
 // Each suite runs in a process group of its own (so a hung one is killed
 // whole); an interrupted run takes its groups with it.
@@ -69,10 +82,10 @@ function run (suite) {
     child.on('close', (code, signal) => {
       clearTimeout(timer)
       running.delete(/** @type {number} */ (child.pid))
-      const seconds = ((Date.now() - started) / 1000).toFixed(0)
+      const seconds = (Date.now() - started) / 1000
       const ok = code === 0 && !timedOut
       const why = timedOut ? `killed after ${suiteTimeout} s` : signal || `exit ${code}`
-      process.stdout.write(`\n=== ${suite.name}: ${ok ? 'passed' : `FAILED (${why})`} in ${seconds} s ===\n`)
+      process.stdout.write(`\n=== ${suite.name}: ${ok ? 'passed' : `FAILED (${why})`} in ${seconds.toFixed(0)} s ===\n`)
       const text = Buffer.concat(output).toString()
       process.stdout.write(text)
       resolve({ name: suite.name, ok, seconds, why, failures: ok ? '' : failures(text, Buffer.concat(errors).toString()) })
@@ -103,14 +116,36 @@ function failures (text, stderr) {
   return [...picked.slice(0, 200), '--- end of stderr ---', tail(stderr, 30), '--- end of output ---', tail(text, 15)].join('\n')
 }
 
+const runStarted = Date.now()
 const queue = suites.slice()
-/** @type {Array<{ name: string, ok: boolean, seconds: string, why: string, failures: string }>} */
+/** @type {Array<{ name: string, ok: boolean, seconds: number, why: string, failures: string }>} */
 const results = []
 await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, async () => {
   while (queue.length > 0) results.push(await run(/** @type {any} */ (queue.shift())))
 }))
 
 console.log('\n=== summary ===')
-for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds} s${result.ok ? '' : `, ${result.why}`})`)
+for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds.toFixed(0)} s${result.ok ? '' : `, ${result.why}`})`)
+// The wall time beside its floor (the suites' seconds shared evenly among
+// the jobs, or the longest suite if longer), and the suites to trim first.
+const wall = (Date.now() - runStarted) / 1000
+const total = results.reduce((sum, result) => sum + result.seconds, 0)
+const slowest = results.slice().sort((a, b) => b.seconds - a.seconds)
+const floor = Math.max(total / Math.min(jobs, results.length), slowest[0]?.seconds ?? 0)
+console.log(`\n${results.length} suites in ${wall.toFixed(0)} s (${jobs} at a time; their seconds add up to ${total.toFixed(0)}, so no order ends before ${floor.toFixed(0)} s)`)
+console.log(`slowest: ${slowest.slice(0, 3).map(result => `${result.name} ${result.seconds.toFixed(0)} s`).join(', ')}`)
+if (values.record) {
+  // Failed suites keep their recorded time (a failure may end early); suites
+  // gone from the tree drop out.
+  /** @type {Record<string, number>} */
+  const recorded = {}
+  for (const suite of suites.slice().sort((a, b) => a.name < b.name ? -1 : 1)) {
+    const result = results.find(result => result.name === suite.name)
+    const seconds = result?.ok ? Math.round(result.seconds) : expected[suite.name]
+    if (seconds !== undefined) recorded[suite.name] = seconds
+  }
+  writeFileSync(durationsPath, JSON.stringify(recorded, null, 2) + '\n')
+  console.log(`recorded each suite's seconds in ${join('scripts', 'test-durations.json')}`)
+}
 for (const result of results.filter(result => !result.ok)) console.log(`\n=== why ${result.name} failed ===\n${result.failures}`)
 process.exit(results.every(result => result.ok) ? 0 : 1)

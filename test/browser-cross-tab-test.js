@@ -6,7 +6,9 @@
 // these tests can fail.
 
 import test from 'tape'
-import { withTabs } from './util/browser.js'
+import { tabsInOneChromium } from './util/browser.js'
+
+const withTabs = tabsInOneChromium(test)
 
 /**
  * One tab's share of the workload: 150 inserts of usernames that the other

@@ -14,7 +14,9 @@
 // to move): the lock saves the work, it is not what keeps the data whole.
 
 import test from 'tape'
-import { withTabs } from './util/browser.js'
+import { tabsInOneChromium } from './util/browser.js'
+
+const withTabs = tabsInOneChromium(test)
 
 const PEOPLE = 300
 const NOTES = 10
@@ -79,11 +81,16 @@ function reopen (page, location, control = {}) {
       }
     }
     const most = { follows: 0, notes: 0 }
-    const poll = setInterval(() => {
-      db.schemaStatus().then((/** @type {any} */ s) => {
-        for (const name of /** @type {const} */ (['follows', 'notes'])) most[name] = Math.max(most[name], s[name]?.layout?.done ?? 0)
-      }, () => {})
-    }, 5)
+    // Each poll 5 ms after the last one answered, not every 5 ms:
+    // schemaStatus() reads in a critical section, which waits for the
+    // cross-tab lock behind the move's batches, so polls every 5 ms piled up
+    // in the lock's queue and slowed the move and the reads under test (on
+    // a loaded machine until the suite timed out).
+    const poll = { stopped: false, timer: /** @type {any} */ (undefined) }
+    const next = () => db.schemaStatus().then((/** @type {any} */ s) => {
+      for (const name of /** @type {const} */ (['follows', 'notes'])) most[name] = Math.max(most[name], s[name]?.layout?.done ?? 0)
+    }, () => {}).then(() => { if (!poll.stopped) poll.timer = setTimeout(next, 5) })
+    poll.timer = setTimeout(next, 5)
     w.t = { db, people, rel, notes, most, poll }
     return { follows: status.follows?.layout?.state ?? 'ready', notes: status.notes?.layout?.state ?? 'ready' }
   }, { location, control })
@@ -202,7 +209,8 @@ function inspect (page) {
       for await (const entry of t.notes.range(i).entries()) entries.push(entry)
       notes.push(entries)
     }
-    clearInterval(t.poll)
+    t.poll.stopped = true
+    clearTimeout(t.poll.timer)
     const status = await t.db.schemaStatus()
     const problems = (await t.db.check()).problems.map((/** @type {any} */ p) => p.type)
     return { moved, most: t.most, layouts: [status.follows?.layout?.state ?? 'ready', status.notes?.layout?.state ?? 'ready'], to, from, notes, problems }

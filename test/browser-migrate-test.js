@@ -5,7 +5,9 @@
 // test can fail.
 
 import test from 'tape'
-import { withTabs } from './util/browser.js'
+import { tabsInOneChromium } from './util/browser.js'
+
+const withTabs = tabsInOneChromium(test)
 
 const RECORDS = 1500
 

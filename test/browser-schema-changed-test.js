@@ -16,7 +16,9 @@
 // test/schema-changed-test.js.
 
 import test from 'tape'
-import { withTabs } from './util/browser.js'
+import { tabsInOneChromium } from './util/browser.js'
+
+const withTabs = tabsInOneChromium(test)
 
 /**
  * Tab A: open `location` with the old declarations and write some, as

@@ -164,15 +164,36 @@ export async function runEntryInChromium (t, entry) {
 }
 
 /**
- * Run `fn` with `count` tabs of one origin open, each with the bundle
- * loaded as window.levelkit; close them after.
- * @param {number} count @param {(pages: import('playwright-core').Page[]) => Promise<void>} fn
+ * withTabs() for the tests of a file, all in one Chromium, each in a
+ * browser context of its own (its own storage, locks and channels): a
+ * launch takes seconds on a loaded machine. Chromium is launched at the
+ * first call and closed when tape is done.
+ * @param {{ onFinish: (fn: () => void) => void }} test tape's test function
+ * @returns {(count: number, fn: (pages: import('playwright-core').Page[]) => Promise<void>) => Promise<void>}
  */
-export async function withTabs (count, fn) {
+export function tabsInOneChromium (test) {
+  /** @type {Promise<import('playwright-core').Browser> | undefined} */
+  let launched
+  test.onFinish(() => { launched?.then(browser => browser.close(), () => {}) })
+  return async (count, fn) => withTabs(count, fn, await (launched ??= launchChromium()))
+}
+
+/**
+ * Run `fn` with `count` tabs of one origin open, each with the bundle
+ * loaded as window.levelkit; close them after. The tabs are in a browser
+ * context of their own (its own storage): in `browser` if given (left
+ * open, so the tests of a file can share one launch), else in a Chromium
+ * launched for them and closed after.
+ * @param {number} count @param {(pages: import('playwright-core').Page[]) => Promise<void>} fn
+ * @param {import('playwright-core').Browser} [shared]
+ */
+export async function withTabs (count, fn, shared) {
   const server = await serve({ '/': LEVELKIT_PAGE, '/levelkit.js': bundlePath })
-  const browser = await launchChromium()
+  const browser = shared ?? await launchChromium()
+  /** @type {import('playwright-core').BrowserContext | undefined} */
+  let context
   try {
-    const context = await browser.newContext()
+    context = await browser.newContext()
     const pages = []
     for (let i = 0; i < count; i++) {
       const page = await context.newPage()
@@ -182,7 +203,8 @@ export async function withTabs (count, fn) {
     }
     await fn(pages)
   } finally {
-    await browser.close()
+    if (shared) await context?.close()
+    else await browser.close()
     await server.close()
   }
 }
