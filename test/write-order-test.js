@@ -174,6 +174,28 @@ for (const backend of backends) {
       }
     })
   }
+
+  test(`${backend.name}: a db.write() callback called right after reopening, before the comparison finds a move needed, is refused (LEVELKIT_INDEX_BUILDING), not answered from the layout not yet moved`, async t => {
+    const base = await backend.base()
+    try {
+      const first = await open({ db: base.level })
+      await fill(first)
+      await first.close()
+      const db = await open({ db: base.level })
+      const m = declare(db, { lists: ['from', 'to'], blockSize: 4 })
+      // The first callback's critical section comes right after the comparison of the children set (declared last).
+      const codes = await Promise.all([
+        db.write(w => m.messages.in(w).del(1, 1)),
+        db.write(w => m.members.in(w).remove(1, 1))
+      ].map(p => p.then(() => 'fulfilled', err => err.code)))
+      t.same(codes, ['LEVELKIT_INDEX_BUILDING', 'LEVELKIT_INDEX_BUILDING'], 'both callbacks rejected: the message and the edge are still in the old layout')
+      await db.buildIndexes()
+      t.same([await m.members.has(1, 1), await m.messages.get(1, 1)], [true, 'first'], 'the edge and the message, moved')
+      await db.close()
+    } finally {
+      await base.close()
+    }
+  })
 }
 
 test('cleanup', t => {
