@@ -7,13 +7,13 @@ import { Namespace } from './namespace.js'
 import { Query, BACKEND_LIMIT } from './query.js'
 import { tupleBounds } from './bounds.js'
 import { compareBytes } from './bytes.js'
-import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, after, allOf, promised, transactionIn } from './model-handle.js'
+import { ModelHandle, modelOf, scopeOf, readThrough, after, allOf, promised, transactionIn } from './model-handle.js'
 import { describe, noop, readInput, elementsOf } from './common.js'
 import { optionsOf } from './options.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
 import { KeyPerChild, ChildBlocks, regroupChildren } from './child-layouts.js'
 import { IndexState } from './index-state.js'
-import { layoutReady, layoutPrepare } from './layout-moves.js'
+import { layoutReady, layoutPrepare, layoutWrite } from './layout-moves.js'
 
 const ON_DELETE = ['cascade', 'restrict', 'purge']
 
@@ -424,7 +424,7 @@ export class Children extends ModelHandle {
     return promised(() => {
       const parent = modelOf(this).parent.idArg(parentId)
       const json = encodeJson(value, `Value for "${this.name}"`)
-      return after(layoutReady(modelOf(this), scopeOf(this) !== null), () => writeThrough(this, scope => modelOf(this).append(scope, parent, json)))
+      return layoutWrite(this, modelOf(this), scope => modelOf(this).append(scope, parent, json))
     })
   }
 
@@ -455,7 +455,7 @@ export class Children extends ModelHandle {
     return promised(() => {
       const parent = modelOf(this).parent.idArg(parentId)
       const json = encodeJson(value, `Value for "${this.name}"`)
-      return after(layoutReady(modelOf(this), scopeOf(this) !== null), () => writeThrough(this, scope => modelOf(this).put(scope, parent, seq, json)))
+      return layoutWrite(this, modelOf(this), scope => modelOf(this).put(scope, parent, seq, json))
     })
   }
 
@@ -463,7 +463,7 @@ export class Children extends ModelHandle {
   del (parentId, seq) {
     return promised(() => {
       const parent = modelOf(this).parent.idArg(parentId)
-      return after(layoutReady(modelOf(this), scopeOf(this) !== null), () => writeThrough(this, scope => modelOf(this).del(scope, parent, seq)))
+      return layoutWrite(this, modelOf(this), scope => modelOf(this).del(scope, parent, seq))
     })
   }
 

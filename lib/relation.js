@@ -2,11 +2,11 @@ import { encode } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { decodeKey, decodeList } from './stored.js'
 import { IndexState } from './index-state.js'
-import { layoutReady, layoutPrepare } from './layout-moves.js'
+import { layoutReady, layoutPrepare, layoutWrite } from './layout-moves.js'
 import { assertName, layout } from './names.js'
 import { Query } from './query.js'
 import { tupleBounds, within } from './bounds.js'
-import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, after, promised, transactionIn } from './model-handle.js'
+import { ModelHandle, modelOf, scopeOf, readThrough, after, promised, transactionIn } from './model-handle.js'
 import { describe, isDefined, elementsOf, noop } from './common.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
 import { optionsOf, optionsObject, RANGE } from './options.js'
@@ -430,7 +430,7 @@ export class Relation extends ModelHandle {
       const model = modelOf(this)
       const from = model.from.idArg(fromId)
       const to = model.to.idArg(toId)
-      return after(layoutReady(model, scopeOf(this) !== null), () => writeThrough(this, scope => model.add(scope, from, to)))
+      return layoutWrite(this, model, scope => model.add(scope, from, to))
     })
   }
 
@@ -463,7 +463,7 @@ export class Relation extends ModelHandle {
       const model = modelOf(this)
       const from = model.from.idArg(fromId)
       const to = model.to.idArg(toId)
-      return after(layoutReady(model, scopeOf(this) !== null), () => writeThrough(this, scope => model.remove(scope, from, to)))
+      return layoutWrite(this, model, scope => model.remove(scope, from, to))
     })
   }
 

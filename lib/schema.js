@@ -173,13 +173,25 @@ export class Schema {
     let declared = model.declaredLayout()
     try {
       // In a critical section queued now: no write to the model is decided
-      // before it (they wait for the state anyway).
-      const compared = writer.run(scope => this.#compareLayout(scope, model, key, declared, false))
+      // before it. Its outcome is the state from the end of the section,
+      // not once run() resolves: a write of the model queued meanwhile (a
+      // first use after open, lib/layout-moves.js) reads it in its own.
+      const compared = writer.run(async scope => {
+        const progress = await this.#compareLayout(scope, model, key, declared, false)
+        if (state.state === 'unknown') {
+          if (progress === null) state.set('ready')
+          else {
+            state.set('building')
+            state.done = progress.done
+          }
+        }
+        return progress
+      })
       this.#layoutCompares.set(model, compared.finally(() => this.#layoutCompares.delete(model)).catch(noop))
       let progress = await compared
       declared = model.declaredLayout()
-      if (progress === null) return state.set('ready')
-      state.set('building')
+      if (progress === null) return state.state === 'unknown' ? state.set('ready') : undefined
+      if (state.state === 'unknown') state.set('building')
       state.done = progress.done
       // Moved from the model's first use (a read, a write), or
       // db.buildIndexes(), db.check(), db.migrate(): not merely declared
@@ -293,7 +305,8 @@ export class Schema {
     /** @type {Record<string, Record<string, IndexStatus>>} */
     const result = {}
     for (const { kind, model } of this.#db.models()) {
-      if (kind === 'collection') continue
+      // Collections and counters have no layout.
+      if (kind !== 'relation' && kind !== 'children') continue
       const { state, done, error } = /** @type {LayoutModel} */ (model).layoutState
       if (state === 'ready') continue
       /** @type {IndexStatus} */
