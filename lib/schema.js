@@ -293,7 +293,7 @@ export class Schema {
     /** @type {Record<string, Record<string, IndexStatus>>} */
     const result = {}
     for (const { kind, model } of this.#db.models()) {
-      if (kind === 'collection') continue
+      if (kind !== 'relation' && kind !== 'children') continue
       const { state, done, error } = /** @type {LayoutModel} */ (model).layoutState
       if (state === 'ready') continue
       /** @type {IndexStatus} */
