@@ -397,6 +397,8 @@ async function checkRelation (model, snapshot, existing, problem) {
     { direction: model.unused.forward, reversed: false, ...await readDirection(model, model.unused.forward, false, snapshot, problem) },
     { direction: model.unused.reverse, reversed: true, ...await readDirection(model, model.unused.reverse, true, snapshot, problem) }
   ]
+  // Kept by the index, the reverse direction's lists are of a layout it no longer uses too (a move into it not over).
+  if (model.reverse.kind === 'index') old.push({ direction: model.reverseLists, reversed: true, ...await readDirection(model, model.reverseLists, true, snapshot, problem) })
   /** @type {Map<string, { pair: [unknown, unknown], namespace: Namespace, key: Uint8Array }>} every edge that should stay, by its forward key, and where one copy of it is */
   const valid = new Map()
   for (const { direction, pairs } of [...sides, ...old]) {
@@ -408,7 +410,7 @@ async function checkRelation (model, snapshot, existing, problem) {
   const moves = []
   for (const { direction, reversed, pairs, lists } of old) {
     const namespace = direction.namespace
-    const where = `in "${namespace.name}", a namespace of the layout it no longer uses (lists: ${reversed ? "'from'" : "'to'"} changed)`
+    const where = `in "${namespace.name}", a namespace of the layout it no longer uses (${direction === model.reverseLists ? "native: ['from']" : `lists: ${reversed ? "'from'" : "'to'"} changed`})`
     /** @type {Map<string, string[]>} the edges each key holds, by bytesToBinaryString(key) */
     const held = new Map()
     for (const [name, { key }] of pairs) {

@@ -70,6 +70,9 @@ export class RelationModel {
       forward: lists.includes('to') ? new EdgeDirection(this.root, layout.forward(name), 0, false) : new ListDirection(this.root, layout.list(name, 'to'), 0, this.to.sequential),
       reverse: lists.includes('from') ? new EdgeDirection(this.root, layout.reverse(name), 0, false) : new ListDirection(this.root, layout.list(name, 'from'), 0, this.from.sequential)
     }
+    // The reverse lists, which the index kind replaces: a move into it
+    // (moveLayoutBatch()) reads and drops them.
+    this.reverseLists = this.reverse
     this.lists = LIST_SIDES.filter(side => lists.includes(side))
     // Whether the reverse lists may be IndexedDB's index over the forward
     // ones (settleLayout() decides, from the stored layout): both directions
@@ -94,36 +97,35 @@ export class RelationModel {
     db.schema.declareLayout(this)
   }
 
-  /** What the stored schema keeps of the declaration. */
+  /**
+   * What the stored schema keeps of the declaration. Where the reverse
+   * direction may be the index kind, whether it is (`native`, [] if not),
+   * so that two tabs that chose differently on a new database tell (the
+   * one that did not write the layout first is refused, lib/schema-watch.js).
+   */
   declaredLayout () {
-    return this.native.length > 0 ? { lists: this.lists, native: this.native } : { lists: this.lists }
+    return this.idb !== null ? { lists: this.lists, native: this.native } : { lists: this.lists }
   }
 
   /**
    * Before the declared layout is compared with the stored one `stored`
    * (in its critical section): whether the reverse direction is the index
-   * kind. A database that says so keeps it; a new one (no stored layout,
-   * no edges) gets it where the database has levelkit's lists store; one
-   * on the lists layout keeps its reverse lists (no move between them).
+   * kind. A database whose layout says so keeps it (whatever this tab
+   * prefers: its data is there); any other takes it where the database has
+   * levelkit's lists store, unless open() was told not to: a new one at
+   * once, one with reverse lists (or edges) by a move (moveLayoutBatch()).
    * @param {WriteScope} scope @param {Record<string, unknown> | undefined} stored
    */
   async settleLayout (scope, stored) {
     const storedNative = Array.isArray(stored?.native) && stored.native.includes('from')
-    let native = storedNative
     // The index's keys are the listed `to` ids: sequence ids (positive integers) are IndexedDB keys, any id is not.
-    if (stored === undefined && this.indexNew && this.to.sequential && this.idb !== null && this.idb.ready) {
-      let empty = true
-      for (const namespace of [this.forward.namespace, this.reverse.namespace, this.unused.forward.namespace, this.unused.reverse.namespace]) {
-        if ((await namespace.sublevel.keys({ limit: 1 }).all()).length > 0) empty = false
-      }
-      // mirror() says whether the database has levelkit's lists store.
-      native = empty && this.idb.mirror(this.forward.namespace)
-    }
+    // mirror() says whether the database has levelkit's lists store.
+    const native = storedNative || (this.indexNew && this.to.sequential && this.idb !== null && this.idb.ready && this.idb.mirror(this.forward.namespace))
     if (!native) return
     if (this.idb === null || !this.idb.mirror(this.forward.namespace)) {
       throw levelkitError(codes.INVALID, `Relation "${this.name}" keeps its reverse direction in an IndexedDB index of a database levelkit opened (its stored layout says native: ['from']): declare it with lists: ['from', 'to'] and open the database with open({ location }), not a database brought with { db }`, { relation: this.name })
     }
-    if (this.reverse.kind !== 'index') this.reverse = new IndexDirection(/** @type {ListDirection} */ (this.forward), /** @type {ListDirection} */ (this.reverse), this.idb)
+    if (this.reverse.kind !== 'index') this.reverse = new IndexDirection(/** @type {ListDirection} */ (this.forward), /** @type {ListDirection} */ (this.reverseLists), this.idb)
     this.native = ['from']
   }
 
@@ -157,10 +159,12 @@ export class RelationModel {
    * not in use, through the directions in use (as add() writes them), and
    * delete them there, in the critical section of one batch: the old
    * namespaces shrink as the move goes, so where it is needs no marker.
+   * Into the index kind, two more phases follow (moveIntoIndex()).
    * @param {WriteScope} scope @param {import('./layout-moves.js').LayoutProgress} progress @param {number} size
    */
   async moveLayoutBatch (scope, progress, size) {
     await this.writer.drain()
+    if (progress.phase !== null) return this.moveIntoIndex(scope, progress, size)
     let budget = size
     for (const [old, now] of /** @type {Array<[Direction, Direction]>} */ ([[this.unused.forward, this.forward], [this.unused.reverse, this.reverse]])) {
       const namespace = old.namespace
@@ -179,7 +183,42 @@ export class RelationModel {
       budget -= page.length
       if (budget === 0) return false
     }
-    return true
+    if (this.reverse.kind !== 'index') return true
+    progress.phase = 'mirror'
+    progress.after = null
+    return false
+  }
+
+  /**
+   * The move into the index kind, in batches of about `size` lists: first
+   * (phase 'mirror') every forward list is written again, in key order
+   * from `progress.after`, which mirrors it (the namespace is mirrored:
+   * settleLayout()); then (phase 'drop') the reverse lists are deleted.
+   * Until the move is over, reads and writes of the relation wait for it
+   * (lib/layout-moves.js) and a record's deletion keeps the reverse lists
+   * right too (beforeDeleteMoving()): whichever batch a closed tab stopped
+   * at, the next open resumes from the stored progress.
+   * @param {WriteScope} scope @param {import('./layout-moves.js').LayoutProgress} progress @param {number} size
+   */
+  async moveIntoIndex (scope, progress, size) {
+    if (progress.phase === 'mirror') {
+      const namespace = this.forward.namespace
+      const range = progress.after === null ? { limit: size } : { gt: progress.after, limit: size }
+      const page = await namespace.sublevel.iterator(range).all()
+      for (const [key, value] of page) scope.put(namespace, key, value)
+      progress.done += page.length
+      if (page.length === size) {
+        progress.after = page[page.length - 1][0]
+        return false
+      }
+      progress.phase = 'drop'
+      progress.after = null
+    }
+    const namespace = this.reverseLists.namespace
+    const keys = await namespace.sublevel.keys({ limit: size }).all()
+    for (const key of keys) scope.del(namespace, key)
+    progress.done += keys.length
+    return keys.length < size
   }
 
   /**
@@ -327,10 +366,18 @@ export class RelationModel {
    * @param {string} policy @param {CollectionModel} collection @param {unknown[]} others what `near` holds
    */
   async beforeDeleteMoving (scope, id, near, far, policy, collection, others) {
-    const oldNear = near === this.forward ? this.unused.forward : this.unused.reverse
-    const oldFar = far === this.forward ? this.unused.forward : this.unused.reverse
-    const oldOthers = await oldNear.others(scope, id)
-    const all = [...others, ...oldOthers.filter(other => !others.some(known => compareIds(known, other) === 0))]
+    // Into the index kind, the reverse lists stay right until dropped: the
+    // index answers only once every forward list is mirrored.
+    const olds = (/** @type {Direction} */ direction) => direction === this.forward
+      ? [this.unused.forward]
+      : direction.kind === 'index' ? [this.unused.reverse, this.reverseLists] : [this.unused.reverse]
+    const oldNear = olds(near)
+    const oldFar = olds(far)
+    /** @type {unknown[][]} */
+    const oldOthers = []
+    for (const direction of oldNear) oldOthers.push(await direction.others(scope, id))
+    const all = [...others]
+    for (const other of oldOthers.flat()) if (!all.some(known => compareIds(known, other) === 0)) all.push(other)
     if (policy === 'restrict') {
       if (all.length > 0) {
         throw levelkitError(codes.RESTRICT, `Cannot delete ${describe(id)} from "${collection.name}": relation "${this.name}" has ${all.length} edge(s) to it (onDelete: 'restrict')`, {
@@ -340,11 +387,12 @@ export class RelationModel {
       return
     }
     for (const other of all) {
-      if (await far.has((namespace, key) => scope.get(namespace, key), other, id)) await far.remove(scope, other, id)
-      if (await oldFar.has((namespace, key) => scope.get(namespace, key), other, id)) await oldFar.remove(scope, other, id)
+      for (const direction of [far, ...oldFar]) {
+        if (await direction.has((namespace, key) => scope.get(namespace, key), other, id)) await direction.remove(scope, other, id)
+      }
     }
     near.removeAll(scope, id, others)
-    oldNear.removeAll(scope, id, oldOthers)
+    oldNear.forEach((direction, i) => direction.removeAll(scope, id, oldOthers[i]))
   }
 
   /** Check both ids (the edge keys encode them). @param {unknown} fromId @param {unknown} toId */

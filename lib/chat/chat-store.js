@@ -8,6 +8,7 @@ import { optionsObject as copyOf } from '../options.js'
 import { chatMigrations } from './migrations.js'
 import { idbDirectFor } from '../idb-direct.js'
 import { RERUNNABLE } from '../writer.js'
+import { layoutReady } from '../layout-moves.js'
 
 const DEFAULTS = Object.freeze({
   maxMembers: 30,
@@ -203,6 +204,15 @@ export class ChatStore {
     }
     assertOwnMarker(marker)
     if (!migrated) await this.#migrate()
+    // Data in another layout than declared (members' reverse lists where
+    // IndexedDB keeps the index, userChats changed) is moved now: inside
+    // the store's writes, a relation being moved cannot wait for it.
+    // A move that fails is the model's (its uses reject with the error), not the claim's.
+    for (const handle of [this.members, this.messages]) {
+      try {
+        await layoutReady(modelOf(handle), false)
+      } catch {}
+    }
     // Outside a write (which would take the cross-tab lock from another
     // tab): the counters and the sequence may be of two moments, and other
     // tabs' writes are not followed anyway; the counts only pick the dummy.

@@ -423,7 +423,7 @@ test('idb-native: check() finds a mirror that differs from the forward lists and
   await db.close()
 })
 
-test('idb-native: a database on the lists layout keeps its reverse lists once levelkit opens it with its lists store', async (/** @type {any} */ t) => {
+test('idb-native: a database on the lists layout is moved into the index once levelkit opens it with its lists store (its first operation a write)', async (/** @type {any} */ t) => {
   const name = fresh()
   const level = new BrowserLevel(name, { prefix: '' })
   await level.open()
@@ -438,7 +438,7 @@ test('idb-native: a database on the lists layout keeps its reverse lists once le
   const db = await open({ location: name })
   const store = await ChatStore.open(db, COST)
   chats.push(await store.createChat({ name: 'b', adminId: users[2], userIds: users.slice(3) }))
-  t.is(membersOf(db).reverse.kind, 'lists', 'upgraded with the lists store, it keeps its reverse lists')
+  t.is(membersOf(db).reverse.kind, 'index', 'upgraded with the lists store, its reverse lists are moved into the index')
   await assertChats(t, store, users, chats, 'old layout')
   t.is((await db.check()).problems.length, 0, 'check() is clean')
   await db.close()
