@@ -793,9 +793,12 @@ export class Writer {
   #stamp (group) {
     if (this.#keyLocks !== null) {
       // No generation: it would be one key every batch of every process writes.
+      const ops = lastOpPerKey(group.ops)
       /** @type {import('./cross-tab.js').RemoteMessage} */
-      const message = { generation: null, ops: lastOpPerKey(group.ops).flatMap(op => op === null ? [] : [{ prefix: op.namespace.prefix, type: op.type, key: op.key }]), prefixes: null }
-      this.#keyLocks.stage(message)
+      const message = { generation: null, ops: ops.flatMap(op => op === null ? [] : [{ prefix: op.namespace.prefix, type: op.type, key: op.key }]), prefixes: null }
+      // And its sequences' keys (cached namespaces): every insert writes
+      // one, the keys processes fail each other's transactions on.
+      this.#keyLocks.stage(message, ops.flatMap(op => op === null || op.namespace.cache === null ? [] : [{ prefix: op.namespace.prefix, key: op.key }]))
       return message
     }
     if (this.#generation === null) throw levelkitError(codes.ABORTED, 'Write aborted: the database\'s generation is unknown since a batch failed')
@@ -1366,7 +1369,7 @@ const SYNC = Object.freeze({ sync: true })
  * @property {(listener: () => void) => void} onEnd
  * @property {number} requests how many lock requests were made
  * @property {{ retries: number }} stats
- * @property {(message: import('./cross-tab.js').RemoteMessage) => void} stage
+ * @property {(message: import('./cross-tab.js').RemoteMessage, counters: Array<{ prefix: string, key: Uint8Array }>) => void} stage `counters`: the batch's sequence keys
  */
 
 /**

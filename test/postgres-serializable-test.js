@@ -316,6 +316,62 @@ test('postgres serializable: a section failed by another process every time give
   }
 })
 
+test('postgres serializable: once two processes failed each other on a sequence key, their inserts take turns on its lock (contention mode) and fail no more', async t => {
+  const table = server.table()
+  const a = await open(options(table))
+  const b = await open(options(table))
+  try {
+    const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
+    // Long enough for the whole test: it is entered once, never left.
+    for (const lock of locks) lock.contentionMs = 600000
+    const people = [a, b].map(db => db.collection('people'))
+    /** @param {number} n inserts per database, 8 at a time in each */
+    const storm = async n => {
+      await Promise.all(people.map(async (collection, i) => {
+        for (let made = 0; made < n; made += 8) {
+          await Promise.all(Array.from({ length: 8 }, (_, j) => collection.insert({ name: `p${i}-${made + j}` })))
+        }
+      }))
+    }
+    // Inserts from both until each has had a batch fail on the sequence (40001).
+    let rounds = 0
+    while (locks.some(lock => lock.stats.failures === 0) && rounds < 50) {
+      await storm(16)
+      rounds++
+    }
+    t.ok(locks.every(lock => lock.stats.failures > 0), `each process had a batch fail (${locks.map(lock => lock.stats.failures)} failures, ${rounds} rounds)`)
+    const before = locks.map(lock => ({ failures: lock.stats.failures, contended: lock.stats.contended, transactions: lock.stats.transactions }))
+    await storm(96)
+    const failures = locks.map((lock, i) => lock.stats.failures - before[i].failures)
+    const contended = locks.map((lock, i) => lock.stats.contended - before[i].contended)
+    const transactions = locks.map((lock, i) => lock.stats.transactions - before[i].transactions)
+    t.same(failures, [0, 0], 'then 2 × 96 inserts at once fail no batch')
+    t.same(contended, transactions, `every transaction of theirs began holding the sequence key's lock (${transactions})`)
+    const ids = (await people[0].query().all()).map((/** @type {any} */ record) => record.id)
+    t.same(ids, Array.from({ length: ids.length }, (_, i) => i + 1), `ids 1..${ids.length} without gap`)
+    t.is(ids.length, rounds * 32 + 192, 'one record per insert')
+    t.same((await a.check()).problems, [], 'check() is clean')
+    // The locks went behind each transaction's end: none is left held
+    // (key locks are the one-bigint advisory locks, objsubid 1).
+    const client = new pg.Client({ connectionString: server.connectionString })
+    await client.connect()
+    try {
+      // (The last unlocks may still be on their way behind their COMMITs.)
+      let held = -1
+      for (let tries = 0; tries < 20 && held !== 0; tries++) {
+        if (tries > 0) await sleep(50)
+        held = (await client.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1")).rows[0].n
+      }
+      t.is(held, 0, 'no key lock is left held')
+    } finally {
+      await client.end()
+    }
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
 test('postgres serializable: a group decided in a transaction lost with its connection runs again in a new one, on what it reads there', async t => {
   await lostBetweenSections(t, server, 'serializable')
 })

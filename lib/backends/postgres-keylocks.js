@@ -25,9 +25,8 @@
 // Cached values (lib/section-cache.js, cached namespaces) are trusted only
 // while the key transaction that read them holds their keys' locks: the
 // write path forgets them when it ends (onEnd()).
-import { createHash } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
-import { PostgresSectionLock, isTransactionLost, noop } from './postgres-section-lock.js'
+import { PostgresSectionLock, isTransactionLost, keyLockOf, noop } from './postgres-section-lock.js'
 
 // The first key of the range lock: 'LKRG'.
 export const RANGE_LOCK_SPACE = 0x4c4b5247
@@ -128,13 +127,7 @@ export class PostgresKeyLocks extends PostgresSectionLock {
 
   /** @param {string} prefix @param {Uint8Array} key */
   #lockKey (prefix, key) {
-    const hash = createHash('sha1')
-    hash.update(this.name)
-    hash.update('\0')
-    hash.update(prefix)
-    hash.update('\0')
-    hash.update(key)
-    return hash.digest().readBigInt64BE(0).toString()
+    return keyLockOf(this.name, prefix, key)
   }
 
   /** Send the lock requests of this turn as one statement. */

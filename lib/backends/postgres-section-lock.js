@@ -6,6 +6,7 @@
 // ROLLBACK, the connection lost); the modes differ in how the transaction
 // begins, what a section does before it reads, and which failures run a
 // section again (busy()).
+import { createHash } from 'node:crypto'
 import { PostgresWriterLock, InOrder } from './postgres-shared.js'
 import { inlineValues } from './postgres-literal.js'
 import { levelkitError, codes } from '../errors.js'
@@ -40,9 +41,11 @@ export class PostgresSectionLock extends PostgresWriterLock {
    * Counters, for tests and the benchmark: failures counts COMMITs refused
    * by a failure busy() tells, failedOn the failures by where and kind;
    * with locking: 'keys', busyOn the busy keys found by namespace prefix and
-   * firstStatementMs the time first statements took (they wait for locks).
+   * firstStatementMs the time first statements took (they wait for locks);
+   * with locking: 'serializable', contended the transactions that began in
+   * contention mode (postgres-serializable.js).
    */
-  stats = { statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0 }
+  stats = { statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0, contended: 0 }
 
   /**
    * @param {import('./postgres-shared.js').SharedWriterHost} host
@@ -245,6 +248,17 @@ export class PostgresSectionLock extends PostgresWriterLock {
     })
   }
 
+  /**
+   * Send `statement` on the writer connection behind every statement made
+   * so far, outside the transaction's bookkeeping (not counted, its failure
+   * ignored): what follows a transaction's end. Nothing when the connection
+   * is gone (a session's locks went with it).
+   * @param {string} statement
+   */
+  after (statement) {
+    this.#connection?.query(statement).catch(noop)
+  }
+
   /** A statement of the transaction failed: roll it back (it is aborted anyway). */
   rollback () {
     if (!this.#open) return Promise.resolve()
@@ -291,6 +305,21 @@ export function isTransactionLost (err) {
     if (e.transactionLost === true) return true
   }
   return false
+}
+
+/**
+ * The advisory lock key (a decimal bigint) of `key` of the namespace with
+ * `prefix` in table `table`.
+ * @param {string} table @param {string} prefix @param {Uint8Array} key
+ */
+export function keyLockOf (table, prefix, key) {
+  const hash = createHash('sha1')
+  hash.update(table)
+  hash.update('\0')
+  hash.update(prefix)
+  hash.update('\0')
+  hash.update(key)
+  return hash.digest().readBigInt64BE(0).toString()
 }
 
 export function noop () {}

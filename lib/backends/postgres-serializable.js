@@ -15,8 +15,21 @@
 // in the transaction: the write path runs each section in within(), and the
 // backend sends a read made there (reading()) on the transaction's
 // connection (postgres-level.js). Reads made elsewhere go to the pool.
+//
+// Contention mode: processes inserting into one collection all write its
+// sequence key, so their transactions fail each other (40001) and run again,
+// and again. After a batch fails so, for contentionMs, each transaction of
+// this process first waits for a session advisory lock on each sequence key
+// that batch wrote, then begins (one query: `SELECT pg_advisory_lock(k);
+// COMMIT; BEGIN ISOLATION LEVEL SERIALIZABLE; <first statement>`: its
+// snapshot is taken once the lock is held), and lets the locks go behind
+// its COMMIT (no round trip of its own). Processes in contention mode then
+// take turns on those keys instead of failing each other. The locks only
+// make failures rarer: serializable transactions keep every guarantee
+// whether they are taken or not (a process not in contention mode, or a
+// lock let go early, costs failures, not correctness).
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { PostgresSectionLock, noop } from './postgres-section-lock.js'
+import { PostgresSectionLock, keyLockOf, noop } from './postgres-section-lock.js'
 import { inlineValues } from './postgres-literal.js'
 
 const BEGIN = 'BEGIN ISOLATION LEVEL SERIALIZABLE'
@@ -39,6 +52,16 @@ export class PostgresSerializable extends PostgresSectionLock {
   #sections = new AsyncLocalStorage()
   /** How many transactions took their snapshot (sent a statement after BEGIN). */
   #snapshots = 0
+  /** How long (ms) after a batch failed on a sequence key the process keeps taking that key's lock before it begins a transaction. */
+  contentionMs = 1000
+  /** @type {Map<string, number>} the lock keys (decimal bigints) of contention mode, each with when it ends (Date.now()) */
+  #hot = new Map()
+  /** @type {string[]} the lock keys of the sequence keys the batch about to be written writes (stage()) */
+  #staged = []
+  /** @type {string[]} the lock keys the open transaction took before it began (let go behind its end) */
+  #held = []
+  /** @type {string[]} the lock keys the last opening took (begin() holds them) */
+  #opened = []
 
   /** Whether `err` (or what caused it) is a failure that a rerun in a new transaction can get past. @param {unknown} err */
   busy (err) {
@@ -78,11 +101,25 @@ export class PostgresSerializable extends PostgresSectionLock {
     return this.#sections.getStore() === this
   }
 
+  /** BEGIN, after the contention mode's locks (see above) if any. */
   get opening () {
-    return BEGIN
+    const locks = this.#opened = this.#contended()
+    return locks.length === 0 ? BEGIN : `SELECT count(pg_advisory_lock(k)) FROM unnest('{${locks.join(',')}}'::bigint[]) AS k; COMMIT; ${BEGIN}`
+  }
+
+  /** The lock keys of contention mode now, sorted (one order: no two transactions wait for each other). */
+  #contended () {
+    if (this.#hot.size === 0) return []
+    const now = Date.now()
+    for (const [lock, until] of this.#hot) if (until <= now) this.#hot.delete(lock)
+    return [...this.#hot.keys()].sort()
   }
 
   begin () {
+    // What the opening sent with it takes (opening is asked for first).
+    this.#held = this.#opened
+    this.#opened = []
+    if (this.#held.length > 0) this.stats.contended++
     super.begin()
     // The transaction's snapshot is taken by its first statement, sent with
     // its BEGIN or right behind it (counted as it is made, before it is
@@ -98,17 +135,68 @@ export class PostgresSerializable extends PostgresSectionLock {
    */
   query (statement, values) {
     if (this.holding) return super.query(statement, values)
+    const opening = this.opening
     this.begin()
     const config = typeof statement === 'string' ? { text: statement, values } : values === undefined ? statement : null
     const text = config === null ? null : inlineValues(config.text, config.values)
     if (config === null || text === null) {
       // Its failure fails the statement sent behind it (no transaction: 25P02 is not what it gets, but the statement's own error is told).
-      super.query(BEGIN).catch(noop)
+      super.query(opening).catch(noop)
       return super.query(statement, values)
     }
     const rowMode = /** @type {any} */ (config).rowMode
-    // Two results, BEGIN's and the statement's.
-    return super.query(rowMode === undefined ? `${BEGIN}; ${text}` : /** @type {import('pg').QueryConfig} */ ({ text: `${BEGIN}; ${text}`, rowMode })).then(results => /** @type {any} */ (results)[1])
+    // The results of the opening's statements, then the statement's.
+    return super.query(rowMode === undefined ? `${opening}; ${text}` : /** @type {import('pg').QueryConfig} */ ({ text: `${opening}; ${text}`, rowMode })).then(results => /** @type {any} */ (results).at(-1))
+  }
+
+  /**
+   * What the next batch tells the other processes, and the sequence keys
+   * it writes: the keys of contention mode if it fails.
+   * @param {import('../cross-tab.js').RemoteMessage} message @param {Array<{ prefix: string, key: Uint8Array }>} [counters]
+   */
+  stage (message, counters = []) {
+    super.stage(message)
+    this.#staged = counters.map(({ prefix, key }) => keyLockOf(this.name, prefix, key))
+  }
+
+  /** @param {import('pg').QueryConfig} statement @returns {Promise<void>} */
+  writeAndCommit (statement) {
+    const staged = this.#staged
+    this.#staged = []
+    const written = super.writeAndCommit(statement)
+    // Written with its COMMIT (else commit() lets the locks go).
+    if (!this.holding) this.#letGo()
+    return written.catch(err => {
+      if (this.busy(err)) this.#contend(staged)
+      throw err
+    })
+  }
+
+  commit () {
+    const committed = super.commit()
+    this.#letGo()
+    return committed
+  }
+
+  rollback () {
+    const rolledBack = super.rollback()
+    this.#letGo()
+    return rolledBack
+  }
+
+  /** A batch writing sequence keys `locks` failed: contention mode on them, from now. @param {string[]} locks */
+  #contend (locks) {
+    const until = Date.now() + this.contentionMs
+    for (const lock of locks) this.#hot.set(lock, until)
+  }
+
+  /** The transaction ended (its end statement sent): let the locks it took go, behind it. */
+  #letGo () {
+    if (this.#held.length === 0 || this.holding) return
+    // (Session locks are counted: a transaction begun meanwhile that took
+    // one again keeps its own.)
+    this.after(`SELECT count(pg_advisory_unlock(k)) FROM unnest('{${this.#held.join(',')}}'::bigint[]) AS k`)
+    this.#held = []
   }
 
   /** Taken when a critical section is called, for snapshotTakenBefore(). @returns {number} */
