@@ -1,4 +1,5 @@
-// Smoke test of bench/scale-out.js: one run with a tiny data set, 1 and 2
+// Smoke test of bench/scale-out.js: one run with a tiny data set, both SQL
+// variants (serial and gap-free ids), 1 and 2
 // processes of each store on PostgreSQL (the tests' server, passed on as
 // LEVELKIT_PG_URL: one throwaway cluster for every test file of the tape
 // process) and one on LevelDB, then the shape of what it
@@ -15,100 +16,102 @@ import { postgresForTests } from '../../test/util/postgres.js'
 
 const script = fileURLToPath(new URL('../scale-out.js', import.meta.url))
 const OPS = ['createUser', 'createChat', 'addChatMessage', 'last50', 'getChats']
-const CELLS = ['sql-1', 'sql-2', 'levelkit-pg-1', 'levelkit-pg-2', 'levelkit-leveldb-1']
+const CELLS = ['sql-1', 'sql-2', 'sql-gapfree-1', 'sql-gapfree-2', 'levelkit-pg-1', 'levelkit-pg-2', 'levelkit-leveldb-1']
 const N = 16
 const server = await postgresForTests(test)
 
-/** @param {string[]} args @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
-function run (args) {
+/** @param {string[]} args @param {number} [timeout] ms @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
+function run (args, timeout = 55000) {
   return new Promise(resolve => {
-    execFile(process.execPath, [script, ...args], { timeout: 55000, env: { ...process.env, LEVELKIT_PG_URL: server.connectionString } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [script, ...args], { timeout, env: { ...process.env, LEVELKIT_PG_URL: server.connectionString } }, (err, stdout, stderr) => {
       resolve({ code: err ? /** @type {any} */ (err).code ?? 1 : 0, stdout, stderr })
     })
   })
 }
 
-test('bench/scale-out.js with a tiny data set', async t => {
-  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-scale-out-'))
-  try {
-    const { code, stdout, stderr } = await run([
+// One launch for both tests below (both SQL variants, 1 and 2 processes of
+// each store, and LevelDB): each launch fills and checks every cell it runs,
+// so two launches ran the serial SQL and levelkit-on-PostgreSQL cells twice.
+// Started by the first test that needs it; the output is removed at the end.
+/** @type {Promise<{ code: number, stdout: string, stderr: string, out: string }> | undefined} */
+let tiny
+function runTiny () {
+  if (!tiny) {
+    const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-scale-out-'))
+    test.onFinish(() => rmSync(out, { recursive: true, force: true }))
+    tiny = run([
       '--runs', '1', '--writers', '1,2', '--processes', '1,2', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
-      '--n', String(N), '--concurrency', '3', '--slices', '2', '--out', out, '--db-dir', out
-    ])
-    t.is(code, 0, `exit 0${code ? `: ${stderr}\n${stdout}` : ''}`)
-    for (const label of ['createUser', 'createChat, 20 members', 'addChatMessage', 'last 50 messages', 'getChats of a user']) {
-      for (const cell of ['SQL (pg) ×1', 'SQL (pg) ×2', 'levelkit on PostgreSQL ×1', 'levelkit on PostgreSQL ×2', 'levelkit on LevelDB ×1']) {
-        t.match(stdout, new RegExp(`\\n  ${label.replace(/[(),]/g, '\\$&')} +${cell.replace(/[()]/g, '\\$&')} +(n/a \\(one process per table until multi-process lands\\)|[\\d,]+ )`), `table row: ${label}, ${cell}`)
-      }
-    }
-    t.match(stdout, /Every cell answered the sample reads alike after being filled, and its final state checked out/, 'the cells agreed')
-    t.doesNotMatch(stdout, /PROBLEM/, 'no problem reported')
-
-    const dirs = readdirSync(out).filter(name => name.startsWith('scale-out-'))
-    t.is(dirs.length, 1, 'one output folder')
-    const dir = join(out, dirs[0])
-    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
-    t.is(summary.benchmark, 'scale-out')
-    t.same(summary.problems, [], 'no problems recorded')
-    t.same(summary.cells.map((/** @type {any} */ c) => c.key), CELLS, 'the cells, in order')
-    t.same(Object.keys(summary.summary), OPS, 'a summary per operation, in order')
-    const lockedOut = summary.summary.createUser['levelkit-pg-2'].na !== undefined
-    for (const op of OPS) {
-      for (const key of CELLS) {
-        const s = summary.summary[op][key]
-        if (key === 'levelkit-pg-2' && lockedOut) {
-          t.is(s.na, 'n/a (one process per table until multi-process lands)', `${op}, ${key}: n/a while one process owns a table`)
-          continue
-        }
-        t.ok(s.opsPerSec > 0 && s.p99Ms >= s.p50Ms && s.p50Ms > 0 && s.ops === N, `${op}, ${key}: ops/s, p50 <= p99, ops`)
-        if (key.startsWith('sql')) t.ok(Number.isSafeInteger(s.retries), `${op}, ${key}: retries counted`)
-        if (!key.startsWith('sql')) t.ok(s.ratio > 0, `${op}, ${key}: a ratio against SQL`)
-        if (key.endsWith('-2')) t.ok(s.scaling > 0, `${op}, ${key}: against one process`)
-      }
-    }
-    t.is(summary.runs.length, 1, 'one run recorded')
-    t.same(summary.runs[0].cells['sql-2'].check.problems, [], 'the final check ran and found nothing')
-    t.is(summary.options.users, 40, 'options recorded')
-    t.ok(typeof summary.versions.postgresql === 'string' && typeof summary.versions.pg === 'string', 'versions recorded')
-    t.is(summary.loadAverage.before.length, 3, 'load average recorded')
-
-    const lines = readFileSync(join(dir, 'results.csv'), 'utf8').trimEnd().split('\n')
-    t.is(lines[0], 'run,operation,cell,kind,processes,ops,ms,ops_per_sec,p50_ms,p99_ms,retries,round_trips_per_op,node_cores,pg_cores,machine_cores', 'CSV header')
-    t.is(lines.length - 1, OPS.length * (lockedOut ? CELLS.length - 1 : CELLS.length), 'one row per operation and measured cell')
-
-    const svg = readFileSync(join(dir, 'scale-out.svg'), 'utf8')
-    t.ok(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"') && svg.trimEnd().endsWith('</svg>'), 'SVG document')
-    t.same(readdirSync(out).filter(name => name.startsWith('levelkit-scale-out-')), [], 'the LevelDB databases are removed')
-  } finally {
-    rmSync(out, { recursive: true, force: true })
+      '--n', String(N), '--concurrency', '3', '--slices', '2', '--sql-ids', 'serial,gapfree', '--out', out, '--db-dir', out
+    ], 110000).then(result => ({ ...result, out }))
   }
+  return tiny
+}
+
+test('bench/scale-out.js with a tiny data set', async t => {
+  const { code, stdout, stderr, out } = await runTiny()
+  t.is(code, 0, `exit 0${code ? `: ${stderr}\n${stdout}` : ''}`)
+  for (const label of ['createUser', 'createChat, 20 members', 'addChatMessage', 'last 50 messages', 'getChats of a user']) {
+    for (const cell of ['SQL (pg) ×1', 'SQL (pg) ×2', 'SQL (pg), gap-free ids ×1', 'SQL (pg), gap-free ids ×2', 'levelkit on PostgreSQL ×1', 'levelkit on PostgreSQL ×2', 'levelkit on LevelDB ×1']) {
+      t.match(stdout, new RegExp(`\\n  ${label.replace(/[(),]/g, '\\$&')} +${cell.replace(/[()]/g, '\\$&')} +(n/a \\(one process per table until multi-process lands\\)|[\\d,]+ )`), `table row: ${label}, ${cell}`)
+    }
+  }
+  t.match(stdout, /Every cell answered the sample reads alike after being filled, and its final state checked out/, 'the cells agreed')
+  t.doesNotMatch(stdout, /PROBLEM/, 'no problem reported')
+
+  const dirs = readdirSync(out).filter(name => name.startsWith('scale-out-'))
+  t.is(dirs.length, 1, 'one output folder')
+  const dir = join(out, dirs[0])
+  const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+  t.is(summary.benchmark, 'scale-out')
+  t.same(summary.problems, [], 'no problems recorded')
+  t.same(summary.cells.map((/** @type {any} */ c) => c.key), CELLS, 'the cells, in order')
+  t.same(Object.keys(summary.summary), OPS, 'a summary per operation, in order')
+  const lockedOut = summary.summary.createUser['levelkit-pg-2'].na !== undefined
+  for (const op of OPS) {
+    for (const key of CELLS) {
+      const s = summary.summary[op][key]
+      if (key === 'levelkit-pg-2' && lockedOut) {
+        t.is(s.na, 'n/a (one process per table until multi-process lands)', `${op}, ${key}: n/a while one process owns a table`)
+        continue
+      }
+      t.ok(s.opsPerSec > 0 && s.p99Ms >= s.p50Ms && s.p50Ms > 0 && s.ops === N, `${op}, ${key}: ops/s, p50 <= p99, ops`)
+      if (key.startsWith('sql')) t.ok(Number.isSafeInteger(s.retries), `${op}, ${key}: retries counted`)
+      if (!key.startsWith('sql')) t.ok(s.ratio > 0, `${op}, ${key}: a ratio against SQL`)
+      if (key.endsWith('-2')) t.ok(s.scaling > 0, `${op}, ${key}: against one process`)
+    }
+  }
+  t.is(summary.runs.length, 1, 'one run recorded')
+  t.same(summary.runs[0].cells['sql-2'].check.problems, [], 'the final check ran and found nothing')
+  t.is(summary.options.users, 40, 'options recorded')
+  t.ok(typeof summary.versions.postgresql === 'string' && typeof summary.versions.pg === 'string', 'versions recorded')
+  t.is(summary.loadAverage.before.length, 3, 'load average recorded')
+
+  const lines = readFileSync(join(dir, 'results.csv'), 'utf8').trimEnd().split('\n')
+  t.is(lines[0], 'run,operation,cell,kind,processes,ops,ms,ops_per_sec,p50_ms,p99_ms,retries,round_trips_per_op,node_cores,pg_cores,machine_cores', 'CSV header')
+  t.is(lines.length - 1, OPS.length * (lockedOut ? CELLS.length - 1 : CELLS.length), 'one row per operation and measured cell')
+
+  const svg = readFileSync(join(dir, 'scale-out.svg'), 'utf8')
+  t.ok(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"') && svg.trimEnd().endsWith('</svg>'), 'SVG document')
+  t.same(readdirSync(out).filter(name => name.startsWith('levelkit-scale-out-')), [], 'the LevelDB databases are removed')
 })
 
 // Both SQL variants (identity ids with gaps, gap-free ids as levelkit's):
 // cells of each, one ratio column per variant, and the same final state.
 test('bench/scale-out.js --sql-ids serial,gapfree', async t => {
-  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-scale-out-'))
-  try {
-    const { code, stdout, stderr } = await run([
-      '--runs', '1', '--writers', '1,2', '--processes', '1', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
-      '--n', String(N), '--concurrency', '3', '--slices', '2', '--no-leveldb', '--sql-ids', 'serial,gapfree', '--out', out, '--db-dir', out
-    ])
-    t.is(code, 0, `exit 0${code ? `: ${stderr}\n${stdout}` : ''}`)
-    t.match(stdout, /× SQL serial ids +× SQL gap-free ids/, 'a ratio column per SQL variant')
-    t.match(stdout, /\n {2}createChat, 20 members +SQL \(pg\), gap-free ids ×2 +[\d,]+ /, 'a row of the gap-free variant')
-    t.match(stdout, /final state checked out/, 'every cell, both variants, has the same final state')
-    const dir = join(out, readdirSync(out).filter(name => name.startsWith('scale-out-'))[0])
-    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
-    t.same(summary.cells.map((/** @type {any} */ c) => c.key), ['sql-1', 'sql-2', 'sql-gapfree-1', 'sql-gapfree-2', 'levelkit-pg-1'], 'the cells, serial ids keeping their names')
-    t.same(summary.options.sqlIds, ['serial', 'gapfree'], 'the variants recorded')
-    for (const op of OPS) {
-      const each = summary.summary[op]['levelkit-pg-1'].ratioEach
-      t.ok(each['sql-1'] > 0 && each['sql-gapfree-1'] > 0, `${op}: levelkit against each variant`)
-      t.is(summary.summary[op]['levelkit-pg-1'].ratio, each['sql-1'], `${op}: the ratio is against the first variant`)
-      t.ok(summary.summary[op]['sql-gapfree-2'].ratioEach['sql-2'] > 0, `${op}: gap-free against serial ids`)
-    }
-  } finally {
-    rmSync(out, { recursive: true, force: true })
+  const { code, stdout, stderr, out } = await runTiny()
+  t.is(code, 0, `exit 0${code ? `: ${stderr}\n${stdout}` : ''}`)
+  t.match(stdout, /× SQL serial ids +× SQL gap-free ids/, 'a ratio column per SQL variant')
+  t.match(stdout, /\n {2}createChat, 20 members +SQL \(pg\), gap-free ids ×2 +[\d,]+ /, 'a row of the gap-free variant')
+  t.match(stdout, /final state checked out/, 'every cell, both variants, has the same final state')
+  const dir = join(out, readdirSync(out).filter(name => name.startsWith('scale-out-'))[0])
+  const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+  t.same(summary.cells.map((/** @type {any} */ c) => c.key), CELLS, 'the cells, serial ids keeping their names')
+  t.same(summary.options.sqlIds, ['serial', 'gapfree'], 'the variants recorded')
+  for (const op of OPS) {
+    const each = summary.summary[op]['levelkit-pg-1'].ratioEach
+    t.ok(each['sql-1'] > 0 && each['sql-gapfree-1'] > 0, `${op}: levelkit against each variant`)
+    t.is(summary.summary[op]['levelkit-pg-1'].ratio, each['sql-1'], `${op}: the ratio is against the first variant`)
+    t.ok(summary.summary[op]['sql-gapfree-2'].ratioEach['sql-2'] > 0, `${op}: gap-free against serial ids`)
   }
 })
 

@@ -1,4 +1,4 @@
-// Smoke test of bench/sorted-write.js: runs it once per mode and backend with
+// Smoke test of bench/sorted-write.js: runs it on every mode and backend with
 // a tiny N and checks what it writes. It never asserts a time: a benchmark
 // measures, it is not a timed test.
 
@@ -12,10 +12,10 @@ import { fileURLToPath } from 'node:url'
 const script = fileURLToPath(new URL('../sorted-write.js', import.meta.url))
 const ENTRIES = 3000
 
-/** @param {string[]} args @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
-function run (args) {
+/** @param {string[]} args @param {number} [timeout] ms @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
+function run (args, timeout = 60000) {
   return new Promise(resolve => {
-    execFile(process.execPath, [script, ...args], { timeout: 60000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [script, ...args], { timeout }, (err, stdout, stderr) => {
       resolve({ code: err ? /** @type {any} */ (err).code ?? 1 : 0, stdout, stderr })
     })
   })
@@ -46,27 +46,51 @@ function checkSvg (t, file, series) {
   t.ok(svg.includes('>Seconds</text>') && svg.includes('Milliseconds per write'), 'axis labels')
 }
 
-for (const backend of ['leveldb', 'memory']) {
-  for (const mode of ['put', 'batch', 'raw', 'levelkit', 'levelkit-scope', 'levelkit-put']) {
+const MODES = ['put', 'batch', 'raw', 'levelkit', 'levelkit-scope', 'levelkit-put']
+const BACKENDS = ['leveldb', 'memory']
+
+// Every mode on every backend in one launch: the script runs each in a child
+// process of its own anyway, so one launch checks what twelve did, less
+// eleven script startups. Started by the first test that needs it; the
+// output is removed when the tests end.
+/** @type {Promise<{ code: number, stdout: string, stderr: string, out: string }> | undefined} */
+let everyMode
+/** @param {any} t */
+function runEveryMode (t) {
+  if (!everyMode) {
+    const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-smoke-'))
+    test.onFinish(() => rmSync(out, { recursive: true, force: true }))
+    everyMode = run(['--entries', String(ENTRIES), '--runs', '1', '--mode', MODES.join(','), '--backend', BACKENDS.join(','), '--out', out, '--db-dir', out], 12 * 60000)
+      .then(result => ({ ...result, out }))
+    t.comment(`one launch: --mode ${MODES.join(',')} --backend ${BACKENDS.join(',')}`)
+  }
+  return everyMode
+}
+
+test('bench/sorted-write.js: every mode on every backend, one launch', async t => {
+  const { code, stdout, stderr, out } = await runEveryMode(t)
+  t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
+  t.match(stdout, /writes\/s/, 'prints a summary')
+  const dir = outputOf(t, out)
+  const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+  t.is(summary.options.entries, ENTRIES)
+  t.same(Object.keys(summary.summary).sort(), BACKENDS.flatMap(b => MODES.map(m => `${m}-${b}`)).sort(), 'one summary per mode and backend')
+  checkSvg(t, join(dir, 'sorted-write.svg'), MODES.length * BACKENDS.length)
+  t.same(readdirSync(out).filter(name => name.startsWith('levelkit-sorted-write-')), [], 'the databases are removed')
+})
+
+for (const backend of BACKENDS) {
+  for (const mode of MODES) {
     test(`bench/sorted-write.js --mode ${mode} --backend ${backend}`, async t => {
-      const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-smoke-'))
-      try {
-        const { code, stdout, stderr } = await run(['--entries', String(ENTRIES), '--runs', '1', '--mode', mode, '--backend', backend, '--out', out, '--db-dir', out])
-        t.is(code, 0, `exit 0${code ? `: ${stderr}` : ''}`)
-        t.match(stdout, /writes\/s/, 'prints a summary')
-        const dir = outputOf(t, out)
-        checkCsv(t, join(dir, `${mode}-${backend}-run1.csv`), ENTRIES)
-        const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
-        const s = summary.summary[`${mode}-${backend}`]
-        t.is(s.runs, 1, 'JSON summary of the run')
-        t.ok(s.totalMs > 0 && s.writesPerSec > 0 && s.peakRssBytes > 0, 'JSON has total time, writes/s and peak RSS')
-        t.is(s.dbBytes === null, backend === 'memory', 'database size on leveldb only')
-        t.is(summary.options.entries, ENTRIES)
-        checkSvg(t, join(dir, 'sorted-write.svg'), 1)
-        t.same(readdirSync(out).filter(name => name.startsWith('levelkit-sorted-write-')), [], 'the database is removed')
-      } finally {
-        rmSync(out, { recursive: true, force: true })
-      }
+      const { code, out } = await runEveryMode(t)
+      t.is(code, 0, 'exit 0')
+      const dir = outputOf(t, out)
+      checkCsv(t, join(dir, `${mode}-${backend}-run1.csv`), ENTRIES)
+      const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+      const s = summary.summary[`${mode}-${backend}`]
+      t.is(s.runs, 1, 'JSON summary of the run')
+      t.ok(s.totalMs > 0 && s.writesPerSec > 0 && s.peakRssBytes > 0, 'JSON has total time, writes/s and peak RSS')
+      t.is(s.dbBytes === null, backend === 'memory', 'database size on leveldb only')
     })
   }
 }
