@@ -6,31 +6,14 @@
 // pause (it reads the stored schema in a critical section, not after
 // waiting for the write path to be idle). On memory and LevelDB.
 import test from 'tape'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { open, encodeTuple as encode, decodeTuple } from '../index.js'
+import { memoryAndLevelDB } from './util/backends.js'
 import { setBuildBatchSize, setBuildPageHook } from '../lib/schema.js'
 
 const RECORDS = 400
 const BATCH = 20
 
-const backends = [
-  { name: 'memory', base: () => open({ backend: 'memory' }), done: () => {} },
-  {
-    name: 'leveldb',
-    /** @type {string[]} */
-    dirs: [],
-    base () {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-schema-build-'))
-      this.dirs.push(dir)
-      return open({ backend: 'leveldb', location: path.join(dir, 'db') })
-    },
-    done () {
-      for (const dir of this.dirs) fs.rmSync(dir, { recursive: true, force: true })
-    }
-  }
-]
+const backends = memoryAndLevelDB('levelkit-schema-build-')
 
 /** @type {Record<string, any>} */
 const INDEXES = {

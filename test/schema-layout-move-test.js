@@ -8,31 +8,14 @@
 // LEVELKIT_INDEX_BUILDING (it cannot wait: the move needs the write path).
 // On memory and LevelDB.
 import test from 'tape'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { open } from '../index.js'
+import { memoryAndLevelDB } from './util/backends.js'
 import { setBuildBatchSize } from '../lib/schema.js'
 
 const PEOPLE = 200
 const BATCH = 8
 
-const backends = [
-  { name: 'memory', base: () => open({ backend: 'memory' }), done: () => {} },
-  {
-    name: 'leveldb',
-    /** @type {string[]} */
-    dirs: [],
-    base () {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-layout-move-'))
-      this.dirs.push(dir)
-      return open({ backend: 'leveldb', location: path.join(dir, 'db') })
-    },
-    done () {
-      for (const dir of this.dirs) fs.rmSync(dir, { recursive: true, force: true })
-    }
-  }
-]
+const backends = memoryAndLevelDB('levelkit-layout-move-')
 
 /** @param {number} i */
 const follows = i => [...new Set([1, 7, 31].map(d => 1 + (i - 1 + d) % PEOPLE))]

@@ -6,29 +6,12 @@
 // (writes during a move) and test/schema-layout-crash-test.js (SIGKILL).
 // On memory and LevelDB.
 import test from 'tape'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { open } from '../index.js'
+import { memoryAndLevelDB } from './util/backends.js'
 
 const PEOPLE = 300
 
-const backends = [
-  { name: 'memory', base: () => open({ backend: 'memory' }), done: () => {} },
-  {
-    name: 'leveldb',
-    /** @type {string[]} */
-    dirs: [],
-    base () {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-schema-layout-'))
-      this.dirs.push(dir)
-      return open({ backend: 'leveldb', location: path.join(dir, 'db') })
-    },
-    done () {
-      for (const dir of this.dirs) fs.rmSync(dir, { recursive: true, force: true })
-    }
-  }
-]
+const backends = memoryAndLevelDB('levelkit-schema-layout-')
 
 /** The edges of person i: i follows i+1, i+7 and i+31 (wrapping). @param {number} i */
 const follows = i => [...new Set([1, 7, 31].map(d => 1 + (i - 1 + d) % PEOPLE))].sort((a, b) => a - b)

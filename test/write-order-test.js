@@ -7,27 +7,10 @@
 // write called before it, and the writes of its model keep their order.
 // On memory and LevelDB.
 import test from 'tape'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { open } from '../index.js'
+import { memoryAndLevelDB } from './util/backends.js'
 
-const backends = [
-  { name: 'memory', base: () => open({ backend: 'memory' }), done: () => {} },
-  {
-    name: 'leveldb',
-    /** @type {string[]} */
-    dirs: [],
-    base () {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-write-order-'))
-      this.dirs.push(dir)
-      return open({ backend: 'leveldb', location: path.join(dir, 'db') })
-    },
-    done () {
-      for (const dir of this.dirs) fs.rmSync(dir, { recursive: true, force: true })
-    }
-  }
-]
+const backends = memoryAndLevelDB('levelkit-write-order-')
 
 /**
  * @param {any} db
