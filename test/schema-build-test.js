@@ -13,7 +13,7 @@ import { setBuildBatchSize, setBuildPageHook } from '../lib/schema.js'
 const RECORDS = 400
 const BATCH = 20
 
-const backends = memoryAndLevelDB('levelkit-schema-build-')
+const backends = memoryAndLevelDB('levelkit-schema-build-', test)
 
 /** @type {Record<string, any>} */
 const INDEXES = {
@@ -316,8 +316,3 @@ for (const backend of backends) {
     }
   })
 }
-
-test('cleanup', t => {
-  for (const backend of backends) backend.done()
-  t.end()
-})

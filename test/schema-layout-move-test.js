@@ -15,7 +15,7 @@ import { setBuildBatchSize } from '../lib/schema.js'
 const PEOPLE = 200
 const BATCH = 8
 
-const backends = memoryAndLevelDB('levelkit-layout-move-')
+const backends = memoryAndLevelDB('levelkit-layout-move-', test)
 
 /** @param {number} i */
 const follows = i => [...new Set([1, 7, 31].map(d => 1 + (i - 1 + d) % PEOPLE))]
@@ -149,8 +149,3 @@ for (const backend of backends) {
     }
   })
 }
-
-test('cleanup', t => {
-  for (const backend of backends) backend.done()
-  t.end()
-})

@@ -11,7 +11,7 @@ import { memoryAndLevelDB } from './util/backends.js'
 
 const PEOPLE = 300
 
-const backends = memoryAndLevelDB('levelkit-schema-layout-')
+const backends = memoryAndLevelDB('levelkit-schema-layout-', test)
 
 /** The edges of person i: i follows i+1, i+7 and i+31 (wrapping). @param {number} i */
 const follows = i => [...new Set([1, 7, 31].map(d => 1 + (i - 1 + d) % PEOPLE))].sort((a, b) => a - b)
@@ -73,11 +73,6 @@ for (const backend of backends) {
     }
   })
 }
-
-test('cleanup', t => {
-  for (const backend of backends) backend.done()
-  t.end()
-})
 
 test('schema layout: db.buildIndexes() resolves with a counter declared beside a relation (a model without a layout)', async t => {
   const db = await open({ backend: 'memory' })

@@ -10,7 +10,7 @@ import test from 'tape'
 import { open } from '../index.js'
 import { memoryAndLevelDB } from './util/backends.js'
 
-const backends = memoryAndLevelDB('levelkit-write-order-')
+const backends = memoryAndLevelDB('levelkit-write-order-', test)
 
 /**
  * @param {any} db
@@ -59,16 +59,25 @@ const cases = [
   { name: 'counter add', op: m => m.unread.add(1), answer: 6, read: (m, w) => m.unread.in(w).get(1), seen: 6 }
 ]
 
+/**
+ * `base` filled by one levelkit database, closed, then opened again: every
+ * model's next use is its first since the open.
+ * @param {import('../lib/database.js').Database} base
+ */
+async function reopenFilled (base) {
+  const first = await open({ db: base.level })
+  await fill(first)
+  await first.close()
+  return open({ db: base.level })
+}
+
 for (const backend of backends) {
   test(`${backend.name}: an operation called first after reopening is decided before a db.write() called after it`, async t => {
     for (const c of cases) {
       // A database per case: each operation is the first use of its model.
       const base = await backend.base()
       try {
-        const first = await open({ db: base.level })
-        await fill(first)
-        await first.close()
-        const db = await open({ db: base.level })
+        const db = await reopenFilled(base)
         const m = declare(db)
         const done = c.op(m)
         const seen = db.write(w => c.read(m, w))
@@ -83,10 +92,7 @@ for (const backend of backends) {
   test(`${backend.name}: un-awaited operations of every kind, each model's first use after reopening, then db.write() callbacks: answers in call order`, async t => {
     const base = await backend.base()
     try {
-      const first = await open({ db: base.level })
-      await fill(first)
-      await first.close()
-      const db = await open({ db: base.level })
+      const db = await reopenFilled(base)
       const m = declare(db)
       const calls = [
         m.members.add(1, 2),
@@ -124,10 +130,7 @@ for (const backend of backends) {
     test(`${backend.name}: writes that wait for a layout move (${awaited ? 'known to be needed when called' : 'called before the comparison'}) come after every write called before them, and those of one model keep their order`, async t => {
       const base = await backend.base()
       try {
-        const first = await open({ db: base.level })
-        await fill(first)
-        await first.close()
-        const db = await open({ db: base.level })
+        const db = await reopenFilled(base)
         const m = declare(db, { lists: ['from', 'to'], blockSize: 4 })
         if (awaited) {
           const status = await db.schemaStatus()
@@ -161,10 +164,7 @@ for (const backend of backends) {
   test(`${backend.name}: a db.write() callback called right after reopening, before the comparison finds a move needed, is refused (LEVELKIT_INDEX_BUILDING), not answered from the layout not yet moved`, async t => {
     const base = await backend.base()
     try {
-      const first = await open({ db: base.level })
-      await fill(first)
-      await first.close()
-      const db = await open({ db: base.level })
+      const db = await reopenFilled(base)
       const m = declare(db, { lists: ['from', 'to'], blockSize: 4 })
       // The first callback's critical section comes right after the comparison of the children set (declared last).
       const codes = await Promise.all([
@@ -180,8 +180,3 @@ for (const backend of backends) {
     }
   })
 }
-
-test('cleanup', t => {
-  for (const backend of backends) backend.done()
-  t.end()
-})

@@ -205,15 +205,18 @@ const CREATE = {
 /** A chat this layout created, at random. @param {string} layout */
 const someChat = layout => created[layout][Math.floor(random() * created[layout].length)]
 
+/** The chat record of a layout that keeps it in browser-level's store (A, E), rewritten. @param {string} layout */
+const rewriteRecord = layout => async () => {
+  const [id, ids] = someChat(layout)
+  const tx = db.transaction(STORE, 'readwrite')
+  tx.objectStore(STORE).put(encoder.encode(chatJson(id, ids)), keyOf('chats', id))
+  tx.commit()
+  await done(tx)
+}
+
 /** @type {Record<string, () => Promise<void>>} a chat record rewritten, no read */
 const UPDATE = {
-  async A () {
-    const [id, ids] = someChat('A')
-    const tx = db.transaction(STORE, 'readwrite')
-    tx.objectStore(STORE).put(encoder.encode(chatJson(id, ids)), keyOf('chats', id))
-    tx.commit()
-    await done(tx)
-  },
+  A: rewriteRecord('A'),
   async B () {
     const [id, ids] = someChat('B')
     const tx = db.transaction('dexieChats', 'readwrite')
@@ -228,13 +231,7 @@ const UPDATE = {
     tx.commit()
     await done(tx)
   },
-  async E () {
-    const [id, ids] = someChat('E')
-    const tx = db.transaction(STORE, 'readwrite')
-    tx.objectStore(STORE).put(encoder.encode(chatJson(id, ids)), keyOf('chats', id))
-    tx.commit()
-    await done(tx)
-  },
+  E: rewriteRecord('E'),
   async F () {
     const [id, ids] = someChat('F')
     const tx = db.transaction([STORE, 'listsF'], 'readwrite')
