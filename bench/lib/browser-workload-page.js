@@ -43,10 +43,13 @@ function namespaceOf (key) {
 }
 
 /**
- * Milliseconds spent inside each wrapped native call so far, by name: the
- * part of an operation's main-thread time that the browser's own code
- * takes (a request's structured clone and its message to the browser
- * process, say), beside levelkit's or Dexie's JavaScript.
+ * Milliseconds (wall) spent inside each wrapped native call so far, by
+ * name: the browser's own code (a request's structured clone and its
+ * message to the browser process, say), beside levelkit's or Dexie's
+ * JavaScript. On a loaded machine mostly waiting: a call that wakes the
+ * browser process is often where the renderer loses the CPU (on 2 vCPUs at
+ * load 25-35 they added up to 2-4 times the operation's main-thread CPU,
+ * bench/RESULTS.md, browser-workload, session 15).
  * @type {Record<string, number>}
  */
 const nativeMs = {}
