@@ -39,6 +39,12 @@
 // IndexedDB calls per operation, counted in the page (wrappers installed
 // before either side opens): transactions (and how many readwrite), requests
 // (IDBObjectStore / IDBIndex methods), cursor steps, Web Lock requests.
+// CPU per operation, which load on the machine moves much less than the
+// rates: each page's main thread (CDP Performance.getMetrics, ThreadTime)
+// and all of Chromium's processes (SystemInfo.getProcessInfo: the browser
+// process, where IndexedDB runs, included), read before and after each
+// slice; and the time spent inside the wrapped native calls (IndexedDB,
+// BroadcastChannel.postMessage, Web Locks), timed in the page.
 // Sizes: navigator.storage.estimate() of each side's origin, before and
 // after its preload, and the bundles: levelkit's (built by
 // scripts/build.js's buildBundles(), as `npm run build` does, which also
@@ -267,6 +273,24 @@ async function runOnce (run) {
       }
       return result
     }
+    // CPU time, which load on the machine changes much less than the
+    // rates: each page's main thread (Performance.getMetrics' ThreadTime)
+    // and every Chromium process (SystemInfo.getProcessInfo: the browser
+    // process, where IndexedDB runs, the renderers, the utility processes),
+    // read before and after each slice (one side's at a time).
+    /** @type {Record<string, import('playwright-core').CDPSession>} */
+    const metrics = {}
+    for (const side of SIDES) {
+      metrics[side] = await context.newCDPSession(pages[side])
+      await metrics[side].send('Performance.enable')
+    }
+    const browserSession = await /** @type {import('playwright-core').Browser} */ (context.browser()).newBrowserCDPSession()
+    /** CPU ms so far: `side`'s main thread, and all of Chromium's processes. @param {string} side */
+    const cpuNow = async side => {
+      const [{ metrics: list }, { processInfo }] = await Promise.all([metrics[side].send('Performance.getMetrics'), browserSession.send('SystemInfo.getProcessInfo')])
+      const thread = list.find(m => m.name === 'ThreadTime')
+      return { main: (thread?.value ?? 0) * 1000, all: processInfo.reduce((sum, p) => sum + p.cpuTime, 0) * 1000 }
+    }
     const userAgent = await pages.levelkit.evaluate(() => /** @type {any} */ (window).browserWorkload.userAgent)
     const warm = opts.warmup ? Math.max(2, Math.min(50, Math.round(Math.min(...Object.values(n)) / 10))) : 0
     const config = { users: opts.users, chats: opts.chats, members: opts.members, messages: opts.messages, n, warm, seed: opts.seed + run - 1, pbkdf2Iterations: opts.pbkdf2, tag: `run${run}` }
@@ -300,16 +324,21 @@ async function runOnce (run) {
       const slice = (/** @type {string} */ side, /** @type {number} */ from, /** @type {number} */ to, /** @type {boolean} */ warmup) => call(side, 'runSlice', side, op, from, to, c, warmup)
       if (warm > 0) for (const side of SIDES) await slice(side, 0, warm, true)
       /** @type {Record<string, any>} */
-      const totals = Object.fromEntries(SIDES.map(side => [side, { ms: 0, ops: 0, tx: 0, txReadwrite: 0, requests: 0, cursorSteps: 0, locks: 0, sliceOpsPerSec: [] }]))
+      const totals = Object.fromEntries(SIDES.map(side => [side, { ms: 0, ops: 0, tx: 0, txReadwrite: 0, requests: 0, cursorSteps: 0, locks: 0, cpuMain: 0, cpuAll: 0, native: {}, sliceOpsPerSec: [] }]))
       const slices = Math.max(1, Math.min(opts.slices, n[op]))
       await profiled(op, n[op], async () => {
         for (let s = 0; s < slices; s++) {
           const from = Math.floor(s * n[op] / slices)
           const to = Math.floor((s + 1) * n[op] / slices)
           for (const side of (s + run + k) % 2 === 0 ? SIDES : [...SIDES].reverse()) {
+            const cpu = await cpuNow(side)
             const r = await slice(side, from, to, false)
+            const used = await cpuNow(side)
             const t = totals[side]
             for (const key of ['ms', 'ops', 'tx', 'txReadwrite', 'requests', 'cursorSteps', 'locks']) t[key] += r[key]
+            t.cpuMain += used.main - cpu.main
+            t.cpuAll += used.all - cpu.all
+            for (const [name, ms] of Object.entries(r.native)) t.native[name] = (t.native[name] ?? 0) + /** @type {number} */ (ms)
             t.sliceOpsPerSec.push(r.ops / (r.ms / 1000))
           }
         }
@@ -375,7 +404,12 @@ for (const op of ops) {
     ratioMin: min(ratios),
     ratioMax: max(ratios),
     sliceRatio: median(perRun.map(r => median(r.rows[op].levelkit.sliceOpsPerSec) / median(r.rows[op].dexie.sliceOpsPerSec))),
-    perOp: Object.fromEntries(SIDES.map(side => [side, Object.fromEntries(['tx', 'txReadwrite', 'requests', 'cursorSteps', 'locks'].map(key => [key, per(side, key)]))]))
+    perOp: Object.fromEntries(SIDES.map(side => [side, Object.fromEntries(['tx', 'txReadwrite', 'requests', 'cursorSteps', 'locks', 'cpuMain', 'cpuAll'].map(key => [key, per(side, key)]))])),
+    // Milliseconds per operation inside each wrapped native call (median over runs).
+    native: Object.fromEntries(SIDES.map(side => {
+      const names = new Set(perRun.flatMap(r => Object.keys(r.rows[op][side].native)))
+      return [side, Object.fromEntries([...names].map(name => [name, median(perRun.map(r => (r.rows[op][side].native[name] ?? 0) / r.rows[op][side].ops))]))]
+    }))
   }
 }
 const preloadOf = (/** @type {string} */ side) => {
@@ -429,6 +463,20 @@ console.log('  stored: navigator.storage.estimate().usage of the side\'s origin 
 console.log('  backing store last compacted: min..max over runs, levelkit then Dexie).')
 console.log(`  Bundles: ${bundles.levelkit.file} (core + chat model, built now by scripts/build.js) and ${bundles.dexie.file}; ratios levelkit/Dexie.`)
 console.log(`  ${perRun[0].userAgent.replace(/^.*?(Chrome\/[\d.]+).*$/, '$1')} (Debian chromium, headless, on-disk profile); answers checked on both sides in every run (digests of every row, samples before and after the writes, ChatStore check()).`)
+console.log()
+const cpuTable = [['operation', 'CPU ms/op lk: main thread', 'all Chromium', 'Dexie: main thread', 'all Chromium', 'lk/Dexie (all)', 'inside native calls, ms/op: levelkit | Dexie']]
+for (const op of ops) {
+  const s = summary[op]
+  const natives = (/** @type {string} */ side) => Object.entries(s.native[side]).filter(([, ms]) => ms >= 0.0005).sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${fmt(ms, 3)}`).join(', ')
+  cpuTable.push([s.label, fmt(s.perOp.levelkit.cpuMain, 2), fmt(s.perOp.levelkit.cpuAll, 2), fmt(s.perOp.dexie.cpuMain, 2), fmt(s.perOp.dexie.cpuAll, 2),
+    `${(s.perOp.levelkit.cpuAll / s.perOp.dexie.cpuAll).toFixed(2)}×`, `${natives('levelkit')} | ${natives('dexie')}`])
+}
+printTable(cpuTable)
+console.log()
+console.log('  CPU per operation, median over runs: the page\'s main thread (Performance.getMetrics ThreadTime), and every Chromium process')
+console.log('  (SystemInfo.getProcessInfo: browser, where IndexedDB runs, renderers, utilities), read before and after each slice; < 1 in')
+console.log('  lk/Dexie: levelkit uses less. Native calls: wall time inside the wrapped IndexedDB, BroadcastChannel and Web Locks calls')
+console.log('  (on a loaded machine mostly waiting for the CPU: compare with the main thread\'s CPU).')
 if (perRun[0].traces) {
   console.log()
   console.log('  One operation of each row, traced (run 1, after the measurements): IndexedDB transactions, and the requests in them by method and namespace')

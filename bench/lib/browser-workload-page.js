@@ -10,7 +10,9 @@
 // Counting: IDBDatabase.prototype.transaction, the request methods of
 // IDBObjectStore and IDBIndex, IDBCursor steps and navigator.locks.request
 // are wrapped before either side opens, so both pay the same for it. The
-// counts of a slice are what it made, divided by its operations.
+// counts of a slice are what it made, divided by its operations. The
+// wrappers (and those of IDBTransaction.commit and
+// BroadcastChannel.postMessage) also time each call (`native`).
 
 import { open } from '../../browser.js'
 import { ChatStore } from '../../chat.js'
@@ -40,6 +42,27 @@ function namespaceOf (key) {
   return key === undefined ? '' : typeof key
 }
 
+/**
+ * Milliseconds (wall) spent inside each wrapped native call so far, by
+ * name: the browser's own code (a request's structured clone and its
+ * message to the browser process, say), beside levelkit's or Dexie's
+ * JavaScript. On a loaded machine mostly waiting: a call that wakes the
+ * browser process is often where the renderer loses the CPU (on 2 vCPUs at
+ * load 25-35 they added up to 2-4 times the operation's main-thread CPU,
+ * bench/RESULTS.md, browser-workload, session 15).
+ * @type {Record<string, number>}
+ */
+const nativeMs = {}
+/** @template T @param {string} name @param {() => T} fn @returns {T} */
+function timed (name, fn) {
+  const start = performance.now()
+  try {
+    return fn()
+  } finally {
+    nativeMs[name] = (nativeMs[name] ?? 0) + performance.now() - start
+  }
+}
+
 function installCounters () {
   const g = /** @type {any} */ (globalThis)
   const transaction = g.IDBDatabase.prototype.transaction
@@ -47,7 +70,16 @@ function installCounters () {
     counts.tx++
     if (args[1] === 'readwrite') counts.txReadwrite++
     if (trace !== null) trace.push({ mode: args[1] || 'readonly', requests: [] })
-    return transaction.apply(this, args)
+    return timed('transaction', () => transaction.apply(this, args))
+  }
+  const commit = g.IDBTransaction.prototype.commit
+  g.IDBTransaction.prototype.commit = function () {
+    return timed('commit', () => commit.call(this))
+  }
+  // Both sides tell other tabs of their writes over a BroadcastChannel (Dexie for liveQuery).
+  const postMessage = g.BroadcastChannel.prototype.postMessage
+  g.BroadcastChannel.prototype.postMessage = function (/** @type {any} */ data) {
+    return timed('postMessage', () => postMessage.call(this, data))
   }
   for (const proto of [g.IDBObjectStore.prototype, g.IDBIndex.prototype]) {
     for (const name of REQUESTS) {
@@ -56,7 +88,7 @@ function installCounters () {
       proto[name] = function (/** @type {any[]} */ ...args) {
         counts.requests++
         if (trace !== null && trace.length > 0) trace[trace.length - 1].requests.push(`${name} ${namespaceOf(name === 'put' || name === 'add' ? args[1] ?? args[0] : args[0])}`)
-        return method.apply(this, args)
+        return timed(name, () => method.apply(this, args))
       }
     }
   }
@@ -71,7 +103,7 @@ function installCounters () {
   const request = g.LockManager.prototype.request
   g.LockManager.prototype.request = function (/** @type {any[]} */ ...args) {
     counts.locks++
-    return request.apply(this, args)
+    return timed('locks.request', () => request.apply(this, args))
   }
 }
 installCounters()
@@ -231,6 +263,7 @@ async function runSlice (side, op, from, to, concurrency, warm) {
     digest = (digest + hash(normal(shape(answer)))) >>> 0
   }
   const before = snapshot()
+  const nativeBefore = { ...nativeMs }
   const start = performance.now()
   if (concurrency <= 1) {
     for (let i = from; i < to; i++) await one(i)
@@ -243,9 +276,10 @@ async function runSlice (side, op, from, to, concurrency, warm) {
   }
   const ms = performance.now() - start
   const made = since(before)
+  const native = Object.fromEntries(Object.entries(nativeMs).map(([k, v]) => [k, v - (nativeBefore[k] ?? 0)]))
   if (cold) await closeCold(side, store)
   if (!warm) digests[side][op] = ((digests[side][op] || 0) + digest) >>> 0
-  return { ms, ops: to - from, ...made }
+  return { ms, ops: to - from, ...made, native }
 }
 
 /**

@@ -49,6 +49,9 @@ test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, asyn
       t.match(stdout, new RegExp(`${what.replace(/[(),]/g, c => `\\${c}`)}: busy [\\d.]+ ms/op`), `a profile: ${what}`)
     }
     t.match(stdout, /\n {4}self: .+\n {4}inclusive: /, 'self and inclusive times by function')
+    // CPU per operation and the time inside native calls, per row and side.
+    t.match(stdout, /operation +CPU ms\/op lk: main thread +all Chromium +Dexie: main thread +all Chromium/, 'the CPU table')
+    t.match(stdout, /\n {2}createChat +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+× .*transaction [\d.]+.* \| .*transaction [\d.]+/, 'a CPU row: both sides, and their native calls')
 
     const dirs = readdirSync(out).filter(name => name.startsWith('browser-workload-'))
     t.is(dirs.length, 1, 'one output folder')
@@ -73,6 +76,8 @@ test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, asyn
       const s = summary.summary[op]
       t.ok(s.levelkitOpsPerSec > 0 && s.dexieOpsPerSec > 0 && s.ratio > 0, `${op}: ops/s of both sides and a ratio`)
       t.is(s.perOp.dexie.tx, 1, `${op}: Dexie makes one IndexedDB transaction per operation`)
+      t.ok(s.perOp.dexie.cpuMain > 0 && s.perOp.dexie.cpuAll >= 0, `${op}: CPU per operation of Dexie's main thread, and of all of Chromium`)
+      t.ok(s.native.dexie.transaction > 0, `${op}: time inside Dexie's transaction() calls`)
     }
     // The cold rows read from a second store that holds no lease: no cache answers them.
     for (const op of ['getUserCold', 'checkChatMemberCold']) {
