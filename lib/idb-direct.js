@@ -72,6 +72,8 @@ export function idbDirectFor (level) {
 
 // listing() answers kept at most (then they are dropped, all at once).
 const LISTINGS_KEPT = 4096
+// Mirror entries' ids kept at most (#entries), likewise.
+const ENTRIES_KEPT = 16384
 
 /** A kept listing()'s name. @param {string} tag @param {number | string} id */
 function listingName (tag, id) {
@@ -150,6 +152,15 @@ export class IdbDirect {
   #carried = new Map()
   /** @type {Map<import('./namespace.js').Namespace, import('./namespace.js').Namespace>} */
   #carriedBy = new Map()
+  /**
+   * The ids of the mirror entries that carry records, by their list's key
+   * id (null: no entry), kept as the lease cache is (answers only while
+   * this tab holds the lock; dropped as it drops values): a record written
+   * alone (a chat's lastActivity) then rewrites its entry without reading
+   * it. Filled by the batches that land and the entries they read.
+   * @type {Map<string, unknown[] | null>}
+   */
+  #entries = new Map()
   /**
    * listing() answers outside the write path, by tag and id, kept as the
    * lease cache is (while this tab holds the lock): dropped whole when a
@@ -418,6 +429,9 @@ export class IdbDirect {
     // Mirror entries waiting for a read of the transaction (#mirrorBatch()).
     let pending = 0
     let committing = false
+    /** @type {Array<[string, unknown[] | null]>} mirror entries read in the transaction, kept once it lands */
+    const learned = []
+    const epoch = this.#epoch
     /** @type {(store: IDBObjectStore) => void} */
     const put = store => {
       if (claims !== null) {
@@ -436,7 +450,7 @@ export class IdbDirect {
         made++
       }
       if (this.#mirrors.size > 0) {
-        pending = this.#mirrorBatch(store, /** @type {IDBObjectStore} */ (slot.lists), ops, absent, () => {
+        pending = this.#mirrorBatch(store, /** @type {IDBObjectStore} */ (slot.lists), ops, absent, learned, () => {
           if (--pending === 0 && committing) commitNow(slot.transaction)
         })
       }
@@ -474,6 +488,7 @@ export class IdbDirect {
       transaction.addEventListener('complete', () => {
         // Before the batch's writes resolve: a read after them finds it.
         this.landed(ops)
+        if (learned.length > 0 && epoch === this.#epoch) this.#learn(learned)
         resolve(undefined)
       })
       transaction.addEventListener('abort', () => {
@@ -678,6 +693,45 @@ export class IdbDirect {
     }
   }
 
+  /**
+   * A batch of this tab landed: the kept ids of the entries of the lists it
+   * wrote are what it wrote (while this tab holds the lock; else dropped).
+   * @param {Array<import('./write-scope.js').Op | null>} ops each key once
+   */
+  #landedEntries (ops) {
+    for (const op of ops) {
+      if (op === null || !this.#carried.has(op.namespace)) continue
+      const id = op.id ?? (op.id = op.namespace.keyId(op.key))
+      if (!this.#held || this.#cache === null) {
+        this.#entries.delete(id)
+        continue
+      }
+      const tag = /** @type {string} */ (this.#mirrors.get(op.namespace))
+      if (op.type !== 'put') this.#entries.set(id, null)
+      else {
+        const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
+        this.#keepEntry(id, decodeList(value, op.namespace, op.key).map(item => [tag, item]))
+      }
+    }
+  }
+
+  /**
+   * Entries a batch read in its transaction, now landed (and no lease
+   * change or cache drop since it began): what is stored.
+   * @param {Array<[string, unknown[] | null]>} learned
+   */
+  #learn (learned) {
+    if (!this.#held || this.#cache === null) return
+    for (const [id, ids] of learned) this.#keepEntry(id, ids)
+  }
+
+  /** @param {string} id @param {unknown[] | null} ids */
+  #keepEntry (id, ids) {
+    // Bounded as the listings are: dropped all at once past it.
+    if (this.#entries.size >= ENTRIES_KEPT && !this.#entries.has(id)) this.#entries.clear()
+    this.#entries.set(id, ids)
+  }
+
   /** Drop the kept listing() answers (a mirrored list changed, or may have). */
   #dropListings () {
     this.#listingEpoch++
@@ -749,10 +803,11 @@ export class IdbDirect {
    * in the read's callback, so the transaction is not committed before).
    * @param {IDBObjectStore} store @param {IDBObjectStore} lists
    * @param {Array<import('./write-scope.js').Op | null>} ops @param {string[] | null} absent
+   * @param {Array<[string, unknown[] | null]>} learned gets the entries read, by list key id
    * @param {() => void} put called as each entry that waited for a read is put
    * @returns {number} the entries waiting for a read
    */
-  #mirrorBatch (store, lists, ops, absent, put) {
+  #mirrorBatch (store, lists, ops, absent, learned, put) {
     /** @type {Map<import('./namespace.js').Namespace, Map<string, import('./write-scope.js').Op>> | null} the carried records the batch writes */
     let records = null
     for (const op of ops) {
@@ -813,6 +868,11 @@ export class IdbDirect {
         }
         const v = decodeValue(op.value, namespace)
         const id = forward.keyId(op.key)
+        const known = this.#held && this.#cache !== null ? this.#entries.get(id) : undefined
+        if (known !== undefined) {
+          if (known !== null) lists.put({ ids: known, v }, key)
+          continue
+        }
         const list = absent !== null && absent.includes(id) ? [undefined] : this.cached(forward, id)
         if (list !== undefined) {
           // No list: no entry to carry the record.
@@ -824,6 +884,7 @@ export class IdbDirect {
         request.onsuccess = () => {
           const entry = request.result
           if (entry !== undefined) lists.put({ ids: entry.ids, v }, key)
+          learned.push([id, entry === undefined ? null : entry.ids])
           put()
         }
       }
@@ -858,6 +919,7 @@ export class IdbDirect {
   clearCache () {
     this.#epoch++
     this.#dropListings()
+    this.#entries.clear()
     if (this.#cache === null) return
     this.#cache.clear()
     this.#cacheBytes = 0
@@ -871,6 +933,7 @@ export class IdbDirect {
     if (this.#listings.size > 0) {
       for (const tag of this.#mirrors.values()) if (id.startsWith(tag)) this.#dropListings()
     }
+    this.#entries.delete(id)
     if (this.#cache === null) return
     this.#drop(id)
     if (this.#fills > 0) this.#touched.set(id, ++this.#landings)
@@ -882,6 +945,7 @@ export class IdbDirect {
    */
   landed (ops) {
     if (this.#mirrors.size > 0) this.#landedListings(ops)
+    if (this.#carried.size > 0) this.#landedEntries(ops)
     const cache = this.#cache
     if (cache === null) return
     const landing = ++this.#landings
