@@ -1,3 +1,4 @@
+/* global IDBObjectStore, IDBIndex, IDBDatabase, indexedDB */
 // A relation's from-records carried by its IndexedDB index (`{ ids, v }`
 // entries, lib/idb-direct.js mirror()), in a real headless Chromium, two
 // tabs of one origin: `relation.from(id).records()` is one request in a tab
