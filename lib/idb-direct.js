@@ -548,13 +548,16 @@ export class IdbDirect {
 
   /**
    * The keys whose mirrored lists hold `id`, in key order, each with its
-   * record's value (as the records' namespace reads it), as stored: one
-   * request on the lists store's index where the entries carry their
-   * records (getAllRecords(), else getAll() and getAllKeys() at once), a
-   * second in the same transaction for entries written before they did
-   * (no `v`: their records are read). Outside the write path. Where this
-   * tab holds the lease, a kept listing() answer and the lease cache answer
-   * first, and what is read is kept in them.
+   * record's value (as the records' namespace reads it), as stored.
+   * Outside the write path. In a tab that holds nothing: one request on
+   * the lists store's index, whose entries carry their records
+   * (getAllRecords(), else getAll() and getAllKeys() at once), and a second
+   * in the same transaction for entries written before they did (no `v`:
+   * their records are read). In the tab that holds the lease, its caches
+   * most likely hold the records (it wrote or read them): the keys (a kept
+   * listing() answer, else one getAllKeys()), then the records the lease
+   * cache lacks, as before entries carried them (the entries' ids and
+   * copies cost more to read than the keys alone).
    * @param {import('./namespace.js').Namespace} namespace mirrored with its records (mirror())
    * @param {number | string} id
    * @returns {Promise<Array<[Uint8Array, any]>>}
@@ -563,18 +566,12 @@ export class IdbDirect {
     const tag = this.#mirrors.get(namespace)
     const records = this.#carried.get(namespace)
     if (tag === undefined || records === undefined) return Promise.reject(new Error(`The records of the lists of ${namespace.prefix} are not mirrored`))
-    const kept = this.#held && this.#cache !== null
-    const name = listingName(tag, id)
-    if (kept) {
-      const hit = this.#listings.get(name)
-      if (hit !== undefined) return this.getMany(records, hit, false).then(values => hit.map((key, i) => [key, values[i]]))
+    if (this.#held && this.#cache !== null) {
+      return this.listing(namespace, id, false).then(keys => this.getMany(records, keys, false)
+        .then(values => keys.map((key, i) => /** @type {[Uint8Array, any]} */ ([key, values[i]]))))
     }
     const { index } = listsStoreOf(this.#level.location)
-    const epoch = this.#epoch
-    const listingEpoch = this.#listingEpoch
-    const since = this.#landings
-    if (kept) this.#fills++
-    const read = this.#retrying(false, () => {
+    return this.#retrying(false, () => {
       const source = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists).index(index)
       const only = IDBKeyRange.only([tag, id])
       if (typeof (/** @type {any} */ (source).getAllRecords) === 'function') {
@@ -584,42 +581,18 @@ export class IdbDirect {
       return Promise.all([this.#settle(source.getAllKeys(only)), this.#settle(source.getAll(only))])
         .then(([keys, values]) => keys.map((/** @type {any} */ key, /** @type {number} */ i) => [key, values[i]]))
     }).then(found => {
-      /** @type {Uint8Array[]} */
-      const keys = found.map((/** @type {any[]} */ [key]) => new Uint8Array(key[1]))
-      const values = found.map((/** @type {any[]} */ [, entry]) => decodeValue(entry.v, records))
+      /** @type {Array<[Uint8Array, any]>} */
+      const answer = found.map((/** @type {any[]} */ [key, entry]) => [new Uint8Array(key[1]), decodeValue(entry.v, records)])
       /** @type {Uint8Array[]} */
       const missed = []
-      for (let i = 0; i < keys.length; i++) if (!('v' in found[i][1])) missed.push(keys[i])
-      if (missed.length === 0) return { keys, values }
-      // Entries mirrored before they carried records (or whose record
-      // another write is filling in): read in the same transaction.
+      for (let i = 0; i < answer.length; i++) if (!('v' in found[i][1])) missed.push(answer[i][0])
+      if (missed.length === 0) return answer
+      // Entries mirrored before they carried records: their records read in the same transaction.
       return this.#getManyNow(records, missed, false).then(read => {
         let k = 0
-        for (let i = 0; i < keys.length; i++) if (!('v' in found[i][1])) values[i] = read[k++]
-        return { keys, values }
+        for (let i = 0; i < answer.length; i++) if (!('v' in found[i][1])) answer[i][1] = read[k++]
+        return answer
       })
-    })
-    if (!kept) return read.then(({ keys, values }) => keys.map((key, i) => [key, values[i]]))
-    const done = () => {
-      if (--this.#fills === 0) this.#touched.clear()
-    }
-    return read.then(({ keys, values }) => {
-      if (epoch === this.#epoch && this.#held) {
-        for (let i = 0; i < keys.length; i++) {
-          const keyId = records.keyId(keys[i])
-          const landed = this.#touched.get(keyId)
-          if (landed === undefined || landed <= since) this.#keep(keyId, values[i])
-        }
-        if (listingEpoch === this.#listingEpoch) {
-          if (this.#listings.size >= LISTINGS_KEPT) this.#listings.clear()
-          this.#listings.set(name, keys)
-        }
-      }
-      done()
-      return keys.map((key, i) => /** @type {[Uint8Array, any]} */ ([key, values[i]]))
-    }, err => {
-      done()
-      throw err
     })
   }
 
