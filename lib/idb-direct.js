@@ -828,6 +828,7 @@ export class IdbDirect {
       }
     }
     if (records === null) return waiting
+    const fresh = absent === null ? null : new Set(absent)
     for (const [namespace, byKey] of records) {
       const forward = /** @type {import('./namespace.js').Namespace} */ (this.#carriedBy.get(namespace))
       const tag = /** @type {string} */ (this.#mirrors.get(forward))
@@ -846,7 +847,7 @@ export class IdbDirect {
           if (known !== null) lists.put({ ids: known, v }, key)
           continue
         }
-        const list = absent !== null && absent.includes(id) ? [undefined] : this.cached(forward, id)
+        const list = fresh !== null && fresh.has(id) ? [undefined] : this.cached(forward, id)
         if (list !== undefined) {
           // No list: no entry to carry the record.
           if (list[0] !== undefined) lists.put({ ids: decodeList(list[0], forward, op.key).map(item => [tag, item]), v }, key)
