@@ -438,9 +438,9 @@ export declare class Collection<T extends object = Record<string, any>, K extend
 
 export type OnDelete = 'cascade' | 'restrict'
 
-export interface RelationOptions<F extends TupleValue = TupleValue, T extends TupleValue = TupleValue> {
-  from: Collection<any, F, any>
-  to: Collection<any, T, any>
+export interface RelationOptions<F extends TupleValue = TupleValue, T extends TupleValue = TupleValue, FR extends object = any, TR extends object = any> {
+  from: Collection<any, F, FR>
+  to: Collection<any, T, TR>
   /** What deleting an endpoint does to its edges: for both sides, or per side. Default 'cascade'. */
   onDelete?: OnDelete | { from: OnDelete, to: OnDelete }
   /**
@@ -454,8 +454,27 @@ export interface RelationOptions<F extends TupleValue = TupleValue, T extends Tu
   lists?: Array<'from' | 'to'>
 }
 
-/** A many-to-many relation between ids `F` of its `from` collection and ids `T` of its `to` collection. */
-export declare class Relation<F extends TupleValue = TupleValue, T extends TupleValue = TupleValue> {
+/**
+ * The query of a relation's ids (`to()`, `from()`): a Query of ids `I`, and
+ * `records()` for the records `R` they name.
+ */
+export declare class RelationQuery<I, R> extends Query<I, I> {
+  /**
+   * The records of the other side that the ids name, in the query's order
+   * (its range options, limit, reverse and cursor apply to the ids),
+   * leaving out an id whose record is gone by the time it is read. On
+   * IndexedDB, `from(id).records()` of a relation kept by IndexedDB's index
+   * (without range options, limit or cursor) is one request: the index's
+   * entries carry the from-records. Elsewhere the ids, then the records.
+   */
+  records (): Promise<R[]>
+}
+
+/**
+ * A many-to-many relation between ids `F` of its `from` collection and ids
+ * `T` of its `to` collection, whose records read back as `FR` and `TR`.
+ */
+export declare class Relation<F extends TupleValue = TupleValue, T extends TupleValue = TupleValue, FR extends object = any, TR extends object = any> {
   readonly name: string
   in (w: WriteScope): this
   /** Resolves true if the edge is new; LEVELKIT_NOT_FOUND if an endpoint is missing. */
@@ -471,10 +490,10 @@ export declare class Relation<F extends TupleValue = TupleValue, T extends Tuple
   /** Resolves true if the edge existed. */
   remove (fromId: F, toId: T): Promise<boolean>
   has (fromId: F, toId: T): Promise<boolean>
-  /** Ids on the `to` side that `fromId` links to. Range options apply to those ids. */
-  to (fromId: F, options?: RangeOptions<T>): Query<T, T>
-  /** Ids on the `from` side that link to `toId`. */
-  from (toId: T, options?: RangeOptions<F>): Query<F, F>
+  /** Ids on the `to` side that `fromId` links to. Range options apply to those ids; `records()` reads their records. */
+  to (fromId: F, options?: RangeOptions<T>): RelationQuery<T, TR>
+  /** Ids on the `from` side that link to `toId`; `records()` reads their records. */
+  from (toId: T, options?: RangeOptions<F>): RelationQuery<F, FR>
 }
 
 export interface ChildrenOptions<P extends TupleValue = TupleValue> {
@@ -552,7 +571,7 @@ export declare class Counter {
 
 export interface Problem {
   type: 'dangling-index-entry' | 'missing-index-entry' | 'unique-violation' | 'invalid-record' |
-  'dangling-edge' | 'one-sided-edge' | 'edge-list-mismatch' | 'edge-in-old-layout' | 'child-in-old-layout' | 'child-block-mismatch' | 'invalid-block' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key' | 'invalid-sequence' | 'invalid-child' | 'invalid-counter' | 'orphan-version' | 'invalid-version'
+  'dangling-edge' | 'one-sided-edge' | 'edge-list-mismatch' | 'mirror-record-mismatch' | 'edge-in-old-layout' | 'child-in-old-layout' | 'child-block-mismatch' | 'invalid-block' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key' | 'invalid-sequence' | 'invalid-child' | 'invalid-counter' | 'orphan-version' | 'invalid-version'
   /** The sublevel the problem is in. */
   namespace: string
   /** The decoded key of the offending entry. */
@@ -603,7 +622,7 @@ export declare class Database {
   /** Declare a sequence collection: ids are numbers from 1, stored in each record as `id`. */
   collection<T extends object = Record<string, any>> (name: string, options?: CollectionOptions<T>): Collection<T>
   /** Declare a many-to-many relation; its ids are those of `options.from` and `options.to`. */
-  relation<F extends TupleValue, T extends TupleValue> (name: string, options: RelationOptions<F, T>): Relation<F, T>
+  relation<F extends TupleValue, T extends TupleValue, FR extends object = any, TR extends object = any> (name: string, options: RelationOptions<F, T, FR, TR>): Relation<F, T, FR, TR>
   /**
    * Declare ordered children of `options.parent`'s records. The parent id type
    * is inferred, or `number` when only the value type is given: name it too

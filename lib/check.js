@@ -8,6 +8,7 @@ import { optionsOf } from './options.js'
 import { describe } from './common.js'
 import { COUNTER_KEY } from './versions.js'
 import { isJson } from './json-value.js'
+import { decodeKey } from './stored.js'
 
 /**
  * @typedef {import('./namespace.js').Namespace} Namespace
@@ -575,7 +576,19 @@ function checkLists (model, namespace, reversed, valid, lists, problem) {
 async function checkMirror (model, direction, lists, problem) {
   const namespace = direction.forward.namespace
   const mirrored = new Map()
-  for (const [key, ids] of await direction.idb.mirrored(namespace, false)) mirrored.set(bytesToBinaryString(key), { key, ids })
+  const records = model.from.records
+  for (const [key, ids, carried] of await direction.idb.mirrored(namespace, false, true)) {
+    mirrored.set(bytesToBinaryString(key), { key, ids })
+    // An entry carries its from-record's value (IdbDirect.mirror()): it must be the stored one.
+    // Without one (written before entries carried them) its record is read instead: not a problem.
+    if (carried === undefined || carried.v === undefined || carried.v === carried.record) continue
+    const head = decodeKey(key, namespace)
+    if (carried.record === undefined) {
+      problem('mirror-record-mismatch', namespace, key, `Relation "${model.name}"'s IndexedDB index carries a "${model.from.name}" record for ${label(head)}, which does not exist (its list's edges are dangling: reported, and repaired, as such)`, null)
+      continue
+    }
+    problem('mirror-record-mismatch', records, key, `Relation "${model.name}"'s IndexedDB index carries a "${model.from.name}" record for ${label(head)} that differs from the stored one; a repair writes the record again`, { type: 'put', namespace: records, key, value: carried.record })
+  }
   for (const [name, { head, key, value, readable }] of lists) {
     const mirror = mirrored.get(name)
     mirrored.delete(name)

@@ -2,7 +2,7 @@
 import { entrySize } from './read-cache.js'
 import { listsStoreOf } from './idb-open.js'
 import { decodeList } from './stored.js'
-import { compareBytes } from './bytes.js'
+import { compareBytes, bytesToBinaryString } from './bytes.js'
 
 // A lower layer under the write path and the reads for a browser-level
 // database: the same object store, keys and values as browser-level writes
@@ -72,6 +72,8 @@ export function idbDirectFor (level) {
 
 // listing() answers kept at most (then they are dropped, all at once).
 const LISTINGS_KEPT = 4096
+// Mirror entries' ids kept at most (#entries), likewise.
+const ENTRIES_KEPT = 16384
 
 /** A kept listing()'s name. @param {string} tag @param {number | string} id */
 function listingName (tag, id) {
@@ -140,6 +142,25 @@ export class IdbDirect {
    * @type {Map<import('./namespace.js').Namespace, string>}
    */
   #mirrors = new Map()
+  /**
+   * Of the mirrored namespaces whose mirror entries carry their from-records
+   * (`{ ids, v }`, v the record's stored value: a relation's reverse
+   * direction answers the records in one request, listingRecords()): the
+   * records' namespace, by lists namespace, and back.
+   * @type {Map<import('./namespace.js').Namespace, import('./namespace.js').Namespace>}
+   */
+  #carried = new Map()
+  /** @type {Map<import('./namespace.js').Namespace, import('./namespace.js').Namespace>} */
+  #carriedBy = new Map()
+  /**
+   * The ids of the mirror entries that carry records, by their list's key
+   * id (null: no entry), kept as the lease cache is (answers only while
+   * this tab holds the lock; dropped as it drops values): a record written
+   * alone (a chat's lastActivity) then rewrites its entry without reading
+   * it. Filled by the batches that land and the entries they read.
+   * @type {Map<string, unknown[] | null>}
+   */
+  #entries = new Map()
   /**
    * listing() answers outside the write path, by tag and id, kept as the
    * lease cache is (while this tab holds the lock): dropped whole when a
@@ -375,12 +396,14 @@ export class IdbDirect {
    * @param {boolean} strict with 'strict' durability (flushed before complete)
    * @param {boolean} [last] no critical section is waiting: nothing will join the transaction, which is committed at once
    * @param {Array<import('./write-scope.js').Op> | null} [claims] claims whose keys `ops` write otherwise: add()ed first
+   * @param {string[] | null} [absent] ids of keys that held nothing before the batch (the lists of records
+   *   it creates under new sequence ids): a carried record's mirror entry needs no read for them
    * @returns {Promise<void>}
    */
-  write (ops, strict, last = false, claims = null) {
+  write (ops, strict, last = false, claims = null, absent = null) {
     // Never throws: the write path's flush must stay asynchronous.
     try {
-      return this.#writeNow(ops, strict, last, claims)
+      return this.#writeNow(ops, strict, last, claims, absent)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -397,12 +420,18 @@ export class IdbDirect {
 
   /**
    * @param {Array<import('./write-scope.js').Op | null>} ops @param {boolean} strict @param {boolean} last
-   * @param {Array<import('./write-scope.js').Op> | null} claims
+   * @param {Array<import('./write-scope.js').Op> | null} claims @param {string[] | null} absent
    * @returns {Promise<void>}
    */
-  #writeNow (ops, strict, last, claims) {
+  #writeNow (ops, strict, last, claims, absent) {
     let slot = this.#slot(true, strict, true)
     let made = 0
+    // Mirror entries waiting for a read of the transaction (#mirrorBatch()).
+    let pending = 0
+    let committing = false
+    /** @type {Array<[string, unknown[] | null]>} mirror entries read in the transaction, kept once it lands */
+    const learned = []
+    const epoch = this.#epoch
     /** @type {(store: IDBObjectStore) => void} */
     const put = store => {
       if (claims !== null) {
@@ -419,10 +448,11 @@ export class IdbDirect {
           else store.put(encodeValue(op.value), key)
         } else store.delete(key)
         made++
-        if (this.#mirrors.size > 0) {
-          const tag = this.#mirrors.get(op.namespace)
-          if (tag !== undefined) this.#mirrorOp(/** @type {IDBObjectStore} */ (slot.lists), tag, op)
-        }
+      }
+      if (this.#mirrors.size > 0) {
+        pending = this.#mirrorBatch(store, /** @type {IDBObjectStore} */ (slot.lists), ops, absent, learned, () => {
+          if (--pending === 0 && committing) commitNow(slot.transaction)
+        })
       }
     }
     try {
@@ -448,13 +478,17 @@ export class IdbDirect {
     // commits once every request's answer came back to this thread and
     // none was made in its callbacks, a round trip later.
     if (last && typeof transaction.commit === 'function') {
-      transaction.commit()
+      // Not before the mirror entries that wait for a read are put: the
+      // last of them commits it.
+      if (pending === 0) commitNow(transaction)
+      else committing = true
       slot.done = true
     }
     const written = new Promise((resolve, reject) => {
       transaction.addEventListener('complete', () => {
         // Before the batch's writes resolve: a read after them finds it.
         this.landed(ops)
+        if (learned.length > 0 && epoch === this.#epoch) this.#learn(learned)
         resolve(undefined)
       })
       transaction.addEventListener('abort', () => {
@@ -480,10 +514,16 @@ export class IdbDirect {
    * here are mirrored: the caller sees that every batch of the namespace is
    * (lib/writer.js's direct path). False, and nothing mirrored, where the
    * database has no lists store (one a user brought, not opened by levelkit).
+   * With `records`, the namespace of the records whose lists these are (a
+   * relation's from-records, keyed as the lists are): each entry carries
+   * its record's value too, `{ ids, v }`, kept in step by every batch that
+   * writes the list or the record (#mirrorBatch()), so listingRecords()
+   * answers the records in one request.
    * @param {import('./namespace.js').Namespace} namespace
+   * @param {import('./namespace.js').Namespace} [records]
    * @returns {boolean}
    */
-  mirror (namespace) {
+  mirror (namespace, records) {
     if (this.#listsStore() === null) return false
     if (!this.#mirrors.has(namespace)) {
       this.#mirrors.set(namespace, namespace.prefix)
@@ -491,7 +531,69 @@ export class IdbDirect {
       this.#write = null
       this.#read = null
     }
+    if (records !== undefined && !this.#carried.has(namespace)) {
+      this.#carried.set(namespace, records)
+      this.#carriedBy.set(records, namespace)
+    }
     return true
+  }
+
+  /**
+   * Whether the mirror entries of `namespace` carry their records (mirror()).
+   * @param {import('./namespace.js').Namespace} namespace
+   */
+  carries (namespace) {
+    return this.#carried.has(namespace)
+  }
+
+  /**
+   * The keys whose mirrored lists hold `id`, in key order, each with its
+   * record's value (as the records' namespace reads it), as stored.
+   * Outside the write path. In a tab that holds nothing: one request on
+   * the lists store's index, whose entries carry their records
+   * (getAllRecords(), else getAll() and getAllKeys() at once), and a second
+   * in the same transaction for entries written before they did (no `v`:
+   * their records are read). In the tab that holds the lease, its caches
+   * most likely hold the records (it wrote or read them): the keys (a kept
+   * listing() answer, else one getAllKeys()), then the records the lease
+   * cache lacks, as before entries carried them (the entries' ids and
+   * copies cost more to read than the keys alone).
+   * @param {import('./namespace.js').Namespace} namespace mirrored with its records (mirror())
+   * @param {number | string} id
+   * @returns {Promise<Array<[Uint8Array, any]>>}
+   */
+  listingRecords (namespace, id) {
+    const tag = this.#mirrors.get(namespace)
+    const records = this.#carried.get(namespace)
+    if (tag === undefined || records === undefined) return Promise.reject(new Error(`The records of the lists of ${namespace.prefix} are not mirrored`))
+    if (this.#held && this.#cache !== null) {
+      return this.listing(namespace, id, false).then(keys => this.getMany(records, keys, false)
+        .then(values => keys.map((key, i) => /** @type {[Uint8Array, any]} */ ([key, values[i]]))))
+    }
+    const { index } = listsStoreOf(this.#level.location)
+    return this.#retrying(false, () => {
+      const source = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists).index(index)
+      const only = IDBKeyRange.only([tag, id])
+      if (typeof (/** @type {any} */ (source).getAllRecords) === 'function') {
+        return this.#settle(/** @type {any} */ (source).getAllRecords({ query: only }))
+          .then(found => found.map((/** @type {any} */ record) => [record.primaryKey, record.value]))
+      }
+      return Promise.all([this.#settle(source.getAllKeys(only)), this.#settle(source.getAll(only))])
+        .then(([keys, values]) => keys.map((/** @type {any} */ key, /** @type {number} */ i) => [key, values[i]]))
+    }).then(found => {
+      /** @type {Array<[Uint8Array, any]>} */
+      const answer = found.map((/** @type {any[]} */ [key, entry]) => [new Uint8Array(key[1]), decodeValue(entry.v, records)])
+      /** @type {Uint8Array[]} */
+      const missed = []
+      for (let i = 0; i < answer.length; i++) if (!('v' in found[i][1])) missed.push(answer[i][0])
+      if (missed.length === 0) return answer
+      // Entries mirrored before they carried records: their records read in the same transaction.
+      return this.#getManyNow(records, missed, false).then(read => {
+        let k = 0
+        for (let i = 0; i < answer.length; i++) if (!('v' in found[i][1])) answer[i][1] = read[k++]
+        return answer
+      })
+    })
   }
 
   /**
@@ -564,6 +666,45 @@ export class IdbDirect {
     }
   }
 
+  /**
+   * A batch of this tab landed: the kept ids of the entries of the lists it
+   * wrote are what it wrote (while this tab holds the lock; else dropped).
+   * @param {Array<import('./write-scope.js').Op | null>} ops each key once
+   */
+  #landedEntries (ops) {
+    for (const op of ops) {
+      if (op === null || !this.#carried.has(op.namespace)) continue
+      const id = op.id ?? (op.id = op.namespace.keyId(op.key))
+      if (!this.#held || this.#cache === null) {
+        this.#entries.delete(id)
+        continue
+      }
+      const tag = /** @type {string} */ (this.#mirrors.get(op.namespace))
+      if (op.type !== 'put') this.#entries.set(id, null)
+      else {
+        const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
+        this.#keepEntry(id, decodeList(value, op.namespace, op.key).map(item => [tag, item]))
+      }
+    }
+  }
+
+  /**
+   * Entries a batch read in its transaction, now landed (and no lease
+   * change or cache drop since it began): what is stored.
+   * @param {Array<[string, unknown[] | null]>} learned
+   */
+  #learn (learned) {
+    if (!this.#held || this.#cache === null) return
+    for (const [id, ids] of learned) this.#keepEntry(id, ids)
+  }
+
+  /** @param {string} id @param {unknown[] | null} ids */
+  #keepEntry (id, ids) {
+    // Bounded as the listings are: dropped all at once past it.
+    if (this.#entries.size >= ENTRIES_KEPT && !this.#entries.has(id)) this.#entries.clear()
+    this.#entries.set(id, ids)
+  }
+
   /** Drop the kept listing() answers (a mirrored list changed, or may have). */
   #dropListings () {
     this.#listingEpoch++
@@ -571,20 +712,36 @@ export class IdbDirect {
   }
 
   /**
-   * Every mirrored list of `namespace` as [key, ids], in key order (for
-   * check(): they must be the namespace's lists).
+   * Every mirrored list of `namespace` as [key, ids, carried], in key order
+   * (for check(): they must be the namespace's lists); where the entries
+   * carry their records and `withRecords`, `carried` is { v, record }: the value the entry
+   * carries (undefined if none) and the record's stored value, read in the
+   * same transaction; else undefined.
    * @param {import('./namespace.js').Namespace} namespace mirrored @param {Mode} write
-   * @returns {Promise<Array<[Uint8Array, unknown[]]>>}
+   * @param {boolean} [withRecords] read the records too (else `carried` is undefined)
+   * @returns {Promise<Array<[Uint8Array, unknown[], { v: any, record: any } | undefined]>>}
    */
-  mirrored (namespace, write) {
+  mirrored (namespace, write, withRecords = false) {
     const tag = this.#mirrors.get(namespace)
     if (tag === undefined) return Promise.reject(new Error(`The lists of ${namespace.prefix} are not mirrored`))
+    const records = withRecords ? this.#carried.get(namespace) : undefined
     // [tag, any bytes] lies between [tag] and [tag, []] (arrays sort after bytes).
     const range = IDBKeyRange.bound([tag], [tag, []], true, true)
-    return this.#retrying(write, () => {
-      const lists = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists)
-      return Promise.all([this.#settle(lists.getAllKeys(range)), this.#settle(lists.getAll(range))])
-    }).then(([keys, values]) => keys.map((/** @type {any[]} */ key, /** @type {number} */ i) => [new Uint8Array(key[1]), values[i].ids.map((/** @type {any[]} */ item) => item[1])]))
+    return this.#retrying(write, store => {
+      const slot = /** @type {Slot} */ (this.#making)
+      const lists = /** @type {IDBObjectStore} */ (slot.lists)
+      return Promise.all([this.#settle(lists.getAllKeys(range)), this.#settle(lists.getAll(range))]).then(([keys, values]) => {
+        if (records === undefined) return [keys, values, []]
+        // The records as of the same transaction: a write between two reads would look like a mismatch.
+        this.#making = slot
+        return Promise.all(keys.map((/** @type {any[]} */ key) => this.#settle(store.get(this.#prefixed(records, new Uint8Array(key[1]))))))
+          .then(stored => [keys, values, stored])
+      })
+    }).then(([keys, values, stored]) => keys.map((/** @type {any[]} */ key, /** @type {number} */ i) => [
+      new Uint8Array(key[1]),
+      values[i].ids.map((/** @type {any[]} */ item) => item[1]),
+      records === undefined ? undefined : { v: 'v' in values[i] ? decodeValue(values[i].v, records) : undefined, record: decodeValue(stored[i], records) }
+    ]))
   }
 
   /**
@@ -594,7 +751,7 @@ export class IdbDirect {
    */
   mirrorsAny (ops) {
     if (this.#mirrors.size === 0) return false
-    for (const op of ops) if (this.#mirrors.has(op.namespace)) return true
+    for (const op of ops) if (this.#mirrors.has(op.namespace) || this.#carriedBy.has(op.namespace)) return true
     return false
   }
 
@@ -606,18 +763,107 @@ export class IdbDirect {
   }
 
   /**
-   * The request that mirrors `op` in the lists store.
-   * @param {IDBObjectStore} lists @param {string} tag @param {import('./write-scope.js').Op} op
+   * The requests that mirror the batch `ops` in the lists store: each
+   * mirrored list put as `{ ids: [[tag, id], ...] }` under [tag, key], or
+   * deleted; where the namespace's mirror carries its from-records, with
+   * `v`, the record's value as its namespace reads it (absent where there
+   * is no record), and a record written alone rewrites its list's entry
+   * with its new `v` (its ids kept). The half of an entry the batch does
+   * not write is known, cheapest first, from the batch itself, from the
+   * lease cache (what is stored: batches are written one at a time, each
+   * landed before the next), from `absent` (lists of records created under
+   * new ids), else read in the batch's transaction (the entry is then put
+   * in the read's callback, so the transaction is not committed before).
+   * @param {IDBObjectStore} store @param {IDBObjectStore} lists
+   * @param {Array<import('./write-scope.js').Op | null>} ops @param {string[] | null} absent
+   * @param {Array<[string, unknown[] | null]>} learned gets the entries read, by list key id
+   * @param {() => void} put called as each entry that waited for a read is put
+   * @returns {number} the entries waiting for a read
    */
-  #mirrorOp (lists, tag, op) {
-    const key = /** @type {IDBValidKey} */ ([tag, op.key])
-    if (op.type !== 'put') {
-      lists.delete(key)
-      return
+  #mirrorBatch (store, lists, ops, absent, learned, put) {
+    /** @type {Map<import('./namespace.js').Namespace, Map<string, import('./write-scope.js').Op>> | null} the carried records the batch writes */
+    let records = null
+    for (const op of ops) {
+      if (op === null || !this.#carriedBy.has(op.namespace)) continue
+      records ??= new Map()
+      let byKey = records.get(op.namespace)
+      if (byKey === undefined) records.set(op.namespace, byKey = new Map())
+      byKey.set(bytesKey(op.key), op)
     }
-    const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
-    const ids = decodeList(value, op.namespace, op.key)
-    lists.put({ ids: ids.map(id => [tag, id]) }, key)
+    let waiting = 0
+    /** @type {Set<string> | null} */
+    let listed = null
+    for (const op of ops) {
+      if (op === null) continue
+      const tag = this.#mirrors.get(op.namespace)
+      if (tag === undefined) continue
+      const key = /** @type {IDBValidKey} */ ([tag, op.key])
+      if (op.type !== 'put') {
+        lists.delete(key)
+        continue
+      }
+      const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
+      const ids = decodeList(value, op.namespace, op.key).map(id => [tag, id])
+      const carried = this.#carried.get(op.namespace)
+      if (carried === undefined) {
+        lists.put({ ids }, key)
+        continue
+      }
+      const name = bytesKey(op.key)
+      ;(listed ??= new Set()).add(`${tag}\u0000${name}`)
+      const record = records?.get(carried)?.get(name)
+      const known = record !== undefined ? [record.type === 'put' ? decodeValue(record.value, carried) : undefined] : this.cached(carried, carried.keyId(op.key))
+      if (known !== undefined) {
+        lists.put(known[0] === undefined ? { ids } : { ids, v: known[0] }, key)
+        continue
+      }
+      // The ids now (a read of the index in this transaction finds them),
+      // the record once read.
+      lists.put({ ids }, key)
+      waiting++
+      const request = store.get(this.#prefixed(carried, op.key))
+      request.onsuccess = () => {
+        if (request.result !== undefined) lists.put({ ids, v: decodeValue(request.result, carried) }, key)
+        put()
+      }
+    }
+    if (records === null) return waiting
+    const fresh = absent === null ? null : new Set(absent)
+    for (const [namespace, byKey] of records) {
+      const forward = /** @type {import('./namespace.js').Namespace} */ (this.#carriedBy.get(namespace))
+      const tag = /** @type {string} */ (this.#mirrors.get(forward))
+      for (const [name, op] of byKey) {
+        if (listed !== null && listed.has(`${tag}\u0000${name}`)) continue
+        const key = /** @type {IDBValidKey} */ ([tag, op.key])
+        // A record deleted alone has no list (a relation deletes its list in the record's batch).
+        if (op.type !== 'put') {
+          lists.delete(key)
+          continue
+        }
+        const v = decodeValue(op.value, namespace)
+        const id = forward.keyId(op.key)
+        const known = this.#held && this.#cache !== null ? this.#entries.get(id) : undefined
+        if (known !== undefined) {
+          if (known !== null) lists.put({ ids: known, v }, key)
+          continue
+        }
+        const list = fresh !== null && fresh.has(id) ? [undefined] : this.cached(forward, id)
+        if (list !== undefined) {
+          // No list: no entry to carry the record.
+          if (list[0] !== undefined) lists.put({ ids: decodeList(list[0], forward, op.key).map(item => [tag, item]), v }, key)
+          continue
+        }
+        waiting++
+        const request = lists.get(key)
+        request.onsuccess = () => {
+          const entry = request.result
+          if (entry !== undefined) lists.put({ ids: entry.ids, v }, key)
+          learned.push([id, entry === undefined ? null : entry.ids])
+          put()
+        }
+      }
+    }
+    return waiting
   }
 
   /**
@@ -647,6 +893,7 @@ export class IdbDirect {
   clearCache () {
     this.#epoch++
     this.#dropListings()
+    this.#entries.clear()
     if (this.#cache === null) return
     this.#cache.clear()
     this.#cacheBytes = 0
@@ -660,6 +907,7 @@ export class IdbDirect {
     if (this.#listings.size > 0) {
       for (const tag of this.#mirrors.values()) if (id.startsWith(tag)) this.#dropListings()
     }
+    this.#entries.delete(id)
     if (this.#cache === null) return
     this.#drop(id)
     if (this.#fills > 0) this.#touched.set(id, ++this.#landings)
@@ -671,6 +919,7 @@ export class IdbDirect {
    */
   landed (ops) {
     if (this.#mirrors.size > 0) this.#landedListings(ops)
+    if (this.#carried.size > 0) this.#landedEntries(ops)
     const cache = this.#cache
     if (cache === null) return
     const landing = ++this.#landings
@@ -958,6 +1207,20 @@ function abortWith (slot, err) {
   }
   slot.done = true
   return err
+}
+
+/** Commit `transaction` now (its requests made). @param {IDBTransaction} transaction */
+function commitNow (transaction) {
+  try {
+    transaction.commit()
+  } catch {
+    // Finished already (aborted): its 'abort' event tells.
+  }
+}
+
+/** A key's bytes as a string, to match keys of two namespaces. @param {Uint8Array} key */
+function bytesKey (key) {
+  return bytesToBinaryString(key)
 }
 
 /** As browser-level stores it: bytes. @param {any} value */

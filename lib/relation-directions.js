@@ -386,6 +386,17 @@ export class IndexDirection {
   }
 
   /**
+   * The keys of the forward lists that hold `id`, in id order, each with
+   * the value of its from-record, as stored: one request on the index when
+   * its entries carry their records (IdbDirect.listingRecords()). Outside
+   * a write only.
+   * @param {unknown} id @returns {Promise<Array<[Uint8Array, any]>>}
+   */
+  storedRecords (id) {
+    return this.idb.listingRecords(this.forward.namespace, /** @type {number | string} */ (id))
+  }
+
+  /**
    * The ids whose forward lists hold `head`, in id order, as the critical
    * section sees them: the index over what is written, and the section's
    * own pending lists on top (WriteScope.listing()).

@@ -1,12 +1,13 @@
 import { encode } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
-import { decodeKey, decodeList } from './stored.js'
+import { decodeKey, decodeList, parseRecord } from './stored.js'
 import { IndexState } from './index-state.js'
 import { layoutReady, layoutPrepare, layoutWrite } from './layout-moves.js'
 import { assertName, layout } from './names.js'
-import { Query } from './query.js'
+import { RelationQuery } from './relation-query.js'
 import { tupleBounds, within } from './bounds.js'
-import { ModelHandle, modelOf, scopeOf, readThrough, after, promised, transactionIn } from './model-handle.js'
+import { ModelHandle, modelOf, scopeOf, readThrough, after, promised, transactionIn, allOf } from './model-handle.js'
+import { assertNotClosed } from './namespace.js'
 import { describe, isDefined, elementsOf, noop } from './common.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
 import { optionsOf, optionsObject, RANGE } from './options.js'
@@ -122,7 +123,10 @@ export class RelationModel {
     // mirror() says whether the database has levelkit's lists store.
     const native = storedNative || (this.indexNew && this.to.sequential && this.idb !== null && this.idb.ready && this.idb.mirror(this.forward.namespace))
     if (!native) return
-    if (this.idb === null || !this.idb.mirror(this.forward.namespace)) {
+    // Each mirror entry carries its from-record too: from(id).records() is
+    // then one request. Entries written before they did are read around
+    // (IdbDirect.listingRecords()) until a write of the record or its list fills them.
+    if (this.idb === null || !this.idb.mirror(this.forward.namespace, this.from.records)) {
       throw levelkitError(codes.INVALID, `Relation "${this.name}" keeps its reverse direction in an IndexedDB index of a database levelkit opened (its stored layout says native: ['from']): declare it with lists: ['from', 'to'] and open the database with open({ location }), not a database brought with { db }`, { relation: this.name })
     }
     if (this.reverse.kind !== 'index') this.reverse = new IndexDirection(/** @type {ListDirection} */ (this.forward), /** @type {ListDirection} */ (this.reverseLists), this.idb)
@@ -424,7 +428,8 @@ export class RelationModel {
     let keys
     /** @type {import('./query.js').QuerySource['list']} */
     let list
-    const whole = prepare === undefined && !RANGE.some(name => options[name] !== undefined)
+    const plain = !RANGE.some(name => options[name] !== undefined)
+    const whole = prepare === undefined && plain
     if (direction.kind === 'index') {
       const index = direction
       // Outside a write, the index over committed batches; in a transaction, its own reads.
@@ -446,7 +451,13 @@ export class RelationModel {
       // A copy: the cache keeps the list, and all() may reverse what it gets.
       list = () => edges.namespace.listUnder(id, keys => keys.map(key => /** @type {unknown[]} */ (decodeKey(key, namespace))[1])).then(others => others.slice())
     }
-    return new Query({
+    // The records of the other side. From the index kind's reverse
+    // direction with entries that carry them, a whole list's records are
+    // one request; else the ids, then the records.
+    const other = keyed === this.from ? this.to : this.from
+    const entire = plain && options.limit === undefined && options.cursor == null
+    const records = (/** @type {import('./query.js').Query} */ query) => this.recordsOf(query, other, direction === this.forward ? null : id, entire, options.reverse === true, prepare, transaction)
+    return new RelationQuery({
       list,
       keys,
       root: this.root,
@@ -461,7 +472,42 @@ export class RelationModel {
         const other = /** @type {unknown[]} */ (decodeKey(key, namespace))[1]
         return [other, other, key]
       })
-    }, options)
+    }, options, records)
+  }
+
+  /**
+   * What RelationQuery#records() answers: the records of `other` that the
+   * query's ids name, in its order, those that exist.
+   * @param {import('./query.js').Query} query @param {CollectionModel} other
+   * @param {unknown} toId for a query of from(toId), else null
+   * @param {boolean} whole the query lists the whole direction (no range, limit or cursor)
+   * @param {boolean} reverse @param {(() => Promise<boolean>) | undefined} prepare
+   * @param {import('./transaction.js').Transaction} [transaction]
+   * @returns {Promise<any[]>}
+   */
+  async recordsOf (query, other, toId, whole, reverse, prepare, transaction) {
+    if (toId !== null && whole && transaction === undefined && this.idb !== null) {
+      assertNotClosed(this.root)
+      // The layout decides the direction's kind (the index, once moved).
+      if (prepare !== undefined && !(await prepare())) return []
+      const direction = this.reverse
+      if (direction.kind === 'index' && this.idb.carries(direction.forward.namespace)) {
+        const found = await direction.storedRecords(toId)
+        /** @type {any[]} */
+        const records = []
+        for (const [key, value] of found) if (value !== undefined) records.push(parseRecord(value, other.records, key))
+        return reverse ? records.reverse() : records
+      }
+    }
+    const ids = await query.all()
+    const keys = ids.map(id => encode(id))
+    const values = transaction !== undefined
+      ? await allOf(keys, key => transaction.get(other.records, key))
+      : await other.records.readMany(keys, this.writer.syncReads)
+    /** @type {any[]} */
+    const records = []
+    for (let i = 0; i < keys.length; i++) if (values[i] !== undefined) records.push(parseRecord(values[i], other.records, keys[i]))
+    return records
   }
 }
 

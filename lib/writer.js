@@ -948,7 +948,7 @@ export class Writer {
             // (add() before that op): else a taken value would go unseen.
             const claims = group.claims ? group.ops.filter((op, i) => op.claim === true && ops[i] === null) : null
             // With no critical section waiting, none will read in its transaction.
-            await idb.write(ops, sync, this.#waiting.length === 0, claims)
+            await idb.write(ops, sync, this.#waiting.length === 0, claims, group.absent)
             if (group.absent !== null) idb.landedAbsent(group.absent, ops)
           } else if (sync) {
             const ops = batchOps(group.ops)

@@ -187,6 +187,12 @@ export async function idUsage (): Promise<void> {
   written.to(tolkien, { gt: 'a' })
   await reads.add(sessionId, hobbit)
   const readers: string[] = await reads.from(hobbit).all()
+  // records() of a relation's query: the other side's records, typed as its collection reads them
+  const writtenBooks: Array<Book & { id: number }> = await written.to(tolkien).records()
+  const byAuthors: string[] = (await written.from(hobbit, { limit: 2 }).records()).map(a => a.name)
+  const readerSessions: Session[] = await reads.from(hobbit).records()
+  // @ts-expect-error from() of `written` reads authors, not books
+  const notBooks: Book[] = await written.from(hobbit).records()
   // @ts-expect-error the `from` side's ids are strings
   await reads.has(1, hobbit)
 
@@ -229,6 +235,6 @@ export async function idUsage (): Promise<void> {
     await chapters.in(w).append(id, { title: 'One' })
     return id
   })
-  console.log(many, sameId, session, bookIds, authorIds, readers, seq, firstPage.cursor, made + 1)
+  console.log(many, sameId, session, bookIds, authorIds, readers, writtenBooks, byAuthors, readerSessions, notBooks, seq, firstPage.cursor, made + 1)
   await db.close()
 }
