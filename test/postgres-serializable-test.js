@@ -372,6 +372,64 @@ test('postgres serializable: once two processes failed each other on a sequence 
   }
 })
 
+test('postgres serializable: contention mode lasts while its locks are waited for, and is left once a process has had the key to itself for contentionMs', async t => {
+  const table = server.table()
+  const a = await open(options(table))
+  const b = await open(options(table))
+  try {
+    const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
+    const contentionMs = 800
+    for (const lock of locks) lock.contentionMs = contentionMs
+    const people = [a, b].map(db => db.collection('people'))
+    let inserted = 0
+    /** Inserts from both, 8 at a time in each, until `ms` have passed. @param {number} ms */
+    const storm = async ms => {
+      const end = Date.now() + ms
+      await Promise.all(people.map(async (collection, i) => {
+        while (Date.now() < end) {
+          await Promise.all(Array.from({ length: 8 }, () => collection.insert({ name: `p${i}-${inserted++}` })))
+        }
+      }))
+    }
+    // Until each has had a batch fail on the sequence (40001): both in contention mode.
+    let rounds = 0
+    while (locks.some(lock => lock.stats.failures === 0) && rounds < 50) {
+      await storm(1)
+      rounds++
+    }
+    t.ok(locks.every(lock => lock.stats.failures > 0), `each process had a batch fail (${locks.map(lock => lock.stats.failures)} failures)`)
+    t.same(locks.map(lock => lock.stats.contentionEntered), [1, 1], 'each entered contention mode on the sequence key once')
+    const before = locks.map(lock => ({ ...lock.stats }))
+    // Three times contentionMs of inserts from both: before, each process
+    // left the mode contentionMs after its last failure and failed again.
+    await storm(3 * contentionMs)
+    const during = locks.map((lock, i) => ({
+      failures: lock.stats.failures - before[i].failures,
+      left: lock.stats.contentionLeft - before[i].contentionLeft,
+      waits: lock.stats.contentionWaits - before[i].contentionWaits,
+      contended: lock.stats.contended - before[i].contended,
+      transactions: lock.stats.transactions - before[i].transactions
+    }))
+    t.same(during.map(d => d.failures), [0, 0], `no batch failed while both went on inserting for ${3 * contentionMs} ms (${during.map(d => d.transactions)} transactions)`)
+    t.same(during.map(d => d.left), [0, 0], 'neither left contention mode meanwhile')
+    t.same(during.map(d => d.contended), during.map(d => d.transactions), 'every transaction took the lock first')
+    t.ok(during.every(d => d.waits > 0), `each waited for the lock held by the other (${during.map(d => d.waits)} transactions waited)`)
+    // b stops; a alone, after a quiet period, takes no lock any more.
+    await sleep(contentionMs + 100)
+    const quiet = { ...locks[0].stats }
+    for (let i = 0; i < 3; i++) await people[0].insert({ name: `alone-${i}` })
+    t.is(locks[0].stats.contentionLeft - quiet.contentionLeft, 1, 'a quiet period later, it left contention mode')
+    t.is(locks[0].stats.contended - quiet.contended, 0, 'and its transactions take no lock')
+    const ids = (await people[0].query().all()).map((/** @type {any} */ record) => record.id)
+    t.same(ids, Array.from({ length: ids.length }, (_, i) => i + 1), `ids 1..${ids.length} without gap`)
+    t.is(ids.length, inserted + 3, 'one record per insert')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
 test('postgres serializable: a group decided in a transaction lost with its connection runs again in a new one, on what it reads there', async t => {
   await lostBetweenSections(t, server, 'serializable')
 })
