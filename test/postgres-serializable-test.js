@@ -255,6 +255,54 @@ for (const readCache of [undefined, 0]) {
   })
 }
 
+test('postgres serializable: createChat in contention mode holds the chats\' sequence for two queries: its lock, BEGIN and every read; its batch, COMMIT and the unlock', async t => {
+  const table = server.table()
+  const a = await open(options(table))
+  const b = await open(options(table))
+  try {
+    const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
+    for (const lock of locks) lock.contentionMs = 600000
+    const passwordCost = { scryptN: 2 }
+    const stores = [await ChatStore.open(a, { passwordCost }), await ChatStore.open(b, { passwordCost })]
+    const users = []
+    for (let i = 0; i < 12; i++) users.push(await stores[0].createUser({ username: `u${i}`, password: 'pw' }))
+    // createChat from both until each has had a batch fail on the chats' sequence.
+    let made = 0
+    for (let rounds = 0; locks.some(lock => lock.stats.failures === 0) && rounds < 50; rounds++) {
+      await Promise.all(stores.map(store => Promise.all(Array.from({ length: 6 }, () => store.createChat({ name: `c${made++}`, adminId: users[made % 12], userIds: users.slice(0, 6) })))))
+    }
+    t.ok(locks.every(lock => lock.stats.failures > 0), `each process had a batch fail (${locks.map(lock => lock.stats.failures)} failures)`)
+    // b wrote users' lists a has cached: a reads them again.
+    await stores[1].createChat({ name: 'from b', adminId: users[6], userIds: users.slice(7) })
+    await sleep(100)
+    const writer = /** @type {string[]} */ ([])
+    const Client = /** @type {any} */ (pg.Client).prototype
+    const query = Client.query
+    Client.query = function (/** @type {any[]} */ ...args) {
+      if (this.connectionParameters.fallback_application_name === 'levelkit writer') writer.push(String(typeof args[0] === 'string' ? args[0] : args[0]?.text))
+      return query.apply(this, args)
+    }
+    t.teardown(() => { Client.query = query })
+    const contended = locks[0].stats.contended
+    const id = await stores[0].createChat({ name: 'counted', adminId: users[6], userIds: users.slice(7) })
+    await sleep(100)
+    Client.query = query
+    t.is(locks[0].stats.contended - contended, 1, 'its transaction began in contention mode')
+    t.is(writer.length, 2, `two queries on the writer connection (${writer.map(text => text.slice(0, 60)).join(' | ')})`)
+    const hex = (/** @type {string} */ text) => Buffer.from(text).toString('hex')
+    t.match(writer[0] ?? '', /pg_try_advisory_lock.*; COMMIT; BEGIN ISOLATION LEVEL SERIALIZABLE; SELECT key, value FROM/, 'the first takes the lock, then begins and reads')
+    t.ok((writer[0] ?? '').includes(hex('chats.seq')) && (writer[0] ?? '').includes(hex('members.list')), 'reading the sequence and the members\' lists at once')
+    t.match(writer[1] ?? '', /; COMMIT; SELECT count\(pg_advisory_unlock\(k\)\)/, 'the second writes, commits and lets the lock go')
+    t.same((await stores[1].getChat(id))?.members, users.slice(6), 'the chat is written')
+    const { rows } = await server.pool.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1")
+    t.is(rows[0].n, 0, 'no key lock is left held')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
 test('postgres serializable: a section called after another process committed sees its write, though queued behind a section whose transaction began before', async t => {
   await twoProcesses([10], async (a, accountsA, b, accountsB) => {
     t.is((await accountsB.get(1)).balance, 10, 'the other process reads the account')
