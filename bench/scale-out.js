@@ -604,7 +604,7 @@ for (const op of ops) {
 if (lockTable.length > 1) {
   console.log()
   printTable(lockTable, 2)
-  console.log('  table lock: acquired = times the shared writer lock was taken, waitMs = ms waiting for it (with its round trip). keys/serializable: transactions, statements, retries (sections run again), failures (COMMITs refused), failedOn.<where>:<kind> (update: a row changed since the snapshot; readWrite: a read made stale), busyOn.<namespace> (a key lock found held by another process), firstStatementMs (a key transaction\'s first statement, which waits for its locks), contended (serializable: transactions begun in contention mode, after a failure on a sequence key: each waited for that key\'s lock first).')
+  console.log('  table lock: acquired = times the shared writer lock was taken, waitMs = ms waiting for it (with its round trip), released = times it was let go (the holding\'s end and the unlock in one query). keys/serializable: transactions, statements, retries (sections run again), failures (COMMITs refused), failedOn.<where>:<kind> (update: a row changed since the snapshot; readWrite: a read made stale), busyOn.<namespace> (a key lock found held by another process), firstStatementMs (a key transaction\'s first statement, which waits for its locks), contended (serializable: transactions begun in contention mode, after a failure on a sequence key: each took that key\'s lock first), contentionWaits (of those, the ones that waited for it: another process held it; each keeps the key in the mode), contentionEntered / contentionLeft (a sequence key entering / leaving the mode).')
 }
 const pop = (/** @type {string} */ key) => {
   const measured = perRun.filter(r => !r.cells[key].na)

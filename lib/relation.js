@@ -253,14 +253,11 @@ export class RelationModel {
     let lists = null
     if (this.reverse.kind === 'lists') {
       const keys = toIds.map(id => encode(id))
-      if (scope.prefetch(this.reverse.namespace, keys)) {
-        // A `to` id without a list has its record read (exists()). Where
-        // the section cache is kept, a read is a round trip and reads made
-        // together go as one statement (postgres): read the records with
-        // the lists. Elsewhere (IndexedDB, a request per key), only those
-        // of ids without a list, once the lists are read (below).
-        if (scope.writer.sectionCache !== null) scope.prefetch(this.to.records, keys)
-        else lists = { namespace: this.reverse.namespace, keys }
+      if (scope.writer.sectionCache !== null) this.prefetchAdds(scope, toIds)
+      else if (scope.prefetch(this.reverse.namespace, keys)) {
+        // Elsewhere (IndexedDB, a request per key), the records only of
+        // ids without a list, once the lists are read (below).
+        lists = { namespace: this.reverse.namespace, keys }
       }
     } else {
       // Edges keyed by the `to` ids (or kept by an IndexedDB index) are
@@ -286,6 +283,22 @@ export class RelationModel {
       scope.prefetch(this.to.records, keys.filter((key, i) => values[i] === undefined))
       return from(0)
     })
+  }
+
+  /**
+   * Start reading what addMany(scope, any id, toIds) reads of the `to`
+   * side, where the section cache is kept (a read is a round trip and
+   * reads made together go as one statement: postgres): each `to` id's list
+   * and, for an id without one, its record (exists()), all at once. Called
+   * ahead of the writes that decide the `from` id (a new record's id from
+   * its sequence), the reads go in the same statement as the sequence's.
+   * Elsewhere it does nothing.
+   * @param {WriteScope} scope @param {unknown[]} toIds checked by the caller
+   */
+  prefetchAdds (scope, toIds) {
+    if (this.reverse.kind !== 'lists' || scope.writer.sectionCache === null) return
+    const keys = toIds.map(id => encode(id))
+    if (scope.prefetch(this.reverse.namespace, keys)) scope.prefetch(this.to.records, keys)
   }
 
   /**

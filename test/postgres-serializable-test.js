@@ -255,6 +255,54 @@ for (const readCache of [undefined, 0]) {
   })
 }
 
+test('postgres serializable: createChat in contention mode holds the chats\' sequence for two queries: its lock, BEGIN and every read; its batch, COMMIT and the unlock', async t => {
+  const table = server.table()
+  const a = await open(options(table))
+  const b = await open(options(table))
+  try {
+    const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
+    for (const lock of locks) lock.contentionMs = 600000
+    const passwordCost = { scryptN: 2 }
+    const stores = [await ChatStore.open(a, { passwordCost }), await ChatStore.open(b, { passwordCost })]
+    const users = []
+    for (let i = 0; i < 12; i++) users.push(await stores[0].createUser({ username: `u${i}`, password: 'pw' }))
+    // createChat from both until each has had a batch fail on the chats' sequence.
+    let made = 0
+    for (let rounds = 0; locks.some(lock => lock.stats.failures === 0) && rounds < 50; rounds++) {
+      await Promise.all(stores.map(store => Promise.all(Array.from({ length: 6 }, () => store.createChat({ name: `c${made++}`, adminId: users[made % 12], userIds: users.slice(0, 6) })))))
+    }
+    t.ok(locks.every(lock => lock.stats.failures > 0), `each process had a batch fail (${locks.map(lock => lock.stats.failures)} failures)`)
+    // b wrote users' lists a has cached: a reads them again.
+    await stores[1].createChat({ name: 'from b', adminId: users[6], userIds: users.slice(7) })
+    await sleep(100)
+    const writer = /** @type {string[]} */ ([])
+    const Client = /** @type {any} */ (pg.Client).prototype
+    const query = Client.query
+    Client.query = function (/** @type {any[]} */ ...args) {
+      if (this.connectionParameters.fallback_application_name === 'levelkit writer') writer.push(String(typeof args[0] === 'string' ? args[0] : args[0]?.text))
+      return query.apply(this, args)
+    }
+    t.teardown(() => { Client.query = query })
+    const contended = locks[0].stats.contended
+    const id = await stores[0].createChat({ name: 'counted', adminId: users[6], userIds: users.slice(7) })
+    await sleep(100)
+    Client.query = query
+    t.is(locks[0].stats.contended - contended, 1, 'its transaction began in contention mode')
+    t.is(writer.length, 2, `two queries on the writer connection (${writer.map(text => text.slice(0, 60)).join(' | ')})`)
+    const hex = (/** @type {string} */ text) => Buffer.from(text).toString('hex')
+    t.match(writer[0] ?? '', /pg_try_advisory_lock.*; COMMIT; BEGIN ISOLATION LEVEL SERIALIZABLE; SELECT key, value FROM/, 'the first takes the lock, then begins and reads')
+    t.ok((writer[0] ?? '').includes(hex('chats.seq')) && (writer[0] ?? '').includes(hex('members.list')), 'reading the sequence and the members\' lists at once')
+    t.match(writer[1] ?? '', /; COMMIT; SELECT count\(pg_advisory_unlock\(k\)\)/, 'the second writes, commits and lets the lock go')
+    t.same((await stores[1].getChat(id))?.members, users.slice(6), 'the chat is written')
+    const { rows } = await server.pool.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1")
+    t.is(rows[0].n, 0, 'no key lock is left held')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
 test('postgres serializable: a section called after another process committed sees its write, though queued behind a section whose transaction began before', async t => {
   await twoProcesses([10], async (a, accountsA, b, accountsB) => {
     t.is((await accountsB.get(1)).balance, 10, 'the other process reads the account')
@@ -366,6 +414,64 @@ test('postgres serializable: once two processes failed each other on a sequence 
     } finally {
       await client.end()
     }
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
+test('postgres serializable: contention mode lasts while its locks are waited for, and is left once a process has had the key to itself for contentionMs', async t => {
+  const table = server.table()
+  const a = await open(options(table))
+  const b = await open(options(table))
+  try {
+    const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
+    const contentionMs = 800
+    for (const lock of locks) lock.contentionMs = contentionMs
+    const people = [a, b].map(db => db.collection('people'))
+    let inserted = 0
+    /** Inserts from both, 8 at a time in each, until `ms` have passed. @param {number} ms */
+    const storm = async ms => {
+      const end = Date.now() + ms
+      await Promise.all(people.map(async (collection, i) => {
+        while (Date.now() < end) {
+          await Promise.all(Array.from({ length: 8 }, () => collection.insert({ name: `p${i}-${inserted++}` })))
+        }
+      }))
+    }
+    // Until each has had a batch fail on the sequence (40001): both in contention mode.
+    let rounds = 0
+    while (locks.some(lock => lock.stats.failures === 0) && rounds < 50) {
+      await storm(1)
+      rounds++
+    }
+    t.ok(locks.every(lock => lock.stats.failures > 0), `each process had a batch fail (${locks.map(lock => lock.stats.failures)} failures)`)
+    t.same(locks.map(lock => lock.stats.contentionEntered), [1, 1], 'each entered contention mode on the sequence key once')
+    const before = locks.map(lock => ({ ...lock.stats }))
+    // Three times contentionMs of inserts from both: before, each process
+    // left the mode contentionMs after its last failure and failed again.
+    await storm(3 * contentionMs)
+    const during = locks.map((lock, i) => ({
+      failures: lock.stats.failures - before[i].failures,
+      left: lock.stats.contentionLeft - before[i].contentionLeft,
+      waits: lock.stats.contentionWaits - before[i].contentionWaits,
+      contended: lock.stats.contended - before[i].contended,
+      transactions: lock.stats.transactions - before[i].transactions
+    }))
+    t.same(during.map(d => d.failures), [0, 0], `no batch failed while both went on inserting for ${3 * contentionMs} ms (${during.map(d => d.transactions)} transactions)`)
+    t.same(during.map(d => d.left), [0, 0], 'neither left contention mode meanwhile')
+    t.same(during.map(d => d.contended), during.map(d => d.transactions), 'every transaction took the lock first')
+    t.ok(during.every(d => d.waits > 0), `each waited for the lock held by the other (${during.map(d => d.waits)} transactions waited)`)
+    // b stops; a alone, after a quiet period, takes no lock any more.
+    await sleep(contentionMs + 100)
+    const quiet = { ...locks[0].stats }
+    for (let i = 0; i < 3; i++) await people[0].insert({ name: `alone-${i}` })
+    t.is(locks[0].stats.contentionLeft - quiet.contentionLeft, 1, 'a quiet period later, it left contention mode')
+    t.is(locks[0].stats.contended - quiet.contended, 0, 'and its transactions take no lock')
+    const ids = (await people[0].query().all()).map((/** @type {any} */ record) => record.id)
+    t.same(ids, Array.from({ length: ids.length }, (_, i) => i + 1), `ids 1..${ids.length} without gap`)
+    t.is(ids.length, inserted + 3, 'one record per insert')
+    t.same((await a.check()).problems, [], 'check() is clean')
   } finally {
     await a.close()
     await b.close()

@@ -496,6 +496,41 @@ writerLockTest(`${mode}: one process writing one write at a time keeps the write
   t.is(locks, 0, '20 more writes awaited one by one after a first: no pg_advisory_lock (kept from the first)')
 })
 
+writerLockTest(`${mode}: a holder hands the lock over in one query: its holding's end, committed, then the unlock`, async t => {
+  const table = server.table()
+  const a = await openShared(server.connectionString, table)
+  const b = await openShared(server.connectionString, table)
+  try {
+    const accountsA = declareBank(a).accounts
+    const accountsB = declareBank(b).accounts
+    await accountsA.insert({ balance: INITIAL })
+    await accountsA.update(1, { balance: 1 })
+    const sent = /** @type {string[]} */ ([])
+    const Client = /** @type {any} */ (pg.Client).prototype
+    const query = Client.query
+    Client.query = function (/** @type {any[]} */ ...args) {
+      if (this.connectionParameters.fallback_application_name === 'levelkit writer') sent.push(String(typeof args[0] === 'string' ? args[0] : args[0]?.text))
+      return query.apply(this, args)
+    }
+    t.teardown(() => { Client.query = query })
+    // b wants the lock a keeps idle (the lease): a lets it go.
+    await accountsB.update(1, { balance: 2 })
+    await sleep(100)
+    Client.query = query
+    const unlocks = sent.filter(text => text.includes(`pg_advisory_unlock(${WRITER_LOCK_SPACE}`))
+    t.ok(unlocks.length >= 1, `the lock changed hands (${unlocks.length} unlocks)`)
+    t.ok(unlocks.length >= 1 && unlocks.every(text => /^SELECT pg_notify\('levelkit_\d+', '\{"f":"[^"]+","g":\d+,"s":[1-9]\d*,"e":1\}'\); COMMIT; SELECT pg_advisory_unlock\(/.test(text)), 'each in one query with the end of the holding (its batches counted), committed before it')
+    t.is(sent.filter(text => /^SELECT pg_notify\([^;]*$/.test(text)).length, 0, 'no end sent on its own')
+    t.is((await accountsA.get(1)).balance, 2, 'b wrote')
+    await accountsA.update(1, { balance: 3 })
+    t.is((await accountsB.get(1)).balance, 3, 'a took the lock back and wrote')
+    await checkClean(t, a, 'after the hand-overs')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
 /**
  * A bank table and a process that wrote to it once and keeps the leased
  * writer lock while idle.

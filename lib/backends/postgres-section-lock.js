@@ -43,9 +43,12 @@ export class PostgresSectionLock extends PostgresWriterLock {
    * with locking: 'keys', busyOn the busy keys found by namespace prefix and
    * firstStatementMs the time first statements took (they wait for locks);
    * with locking: 'serializable', contended the transactions that began in
-   * contention mode (postgres-serializable.js).
+   * contention mode (postgres-serializable.js), contentionWaits those whose
+   * locks were held by another process (they waited), contentionEntered
+   * and contentionLeft how many times a sequence key entered and left the
+   * mode.
    */
-  stats = { statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0, contended: 0 }
+  stats = { statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0, contended: 0, contentionWaits: 0, contentionEntered: 0, contentionLeft: 0 }
 
   /**
    * @param {import('./postgres-shared.js').SharedWriterHost} host
@@ -80,6 +83,24 @@ export class PostgresSectionLock extends PostgresWriterLock {
   /** Whether `failure` asks for the critical section to run again (each mode tells its own). @param {unknown} failure @returns {boolean} */
   busy (failure) {
     return false
+  }
+
+  /**
+   * Told the answers of a query that began a transaction with opening:
+   * the mode's own statements come first (postgres-serializable.js reads
+   * which locks it waited for).
+   * @param {import('pg').QueryResult<any>[]} results
+   */
+  opened (results) {}
+
+  /**
+   * A statement to send right behind the end (COMMIT or ROLLBACK) of the
+   * transaction that just ended, in the same query, once; null for none
+   * (postgres-serializable.js lets the contention mode's locks go so).
+   * @returns {string | null}
+   */
+  closing () {
+    return null
   }
 
   /** @param {() => void} listener called each time the section transaction ends */
@@ -175,7 +196,9 @@ export class PostgresSectionLock extends PostgresWriterLock {
     const connection = this.#connection
     this.#ended()
     if (connection === null) return Promise.reject(new Error('The section transaction\'s connection was lost'))
-    return connection.query('COMMIT').then(noop, err => {
+    const closing = this.closing()
+    // (A COMMIT that fails skips what follows it in the query: then alone.)
+    return connection.query(closing === null ? 'COMMIT' : `COMMIT; ${closing}`, undefined, closing ?? undefined).then(noop, err => {
       if (this.busy(err)) this.#failed(err, 'commit')
       throw err
     })
@@ -240,7 +263,12 @@ export class PostgresSectionLock extends PostgresWriterLock {
     Promise.resolve(connection.client).then(() => { connected = true }, noop)
     this.stats.statements++
     this.#ended()
-    return connection.query(`${opening === null ? '' : opening + '; '}${text}; COMMIT`, undefined, 'ROLLBACK').then(noop, err => {
+    const closing = this.closing()
+    const tail = closing === null ? '' : `; ${closing}`
+    // A failed statement skips the rest of the query: ROLLBACK (and what closes the transaction) next.
+    return connection.query(`${opening === null ? '' : opening + '; '}${text}; COMMIT${tail}`, undefined, `ROLLBACK${tail}`).then(results => {
+      if (opening !== null) this.opened(/** @type {any} */ (results))
+    }, err => {
       if (this.busy(err)) this.#failed(err, 'commit')
       // An error the server answered with has a severity (pg's DatabaseError): nothing was committed.
       if (!connected || typeof err?.severity === 'string') throw err
@@ -264,7 +292,9 @@ export class PostgresSectionLock extends PostgresWriterLock {
     if (!this.#open) return Promise.resolve()
     const connection = this.#connection
     this.#ended()
-    return connection === null ? Promise.resolve() : connection.query('ROLLBACK').then(noop, noop)
+    if (connection === null) return Promise.resolve()
+    const closing = this.closing()
+    return connection.query(closing === null ? 'ROLLBACK' : `ROLLBACK; ${closing}`).then(noop, noop)
   }
 
   /** Nothing decided waits to be written: end the transaction. */

@@ -18,14 +18,21 @@
 //
 // Contention mode: processes inserting into one collection all write its
 // sequence key, so their transactions fail each other (40001) and run again,
-// and again. After a batch fails so, for contentionMs, each transaction of
-// this process first waits for a session advisory lock on each sequence key
-// that batch wrote, then begins (one query: `SELECT pg_advisory_lock(k);
-// COMMIT; BEGIN ISOLATION LEVEL SERIALIZABLE; <first statement>`: its
-// snapshot is taken once the lock is held), and lets the locks go behind
-// its COMMIT (no round trip of its own). Processes in contention mode then
-// take turns on those keys instead of failing each other. The locks only
-// make failures rarer: serializable transactions keep every guarantee
+// and again. After a batch fails so, each transaction of this process first
+// waits for a session advisory lock on each sequence key that batch wrote,
+// then begins (one query: `<lock>; COMMIT; BEGIN ISOLATION LEVEL
+// SERIALIZABLE; <first statement>`: its snapshot is taken once the lock is
+// held), and lets the locks go in the query of its COMMIT (`...; COMMIT;
+// <unlock>`, and after a ROLLBACK the same: the hold ends when the
+// transaction does, with no round trip of its own). Processes in contention
+// mode then take turns on those keys instead of failing each other. The
+// mode lasts while it is needed: the lock statement tries each lock before
+// it waits for it and tells which ones it waited for (another process held
+// them); each such wait, as each failure, keeps the key in the mode for
+// contentionMs more, and a key left alone that long leaves it. (Leaving it
+// after a fixed time made each process pay a failure to enter it again,
+// about once per contentionMs, while the contention went on.) The locks
+// only make failures rarer: serializable transactions keep every guarantee
 // whether they are taken or not (a process not in contention mode, or a
 // lock let go early, costs failures, not correctness).
 import { AsyncLocalStorage } from 'node:async_hooks'
@@ -37,6 +44,18 @@ const BEGIN = 'BEGIN ISOLATION LEVEL SERIALIZABLE'
 // serialization_failure, deadlock_detected, and in_failed_sql_transaction
 // (a statement sent after one of the first two aborted the transaction).
 const RETRY_STATES = new Set(['40001', '40P01', '25P02'])
+
+/**
+ * The statement that takes the session advisory locks `locks` (sorted), in
+ * order, and answers with the ones it had to wait for (`waited`: another
+ * session held them), or null: each is tried first, and waited for only if
+ * busy (CASE evaluates one branch; MATERIALIZED keeps each row's calls to
+ * one evaluation).
+ * @param {string[]} locks
+ */
+function lockStatement (locks) {
+  return `WITH l AS MATERIALIZED (SELECT k, CASE WHEN pg_try_advisory_lock(k) THEN false ELSE (SELECT true FROM pg_advisory_lock(k)) END AS waited FROM unnest('{${locks.join(',')}}'::bigint[]) WITH ORDINALITY AS u(k, i) ORDER BY i) SELECT array_agg(k::text) FILTER (WHERE waited) AS waited FROM l`
+}
 
 /**
  * The serializable transaction of a postgres database shared with
@@ -52,9 +71,9 @@ export class PostgresSerializable extends PostgresSectionLock {
   #sections = new AsyncLocalStorage()
   /** How many transactions took their snapshot (sent a statement after BEGIN). */
   #snapshots = 0
-  /** How long (ms) after a batch failed on a sequence key the process keeps taking that key's lock before it begins a transaction. */
+  /** How long (ms) after a batch failed on a sequence key, or a transaction waited for its lock, the process keeps taking that key's lock before it begins a transaction. */
   contentionMs = 1000
-  /** @type {Map<string, number>} the lock keys (decimal bigints) of contention mode, each with when it ends (Date.now()) */
+  /** @type {Map<string, number>} the lock keys (decimal bigints) of contention mode, each with when it ends (Date.now()), unless a failure or a wait extends it */
   #hot = new Map()
   /** @type {string[]} the lock keys of the sequence keys the batch about to be written writes (stage()) */
   #staged = []
@@ -104,14 +123,33 @@ export class PostgresSerializable extends PostgresSectionLock {
   /** BEGIN, after the contention mode's locks (see above) if any. */
   get opening () {
     const locks = this.#opened = this.#contended()
-    return locks.length === 0 ? BEGIN : `SELECT count(pg_advisory_lock(k)) FROM unnest('{${locks.join(',')}}'::bigint[]) AS k; COMMIT; ${BEGIN}`
+    return locks.length === 0 ? BEGIN : `${lockStatement(locks)}; COMMIT; ${BEGIN}`
+  }
+
+  /**
+   * The answers of a transaction's opening query (its first result is the
+   * lock statement's, when the opening took locks): each key whose lock
+   * was waited for stays in contention mode for contentionMs from now.
+   * @param {import('pg').QueryResult<any>[]} results
+   */
+  opened (results) {
+    const row = results[0]?.rows?.[0]
+    if (row === undefined || !('waited' in row)) return
+    const waited = /** @type {string[] | null} */ (row.waited)
+    if (waited === null || waited.length === 0) return
+    this.stats.contentionWaits++
+    this.#contend(waited)
   }
 
   /** The lock keys of contention mode now, sorted (one order: no two transactions wait for each other). */
   #contended () {
     if (this.#hot.size === 0) return []
     const now = Date.now()
-    for (const [lock, until] of this.#hot) if (until <= now) this.#hot.delete(lock)
+    for (const [lock, until] of this.#hot) {
+      if (until > now) continue
+      this.#hot.delete(lock)
+      this.stats.contentionLeft++
+    }
     return [...this.#hot.keys()].sort()
   }
 
@@ -141,12 +179,32 @@ export class PostgresSerializable extends PostgresSectionLock {
     const text = config === null ? null : inlineValues(config.text, config.values)
     if (config === null || text === null) {
       // Its failure fails the statement sent behind it (no transaction: 25P02 is not what it gets, but the statement's own error is told).
-      super.query(opening).catch(noop)
+      super.query(opening).then(results => this.opened(/** @type {any} */ (results)), noop)
       return super.query(statement, values)
     }
     const rowMode = /** @type {any} */ (config).rowMode
     // The results of the opening's statements, then the statement's.
-    return super.query(rowMode === undefined ? `${opening}; ${text}` : /** @type {import('pg').QueryConfig} */ ({ text: `${opening}; ${text}`, rowMode })).then(results => /** @type {any} */ (results).at(-1))
+    return super.query(rowMode === undefined ? `${opening}; ${text}` : /** @type {import('pg').QueryConfig} */ ({ text: `${opening}; ${text}`, rowMode })).then(results => {
+      this.opened(/** @type {any} */ (results))
+      return /** @type {any} */ (results).at(-1)
+    })
+  }
+
+  /**
+   * The statement that lets the contention mode's locks of the transaction
+   * ending now go, once: sent in the query of its COMMIT or ROLLBACK, after
+   * it (postgres-section-lock.js), so that the next transaction to take a
+   * lock gets it as this one's end is done, not a round trip later. Null
+   * when it took none.
+   * @returns {string | null}
+   */
+  closing () {
+    const held = this.#held
+    if (held.length === 0 || this.holding) return null
+    this.#held = []
+    // (Session locks are counted: a transaction begun meanwhile that took
+    // one again keeps its own.)
+    return `SELECT count(pg_advisory_unlock(k)) FROM unnest('{${held.join(',')}}'::bigint[]) AS k`
   }
 
   /**
@@ -184,19 +242,19 @@ export class PostgresSerializable extends PostgresSectionLock {
     return rolledBack
   }
 
-  /** A batch writing sequence keys `locks` failed: contention mode on them, from now. @param {string[]} locks */
+  /** A batch writing sequence keys `locks` failed, or a transaction waited for their locks: contention mode on them, for contentionMs from now. @param {string[]} locks */
   #contend (locks) {
     const until = Date.now() + this.contentionMs
-    for (const lock of locks) this.#hot.set(lock, until)
+    for (const lock of locks) {
+      if (!this.#hot.has(lock)) this.stats.contentionEntered++
+      this.#hot.set(lock, until)
+    }
   }
 
-  /** The transaction ended (its end statement sent): let the locks it took go, behind it. */
+  /** The transaction ended without closing() sent with its end: let the locks it took go, behind it. */
   #letGo () {
-    if (this.#held.length === 0 || this.holding) return
-    // (Session locks are counted: a transaction begun meanwhile that took
-    // one again keeps its own.)
-    this.after(`SELECT count(pg_advisory_unlock(k)) FROM unnest('{${this.#held.join(',')}}'::bigint[]) AS k`)
-    this.#held = []
+    const closing = this.closing()
+    if (closing !== null) this.after(closing)
   }
 
   /** Taken when a critical section is called, for snapshotTakenBefore(). @returns {number} */

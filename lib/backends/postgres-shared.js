@@ -59,7 +59,7 @@ export class PostgresWriterLock {
    * other things).
    * @type {Record<string, any>}
    */
-  stats = { acquired: 0, waitMs: 0 }
+  stats = { acquired: 0, waitMs: 0, released: 0 }
   #host
   #channel
   /** A random name for this lock, so that it ignores its own notifications. */
@@ -73,6 +73,8 @@ export class PostgresWriterLock {
   #holding = false
   /** @type {string[] | null} the payloads of the next batch's notifications */
   #staged = null
+  /** @type {string | null} the payload telling the holding's end, sent with the unlock (ended()) */
+  #end = null
   /** @type {import('pg').Client | null} the listening connection */
   #listener = null
   /** @type {InOrder | null} its statements, one at a time */
@@ -186,12 +188,18 @@ export class PostgresWriterLock {
       this.#holding = false
       this.#staged = null
       this.#host.route(null)
+      const end = this.#end
+      this.#end = null
       if (this.#client !== client || this.#lost !== null) return
       // Queued after every batch sent on the connection, so it lets go
-      // only once they are committed.
-      writer.query(`SELECT pg_advisory_unlock(${WRITER_LOCK_SPACE}, $1)`, [this.#host.lockKey]).catch(err => {
+      // only once they are committed. The holding's end (ended()) in the
+      // same query, committed before the unlock (the next holder hears it
+      // when it catches up): one round trip of the hand-over, not two.
+      const unlock = `SELECT pg_advisory_unlock(${WRITER_LOCK_SPACE}, ${Number(this.#host.lockKey)})`
+      writer.query(end === null ? unlock : `SELECT pg_notify(${pg.escapeLiteral(this.#channel)}, ${pg.escapeLiteral(end)}); COMMIT; ${unlock}`).catch(err => {
         if (this.#client === client) this.#lost = err
       })
+      this.stats.released++
     }
   }
 
@@ -221,17 +229,15 @@ export class PostgresWriterLock {
 
   /**
    * A holding's end, on the writer connection: after its batches, before
-   * the lock is let go (release() queues the unlock next), so that whoever
-   * takes the lock next hears it once it catches up.
+   * the lock is let go (release(), called next, sends it in the query of
+   * the unlock, committed first), so that whoever takes the lock next hears
+   * it once it catches up.
    * @param {RemoteMessage} message
    */
   ended (message) {
-    const client = this.#client
-    const writer = this.#writer
-    if (!this.#holding || client === null || writer === null || this.#lost !== null) return
-    writer.query('SELECT pg_notify($1, $2)', [this.#channel, JSON.stringify({ f: this.#self, g: message.generation, s: message.sequence, e: 1 })]).catch(err => {
-      if (this.#client === client) this.#lost = err
-    })
+    if (!this.#holding || this.#client === null || this.#writer === null || this.#lost !== null) return
+    // Sent by the release, in the query of its unlock.
+    this.#end = JSON.stringify({ f: this.#self, g: message.generation, s: message.sequence, e: 1 })
   }
 
   /** @param {(message: RemoteMessage) => void} listener */

@@ -496,6 +496,11 @@ export class ChatStore {
     }
     const now = Date.now()
     return this.db.write(async (w) => {
+      // What adding the members reads, asked for with the chats' sequence
+      // (the insert's read): one statement on postgres, where with locking:
+      // 'serializable' the sequence key is then held for the transaction's
+      // two round trips, not three.
+      modelOf(this.members).prefetchAdds(w, members)
       const chatId = /** @type {number} */ (await this.chats.in(w).insert({
         name: chatName, adminId, members, lastActivity: now, createdAt: now, private: passwordHash !== null, passwordHash
       }))
