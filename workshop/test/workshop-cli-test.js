@@ -153,9 +153,14 @@ test('workshop cli: errors are clear and exit 2', async t => {
   t.match(future.stderr, /unknown format \(version 99\).*reset/)
 })
 
-test('workshop cli: every reference solution passes select + verify', async t => {
+test('workshop cli: reference solutions pass select + verify', async t => {
+  // The first, a middle and the last exercise (the one on levelkit): what
+  // select + verify do is the same for each. That every reference passes
+  // its verifier (the function verify calls) is workshop-exercises-test.js's,
+  // for every exercise; three verifies here, not 13, each of three processes.
+  const picked = [...new Set([0, Math.floor(exercises.length / 2), exercises.length - 1])].map(i => exercises[i])
   // Two exercises at a time, each with its own scratch config.
-  const queue = exercises.slice()
+  const queue = picked.slice()
   await Promise.all([0, 1].map(async () => {
     for (let e = queue.shift(); e; e = queue.shift()) {
       const config = scratch(t)
