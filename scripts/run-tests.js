@@ -11,6 +11,7 @@
 // scripts/test-durations.json; a suite not in it counts as long), so the
 // short ones fill in at the end and the jobs end together instead of one
 // job running a long suite alone after the others are done.
+// The lint (standard) and type checks (tsc) run as suites among the others.
 // The suites that need PostgreSQL each start a throwaway cluster of their
 // own (so none sees another's sessions and locks), all copies of one
 // initdb made here (levelkit-testkit/postgres: LEVELKIT_PG_TEMPLATE).
@@ -39,6 +40,16 @@ const files = readdirSync(join(root, 'test')).filter(name => name.endsWith('-tes
 
 /** @type {Array<{ name: string, command: string, args: string[] }>} */
 const suites = files.map(name => ({ name: `test/${name}`, command: process.execPath, args: [tape, join('test', name)] }))
+// The lint and type checks are suites too, run beside the others rather than
+// before them: they are ~1 min of CPU on a loaded 2-core CI machine, and the
+// suites do not depend on them. A check that fails fails the run, its output
+// printed like a failed suite's.
+const bin = (/** @type {string} */ name) => join(root, 'node_modules', '.bin', name)
+suites.push(
+  { name: 'standard', command: bin('standard'), args: [] },
+  { name: 'tsc -p tsconfig.json', command: bin('tsc'), args: ['-p', 'tsconfig.json'] },
+  { name: 'tsc -p tsconfig.lib.json', command: bin('tsc'), args: ['-p', 'tsconfig.lib.json'] }
+)
 const { workspaces = [] } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 for (const workspace of workspaces) {
   const manifest = JSON.parse(readFileSync(join(root, workspace, 'package.json'), 'utf8'))
