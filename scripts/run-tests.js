@@ -11,6 +11,10 @@
 // scripts/test-durations.json; a suite not in it counts as long), so the
 // short ones fill in at the end and the jobs end together instead of one
 // job running a long suite alone after the others are done.
+// The lint (standard) and type checks (tsc) run as suites among the others.
+// The suites that need PostgreSQL each start a throwaway cluster of their
+// own (so none sees another's sessions and locks), all copies of one
+// initdb made here (levelkit-testkit/postgres: LEVELKIT_PG_TEMPLATE).
 //
 // Usage: node scripts/run-tests.js [--jobs 2] [--serial] [--suite-timeout 900] [--record]
 // --record writes this run's seconds of each passed suite to scripts/test-durations.json.
@@ -20,6 +24,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { postgresTemplate } from 'levelkit-testkit/postgres'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '900' }, record: { type: 'boolean', default: false } } })
@@ -35,6 +40,16 @@ const files = readdirSync(join(root, 'test')).filter(name => name.endsWith('-tes
 
 /** @type {Array<{ name: string, command: string, args: string[] }>} */
 const suites = files.map(name => ({ name: `test/${name}`, command: process.execPath, args: [tape, join('test', name)] }))
+// The lint and type checks are suites too, run beside the others rather than
+// before them: they are ~1 min of CPU on a loaded 2-core CI machine, and the
+// suites do not depend on them. A check that fails fails the run, its output
+// printed like a failed suite's.
+const bin = (/** @type {string} */ name) => join(root, 'node_modules', '.bin', name)
+suites.push(
+  { name: 'standard', command: bin('standard'), args: [] },
+  { name: 'tsc -p tsconfig.json', command: bin('tsc'), args: ['-p', 'tsconfig.json'] },
+  { name: 'tsc -p tsconfig.lib.json', command: bin('tsc'), args: ['-p', 'tsconfig.lib.json'] }
+)
 const { workspaces = [] } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 for (const workspace of workspaces) {
   const manifest = JSON.parse(readFileSync(join(root, workspace, 'package.json'), 'utf8'))
@@ -64,7 +79,7 @@ for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
 function run (suite) {
   const started = Date.now()
   return new Promise(resolve => {
-    const child = spawn(suite.command, suite.args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const child = spawn(suite.command, suite.args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     running.add(/** @type {number} */ (child.pid))
     /** @type {Buffer[]} */
     const output = []
@@ -117,6 +132,13 @@ function failures (text, stderr) {
 }
 
 const runStarted = Date.now()
+// Without PostgreSQL's binaries the pg suites fail as they would alone.
+const template = await postgresTemplate().catch(err => {
+  console.error(`run-tests: no PostgreSQL template cluster (${err.message.split('\n')[0]}); each suite runs initdb`)
+  return null
+})
+/** @type {NodeJS.ProcessEnv} */
+const env = template ? { ...process.env, LEVELKIT_PG_TEMPLATE: template.data } : process.env
 const queue = suites.slice()
 /** @type {Array<{ name: string, ok: boolean, seconds: number, why: string, failures: string }>} */
 const results = []
@@ -124,6 +146,7 @@ await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, async () 
   while (queue.length > 0) results.push(await run(/** @type {any} */ (queue.shift())))
 }))
 
+template?.remove()
 console.log('\n=== summary ===')
 for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds.toFixed(0)} s${result.ok ? '' : `, ${result.why}`})`)
 // The wall time beside its floor (the suites' seconds shared evenly among

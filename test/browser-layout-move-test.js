@@ -35,11 +35,15 @@ function seed (page, location) {
     const p = db.collection('people')
     const rel = db.relation('follows', { from: p, to: p })
     const n = db.children('notes', { parent: p })
-    await p.insertMany(Array.from({ length: people }, (_, i) => ({ n: i + 1 })))
-    for (let i = 1; i <= people; i++) {
-      await rel.addMany(i, lists[i - 1])
-      await n.appendMany(i, Array.from({ length: notes }, (_, k) => `${i}:${k + 1}`))
-    }
+    // One batch (one IndexedDB transaction) rather than one per call: the
+    // seed is not under test, only the layout it leaves.
+    await db.write(async (/** @type {any} */ w) => {
+      await p.in(w).insertMany(Array.from({ length: people }, (_, i) => ({ n: i + 1 })))
+      for (let i = 1; i <= people; i++) {
+        await rel.in(w).addMany(i, lists[i - 1])
+        await n.in(w).appendMany(i, Array.from({ length: notes }, (_, k) => `${i}:${k + 1}`))
+      }
+    })
     await db.close()
   }, { location, people: PEOPLE, notes: NOTES, lists: Array.from({ length: PEOPLE }, (_, i) => follows(i + 1)) })
 }

@@ -3,6 +3,10 @@
 // pg_ctl start on a unix socket there), stopped and removed at the end, also
 // when the process ends early. PostgreSQL refuses to run as root, so as root
 // the server runs as the `postgres` user Debian's package creates.
+// initdb is most of a start (seconds, for the same files every time), so a
+// run of many test processes makes one cluster with postgresTemplate() and
+// names its data directory in LEVELKIT_PG_TEMPLATE: each throwaway cluster
+// is then a copy of it (scripts/run-tests.js does so).
 import { execFileSync, spawnSync } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, appendFileSync } from 'node:fs'
 import { createServer } from 'node:net'
@@ -80,7 +84,10 @@ async function startCluster (maxConnections) {
 
   try {
     if (asUser) chownSync(dir, asUser.uid, asUser.gid)
-    run(asUser, join(bin, 'initdb'), ['-D', data, '-U', SUPERUSER, '--auth=trust', '--no-sync', '--encoding=UTF8', '--locale=C'])
+    const template = process.env.LEVELKIT_PG_TEMPLATE
+    // A copy made as the server's user is owned by it, as PostgreSQL requires.
+    if (template) run(asUser, 'cp', ['-a', template, data])
+    else run(asUser, join(bin, 'initdb'), ['-D', data, '-U', SUPERUSER, '--auth=trust', '--no-sync', '--encoding=UTF8', '--locale=C'])
     const port = await freePort()
     // No TCP listener: only this process (through the socket in its
     // directory) reaches the server. Durability is not what tests measure.
@@ -97,7 +104,8 @@ async function startCluster (maxConnections) {
     ].join('\n'))
     started = true
     run(asUser, join(bin, 'pg_ctl'), ['-D', data, '-l', log, '-w', '-t', '60', 'start'], () => tail(log))
-    run(asUser, join(bin, 'createdb'), ['-h', dir, '-p', String(port), '-U', SUPERUSER, DATABASE])
+    // The template holds the database already.
+    if (!template) run(asUser, join(bin, 'createdb'), ['-h', dir, '-p', String(port), '-U', SUPERUSER, DATABASE])
     const connectionString = `postgresql://${SUPERUSER}@${encodeURIComponent(dir)}:${port}/${DATABASE}`
     return {
       connectionString,
@@ -113,6 +121,47 @@ async function startCluster (maxConnections) {
     }
   } catch (err) {
     stopSync()
+    throw err
+  }
+}
+
+/**
+ * Make the data directory that LEVELKIT_PG_TEMPLATE names for the throwaway
+ * clusters of other processes: initdb, and the database created (so a copy
+ * skips both), the server stopped cleanly. Nothing when LEVELKIT_PG_URL is
+ * set. `remove()` deletes it; it is also removed when this process exits.
+ * @returns {Promise<{ data: string, remove: () => void } | null>}
+ */
+export async function postgresTemplate () {
+  if (process.env.LEVELKIT_PG_URL) return null
+  const bin = postgresBinaries()
+  const asUser = runAs()
+  const dir = mkdtempSync(join(tmpdir(), 'levelkit-pg-template-'))
+  const data = join(dir, 'data')
+  const remove = () => {
+    process.removeListener('exit', remove)
+    rmSync(dir, { recursive: true, force: true })
+  }
+  process.on('exit', remove)
+  try {
+    if (asUser) chownSync(dir, asUser.uid, asUser.gid)
+    run(asUser, join(bin, 'initdb'), ['-D', data, '-U', SUPERUSER, '--auth=trust', '--no-sync', '--encoding=UTF8', '--locale=C'])
+    // Started once, on a socket in its own directory only, to create the
+    // database; the settings each copy needs are appended to the copy's
+    // postgresql.conf (the last setting of a name wins).
+    const port = await freePort()
+    const log = join(dir, 'server.log')
+    const options = `-c listen_addresses= -c port=${port} -c unix_socket_directories=${dir} -c fsync=off`
+    run(asUser, join(bin, 'pg_ctl'), ['-D', data, '-l', log, '-o', options, '-w', '-t', '60', 'start'], () => tail(log))
+    try {
+      run(asUser, join(bin, 'createdb'), ['-h', dir, '-p', String(port), '-U', SUPERUSER, DATABASE])
+    } finally {
+      run(asUser, join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop'])
+    }
+    rmSync(log, { force: true })
+    return { data, remove }
+  } catch (err) {
+    remove()
     throw err
   }
 }
