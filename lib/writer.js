@@ -545,6 +545,7 @@ export class Writer {
       if (this.sectionHook !== null) await this.sectionHook()
       this.#holder = scope
       for (;;) {
+        const failed = this.#keyLocks?.failed
         if (this.#keyLocks !== null) {
           this.#sectionRequests = this.#keyLocks.requests
           this.#sectionLost = false
@@ -553,6 +554,10 @@ export class Writer {
           const running = scope
           // With locking: 'serializable', its reads go to the transaction.
           result = await (this.#keyLocks?.within ? this.#keyLocks.within(() => fn(running)) : fn(running))
+          // A lock of its own found busy (or its transaction lost) whose
+          // error fn caught (a db.write() callback): it runs again all the
+          // same, as if fn had let the error through.
+          if (this.#keyLocks !== null && this.#keyLocks.failed !== failed) throw this.#keyLocks.lastFailure
           // Unless the locks it took went with a group drain() wrote: then
           // it runs again (a section that drains first, as an index
           // build's batch does, takes none before).
@@ -1368,6 +1373,8 @@ const SYNC = Object.freeze({ sync: true })
  * @property {(mark: number) => boolean} [snapshotTakenBefore] whether the open transaction's snapshot may predate the section that took `mark` (it then runs in a new one)
  * @property {(listener: () => void) => void} onEnd
  * @property {number} requests how many lock requests were made
+ * @property {number} [failed] how many lock requests failed with an error busy() accepts
+ * @property {unknown} [lastFailure] the last of them
  * @property {{ retries: number }} stats
  * @property {(message: import('./cross-tab.js').RemoteMessage, counters: Array<{ prefix: string, key: Uint8Array }>) => void} stage `counters`: the batch's sequence keys
  */
