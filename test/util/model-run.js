@@ -276,6 +276,12 @@ export async function runScenario (target, { policy, layout, syncReads, relation
       await db.close()
       run.options = { ...run.options, relationIndexes }
       await run.open()
+      // A relation whose stored layout is not its declared one (on
+      // IndexedDB, reverse lists opened with relationIndexes: true) is moved
+      // at its first use, which a db.write() callback cannot wait for
+      // (LEVELKIT_INDEX_BUILDING, as documented): make the first use a read,
+      // which waits for the move.
+      await run.api.members.from(1).all()
     }
   }
   try {
