@@ -8,7 +8,7 @@
 // the keys the other wrote. Each run ends with the state compared through
 // both databases and through the first reopened.
 //
-// LEVELKIT_MODEL_RUNS=<n> runs n scenarios per mode (default 4);
+// LEVELKIT_MODEL_RUNS=<n> runs n scenarios per mode (default 2);
 // LEVELKIT_MODEL_ONLY=<postgres|shared-table|shared-keys|shared-serializable>
 // runs one mode; a failure prints its replay command.
 
@@ -18,7 +18,7 @@ import { postgresForTests } from './util/postgres.js'
 import { modelProperty, MODEL_RUNS, skipped } from './util/model-node.js'
 import { localOther } from './util/model-run.js'
 
-const RUNS = MODEL_RUNS ?? 4
+const RUNS = MODEL_RUNS ?? 2
 const FILE = 'test/model-property-postgres-test.js'
 
 const modes = [
