@@ -582,8 +582,10 @@ export class Writer {
           // build's batch does, takes none before).
           if (this.#keyLocks === null || !this.#sectionLost) break
           this.#keyLocks.stats.retries++
-        } catch (err) {
-          if (this.#keyLocks === null || !this.#keyLocks.busy(err)) throw err
+        } catch (thrown) {
+          // After such a caught error, whatever fn threw runs it again too.
+          const err = this.#keyLocks !== null && this.#keyLocks.failed !== failed ? this.#keyLocks.lastFailure : thrown
+          if (this.#keyLocks === null || !this.#keyLocks.busy(err)) throw thrown
           rerun(this.#keyLocks, reruns, err)
           // (Key locks count theirs as they find a key busy.)
           if (this.#keyLocks.rerunsGroups === true) this.#keyLocks.stats.retries++

@@ -89,6 +89,18 @@ test('postgres key locks: an operation whose lock is found busy inside a db.writ
     t.is(result, true, 'del() resolved with true in it')
     t.is(await chats.get(id), undefined, 'the chat is deleted')
     t.same(await messages.range(id).all(), [], 'its messages with it')
+    // A callback that turns the error into one of its own.
+    const other = await chats.insert({ title: 'random' })
+    await messages.append(other, 'hello')
+    const answer = await db.write(async (/** @type {any} */ w) => {
+      try {
+        return await chats.in(w).del(other)
+      } catch (err) {
+        throw new Error('could not delete', { cause: err })
+      }
+    }).catch(err => String(err))
+    t.is(answer, true, 'a callback that throws an error of its own instead runs again too: del() resolved with true')
+    t.is(await chats.get(other), undefined, 'that chat is deleted')
     t.same((await db.check()).problems, [], 'check() is clean')
   } finally {
     await db.close()
