@@ -67,6 +67,16 @@ export class Writer {
   #locked = false
   /** @type {Array<() => void>} critical sections waiting for the lock, in order */
   #waiting = []
+  /** @type {Array<() => void>} sections running again after a refused claim, served before #waiting (called before them) */
+  #rerunning = []
+  /** Sections called so far: a section's number tells which were called before it. */
+  #calls = 0
+  /** @type {Set<number>} the numbers of the sections that may run again (run() with rerunnable), until they settle */
+  #mayRerun = new Set()
+  /** @type {Set<number>} those of them that are to run again after a refused claim, until they take the lock */
+  #due = new Set()
+  /** @type {(() => void) | null} wakes the section waiting in #afterClaims() */
+  #wake = null
   /** @type {Group | null} */
   #group = null
   /** @type {Promise<void> | null} */
@@ -463,15 +473,22 @@ export class Writer {
   async run (fn, sync = false, decided = null, rerunnable = false) {
     const keyLocks = this.#keyLocks
     if (rerunnable && this.idb !== null && keyLocks === null) {
+      const call = ++this.#calls
+      this.#mayRerun.add(call)
       let claims = true
-      for (let made = 0; ; made++) {
-        try {
-          return await this.#runOnce(fn, sync, decided, undefined, claims ? CLAIMS : RERUNS)
-        } catch (err) {
-          if (!claimRefused(err) || made >= MAX_CLAIM_RERUNS) throw err
-          // Its own claim may be the one refused: read this time.
-          claims = false
+      try {
+        for (let made = 0; ; made++) {
+          try {
+            return await this.#runOnce(fn, sync, decided, undefined, claims ? CLAIMS : RERUNS, call)
+          } catch (err) {
+            if (!claimRefused(err) || made >= MAX_CLAIM_RERUNS) throw err
+            // Its own claim may be the one refused: read this time.
+            claims = false
+          }
         }
+      } finally {
+        this.#mayRerun.delete(call)
+        if (this.#due.delete(call)) this.#wake?.()
       }
     }
     if (keyLocks === null || keyLocks.rerunsGroups !== true) return this.#runOnce(fn, sync, decided)
@@ -500,19 +517,21 @@ export class Writer {
    * @param {(() => void) | null} decided
    * @param {{ made: number }} [reruns] how many times the critical section ran again so far
    * @param {number} [mode] PLAIN (may not run again), RERUNS, or CLAIMS (may run again, and claims unique values)
+   * @param {number} [call] its number (run() with rerunnable)
    * @returns {Promise<T>}
    */
-  async #runOnce (fn, sync, decided, reruns = { made: 0 }, mode = PLAIN) {
+  async #runOnce (fn, sync, decided, reruns = { made: 0 }, mode = PLAIN, call = ++this.#calls) {
     if (this.closed) throw levelkitError(codes.NOT_OPEN, 'The database is closed')
     // With locking: 'serializable', the transaction whose snapshot this
     // section may see as of now (see below).
     const calledAt = this.#keyLocks?.snapshotMark?.() ?? 0
-    if (this.#locked) await this.#wait()
+    if (this.#locked) await (mode === RERUNS ? new Promise(resolve => { this.#rerunning.push(() => resolve(undefined)); this.#wake?.() }) : this.#wait())
     else this.#locked = true
+    this.#due.delete(call)
     // Not on a group that may fail for a refused claim (see run()).
-    if (mode === PLAIN && this.#claimsPending) {
+    if (mode === PLAIN && (this.#claimsPending || this.#due.size > 0)) {
       try {
-        await this.drain()
+        await this.#afterClaims(call)
       } catch (err) {
         this.#release()
         throw err
@@ -545,6 +564,7 @@ export class Writer {
       if (this.sectionHook !== null) await this.sectionHook()
       this.#holder = scope
       for (;;) {
+        const failed = this.#keyLocks?.failed
         if (this.#keyLocks !== null) {
           this.#sectionRequests = this.#keyLocks.requests
           this.#sectionLost = false
@@ -553,13 +573,19 @@ export class Writer {
           const running = scope
           // With locking: 'serializable', its reads go to the transaction.
           result = await (this.#keyLocks?.within ? this.#keyLocks.within(() => fn(running)) : fn(running))
+          // A lock of its own found busy (or its transaction lost) whose
+          // error fn caught (a db.write() callback): it runs again all the
+          // same, as if fn had let the error through.
+          if (this.#keyLocks !== null && this.#keyLocks.failed !== failed) throw this.#keyLocks.lastFailure
           // Unless the locks it took went with a group drain() wrote: then
           // it runs again (a section that drains first, as an index
           // build's batch does, takes none before).
           if (this.#keyLocks === null || !this.#sectionLost) break
           this.#keyLocks.stats.retries++
-        } catch (err) {
-          if (this.#keyLocks === null || !this.#keyLocks.busy(err)) throw err
+        } catch (thrown) {
+          // After such a caught error, whatever fn threw runs it again too.
+          const err = this.#keyLocks !== null && this.#keyLocks.failed !== failed ? this.#keyLocks.lastFailure : thrown
+          if (this.#keyLocks === null || !this.#keyLocks.busy(err)) throw thrown
           rerun(this.#keyLocks, reruns, err)
           // (Key locks count theirs as they find a key busy.)
           if (this.#keyLocks.rerunsGroups === true) this.#keyLocks.stats.retries++
@@ -666,6 +692,31 @@ export class Writer {
     await this.drain()
   }
 
+  /**
+   * Called with the lock held by a section that may not run again, `call`:
+   * wait until the groups holding claims are written, and the sections
+   * called before it whose claim was refused have run again, handing them
+   * the lock meanwhile (so they decide before it, in call order).
+   * @param {number} call
+   */
+  async #afterClaims (call) {
+    for (;;) {
+      if (this.#rerunning.length > 0) {
+        // Back to this section once they let the lock go, before any other.
+        const turn = new Promise(resolve => this.#waiting.unshift(() => resolve(undefined)))
+        this.#release()
+        await turn
+      } else if (this.#claimsPending) {
+        await this.drain()
+      } else if ([...this.#due].some(due => due < call)) {
+        await new Promise(resolve => { this.#wake = () => resolve(undefined) })
+        this.#wake = null
+      } else {
+        return
+      }
+    }
+  }
+
   /** @returns {Promise<void>} resolves when the lock is handed to the caller */
   #wait () {
     return new Promise(resolve => this.#waiting.push(/** @type {() => void} */ (resolve)))
@@ -673,7 +724,7 @@ export class Writer {
 
   /** Hand the lock to the next waiting critical section, if any. */
   #release () {
-    const next = this.#waiting.shift()
+    const next = this.#rerunning.shift() ?? this.#waiting.shift()
     if (next) next()
     else {
       this.#locked = false
@@ -1101,6 +1152,9 @@ export class Writer {
     // A refused claim: nothing of the group was written, for sure (IndexedDB
     // aborted its transaction, or it was never sent).
     const refused = /** @type {any} */ (err)?.[CLAIM_REFUSED] === true
+    // Sections that may run again and have not settled run again now (their
+    // group, or one they waited for, failed): later sections wait for them.
+    if (refused) for (const call of this.#mayRerun) this.#due.add(call)
     if (this.#crossTab) {
       if (refused && this.#keyLocks === null) {
         // The holding goes on: its batches are numbered as if this one had
@@ -1368,6 +1422,8 @@ const SYNC = Object.freeze({ sync: true })
  * @property {(mark: number) => boolean} [snapshotTakenBefore] whether the open transaction's snapshot may predate the section that took `mark` (it then runs in a new one)
  * @property {(listener: () => void) => void} onEnd
  * @property {number} requests how many lock requests were made
+ * @property {number} [failed] how many lock requests failed with an error busy() accepts
+ * @property {unknown} [lastFailure] the last of them
  * @property {{ retries: number }} stats
  * @property {(message: import('./cross-tab.js').RemoteMessage, counters: Array<{ prefix: string, key: Uint8Array }>) => void} stage `counters`: the batch's sequence keys
  */

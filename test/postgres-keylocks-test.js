@@ -62,6 +62,51 @@ test('postgres key locks: a write of another key goes on while a critical sectio
   }
 })
 
+// Found by test/model-property-postgres-test.js: deleting a chat with
+// children takes its record's key lock, then the range lock exclusively,
+// which a transaction holding locks cannot (KeyLockBusy: the section runs
+// again in a new transaction). A callback that caught that error went on
+// and its group was written without the delete.
+test('postgres key locks: an operation whose lock is found busy inside a db.write() callback that catches its error still runs again', async t => {
+  const db = await open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), shared: true, locking, poolSize: 2 })
+  try {
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats })
+    const id = await chats.insert({ title: 'general' })
+    await messages.append(id, 'hello')
+    /** @type {unknown[]} */
+    let caught = []
+    const result = await db.write(async (/** @type {any} */ w) => {
+      caught = []
+      try {
+        return await chats.in(w).del(id)
+      } catch (err) {
+        caught.push(err)
+        return 'caught'
+      }
+    })
+    t.same(caught.map(err => String(err)), [], 'the last run of the callback caught no error')
+    t.is(result, true, 'del() resolved with true in it')
+    t.is(await chats.get(id), undefined, 'the chat is deleted')
+    t.same(await messages.range(id).all(), [], 'its messages with it')
+    // A callback that turns the error into one of its own.
+    const other = await chats.insert({ title: 'random' })
+    await messages.append(other, 'hello')
+    const answer = await db.write(async (/** @type {any} */ w) => {
+      try {
+        return await chats.in(w).del(other)
+      } catch (err) {
+        throw new Error('could not delete', { cause: err })
+      }
+    }).catch(err => String(err))
+    t.is(answer, true, 'a callback that throws an error of its own instead runs again too: del() resolved with true')
+    t.is(await chats.get(other), undefined, 'that chat is deleted')
+    t.same((await db.check()).problems, [], 'check() is clean')
+  } finally {
+    await db.close()
+  }
+})
+
 if (locking === 'keys') {
   test('postgres key locks: a group decided in a key transaction lost with its connection is refused, not written in another', async t => {
     await lostBetweenSections(t, server, 'keys')

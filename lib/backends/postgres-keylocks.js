@@ -57,6 +57,10 @@ export class PostgresKeyLocks extends PostgresSectionLock {
   #requests = []
   /** @type {Map<string, string>} the namespace prefix of each lock key asked for in the open transaction (for stats.busyOn) */
   #prefixes = new Map()
+  /** How many lock requests failed with an error busy() accepts, and the last: a section whose caller caught one runs again all the same (lib/writer.js). */
+  failed = 0
+  /** @type {unknown} */
+  lastFailure = null
 
   /**
    * @param {import('./postgres-shared.js').SharedWriterHost} host
@@ -119,7 +123,7 @@ export class PostgresKeyLocks extends PostgresSectionLock {
     if (this.holding) {
       this.#busyRange = true
       this.stats.retries++
-      return Promise.reject(new KeyLockBusy(true))
+      return Promise.reject(this.#failed(new KeyLockBusy(true)))
     }
     this.#busyRange = true
     return this.lock('', [])
@@ -128,6 +132,13 @@ export class PostgresKeyLocks extends PostgresSectionLock {
   /** @param {string} prefix @param {Uint8Array} key */
   #lockKey (prefix, key) {
     return keyLockOf(this.name, prefix, key)
+  }
+
+  /** @param {unknown} err */
+  #failed (err) {
+    this.failed++
+    this.lastFailure = err
+    return err
   }
 
   /** Send the lock requests of this turn as one statement. */
@@ -188,6 +199,7 @@ export class PostgresKeyLocks extends PostgresSectionLock {
         // The transaction is lost (its connection, or an error aborted it).
         this.rollback().catch(noop)
       }
+      if (this.busy(err)) this.#failed(err)
       for (const request of requests) request.reject(err)
     }
   }

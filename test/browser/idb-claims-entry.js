@@ -76,6 +76,27 @@ test('idb-claims: a claim refused in a group: the other writes of its IndexedDB 
   await db.close()
 })
 
+// Found by test/browser-model-property-test.js: a db.write() callback
+// called behind a group holding claims waits for that group holding the
+// write lock; when a claim was refused, the group's sections ran again only
+// after the callback, which then did not see an insert called before it.
+test('idb-claims: writes called after a group whose claim is refused run after its sections ran again (call order)', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const users = usersOf(db)
+  await users.insert({ username: 'ann' })
+  forgetCache(db)
+  const answers = await Promise.all([
+    settled(users.insert({ username: 'ann' })),
+    settled(users.insert({ n: 2 })),
+    settled(db.write(async (/** @type {any} */ w) => users.in(w).update(2, { n: 3 }))),
+    settled(users.update(2, { n: 4 }))
+  ])
+  t.same(answers, [{ code: 'LEVELKIT_UNIQUE' }, { value: 2 }, { value: { id: 2, n: 3 } }, { value: { id: 2, n: 4 } }], 'the taken name refused; the insert, then the db.write() callback and the update after it, in call order')
+  t.same(await users.get(2), { id: 2, n: 4 }, 'the last write is stored')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
 test('idb-claims: a claim a later op of its group replaces is still made (an insert, then a rename, of a taken value)', async (/** @type {any} */ t) => {
   const db = await open({ location: fresh() })
   const users = usersOf(db)
