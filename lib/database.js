@@ -192,7 +192,20 @@ export class Database {
       // check() called while the callback runs reads beside it rather than
       // wait for it: the callback may be its caller.
       scope.hostsReads = true
-      const result = await fn(scope)
+      let result
+      try {
+        result = await fn(scope)
+      } catch (err) {
+        // Operations the callback started and did not wait for settle
+        // before the critical section ends (closed first: they go no
+        // further than their next step). Else one still running asks for
+        // its key's lock (locking: 'keys') once the section has let its
+        // transaction go, and begins one that nothing ends.
+        scope.close()
+        let idle
+        while ((idle = scope.idle()) !== null) await idle
+        throw err
+      }
       // Wait until no operation of the scope is pending, then close it in the
       // same continuation: an operation started later (a forgotten await)
       // is refused instead of being acknowledged without being committed.

@@ -107,6 +107,46 @@ test('postgres key locks: an operation whose lock is found busy inside a db.writ
   }
 })
 
+// Found by test/model-property-postgres-test.js (seed 5012, which then
+// hung): in a db.write() callback that starts operations without awaiting
+// each, one fails, the next starts as it settles and asks for its key's
+// lock, and the callback throws the first one's error. The lock request
+// went out after the section had ended and let its transaction go: it
+// began a transaction holding that key that nothing ended, and another
+// process's write of the key waited for it forever.
+test('postgres key locks: an operation still running when its db.write() callback throws leaves no key locked', async t => {
+  const table = server.table()
+  const options = { backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking, poolSize: 2 }
+  const a = await open(options)
+  const b = await open(options)
+  try {
+    const accountsA = a.collection('accounts')
+    const accountsB = b.collection('accounts')
+    const id = await accountsA.insert({ balance: 1 })
+    /** @type {Promise<unknown> | null} */
+    let second = null
+    const failed = await a.write(async (/** @type {any} */ w) => {
+      const first = accountsA.in(w).update(id + 1, { balance: 2 })
+      second = accountsA.in(w).update(id, { balance: 3 })
+      second.catch(() => {})
+      await first
+    }).then(() => 'resolved', err => err.code)
+    t.is(failed, 'LEVELKIT_NOT_FOUND', 'the write rejects with the error of the operation that failed')
+    t.is(await /** @type {Promise<unknown>} */ (second).then(() => 'resolved', err => err.code), 'LEVELKIT_INVALID', 'the operation started beside it is refused (its scope has ended)')
+    const other = await Promise.race([accountsB.update(id, { balance: 10 }).then(() => 'written'), sleep(5000).then(() => 'still waiting after 5 s')])
+    t.is(other, 'written', 'the other database writes the key that operation read')
+    t.is((await accountsA.get(id)).balance, 10, 'the first sees its value')
+    await sleep(200)
+    const { rows } = await server.pool.query('SELECT count(*)::int AS n FROM pg_locks WHERE locktype = \'advisory\' AND granted AND objsubid = 1')
+    t.is(rows[0].n, 0, 'no key lock is left once both are idle')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  } finally {
+    // (Without the fix, b's update still waits: close a first, which lets its locks go.)
+    await a.close()
+    await b.close()
+  }
+})
+
 if (locking === 'keys') {
   test('postgres key locks: a group decided in a key transaction lost with its connection is refused, not written in another', async t => {
     await lostBetweenSections(t, server, 'keys')

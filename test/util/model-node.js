@@ -5,6 +5,7 @@
 //   LEVELKIT_MODEL_PATH   the counterexample path fast-check printed (replays only that)
 //   LEVELKIT_MODEL_ONLY   run only the target of that name
 //   LEVELKIT_MODEL_RUNS   the number of runs (each file scales it per target)
+//   LEVELKIT_MODEL_TRACE  print each run's steps (commands) to stderr as they start
 
 import { checkModel } from './model-run.js'
 import { MAX_COMMANDS } from './model-commands.js'
@@ -44,7 +45,8 @@ export function modelProperty (test, { name, title, file, numRuns, seedOffset, t
   test(title, { skip: skipped(name) }, async t => {
     const seed = MODEL_SEED + seedOffset
     t.comment(`fast-check seed ${seed}, ${numRuns} runs (rerun with LEVELKIT_MODEL_SEED=${MODEL_SEED})`)
-    const result = await checkModel(makeTarget, { numRuns, seed, path: MODEL_PATH, timeout })
+    const trace = env.LEVELKIT_MODEL_TRACE ? (/** @type {string} */ step) => console.error(`[${new Date().toISOString()}] ${name} ${step}`) : null
+    const result = await checkModel(makeTarget, { numRuns, seed, path: MODEL_PATH, timeout, trace })
     reportModel(t, { name, file, seed }, result)
   })
 }

@@ -256,7 +256,12 @@ export async function compareAll (db, api, ref, probes, where) {
  * error) on the first disagreement.
  * @param {ModelTarget} target
  */
-export async function runScenario (target, { policy, layout, syncReads, relationIndexes, setup, commands, probes }) {
+export async function runScenario (target, { policy, layout, syncReads, relationIndexes, setup, commands, probes }, progress = { where: '', trace: null }) {
+  /** @param {string} where */
+  const at = where => {
+    progress.where = where
+    progress.trace?.(where)
+  }
   const run = {
     ref: new Reference(policy),
     db: null,
@@ -285,17 +290,27 @@ export async function runScenario (target, { policy, layout, syncReads, relation
     }
   }
   try {
+    at(`opening (${fc.stringify({ policy, layout, syncReads, relationIndexes })})`)
     await run.open()
-    for (let i = 0; i < setup.length; i++) await step(run, setup[i], `setup command ${i}`)
-    for (let i = 0; i < commands.length; i++) await step(run, commands[i], `command ${i}`)
+    for (let i = 0; i < setup.length; i++) {
+      at(`setup command ${i} ${fc.stringify(setup[i])}`)
+      await step(run, setup[i], `setup command ${i}`)
+    }
+    for (let i = 0; i < commands.length; i++) {
+      at(`command ${i} ${fc.stringify(commands[i])}`)
+      await step(run, commands[i], `command ${i}`)
+    }
+    at('comparing after all commands')
     await compareAll(run.db, run.api, run.ref, probes, 'after all commands')
     if (run.other) await run.other.compare(run.ref.state(), probes, 'through the other handle, after all commands', run.setup())
     if (target.durable) {
       // What was acknowledged must also be what is stored.
+      at('reopening and comparing')
       await run.reopen(run.options.relationIndexes)
       await compareAll(run.db, run.api, run.ref, probes, 'after reopening')
     }
   } finally {
+    at('closing')
     try {
       await run.other?.close()
       await run.db?.close()
@@ -362,19 +377,47 @@ export function revive (result) {
 /**
  * Check the property on `numRuns` random scenarios, each on a target made
  * by `makeTarget`.
+ *
+ * A run that takes longer than `timeout` ms fails with the step it was
+ * stuck in, and every run after it passes at once, unmade: shrinking a hang
+ * would cost `timeout` per candidate (most hang too) and leave what each
+ * hung run holds (locks, connections, open transactions) held, so the
+ * failure reported is the first hung scenario, with its seed and path.
+ * `trace`, if given, is told each step as it starts.
  * @param {() => Promise<ModelTarget>} makeTarget
- * @param {{ numRuns: number, seed: number, path?: string, timeout?: number }} options
+ * @param {{ numRuns: number, seed: number, path?: string, timeout?: number, trace?: ((step: string) => void) | null }} options
  * @returns {Promise<{ failed: boolean, numRuns: number, report: string, counterexamplePath: string | null, ms: number }>}
  */
-export async function checkModel (makeTarget, { numRuns, seed, path, timeout }) {
+export async function checkModel (makeTarget, { numRuns, seed, path, timeout, trace = null }) {
   const started = Date.now()
-  const details = await fc.check(fc.asyncProperty(scenario, async s => runScenario(await makeTarget(), s)), {
+  let hung = false
+  let runs = 0
+  const property = fc.asyncProperty(scenario, async s => {
+    if (hung) return
+    const progress = { where: 'making the target', trace: trace === null ? null : (/** @type {string} */ step) => trace(`run ${runs}: ${step}`) }
+    runs++
+    const run = (async () => runScenario(await makeTarget(), s, progress))()
+    if (!timeout) return run
+    /** @type {any} */
+    let timer
+    const expired = new Promise((resolve, reject) => {
+      timer = setTimeout(() => {
+        hung = true
+        reject(new Mismatch(`The run did not end within ${timeout} ms: stuck at ${progress.where} (a hang, or a very slow step; not shrunk)`))
+      }, timeout)
+    })
+    try {
+      await Promise.race([run, expired])
+    } finally {
+      clearTimeout(timer)
+    }
+  })
+  const details = await fc.check(property, {
     numRuns,
     seed,
     path,
     endOnFailure: path !== undefined,
-    includeErrorInReport: true,
-    ...(timeout ? { timeout } : {})
+    includeErrorInReport: true
   })
   return {
     failed: details.failed,
