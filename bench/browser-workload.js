@@ -273,6 +273,11 @@ async function runOnce (run) {
       }
       return result
     }
+    const userAgent = await pages.levelkit.evaluate(() => /** @type {any} */ (window).browserWorkload.userAgent)
+    const warm = opts.warmup ? Math.max(2, Math.min(50, Math.round(Math.min(...Object.values(n)) / 10))) : 0
+    const config = { users: opts.users, chats: opts.chats, members: opts.members, messages: opts.messages, n, warm, seed: opts.seed + run - 1, pbkdf2Iterations: opts.pbkdf2, tag: `run${run}` }
+    for (const side of SIDES) await call(side, 'setup', { ...config, side })
+
     // CPU time, which load on the machine changes much less than the
     // rates: each page's main thread (Performance.getMetrics' ThreadTime)
     // and every Chromium process (SystemInfo.getProcessInfo: the browser
@@ -291,20 +296,18 @@ async function runOnce (run) {
       const thread = list.find(m => m.name === 'ThreadTime')
       return { main: (thread?.value ?? 0) * 1000, all: processInfo.reduce((sum, p) => sum + p.cpuTime, 0) * 1000 }
     }
-    const userAgent = await pages.levelkit.evaluate(() => /** @type {any} */ (window).browserWorkload.userAgent)
-    const warm = opts.warmup ? Math.max(2, Math.min(50, Math.round(Math.min(...Object.values(n)) / 10))) : 0
-    const config = { users: opts.users, chats: opts.chats, members: opts.members, messages: opts.messages, n, warm, seed: opts.seed + run - 1, pbkdf2Iterations: opts.pbkdf2, tag: `run${run}` }
-    for (const side of SIDES) await call(side, 'setup', { ...config, side })
-
     // The bulk preload, which side first alternating per run; the storage
-    // estimate of the side's origin before and after.
+    // estimate of the side's origin before and after, and its CPU time.
     /** @type {Record<string, any>} */
     const preload = {}
     /** @type {Record<string, number>} */
     const storedBytes = {}
     for (const side of run % 2 === 1 ? SIDES : [...SIDES].reverse()) {
       const before = (await call(side, 'estimate')).usage
+      const cpu = await cpuNow(side)
       preload[side] = await profiled(`preload (per 1,000 records), ${side} alone`, (opts.users + opts.chats + opts.messages) / 1000, () => call(side, 'preload', side, opts.chunk, opts.trace && run === 1))
+      const used = await cpuNow(side)
+      preload[side].cpu = { main: used.main - cpu.main, all: used.all - cpu.all }
       storedBytes[side] = (await call(side, 'estimate')).usage - before
     }
     const samples = Math.min(20, opts.users, opts.chats)
@@ -470,6 +473,12 @@ for (const op of ops) {
   const natives = (/** @type {string} */ side) => Object.entries(s.native[side]).filter(([, ms]) => ms >= 0.0005).sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${fmt(ms, 3)}`).join(', ')
   cpuTable.push([s.label, fmt(s.perOp.levelkit.cpuMain, 2), fmt(s.perOp.levelkit.cpuAll, 2), fmt(s.perOp.dexie.cpuMain, 2), fmt(s.perOp.dexie.cpuAll, 2),
     `${(s.perOp.levelkit.cpuAll / s.perOp.dexie.cpuAll).toFixed(2)}×`, `${natives('levelkit')} | ${natives('dexie')}`])
+}
+{
+  // The preload's, per 1,000 records (its CPU time over every table).
+  const per = (/** @type {string} */ side, /** @type {'main' | 'all'} */ key) => median(perRun.map(r => r.preload[side].cpu[key] / (r.preload[side].records / 1000)))
+  cpuTable.push([`bulk preload (per ${fmt(1000)} records)`, fmt(per('levelkit', 'main'), 1), fmt(per('levelkit', 'all'), 1), fmt(per('dexie', 'main'), 1), fmt(per('dexie', 'all'), 1),
+    `${(per('levelkit', 'all') / per('dexie', 'all')).toFixed(2)}×`, ''])
 }
 printTable(cpuTable)
 console.log()

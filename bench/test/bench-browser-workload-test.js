@@ -52,6 +52,7 @@ test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, asyn
     // CPU per operation and the time inside native calls, per row and side.
     t.match(stdout, /operation +CPU ms\/op lk: main thread +all Chromium +Dexie: main thread +all Chromium/, 'the CPU table')
     t.match(stdout, /\n {2}createChat +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+× .*transaction [\d.]+.* \| .*transaction [\d.]+/, 'a CPU row: both sides, and their native calls')
+    t.match(stdout, /\n {2}bulk preload \(per 1,000 records\) +[\d.,]+ +[\d.,]+ +[\d.,]+ +[\d.,]+ +[\d.]+×/, 'the preload\'s CPU row: both sides')
 
     const dirs = readdirSync(out).filter(name => name.startsWith('browser-workload-'))
     t.is(dirs.length, 1, 'one output folder')
