@@ -15,6 +15,10 @@
 // The suites that need PostgreSQL each start a throwaway cluster of their
 // own (so none sees another's sessions and locks), all copies of one
 // initdb made here (levelkit-testkit/postgres: LEVELKIT_PG_TEMPLATE).
+// Temporary files go to a directory of this run on /dev/shm when it is a
+// RAM file system with room (scripts/test-tmpdir.js: LevelDB's syncs were
+// waits on the disk that prove nothing here), unless TMPDIR is set; it is
+// removed at the end, with whatever a suite left in it.
 //
 // Usage: node scripts/run-tests.js [--jobs 2] [--serial] [--suite-timeout 900] [--record]
 // --record writes this run's seconds of each passed suite to scripts/test-durations.json.
@@ -23,8 +27,10 @@ import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
+import { tmpdir } from 'node:os'
 import { parseArgs } from 'node:util'
 import { postgresTemplate } from 'levelkit-testkit/postgres'
+import { ramTmpdir } from './test-tmpdir.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '900' }, record: { type: 'boolean', default: false } } })
@@ -64,6 +70,12 @@ const expected = existsSync(durationsPath) ? JSON.parse(readFileSync(durationsPa
 const expectedSeconds = (/** @type {{ name: string }} */ suite) => expected[suite.name] ?? Infinity
 suites.sort((a, b) => expectedSeconds(b) - expectedSeconds(a) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 
+// Set before the template is made: its cluster is under os.tmpdir() too,
+// like every suite's files (they inherit TMPDIR).
+const tmp = process.env.TMPDIR ? null : ramTmpdir()
+if (tmp) process.env.TMPDIR = tmp.dir
+console.log(`run-tests: temporary files in ${tmp ? `${tmp.dir} (RAM)` : tmpdir()}`)
+
 // Each suite runs in a process group of its own (so a hung one is killed
 // whole); an interrupted run takes its groups with it.
 /** @type {Set<number>} */
@@ -71,6 +83,7 @@ const running = new Set()
 for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
   process.on(signal, () => {
     for (const pid of running) try { process.kill(-pid, 'SIGKILL') } catch {}
+    tmp?.remove()
     process.exit(130)
   })
 }
@@ -147,6 +160,7 @@ await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, async () 
 }))
 
 template?.remove()
+tmp?.remove()
 console.log('\n=== summary ===')
 for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds.toFixed(0)} s${result.ok ? '' : `, ${result.why}`})`)
 // The wall time beside its floor (the suites' seconds shared evenly among
