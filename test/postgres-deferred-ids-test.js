@@ -13,7 +13,6 @@
 //   the real keys); inserts of the public API mixed with createChat() in one
 //   group; a process killed with SIGKILL mid-workload leaves no gap.
 import test from 'tape'
-import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
 import { modelOf } from '../lib/model-handle.js'
 import { encode, decode } from '../lib/tuple.js'
@@ -21,6 +20,7 @@ import { postgresForTests } from './util/postgres.js'
 import { startWorker } from './util/shared-workers.js'
 import { range } from './util/common.js'
 import { FAST, openShared } from './fixtures/postgres-shared-worker.js'
+import { PLACEHOLDER_BASE, findPlaceholders, substitute, isPlaceholder } from '../lib/deferred-ids.js'
 import pg from 'pg'
 
 const server = await postgresForTests(test)
@@ -66,6 +66,22 @@ async function users (db, n) {
   for (let i = 0; i < n; i++) ids.push(await store.createUser({ username: `u${i}`, password: 'x' }))
   return { store, ids }
 }
+
+test('placeholder ids: found where levelkit writes an id (a key\'s element, a list, a JSON number), replaced by the real id\'s bytes', t => {
+  const p = PLACEHOLDER_BASE + 70000
+  t.ok(isPlaceholder(p) && isPlaceholder(Number.MAX_SAFE_INTEGER) && !isPlaceholder(PLACEHOLDER_BASE - 1), 'placeholders run from the base to MAX_SAFE_INTEGER')
+  const key = encode([5, p, 'x'])
+  t.deepEqual(findPlaceholders(key).map(f => [f.placeholder, f.text]), [[p, false]], 'in a tuple key: once, as a binary element')
+  const ids = new Map([[p, 12], [p + 1, 13]])
+  t.deepEqual(Buffer.from(substitute(key, ids)), Buffer.from(encode([5, 12, 'x'])), 'replaced: the key of [5, 12, \'x\']')
+  const list = encode([[1, 7, p, p + 1]])
+  t.deepEqual(Buffer.from(substitute(list, ids)), Buffer.from(encode([[1, 7, 12, 13]])), 'a list of ids: both replaced, in place')
+  const json = `{"name":"n","id":${p},"members":[${p + 1}, 3],"f":1.${p},"neg":-${p},"big":1${p},"s":"${p}"}`
+  t.is(substitute(json, ids), `{"name":"n","id":12,"members":[13, 3],"f":1.${p},"neg":-${p},"big":1${p},"s":"${p}"}`, 'JSON: numbers replaced; a fraction\'s digits, a negative, a longer number, a string left alone')
+  t.is(substitute(String(p + 1), ids), '13', 'a sequence\'s value')
+  t.throws(() => substitute(encode([p + 2]), ids), /placeholder id/, 'a placeholder no insert took: an error, not a guess')
+  t.end()
+})
 
 for (const locking of MODES) {
   test(`postgres ${locking}: 4 processes creating chats with overlapping members get ids 1..N, lists right both ways, check() clean`, async t => {
@@ -205,6 +221,21 @@ test('postgres keys: inserts of the public API beside createChat() in the same b
       const chat = await store.chats.get(id)
       if (chat?.name !== (i % 3 === 2 ? `plain${i}` : `c${i}`)) t.fail(`insert ${i} answered ${id}, which holds ${chat?.name}`)
     }
+    await checkChats(t, store, userIds, 'after them')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres keys: with userChats: \'edges\' (a key per membership, holding the chat id) createChat() keeps ids 1..N and both directions', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table, 'keys')
+  try {
+    const store = new ChatStore(db, { passwordCost: FAST, userChats: 'edges' })
+    const userIds = []
+    for (let i = 0; i < 6; i++) userIds.push(await store.createUser({ username: `e${i}`, password: 'x' }))
+    const made = await Promise.all(range(0, 11).map(i => store.createChat({ name: `c${i}`, adminId: userIds[i % 6], userIds: [userIds[(i + 2) % 6], userIds[(i + 4) % 6]] })))
+    t.deepEqual([...made].sort((a, b) => a - b), range(1, 12), 'the 12 createChat() answered ids 1..12')
     await checkChats(t, store, userIds, 'after them')
   } finally {
     await db.close()
