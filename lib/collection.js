@@ -265,9 +265,10 @@ export class CollectionModel {
    * the sequence key is then neither read nor locked by the section. The id
    * it resolves with is a placeholder until the batch is written (the
    * write path answers the section's caller with the real one, when that
-   * answer is the id itself): the section may put it in keys and values, as
-   * a key's element or a JSON number, and must not compute with it or
-   * branch on its value. Elsewhere, insert().
+   * answer is the id itself): the section may put it in keys and in
+   * values as a key's element (relation lists and edges), not in another
+   * record's JSON (only the record's own "id" is replaced there), and must
+   * not compute with it or branch on its value. Elsewhere, insert().
    * @param {WriteScope} scope @param {string} json
    */
   async insertDeferred (scope, json) {

@@ -16,7 +16,8 @@
 // A placeholder is PLACEHOLDER_BASE + k (k < 2^24), up to
 // Number.MAX_SAFE_INTEGER: in a key, the tuple element 0x42 + the float64
 // 43 3f ff ff ff k2 k1 k0 (its 0xff bytes occur in no UTF-8 string of a
-// key); in a JSON value, its 16 decimal digits.
+// key); in a sequence's value and as a record's "id" in its JSON, its 16
+// decimal digits (nowhere else in a JSON value: see textAt()).
 import { levelkitError, codes } from './errors.js'
 
 export const PLACEHOLDER_BASE = 2 ** 53 - 2 ** 24
@@ -42,7 +43,8 @@ export function placeholderAt (count) {
 
 /**
  * Where placeholders occur in `bytes`: as a key's tuple element (binary) or
- * as a JSON number's decimal text (text). In increasing offset.
+ * as decimal text (text: a sequence's value, or a record's `"id"` in its
+ * JSON, see textAt()). In increasing offset.
  * @param {Uint8Array} bytes
  * @returns {Occurrence[]}
  */
@@ -55,7 +57,7 @@ export function findPlaceholders (bytes) {
     if (b === 0x42 && i + BINARY_LENGTH <= n && bytes[i + 1] === 0x43 && bytes[i + 2] === 0x3f && bytes[i + 3] === 0xff && bytes[i + 4] === 0xff && bytes[i + 5] === 0xff) {
       found.push({ offset: i, length: BINARY_LENGTH, placeholder: PLACEHOLDER_BASE + bytes[i + 6] * 65536 + bytes[i + 7] * 256 + bytes[i + 8], text: false })
       i += BINARY_LENGTH - 1
-    } else if (b === 0x39 && i + TEXT_LENGTH <= n && opensNumber(bytes[i - 1]) && !isDigit(bytes[i + TEXT_LENGTH]) && startsText(bytes, i)) {
+    } else if (b === 0x39 && i + TEXT_LENGTH <= n && textAt(bytes, i) && startsText(bytes, i)) {
       let value = 0
       let digits = true
       for (let j = i; j < i + TEXT_LENGTH; j++) {
@@ -80,11 +82,17 @@ function startsText (bytes, i) {
   return true
 }
 
-// A JSON number's start: the value's start, or after ':', ',', '[' or white
-// space (not a fraction's digits, an exponent's, a minus sign's).
-/** @param {number | undefined} b */
-function opensNumber (b) {
-  return b === undefined || b === 0x3a || b === 0x2c || b === 0x5b || b === 0x20 || b === 0x0a || b === 0x09 || b === 0x0d
+// Where a placeholder's text is a placeholder: a whole value (a sequence's)
+// or a record's own id in its JSON (`"id":` right before it, as
+// withIdJson() writes it, and no digit after). A 16-digit number anywhere
+// else (a message's text, another field) is left as it is.
+const ID_FIELD = [0x22, 0x69, 0x64, 0x22, 0x3a]
+/** @param {Uint8Array} bytes @param {number} i */
+function textAt (bytes, i) {
+  if (i === 0 && bytes.length === TEXT_LENGTH) return true
+  if (i < ID_FIELD.length || isDigit(bytes[i + TEXT_LENGTH])) return false
+  for (let j = 0; j < ID_FIELD.length; j++) if (bytes[i - ID_FIELD.length + j] !== ID_FIELD[j]) return false
+  return true
 }
 
 /** @param {number | undefined} b */

@@ -76,8 +76,9 @@ test('placeholder ids: found where levelkit writes an id (a key\'s element, a li
   t.deepEqual(Buffer.from(substitute(key, ids)), Buffer.from(encode([5, 12, 'x'])), 'replaced: the key of [5, 12, \'x\']')
   const list = encode([[1, 7, p, p + 1]])
   t.deepEqual(Buffer.from(substitute(list, ids)), Buffer.from(encode([[1, 7, 12, 13]])), 'a list of ids: both replaced, in place')
-  const json = `{"name":"n","id":${p},"members":[${p + 1}, 3],"f":1.${p},"neg":-${p},"big":1${p},"s":"${p}"}`
-  t.is(substitute(json, ids), `{"name":"n","id":12,"members":[13, 3],"f":1.${p},"neg":-${p},"big":1${p},"s":"${p}"}`, 'JSON: numbers replaced; a fraction\'s digits, a negative, a longer number, a string left alone')
+  const json = `{"name":"n","text":"a ${p} \\"id\\":${p}","id":${p},"members":[${p + 1}, 3],"f":1.${p},"big":1${p}}`
+  t.is(substitute(json, ids), `{"name":"n","text":"a ${p} \\"id\\":${p}","id":12,"members":[${p + 1}, 3],"f":1.${p},"big":1${p}}`, 'JSON: the record\'s "id" replaced; the same number in a string, an array, a fraction, a longer number left alone')
+  t.is(substitute(`{"id":${p}5}`, ids), `{"id":${p}5}`, 'a longer "id" left alone')
   t.is(substitute(String(p + 1), ids), '13', 'a sequence\'s value')
   t.throws(() => substitute(encode([p + 2]), ids), /placeholder id/, 'a placeholder no insert took: an error, not a guess')
   t.end()
