@@ -15,6 +15,7 @@ import { optionsOf } from './options.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
 import { readKeys, isIncreasing, Gap } from './read-keys.js'
 import { RecordVersions, ifVersionOf } from './versions.js'
+import { isPlaceholder } from './deferred-ids.js'
 
 const SEQUENCE_KEY = encode('last')
 // Its name in the sequence namespace's cache.
@@ -247,11 +248,45 @@ export class CollectionModel {
     if (!this.sequential) return this.create(scope, record, json, this.computeId(deepFreeze(record)))
     this.assertNoId(record)
     const id = await this.nextId(scope)
+    // After a deferred insert whose batch is not written yet: the sequence
+    // holds a placeholder, so this id is one too (see insertDeferred()).
+    if (isPlaceholder(id - 1)) return this.#insertWithPlaceholder(scope, record, json)
     // A transaction's id is only reserved (a put() of it may commit first).
     if (!scope.defersCounters) for (const dependent of this.dependents) dependent.created?.(scope, id)
     await this.create(scope, record, json, id)
     // Unstored on IndexedDB: the record makes up for it (settleSequence()).
     scope.raise(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY, id, this.writer.lazySequences)
+    return id
+  }
+
+  /**
+   * insert(), with the id taken in the statement that writes the section's
+   * batch where the write path can (Writer#defersIds, lib/deferred-ids.js):
+   * the sequence key is then neither read nor locked by the section. The id
+   * it resolves with is a placeholder until the batch is written (the
+   * write path answers the section's caller with the real one, when that
+   * answer is the id itself): the section may put it in keys and in
+   * values as a key's element (relation lists and edges), not in another
+   * record's JSON (only the record's own "id" is replaced there), and must
+   * not compute with it or branch on its value. Elsewhere, insert().
+   * @param {WriteScope} scope @param {string} json
+   */
+  async insertDeferred (scope, json) {
+    if (!this.sequential || scope.defersCounters || !scope.writer.defersIds) return this.insert(scope, json)
+    const record = JSON.parse(json)
+    this.assertNoId(record)
+    return this.#insertWithPlaceholder(scope, record, json)
+  }
+
+  /** @param {WriteScope} scope @param {any} record @param {string} json */
+  async #insertWithPlaceholder (scope, record, json) {
+    const sequence = /** @type {Namespace} */ (this.sequence)
+    const id = scope.writer.takePlaceholder(scope, sequence)
+    for (const dependent of this.dependents) dependent.created?.(scope, id)
+    await this.create(scope, record, json, id)
+    // Its value is the placeholder: the batch's statement bumps the stored one instead.
+    scope.raise(sequence, SEQUENCE_KEY, id)
+    scope.ops[scope.ops.length - 1].deferredSequence = true
     return id
   }
 
@@ -280,6 +315,11 @@ export class CollectionModel {
     if (this.sequential) {
       for (const [, record] of pairs) this.assertNoId(record)
       last = await this.lastId(scope)
+      // A deferred insert's placeholder is pending (see insert()): one by one.
+      if (isPlaceholder(last)) {
+        for (const [json] of pairs) await this.insert(scope, json)
+        return
+      }
       for (const [json, record] of pairs) {
         const id = ++last
         record.id = id

@@ -8,7 +8,7 @@ const textEncoder = new TextEncoder()
 const encodeText = text => textEncoder.encode(text)
 
 /**
- * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean, any?: boolean, claim?: boolean, unstored?: boolean }} Op
+ * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean, any?: boolean, claim?: boolean, unstored?: boolean, deferredSequence?: boolean, deferred?: boolean }} Op
  *   `claim`: a put of a key to be refused if it holds a value (a unique claim: IndexedDB add(), see mayClaim())
  *   `any`: another tab or process wrote keys of the namespace that it did not tell (lib/writer.js #heard())
  *   `id` names the key across namespaces; it is computed only when a lookup needs it; `raise`: a
@@ -48,6 +48,8 @@ export class WriteScope {
     this.claims = false
     /** Whether it claimed one */
     this.claimed = false
+    /** @type {Array<{ id: number, sequence: import('./namespace.js').Namespace }> | null} the placeholder ids its deferred inserts took (Writer#takePlaceholder()) */
+    this.placeholders = null
     /** Whether its reads come from one snapshot of the database (a read-only transaction's): queries need not wait for the write path */
     this.readsSnapshot = false
   }

@@ -8,6 +8,7 @@ import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { LockManager } from './lock-manager.js'
 import { idbDirectFor } from './idb-direct.js'
 import { WANT_REPEAT_MS } from './cross-tab.js'
+import { placeholderAt, isPlaceholder, holdsPlaceholder, substitute } from './deferred-ids.js'
 
 // How long one tab (or process) may keep the shared writer lock while it
 // has more to write, before it lets a waiting one in.
@@ -192,6 +193,8 @@ export class Writer {
   /** With key locks: KeyLocks#requests when the running section began, and whether its locks went with a group drain() wrote. */
   #sectionRequests = 0
   #sectionLost = false
+  /** How many placeholder ids were taken (takePlaceholder()). */
+  #placeholders = 0
 
   /**
    * @param {import('abstract-level').AbstractLevel<any, any, any>} root
@@ -237,6 +240,31 @@ export class Writer {
         })
       }
     }
+  }
+
+  /**
+   * Whether a deferred insert (Collection#insertDeferred()) may take a
+   * placeholder id: the backend writes a batch holding placeholders with
+   * the ids its statement takes from the sequences (lib/deferred-ids.js).
+   * PostgreSQL with locking: 'keys', without hosts (a batch settled after a
+   * failover would not tell its ids); not while a transaction runs (it
+   * tracks the keys sections write, which hold placeholders until written).
+   */
+  get defersIds () {
+    return this.#keyLocks !== null && this.#keyLocks.defersSequences === true && this.#transactions.size === 0 && !this.closed
+  }
+
+  /**
+   * A placeholder id for a new record of the collection whose sequence is
+   * `sequence`, taken by `scope`: the statement writing its group's batch
+   * replaces it by the next value of that sequence (in the order the
+   * group's sections took them).
+   * @param {WriteScope} scope @param {Namespace} sequence
+   */
+  takePlaceholder (scope, sequence) {
+    const id = placeholderAt(this.#placeholders++)
+    ;(scope.placeholders ??= []).push({ id, sequence })
+    return id
   }
 
   /**
@@ -620,8 +648,9 @@ export class Writer {
       this.#release()
     }
     if (written) {
-      await written
-      return result
+      const ids = /** @type {unknown} */ (await written)
+      // A deferred insert's id, answered as the section's result: the real one.
+      return ids instanceof Map && isPlaceholder(result) ? ids.get(result) ?? result : result
     }
     // Nothing written (a refusal, or nothing to do): the answer may rest on
     // writes decided earlier and not yet on disk. Answer once they are, and
@@ -940,6 +969,11 @@ export class Writer {
     if (scope.bulk) group.bulk = true
     if (!scope.distinctKeys) group.distinctKeys = false
     if (scope.absentIds !== null) (group.absent ??= []).push(...scope.absentIds)
+    if (scope.placeholders !== null) group.placeholders.push(...scope.placeholders)
+    // Ops holding a placeholder (a deferred insert's, or one that copied it
+    // from the overlay) are cached only once written, with the real ids.
+    const deferred = group.placeholders.length > 0
+    if (deferred) for (const op of scope.ops) if (op.deferredSequence === true || holdsPlaceholder(op.key) || holdsPlaceholder(op.value)) op.deferred = true
     const sections = this.sectionCache
     // A bulk load's values would only push out the others.
     if (sections !== null && scope.bulk) sections.clear()
@@ -947,7 +981,10 @@ export class Writer {
       group.ops.push(op)
       this.#unindexed.push(op)
       if (op.unstored === true) group.unstored = true
-      if (op.namespace.cache !== null) op.namespace.remember(op.key, op.value)
+      if (op.deferred === true) {
+        if (op.namespace.cache !== null) op.namespace.cache.delete(bytesToBinaryString(op.key))
+        else if (sections !== null) sections.delete(op.id ?? (op.id = op.namespace.keyId(op.key)))
+      } else if (op.namespace.cache !== null) op.namespace.remember(op.key, op.value)
       else if (sections !== null && !scope.bulk) {
         if (op.id === undefined) op.id = op.namespace.keyId(op.key)
         // A counter a transaction raises holds at least the value, maybe more.
@@ -969,7 +1006,9 @@ export class Writer {
         // On IndexedDB a bulk load's batch goes the direct way too: in the
         // transaction its reads were made in, one transaction per batch.
         const direct = this.#direct()
-        const chained = !direct && group.bulk && !(sync && this.strict !== null) && this.#plainRoot()
+        /** @type {{ sequences: number[][], bases: number[] | null } | null} what the backend's statement needs to take the group's placeholder ids (see takePlaceholder()) */
+        const deferred = group.placeholders.length > 0 ? { sequences: placeholdersBySequence(group.placeholders), bases: null } : null
+        const chained = !direct && deferred === null && group.bulk && !(sync && this.strict !== null) && this.#plainRoot()
         /** @type {import('./namespace.js').Namespace[] | null} a bulk group's namespaces whose caches wait for it whole (Namespace#writing()) */
         const wholes = chained ? [] : null
         try {
@@ -1004,17 +1043,19 @@ export class Writer {
           } else if (sync) {
             const ops = batchOps(group.ops)
             /** @type {any} classic-level's option; others ignore it */
-            const options = { sync: true }
+            const options = deferred === null ? { sync: true } : { sync: true, deferredIds: deferred }
             await (this.strict === null ? this.#root.batch(ops, options) : this.strict(() => this.#root.batch(ops, options)))
           } else {
-            await this.#root.batch(batchOps(group.ops))
+            await this.#root.batch(batchOps(group.ops), deferred === null ? undefined : /** @type {any} */ ({ deferredIds: deferred }))
           }
+          const ids = deferred === null ? null : this.#realIds(group, deferred)
           // Written past the direct layer: its lease cache learns of it here.
           if (!direct) this.idb?.landed(lastOpPerKey(group.ops))
+          if (ids !== null) this.#patchPlaceholders(group, ids)
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.written(op)
           if (wholes !== null) for (const namespace of wholes) namespace.wholeWritten()
-          this.#forget(group)
-          group.resolve()
+          if (ids === null) this.#forget(group)
+          group.resolve(ids)
           this.#notify(group.ops)
           if (message !== null) {
             this.#generation = message.generation
@@ -1033,6 +1074,42 @@ export class Writer {
       this.#writing = null
       this.#flushing = null
       if (!this.#locked) this.#idleCrossTab()
+    }
+  }
+
+  /**
+   * The real id of each placeholder of a group its batch wrote: its
+   * sequence's first new value (`deferred.bases`, from the backend) plus
+   * its rank among that sequence's placeholders.
+   * @param {Group} group @param {{ sequences: number[][], bases: number[] | null }} deferred
+   * @returns {Map<number, number>}
+   */
+  #realIds (group, deferred) {
+    const bases = deferred.bases
+    if (bases === null || bases.length !== deferred.sequences.length) throw levelkitError(codes.INVALID, 'The backend wrote a batch holding placeholder ids without telling the ids it took')
+    /** @type {Map<number, number>} */
+    const ids = new Map()
+    deferred.sequences.forEach((placeholders, i) => placeholders.forEach((placeholder, rank) => ids.set(placeholder, bases[i] + rank)))
+    return ids
+  }
+
+  /**
+   * The group's ops holding placeholders, as written: with the real ids.
+   * Out of the overlay first (it is keyed by their keys as decided), and a
+   * key that changes leaves the read cache's in-flight count of the old one.
+   * @param {Group} group @param {Map<number, number>} ids
+   */
+  #patchPlaceholders (group, ids) {
+    this.#forget(group)
+    for (const op of group.ops) {
+      if (op.deferred !== true) continue
+      const key = substitute(op.key, ids)
+      if (key !== op.key) {
+        if (op.namespace.cachesWrites) op.namespace.unwritten(op)
+        op.key = key
+        op.id = undefined
+      }
+      op.value = substitute(op.value, ids)
     }
   }
 
@@ -1333,6 +1410,21 @@ export class Writer {
 }
 
 /**
+ * A group's placeholder ids by sequence, each list in the order taken.
+ * @param {Array<{ id: number, sequence: Namespace }>} placeholders
+ */
+function placeholdersBySequence (placeholders) {
+  /** @type {Map<Namespace, number[]>} */
+  const by = new Map()
+  for (const { id, sequence } of placeholders) {
+    const list = by.get(sequence)
+    if (list === undefined) by.set(sequence, [id])
+    else list.push(id)
+  }
+  return [...by.values()]
+}
+
+/**
  * The batch for a group's ops: each key's last op only, in order. Within
  * one atomic batch an op that a later op of the same key replaces changes
  * nothing, and each op costs the batch time (classic-level converts every
@@ -1347,7 +1439,8 @@ function batchOps (ops) {
   for (const op of lastOpPerKey(ops)) {
     if (op === null) continue
     batch.push(op.type === 'put'
-      ? { type: 'put', key: op.key, value: op.value, sublevel: op.sublevel }
+      // A sequence a deferred insert raised: its batch's statement bumps it (Writer#takePlaceholder()).
+      ? op.deferredSequence === true ? { type: 'put', key: op.key, value: op.value, sublevel: op.sublevel, deferredSequence: true } : { type: 'put', key: op.key, value: op.value, sublevel: op.sublevel }
       : { type: 'del', key: op.key, sublevel: op.sublevel })
   }
   return batch
@@ -1421,6 +1514,7 @@ const SYNC = Object.freeze({ sync: true })
  * @property {() => number} [snapshotMark] with locking: 'serializable': taken as a critical section is called
  * @property {(mark: number) => boolean} [snapshotTakenBefore] whether the open transaction's snapshot may predate the section that took `mark` (it then runs in a new one)
  * @property {(listener: () => void) => void} onEnd
+ * @property {boolean} [defersSequences] whether a batch may hold placeholder ids its statement takes (lib/deferred-ids.js)
  * @property {number} requests how many lock requests were made
  * @property {number} [failed] how many lock requests failed with an error busy() accepts
  * @property {unknown} [lastFailure] the last of them
@@ -1497,6 +1591,8 @@ class Group {
     this.sync = false
     /** @type {string[] | null} ids of keys its sections knew hold nothing (WriteScope#absent()) */
     this.absent = null
+    /** @type {Array<{ id: number, sequence: Namespace }>} the placeholder ids its sections took, in order (Writer#takePlaceholder()) */
+    this.placeholders = []
     /** whether an op of the group is `unstored` (see Op in lib/write-scope.js) */
     this.unstored = false
     /** @type {(value?: any) => void} */

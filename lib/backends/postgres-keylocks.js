@@ -45,6 +45,8 @@ export class KeyLockBusy extends Error {
  * (the section transaction, postgres-section-lock.js, taking advisory locks).
  */
 export class PostgresKeyLocks extends PostgresSectionLock {
+  /** Whether a batch may hold placeholder ids that its statement takes from the sequences (lib/deferred-ids.js; postgres-level.js sets it). */
+  defersSequences = false
   #keyHost
   /** @type {Map<string, Promise<void> | null>} the lock keys (decimal bigints) the open transaction holds (null) or asked for (the statement's promise) */
   #held = new Map()

@@ -12,6 +12,7 @@ import { PostgresSerializable } from './postgres-serializable.js'
 import { PostgresSectionLock, lostTransaction, isTransactionLost } from './postgres-section-lock.js'
 import { failoverOf, PrimaryPool, CommitLog, isConnectionError } from './postgres-hosts.js'
 import { SectionCache } from '../section-cache.js'
+import { deferredStatement, basesOf } from './postgres-deferred.js'
 
 const DEFAULT_TABLE = 'levelkit'
 const DEFAULT_POOL_SIZE = 10
@@ -220,6 +221,10 @@ export class PostgresLevel extends AbstractLevel {
         }
       }, this.#table)
       if (this.#writerLock instanceof PostgresSectionLock) this.#writerLock.maxReruns = this.#maxReruns
+      // Ids taken in the batch's statement (postgres-deferred.js): not with
+      // hosts, where a batch whose connection failed is settled by its
+      // commit id, which would not tell the ids it took.
+      if (this.#writerLock instanceof PostgresKeyLocks) this.#writerLock.defersSequences = !this.#failover
     }
     return this.#writerLock
   }
@@ -584,9 +589,13 @@ export class PostgresLevel extends AbstractLevel {
   /**
    * One statement, so one transaction: all or nothing. The last operation
    * on a key wins, as on LevelDB (and ON CONFLICT may touch a row once).
+   * With `deferredIds` (lib/writer.js, a group whose sections took
+   * placeholder ids): the statement takes the ids (postgres-deferred.js) and
+   * they are told in deferredIds.bases.
    * @param {Array<{ type: 'put' | 'del', key: Buffer, value?: Buffer }>} operations
+   * @param {{ deferredIds?: import('./postgres-deferred.js').Deferred }} [options]
    */
-  async _batch (operations) {
+  async _batch (operations, options) {
     await this.#beforeWrite()
     /** @type {Map<string, { type: 'put' | 'del', key: Buffer, value?: Buffer }>} */
     const last = new Map()
@@ -595,6 +604,8 @@ export class PostgresLevel extends AbstractLevel {
       last.delete(id)
       last.set(id, op)
     }
+    const deferred = options?.deferredIds
+    if (deferred != null) return this.#deferredBatch([...last.values()], deferred)
     const putKeys = []
     const putValues = []
     const delKeys = []
@@ -667,6 +678,36 @@ export class PostgresLevel extends AbstractLevel {
     } finally {
       if (id !== null) /** @type {CommitLog} */ (commits).done(id.seq)
     }
+  }
+
+  /**
+   * A batch holding placeholder ids, written in the key transaction and
+   * committing it (as #batchInKeyTransaction()), by a statement that takes
+   * the ids from the sequences (postgres-deferred.js); the first id of each
+   * sequence goes to `deferred.bases`. Only where the writer lock says it
+   * can (defersSequences: locking: 'keys', no hosts).
+   * @param {Array<{ type: 'put' | 'del', key: Buffer, value?: Buffer }>} ops @param {import('./postgres-deferred.js').Deferred} deferred
+   */
+  async #deferredBatch (ops, deferred) {
+    const keyLocks = this.#writerLock
+    if (!(keyLocks instanceof PostgresKeyLocks) || keyLocks.closed || !keyLocks.defersSequences) {
+      throw levelkitError(codes.INVALID, 'A batch holding placeholder ids goes only to a table shared with locking: \'keys\'')
+    }
+    const notices = keyLocks.takeStaged() ?? []
+    if (keyLocks.takeLost()) {
+      await keyLocks.rollback()
+      throw lostTransaction(new Error('the connection was lost before the batch was sent'))
+    }
+    const { text, values } = deferredStatement(quote(this.#table), keyLocks.channel, ops, deferred, notices)
+    let results
+    try {
+      // Unnamed: its text varies with the ops holding placeholders.
+      results = await keyLocks.writeAndCommit({ text, values })
+    } catch (err) {
+      if (/** @type {any} */ (err).code === codes.COMMIT_UNKNOWN) throw err
+      throw backendError('write and commit a batch', err)
+    }
+    deferred.bases = basesOf(results)
   }
 
   /**

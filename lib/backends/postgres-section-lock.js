@@ -230,8 +230,10 @@ export class PostgresSectionLock extends PostgresWriterLock {
    * Rejects with the server's error (nothing committed), or with
    * LEVELKIT_COMMIT_UNKNOWN when the connection failed once the query was
    * sent: the COMMIT may have been run.
+   * Resolves with the statement's result (or, sent with others in one
+   * query, the results of all of them).
    * @param {import('pg').QueryConfig} statement
-   * @returns {Promise<void>}
+   * @returns {Promise<any>}
    */
   writeAndCommit (statement) {
     const opening = this.#open ? null : this.opening
@@ -241,14 +243,14 @@ export class PostgresSectionLock extends PostgresWriterLock {
       const sent = this.query(statement)
       // (With locking: 'serializable' the statement begins one when none is open.)
       const open = this.#open
-      return sent.then(() => {
+      return sent.then(result => {
         const committed = this.commit()
         // The transaction ended before its COMMIT could be sent: lost with its connection.
         if (committed === null) {
           if (open) throw lostTransaction(new Error('the connection failed before COMMIT'))
-          return
+          return result
         }
-        return committed.catch(err => {
+        return committed.then(() => result, err => {
           if (typeof err?.severity === 'string' || !isConnectionError(err)) throw err
           throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch's COMMIT was sent: it may or may not have committed (${err?.message})`, { cause: err })
         })
@@ -268,6 +270,7 @@ export class PostgresSectionLock extends PostgresWriterLock {
     // A failed statement skips the rest of the query: ROLLBACK (and what closes the transaction) next.
     return connection.query(`${opening === null ? '' : opening + '; '}${text}; COMMIT${tail}`, undefined, `ROLLBACK${tail}`).then(results => {
       if (opening !== null) this.opened(/** @type {any} */ (results))
+      return results
     }, err => {
       if (this.busy(err)) this.#failed(err, 'commit')
       // An error the server answered with has a severity (pg's DatabaseError): nothing was committed.

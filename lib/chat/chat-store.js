@@ -9,6 +9,7 @@ import { chatMigrations } from './migrations.js'
 import { idbDirectFor } from '../idb-direct.js'
 import { RERUNNABLE } from '../writer.js'
 import { layoutReady } from '../layout-moves.js'
+import { encodeJson } from '../json-value.js'
 
 const DEFAULTS = Object.freeze({
   maxMembers: 30,
@@ -501,9 +502,13 @@ export class ChatStore {
       // 'serializable' the sequence key is then held for the transaction's
       // two round trips, not three.
       modelOf(this.members).prefetchAdds(w, members)
-      const chatId = /** @type {number} */ (await this.chats.in(w).insert({
-        name: chatName, adminId, members, lastActivity: now, createdAt: now, private: passwordHash !== null, passwordHash
-      }))
+      // Its id taken in the batch's statement where the backend can
+      // (PostgreSQL with locking: 'keys', lib/deferred-ids.js): then the
+      // chats' sequence is neither read nor locked here, and other
+      // processes' createChat wait for it only during that statement. The
+      // section only puts the id into keys and values, and returns it.
+      const json = encodeJson({ name: chatName, adminId, members, lastActivity: now, createdAt: now, private: passwordHash !== null, passwordHash }, 'Record for "chats"')
+      const chatId = /** @type {number} */ (await w.atomic(scope => modelOf(this.chats).insertDeferred(scope, json)))
       try {
         await this.members.in(w).addMany(chatId, members)
       } catch (err) {
