@@ -1,4 +1,6 @@
 /* global indexedDB, IDBDatabase */
+import { nativeStoresReady, switchingCollection, NativeLayout, nativeLevelClass } from './idb-records.js'
+import { levelkitError, codes } from './errors.js'
 
 // Opening an IndexedDB database that levelkit owns (open() in a browser, not
 // a browser-level database a user brings): browser-level creates one object
@@ -33,21 +35,37 @@ const ATTEMPTS = 5
 
 /**
  * The version at which the IndexedDB database `name` has browser-level's
- * store `location` and levelkit's stores, upgrading it if needed.
+ * store `location` and levelkit's stores, upgrading it if needed. With a
+ * native layout (lib/idb-records.js), its collections' stores too: made
+ * only for collections whose records browser-level's store does not hold
+ * (a collection does not switch layout), and refused (LEVELKIT_NATIVE_LAYOUT)
+ * where the database keeps a collection native that the layout does not,
+ * or with other indexes.
  * @param {string} name the IndexedDB database's name @param {string} location browser-level's store
+ * @param {NativeLayout | null} [layout]
  * @returns {Promise<number>}
  */
-export async function prepareStores (name, location) {
+export async function prepareStores (name, location, layout = null) {
   let lastError
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     // Without a version: the current one (a new database: version 1, made here).
-    const current = await openConnection(indexedDB.open(name), location)
+    const current = await openConnection(indexedDB.open(name), location, null)
     const version = current.version
-    const complete = hasStores(current, location)
-    current.close()
+    let complete
+    try {
+      complete = hasStores(current, location) && nativeStoresReady(current, null, location, layout)
+      if (!complete && layout !== null && current.objectStoreNames.contains(location)) {
+        const switching = await switchingCollection(current.transaction([location], 'readonly'), location, layout)
+        if (switching !== null) {
+          throw levelkitError(codes.NATIVE_LAYOUT, `Collection "${switching}" has records in browser-level's store of this IndexedDB database: it cannot be made native (only a new collection can)`, { collection: switching })
+        }
+      }
+    } finally {
+      current.close()
+    }
     if (complete) return version
     try {
-      const upgraded = await openConnection(indexedDB.open(name, version + 1), location)
+      const upgraded = await openConnection(indexedDB.open(name, version + 1), location, layout)
       upgraded.close()
       return version + 1
     } catch (err) {
@@ -68,10 +86,17 @@ export async function prepareStores (name, location) {
  * @returns {Promise<any>} the database, open (or, if opening failed, not: its open() says why)
  */
 export async function openOwnedBrowserLevel (BrowserLevel, location, options) {
-  if (options.version !== undefined) return new BrowserLevel(location, options)
+  const { native, ...rest } = options
+  options = rest
+  const layout = native === undefined ? null : new NativeLayout(location, native)
+  if (options.version !== undefined) {
+    if (layout !== null) throw levelkitError(codes.NATIVE_LAYOUT, 'The native option needs a database levelkit opens itself (no version option)')
+    return new BrowserLevel(location, options)
+  }
+  if (layout !== null) BrowserLevel = nativeLevelClass(BrowserLevel, layout)
   const name = (options.prefix ?? 'level-js-') + location
   for (let attempt = 0; ; attempt++) {
-    const version = await prepareStores(name, location)
+    const version = await prepareStores(name, location, layout)
     const level = new BrowserLevel(location, { ...options, version })
     try {
       await level.open()
@@ -96,14 +121,22 @@ function hasStores (db, location) {
 
 /**
  * The connection `request` opens; in an upgrade, the stores made that are
- * missing. While open it gives way to another tab's upgrade.
- * @param {IDBOpenDBRequest} request @param {string} location
+ * missing (with `layout`, its native stores too). While open it gives way
+ * to another tab's upgrade.
+ * @param {IDBOpenDBRequest} request @param {string} location @param {NativeLayout | null} layout
  * @returns {Promise<IDBDatabase>}
  */
-function openConnection (request, location) {
+function openConnection (request, location, layout) {
   return new Promise((resolve, reject) => {
     request.onupgradeneeded = () => {
       const db = request.result
+      try {
+        nativeStoresReady(db, /** @type {IDBTransaction} */ (request.transaction), location, layout)
+      } catch (err) {
+        /** @type {IDBTransaction} */ (request.transaction).abort()
+        reject(err)
+        return
+      }
       if (!db.objectStoreNames.contains(location)) db.createObjectStore(location)
       const { store, index } = listsStoreOf(location)
       if (!db.objectStoreNames.contains(store)) {
