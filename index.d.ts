@@ -167,6 +167,16 @@ export interface OpenOptions {
    */
   relationIndexes?: boolean
   /**
+   * IndexedDB, a new database open() opens itself: collections kept native, each with the names of
+   * all its indexes, as `{ users: ['username'] }`. A native collection's records are in an object
+   * store of their own (`<location>/levelkit-records/<name>`) with one unique multiEntry IndexedDB
+   * index per index, so a new record and its unique values are one put(). Its indexes are fixed when
+   * its store is made; a collection never switches layout: a mismatch with the database (records in
+   * one store, a native collection left out, other indexes) rejects with LEVELKIT_NATIVE_LAYOUT.
+   * Other backends and `{ db }` refuse it (LEVELKIT_INVALID).
+   */
+  native?: Record<string, string[]>
+  /**
    * 'relaxed' (default): a write resolves once the backend has its batch.
    * 'sync': once the batch is flushed to disk (LevelDB `sync`; on IndexedDB
    * the durability hint 'strict'); one flush serves every write of a group commit. Per write: `db.write(fn, { sync })`

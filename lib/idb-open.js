@@ -56,9 +56,7 @@ export async function prepareStores (name, location, layout = null) {
       complete = hasStores(current, location) && nativeStoresReady(current, null, location, layout)
       if (!complete && layout !== null && current.objectStoreNames.contains(location)) {
         const switching = await switchingCollection(current.transaction([location], 'readonly'), location, layout)
-        if (switching !== null) {
-          throw levelkitError(codes.NATIVE_LAYOUT, `Collection "${switching}" has records in browser-level's store of this IndexedDB database: it cannot be made native (only a new collection can)`, { collection: switching })
-        }
+        if (switching !== null) throw switchingError(switching)
       }
     } finally {
       current.close()
@@ -75,6 +73,11 @@ export async function prepareStores (name, location, layout = null) {
     }
   }
   throw lastError
+}
+
+/** @param {string} collection with records in browser-level's store */
+function switchingError (collection) {
+  return levelkitError(codes.NATIVE_LAYOUT, `Collection "${collection}" has records in browser-level's store of this IndexedDB database: it cannot be made native (only a new collection can)`, { collection })
 }
 
 /**
@@ -130,14 +133,26 @@ function openConnection (request, location, layout) {
   return new Promise((resolve, reject) => {
     request.onupgradeneeded = () => {
       const db = request.result
+      const upgrade = /** @type {IDBTransaction} */ (request.transaction)
+      const existing = db.objectStoreNames.contains(location)
       try {
-        nativeStoresReady(db, /** @type {IDBTransaction} */ (request.transaction), location, layout)
+        nativeStoresReady(db, upgrade, location, layout)
       } catch (err) {
-        /** @type {IDBTransaction} */ (request.transaction).abort()
+        upgrade.abort()
         reject(err)
         return
       }
-      if (!db.objectStoreNames.contains(location)) db.createObjectStore(location)
+      // Checked again in the upgrade, which no other connection can write
+      // beside: a tab on the one-store layout may have written the
+      // collection since prepareStores() looked.
+      if (layout !== null && existing) {
+        switchingCollection(upgrade, location, layout).then(switching => {
+          if (switching === null) return
+          reject(switchingError(switching))
+          upgrade.abort()
+        }, () => {})
+      }
+      if (!existing) db.createObjectStore(location)
       const { store, index } = listsStoreOf(location)
       if (!db.objectStoreNames.contains(store)) {
         // Out-of-line keys (the list's key, as the relation's list has it);
