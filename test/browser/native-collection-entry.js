@@ -197,6 +197,47 @@ test('native: check() is clean, finds an entry planted behind levelkit\'s back, 
   await db.close()
 })
 
+test('native: bulk loads, transactions, a second tab\'s reads and an index rebuilt for a new key function', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const db = await open({ location: name, native: NATIVE })
+  const users = usersOf(db)
+  const loaded = await users.insertMany(Array.from({ length: 300 }, (_, i) => ({ username: `bulk${i}`, tags: [`t${i % 7}`] })), { batchSize: 100 })
+  t.is(loaded, 300, 'insertMany writes every record')
+  const refused = await users.insertMany([{ username: 'fresh', tags: [] }, { username: 'bulk5', tags: [] }]).catch((/** @type {any} */ e) => e)
+  t.is(codeOf(refused), 'LEVELKIT_UNIQUE', 'a bulk load with a taken value is refused')
+  t.is(await users.getBy('username', 'fresh'), undefined, 'and writes nothing of its batch')
+  t.is((await users.getBy('username', 'bulk299'))?.tags[0], `t${299 % 7}`, 'getBy finds a loaded record')
+  t.is((await users.query({ index: 'tags', eq: 't3' }).all()).length, Array.from({ length: 300 }, (_, i) => i).filter(i => i % 7 === 3).length, 'a multi index query over them')
+  const renamed = await db.transaction(async (/** @type {any} */ tx) => {
+    const found = await users.in(tx).getBy('username', 'bulk1')
+    await users.in(tx).update(found.id, (/** @type {any} */ u) => ({ ...u, username: 'renamed' }))
+    return found.id
+  })
+  t.is((await users.getBy('username', 'renamed'))?.id, renamed, 'a transaction reads by the index and renames')
+  // Another database on the same IndexedDB, as another tab: it sees what this one wrote, and this one what it writes.
+  const other = await open({ location: name, native: NATIVE })
+  const otherUsers = usersOf(other)
+  t.is((await otherUsers.getBy('username', 'renamed'))?.id, renamed, 'the other tab reads the rename')
+  const id = await otherUsers.insert({ username: 'fromOther', tags: [] })
+  t.is((await users.getBy('username', 'fromOther'))?.id, id, 'and this tab reads what the other wrote')
+  t.is(codeOf(await users.insert({ username: 'fromOther', tags: [] }).catch((/** @type {any} */ e) => e)), 'LEVELKIT_UNIQUE', 'and cannot take its value')
+  await other.close()
+  t.same((await db.check()).problems, [], 'check() is clean')
+  await db.close()
+  // The key function changes (version 1): the index is built again, each record's entries computed again.
+  const again = await open({ location: name, native: NATIVE })
+  const upper = again.collection('users', {
+    indexes: {
+      username: { unique: true, covering: true, version: 1, key: (/** @type {any} */ u) => u.username.toUpperCase() },
+      tags: { multi: true, key: (/** @type {any} */ u) => u.tags }
+    }
+  })
+  t.is((await upper.getBy('username', 'BULK7'))?.username, 'bulk7', 'after the rebuild the new key finds the record')
+  t.is(await upper.getBy('username', 'bulk7'), undefined, 'and the old key does not')
+  t.same((await again.check()).problems, [], 'check() is clean')
+  await again.close()
+})
+
 test('native: a layout never switches silently', async (/** @type {any} */ t) => {
   const name = fresh()
   const plain = await open({ location: name })
