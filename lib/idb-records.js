@@ -140,7 +140,8 @@ export class NativeLayout {
 
   /**
    * Give the indexes of `name` what the model computes (its key functions):
-   * until then its records cannot be written, nor its entries read. The
+   * until then its records are written without entries, and its entries
+   * can be neither read nor written (LEVELKIT_NATIVE_LAYOUT). The
    * indexes must be the ones the database was opened with, in any order.
    * @param {string} name @param {Map<string, IndexBinding>} bindings
    */
@@ -203,7 +204,11 @@ export class NativeLayout {
     const object = { v: value }
     const own = key.subarray(collection.prefix.length)
     for (const index of collection.indexes) {
-      const keys = this.#binding(index).keys(value, own)
+      // Written before the collection is declared (straight to db.level):
+      // stored without entries, as one store would hold such a record,
+      // and check() reports them once it is declared.
+      if (index.binding === null) continue
+      const keys = index.binding.keys(value, own)
       if (keys.length > 0) object[index.field] = keys.map(k => concatBytes(index.prefix, k))
     }
     return object
@@ -218,8 +223,16 @@ export class NativeLayout {
     const store = tx.objectStore(segment.collection.store)
     const index = segment.index
     if (index === null) return io.settle(store.get(asKey(key))).then(object => object?.v)
-    const kind = this.#binding(index).value
     const native = store.index(index.native)
+    // Before the collection is declared, an entry's value is not known: an
+    // absent one reads as absent (a database's first use), one there throws.
+    if (index.binding === null) {
+      return io.settle(native.getKey(asKey(key))).then(primary => {
+        if (primary !== undefined) this.#binding(index)
+        return undefined
+      })
+    }
+    const kind = index.binding.value
     if (kind === 'record') return io.settle(native.get(asKey(key))).then(object => object?.v)
     const prefixLength = segment.collection.prefix.length
     return io.settle(native.getKey(asKey(key))).then(primary => primary === undefined ? undefined : kind === 'id' ? bytesOf(primary).slice(prefixLength) : EMPTY)
@@ -242,8 +255,14 @@ export class NativeLayout {
       const request = values ? store.openCursor(keyRange, direction) : store.openKeyCursor(keyRange, direction)
       return io.cursor(request, count, cursor => [bytesOf(cursor.key), values ? cursor.value.v : undefined])
     }
-    const kind = this.#binding(index).value
     const native = store.index(index.native)
+    if (index.binding === null) {
+      return io.cursor(native.openKeyCursor(keyRange, direction), 1, cursor => [bytesOf(cursor.key), undefined]).then(found => {
+        if (found.length > 0) this.#binding(index)
+        return []
+      })
+    }
+    const kind = index.binding.value
     const prefixLength = segment.collection.prefix.length
     const request = values && kind === 'record' ? native.openCursor(keyRange, direction) : native.openKeyCursor(keyRange, direction)
     return io.cursor(request, count, cursor => {

@@ -7,7 +7,8 @@
 // order of queries and of the whole key space (astral characters
 // included: IndexedDB orders strings by UTF-16 code units, levelkit by
 // bytes), check() clean and finding an entry planted behind its back, and
-// a layout that never switches silently. test/browser-native-collection-test.js
+// a layout that never switches silently; then the chat suite with ChatStore's
+// users native. test/browser-native-collection-test.js
 // bundles this file and runs it in Chromium.
 
 import { test, run } from './harness.js'
@@ -17,6 +18,7 @@ import { ChatStore } from '../../chat.js'
 import { countRequests } from './count-requests.js'
 import { recordsStoreOf } from '../../lib/idb-records.js'
 import { encode } from '../../lib/tuple.js'
+import { chatSuite } from '../chat/suite.js'
 
 const run_ = Math.random().toString(36).slice(2)
 let opened = 0
@@ -273,6 +275,14 @@ test('native: a layout never switches silently', async (/** @type {any} */ t) =>
   const level = new BrowserLevel(fresh(), { prefix: '' })
   t.is(codeOf(await open({ db: level, native: NATIVE }).catch((/** @type {any} */ e) => e)), 'LEVELKIT_INVALID', 'not for a database a user brings')
   t.is(codeOf(await open({ location: fresh(), native: { users: 'username' } }).catch((/** @type {any} */ e) => e)), 'LEVELKIT_INVALID', 'a malformed option is refused')
+})
+
+// The chat suite, unchanged, with ChatStore's users native (relations on
+// the lists layout: the suite watches batches with a 'write' listener on
+// the root, which the relations' IndexedDB index refuses).
+chatSuite(/** @type {any} */ (test), {
+  backend: 'indexeddb',
+  open: () => open({ location: fresh(), relationIndexes: false, native: ChatStore.native })
 })
 
 globalThis.levelkitTests = { run }
