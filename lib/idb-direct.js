@@ -1,7 +1,7 @@
 /* global IDBDatabase, IDBKeyRange */
 import { entrySize } from './read-cache.js'
 import { listsStoreOf } from './idb-open.js'
-import { nativeLayoutOf, plainIo } from './idb-records.js'
+import { nativeLayoutOf } from './native-layouts.js'
 import { decodeList } from './stored.js'
 import { compareBytes, bytesToBinaryString } from './bytes.js'
 
@@ -494,7 +494,7 @@ export class IdbDirect {
         // refused with a ConstraintError, as a claim's add() is); an
         // entry written without its record rewrites the record, after a read.
         const native = /** @type {import('./idb-records.js').NativeLayout} */ (this.#native)
-        const { done } = native.write(store.transaction, plainIo, routed)
+        const { done } = native.write(store.transaction, native.io, routed)
         made += routed.length
         pending++
         done.then(() => {

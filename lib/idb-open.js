@@ -1,5 +1,5 @@
 /* global indexedDB, IDBDatabase */
-import { nativeStoresReady, switchingCollection, NativeLayout, nativeLevelClass } from './idb-records.js'
+import { RECORDS_STORES } from './native-layouts.js'
 import { levelkitError, codes } from './errors.js'
 
 // Opening an IndexedDB database that levelkit owns (open() in a browser, not
@@ -42,7 +42,7 @@ const ATTEMPTS = 5
  * where the database keeps a collection native that the layout does not,
  * or with other indexes.
  * @param {string} name the IndexedDB database's name @param {string} location browser-level's store
- * @param {NativeLayout | null} [layout]
+ * @param {import('./idb-records.js').NativeLayout | null} [layout]
  * @returns {Promise<number>}
  */
 export async function prepareStores (name, location, layout = null) {
@@ -55,7 +55,7 @@ export async function prepareStores (name, location, layout = null) {
     try {
       complete = hasStores(current, location) && nativeStoresReady(current, null, location, layout)
       if (!complete && layout !== null && current.objectStoreNames.contains(location)) {
-        const switching = await switchingCollection(current.transaction([location], 'readonly'), location, layout)
+        const switching = await layout.switching(current.transaction([location], 'readonly'))
         if (switching !== null) throw switchingError(switching)
       }
     } finally {
@@ -75,6 +75,23 @@ export async function prepareStores (name, location, layout = null) {
   throw lastError
 }
 
+/**
+ * Whether the native stores of `layout` are there as it makes them
+ * (lib/idb-records.js: made in an `upgrade`, refused if they differ);
+ * without a layout, that the database keeps no collection native (refused
+ * with LEVELKIT_NATIVE_LAYOUT: its records would be out of sight).
+ * @param {IDBDatabase} db @param {IDBTransaction | null} upgrade @param {string} location
+ * @param {import('./idb-records.js').NativeLayout | null} layout
+ */
+function nativeStoresReady (db, upgrade, location, layout) {
+  if (layout !== null) return layout.storesReady(db, upgrade)
+  const native = Array.from(db.objectStoreNames).find(name => name.startsWith(location + RECORDS_STORES))
+  if (native !== undefined) {
+    throw levelkitError(codes.NATIVE_LAYOUT, `The IndexedDB database keeps collection "${native.slice((location + RECORDS_STORES).length)}" native (in its own object store): open it with that collection in the native option`, { store: native })
+  }
+  return true
+}
+
 /** @param {string} collection with records in browser-level's store */
 function switchingError (collection) {
   return levelkitError(codes.NATIVE_LAYOUT, `Collection "${collection}" has records in browser-level's store of this IndexedDB database: it cannot be made native (only a new collection can)`, { collection })
@@ -91,12 +108,14 @@ function switchingError (collection) {
 export async function openOwnedBrowserLevel (BrowserLevel, location, options) {
   const { native, ...rest } = options
   options = rest
-  const layout = native === undefined ? null : new NativeLayout(location, native)
+  // The native layout's code is loaded only where it is asked for.
+  const records = native === undefined ? null : await import('./idb-records.js')
+  const layout = records === null ? null : new records.NativeLayout(location, native)
   if (options.version !== undefined) {
     if (layout !== null) throw levelkitError(codes.NATIVE_LAYOUT, 'The native option needs a database levelkit opens itself (no version option)')
     return new BrowserLevel(location, options)
   }
-  if (layout !== null) BrowserLevel = nativeLevelClass(BrowserLevel, layout)
+  if (records !== null && layout !== null) BrowserLevel = records.nativeLevelClass(BrowserLevel, layout)
   const name = (options.prefix ?? 'level-js-') + location
   for (let attempt = 0; ; attempt++) {
     const version = await prepareStores(name, location, layout)
@@ -126,7 +145,7 @@ function hasStores (db, location) {
  * The connection `request` opens; in an upgrade, the stores made that are
  * missing (with `layout`, its native stores too). While open it gives way
  * to another tab's upgrade.
- * @param {IDBOpenDBRequest} request @param {string} location @param {NativeLayout | null} layout
+ * @param {IDBOpenDBRequest} request @param {string} location @param {import('./idb-records.js').NativeLayout | null} layout
  * @returns {Promise<IDBDatabase>}
  */
 function openConnection (request, location, layout) {
@@ -146,7 +165,7 @@ function openConnection (request, location, layout) {
       // beside: a tab on the one-store layout may have written the
       // collection since prepareStores() looked.
       if (layout !== null && existing) {
-        switchingCollection(upgrade, location, layout).then(switching => {
+        layout.switching(upgrade).then(switching => {
           if (switching === null) return
           reject(switchingError(switching))
           upgrade.abort()

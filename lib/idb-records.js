@@ -3,6 +3,7 @@ import { AbstractIterator } from 'abstract-level'
 import { levelkitError, codes } from './errors.js'
 import { compareBytes, concatBytes } from './bytes.js'
 import { layout } from './names.js'
+import { registerNativeLayout, RECORDS_STORES } from './native-layouts.js'
 
 // Layout C on IndexedDB: a collection's records in an object store of their
 // own, `<location>/levelkit-records/<collection>`, as `{ v, k0, k1, ... }`
@@ -29,8 +30,6 @@ import { layout } from './names.js'
 // comes with it in the batch writes the entry; one that comes alone (a
 // repair, an index build) rewrites the record it names, so its entries are
 // computed again from its value.
-
-export const RECORDS_STORES = '/levelkit-records/'
 
 /** @param {string} location @param {string} collection */
 export function recordsStoreOf (location, collection) {
@@ -103,6 +102,8 @@ export const plainIo = {
 }
 
 export class NativeLayout {
+  /** How requests are awaited outside lib/idb-direct.js. */
+  io = plainIo
   /** @type {NativeCollection[]} */
   collections = []
   /** @type {Segment[]} in key order */
@@ -115,6 +116,7 @@ export class NativeLayout {
    * @param {NativeSpec[]} specs
    */
   constructor (location, specs) {
+    this.location = location
     const seen = new Set()
     for (const spec of specs) {
       if (seen.has(spec.collection)) throw layoutError(`Collection "${spec.collection}" is named twice in the native option`)
@@ -131,6 +133,24 @@ export class NativeLayout {
       for (const index of collection.indexes) this.segments.push({ prefix: index.prefix, upper: index.upper, collection, index })
     }
     this.segments.sort((a, b) => compareBytes(a.prefix, b.prefix))
+  }
+
+  /**
+   * Make this layout's stores in an upgrade of `db` (`upgrade`: its
+   * versionchange transaction), or with null only check them: see
+   * nativeStoresReady().
+   * @param {IDBDatabase} db @param {IDBTransaction | null} upgrade
+   */
+  storesReady (db, upgrade) {
+    return nativeStoresReady(db, upgrade, this.location, this)
+  }
+
+  /**
+   * The first collection of this layout whose records browser-level's
+   * store holds (in `tx`), or null. @param {IDBTransaction} tx
+   */
+  switching (tx) {
+    return switchingCollection(tx, this.location, this)
   }
 
   /** @param {string} name */
@@ -443,14 +463,6 @@ export async function switchingCollection (tx, location, layout) {
   return null
 }
 
-/** @type {WeakMap<object, NativeLayout>} */
-const layouts = new WeakMap()
-
-/** The layout of a browser-level database nativeLevel() made, or null. @param {any} level @returns {NativeLayout | null} */
-export function nativeLayoutOf (level) {
-  return (level !== null && typeof level === 'object' && layouts.get(level)) || null
-}
-
 /**
  * A BrowserLevel class whose databases route `layout`'s key ranges to its
  * object stores: every read, write, iterator and clear sees one ordered key
@@ -462,7 +474,7 @@ export function nativeLevelClass (BrowserLevel, nativeLayout) {
     /** @param {string} location @param {any} options */
     constructor (location, options) {
       super(location, options)
-      layouts.set(this, nativeLayout)
+      registerNativeLayout(this, nativeLayout)
     }
 
     /** @param {'readonly' | 'readwrite'} mode */

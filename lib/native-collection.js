@@ -1,4 +1,4 @@
-import { nativeLayoutOf } from './idb-records.js'
+import { nativeLayoutOf } from './native-layouts.js'
 import { parseRecord } from './stored.js'
 import { encode, decode } from './tuple.js'
 
