@@ -38,6 +38,8 @@ export function recordsStoreOf (location, collection) {
 
 const textEncoder = new TextEncoder()
 const EMPTY = new Uint8Array(0)
+// IndexedDB takes a count up to 2 ** 32 - 1: more is all of them.
+const MAX_COUNT = 2 ** 32 - 1
 
 /**
  * What open() is told: the native collections and the names of their
@@ -271,7 +273,14 @@ export class NativeLayout {
     const store = tx.objectStore(segment.collection.store)
     const direction = reverse ? 'prev' : 'next'
     const index = segment.index
+    // One getAllRecords() request in either direction where the browser
+    // has it (a record: its key, primary key and value), else a cursor.
+    const all = count === Infinity || count > MAX_COUNT ? undefined : count
     if (index === null) {
+      if (typeof (/** @type {any} */ (store).getAllRecords) === 'function') {
+        return io.settle(/** @type {any} */ (store).getAllRecords({ query: keyRange, count: all, direction }))
+          .then(records => records.map((/** @type {any} */ record) => [bytesOf(record.key), values ? record.value.v : undefined]))
+      }
       const request = values ? store.openCursor(keyRange, direction) : store.openKeyCursor(keyRange, direction)
       return io.cursor(request, count, cursor => [bytesOf(cursor.key), values ? cursor.value.v : undefined])
     }
@@ -284,12 +293,17 @@ export class NativeLayout {
     }
     const kind = index.binding.value
     const prefixLength = segment.collection.prefix.length
+    /** @param {any} record an IDBRecord or a cursor @returns {[Uint8Array, any]} */
+    const entry = record => {
+      if (!values) return [bytesOf(record.key), undefined]
+      const value = kind === 'record' ? record.value.v : kind === 'id' ? bytesOf(record.primaryKey).slice(prefixLength) : EMPTY
+      return [bytesOf(record.key), value]
+    }
+    if (typeof (/** @type {any} */ (native).getAllRecords) === 'function') {
+      return io.settle(/** @type {any} */ (native).getAllRecords({ query: keyRange, count: all, direction })).then(records => records.map(entry))
+    }
     const request = values && kind === 'record' ? native.openCursor(keyRange, direction) : native.openKeyCursor(keyRange, direction)
-    return io.cursor(request, count, cursor => {
-      if (!values) return [bytesOf(cursor.key), undefined]
-      const value = kind === 'record' ? cursor.value.v : kind === 'id' ? bytesOf(cursor.primaryKey).slice(prefixLength) : EMPTY
-      return [bytesOf(cursor.key), value]
-    })
+    return io.cursor(request, count, entry)
   }
 
   /**
