@@ -25,6 +25,8 @@ const browser = {
       try {
         return await openOwnedBrowserLevel(BrowserLevel, location === undefined ? DEFAULT_DATABASE : location, { prefix: '', ...options })
       } catch (err) {
+        // A native layout refused (lib/idb-records.js) says so itself.
+        if (/** @type {any} */ (err)?.code === codes.NATIVE_LAYOUT) throw err
         throw levelkitError(codes.BACKEND_UNAVAILABLE, `The indexeddb backend could not open the database: ${/** @type {any} */ (err)?.message}`, { cause: err, backend: 'indexeddb', location })
       }
     }

@@ -105,6 +105,12 @@ export declare class ChatStore {
    */
   constructor (db: Database, options?: ChatStoreOptions)
   /**
+   * open()'s `native` option for a new IndexedDB database whose users are a native collection
+   * (their own object store, IndexedDB's unique index on the username): createUser() is one
+   * request. A database made without it keeps its layout.
+   */
+  static readonly native: { readonly users: readonly ['username'] }
+  /**
    * A ChatStore on `db` once the database is known to be a ChatStore's:
    * marked as one, or holding no data of the chat models (then it is marked).
    * Rejects with LEVELKIT_FOREIGN_DATA otherwise, writing nothing.

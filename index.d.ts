@@ -28,6 +28,8 @@ export declare const codes: Readonly<{
   COMMIT_UNKNOWN: 'LEVELKIT_COMMIT_UNKNOWN'
   /** A write through the `tx` of `db.transaction(fn, { readOnly: true })`: nothing is written. */
   READ_ONLY: 'LEVELKIT_READ_ONLY'
+  /** IndexedDB only: the `native` option of open() does not match how the database keeps its collections (a collection switching layout, or a native collection's indexes changed), or a native collection cannot do what was asked. Nothing is written. */
+  NATIVE_LAYOUT: 'LEVELKIT_NATIVE_LAYOUT'
   /** The operation was decided on top of an earlier write that failed: not written, or its refusal not given. */
   ABORTED: 'LEVELKIT_ABORTED'
   /** Stored data does not parse as what levelkit writes there (written behind its back, or damaged). Not bad input. */
@@ -164,6 +166,16 @@ export interface OpenOptions {
    * its own (default true). A database's stored layout decides for an existing database.
    */
   relationIndexes?: boolean
+  /**
+   * IndexedDB, a new database open() opens itself: collections kept native, each with the names of
+   * all its indexes, as `{ users: ['username'] }`. A native collection's records are in an object
+   * store of their own (`<location>/levelkit-records/<name>`) with one unique multiEntry IndexedDB
+   * index per index, so a new record and its unique values are one put(). Its indexes are fixed when
+   * its store is made; a collection never switches layout: a mismatch with the database (records in
+   * one store, a native collection left out, other indexes) rejects with LEVELKIT_NATIVE_LAYOUT.
+   * Other backends and `{ db }` refuse it (LEVELKIT_INVALID).
+   */
+  native?: Record<string, string[]>
   /**
    * 'relaxed' (default): a write resolves once the backend has its batch.
    * 'sync': once the batch is flushed to disk (LevelDB `sync`; on IndexedDB

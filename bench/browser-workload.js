@@ -59,7 +59,7 @@
 // Usage: node bench/browser-workload.js [--runs 3] [--users 2000] [--chats 200]
 //   [--members 20] [--messages 20000] [--concurrency 16] [--scale 1] [--n N]
 //   [--ops a,b] [--slices 10] [--chunk 1000] [--pbkdf2 1] [--seed 1]
-//   [--no-warmup] [--trace] [--profile] [--out bench/out]
+//   [--no-warmup] [--no-native] [--trace] [--profile] [--out bench/out]
 
 import os from 'node:os'
 import fs from 'node:fs'
@@ -135,6 +135,8 @@ const USAGE = `Usage: node bench/${NAME}.js [options]
   --pbkdf2 N        PBKDF2 iterations of the password hash, both sides (default 1)
   --seed N          seed of the data set and the inputs (default 1)
   --no-warmup       skip the untimed warm-up of every row on both sides
+  --no-native       levelkit's users in browser-level's store (else a native collection:
+                    open()'s native option, ChatStore.native)
   --trace           after the first run, list the IndexedDB transactions and requests of
                     one operation of each row, on both sides (which namespaces levelkit reads),
                     and of each table's part of the first run's preload
@@ -158,6 +160,7 @@ const args = parseCli(NAME, USAGE, {
   pbkdf2: { type: 'string', default: '1' },
   seed: { type: 'string', default: '1' },
   'no-warmup': { type: 'boolean', default: false },
+  'no-native': { type: 'boolean', default: false },
   trace: { type: 'boolean', default: false },
   profile: { type: 'boolean', default: false },
   out: { type: 'string', default: path.join(here, 'out') }
@@ -180,6 +183,7 @@ const opts = {
   pbkdf2: count('pbkdf2'),
   seed: count('seed'),
   warmup: !args['no-warmup'],
+  native: !args['no-native'],
   trace: Boolean(args.trace),
   profile: Boolean(args.profile)
 }
@@ -240,7 +244,7 @@ async function runOnce (run) {
     for (const [k, side] of SIDES.entries()) {
       const page = k === 0 && context.pages()[0] ? context.pages()[0] : await context.newPage()
       page.on('pageerror', err => pageErrors.push(`${side}: ${err.message}`))
-      await page.goto(origins[(k + run + 1) % 2] + '/')
+      await page.goto(origins[(k + run + 1) % 2] + (opts.native ? '/' : '/?native=0'))
       await page.waitForFunction(() => /** @type {any} */ (window).browserWorkload !== undefined)
       pages[side] = page
     }

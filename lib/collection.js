@@ -4,6 +4,7 @@ import { invalid, levelkitError, codes } from './errors.js'
 import { encodeJson, encodeJsonWithCopy } from './json-value.js'
 import { parseRecord, parseInteger, decodeKey } from './stored.js'
 import { assertName, layout } from './names.js'
+import { bindNative } from './native-collection.js'
 import { Namespace, assertNotClosed } from './namespace.js'
 import { SecondaryIndex, writeIndexEntries, newRecordsEntries, holdsEntry, uniqueEntryKey } from './indexes.js'
 import { Query } from './query.js'
@@ -102,6 +103,8 @@ export class CollectionModel {
      * @type {{ ops: Map<string, { key: Uint8Array, value: string }>, builds: SecondaryIndex[] } | null}
      */
     this.schemaWork = null
+    // On IndexedDB, a collection kept in a store of its own (open()'s native option).
+    bindNative(this)
   }
 
   /** Encode and check an id passed by the user. @param {unknown} id */

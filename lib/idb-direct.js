@@ -1,6 +1,7 @@
 /* global IDBDatabase, IDBKeyRange */
 import { entrySize } from './read-cache.js'
 import { listsStoreOf } from './idb-open.js'
+import { nativeLayoutOf } from './native-layouts.js'
 import { decodeList } from './stored.js'
 import { compareBytes, bytesToBinaryString } from './bytes.js'
 
@@ -113,7 +114,7 @@ export class IdbDirect {
   #write = null
   /** @type {Slot | null} the transaction of reads outside it */
   #read = null
-  /** @type {WeakMap<object, { prefix: Uint8Array, upper: Uint8Array }>} */
+  /** @type {WeakMap<object, { prefix: Uint8Array, upper: Uint8Array, segment: import('./idb-records.js').Segment | null }>} */
   #prefixes = new WeakMap()
   /** Write path transactions opened so far. */
   #writes = 0
@@ -171,10 +172,23 @@ export class IdbDirect {
    */
   #listings = new Map()
   #listingEpoch = 0
+  /**
+   * The collections kept in object stores of their own (lib/idb-records.js):
+   * their namespaces' reads and writes are routed there, in the same
+   * transactions.
+   * @type {import('./idb-records.js').NativeLayout | null}
+   */
+  #native
+  /** @type {import('./idb-records.js').Io} requests of the native layout, made as this layer's are */
+  #io = {
+    settle: request => this.#settle(request),
+    cursor: (request, count, entry) => this.#cursorEntries(request, count, (key, value, cursor) => entry(cursor))
+  }
 
   /** @param {any} level a browser-level database */
   constructor (level) {
     this.#level = level
+    this.#native = nativeLayoutOf(level)
   }
 
   /** Whether the database is open: before and after, browser-level does what it does. */
@@ -241,6 +255,11 @@ export class IdbDirect {
   /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {Mode} write @returns {Promise<any>} */
   #getNow (namespace, key, write) {
     const stored = this.#prefixed(namespace, key)
+    const { segment } = this.#prefixOf(namespace)
+    if (segment !== null) {
+      const native = /** @type {import('./idb-records.js').NativeLayout} */ (this.#native)
+      return this.#retrying(write, store => native.get(store.transaction, this.#io, segment, stored)).then(value => decodeValue(value, namespace))
+    }
     return this.#retrying(write, store => this.#settle(store.get(stored))).then(value => decodeValue(value, namespace))
   }
 
@@ -278,7 +297,7 @@ export class IdbDirect {
   /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys @param {Mode} write @returns {Promise<any[]>} */
   #getManyNow (namespace, keys, write) {
     const stored = keys.map(key => this.#prefixed(namespace, key))
-    return this.#retrying(write, store => Promise.all(stored.map(key => this.#settle(store.get(key)))))
+    return this.#retrying(write, store => Promise.all(stored.map(key => this.#getIn(store, namespace, key))))
       .then(values => values.map(value => decodeValue(value, namespace)))
   }
 
@@ -352,7 +371,7 @@ export class IdbDirect {
     const stored = keys.map(([other, key]) => this.#prefixed(other, key))
     return this.#retrying(write, store => Promise.all([
       range === null || options.limit === 0 ? [] : this.#entriesOn(store, namespace, range, options),
-      Promise.all(stored.map(key => this.#settle(store.get(key))))
+      Promise.all(stored.map((key, i) => this.#getIn(store, keys[i][0], key)))
     ])).then(([entries, values]) => [entries, values.map((value, i) => decodeValue(value, keys[i][0]))])
   }
 
@@ -367,9 +386,18 @@ export class IdbDirect {
     const values = options.values !== false
     // IndexedDB takes a count up to 2 ** 32 - 1: more is all of them.
     const count = limit === Infinity || limit < 0 || limit > MAX_COUNT ? undefined : limit
-    const { prefix } = this.#prefixOf(namespace)
+    const { prefix, segment } = this.#prefixOf(namespace)
     /** @param {any} key @param {any} value @returns {[Uint8Array, any]} */
     const entry = (key, value) => [unprefixed(key, prefix.length), values ? decodeValue(value, namespace) : undefined]
+    if (segment !== null) {
+      const native = /** @type {import('./idb-records.js').NativeLayout} */ (this.#native)
+      /** @type {import('./idb-records.js').Range} */
+      const bounds = {}
+      bounds[range.lowerOpen ? 'gt' : 'gte'] = new Uint8Array(range.lower)
+      bounds[range.upperOpen ? 'lt' : 'lte'] = new Uint8Array(range.upper)
+      return native.entries(store.transaction, this.#io, segment, bounds, options.reverse === true, count ?? Infinity, values)
+        .then(found => found.map(([key, value]) => entry(key, value)))
+    }
     if (typeof (/** @type {any} */ (store).getAllRecords) === 'function' && (values || options.reverse)) {
       // One request for keys and values, in either direction.
       return this.#settle(/** @type {any} */ (store).getAllRecords({ query: range, count, direction: options.reverse ? 'prev' : 'next' }))
@@ -434,23 +462,47 @@ export class IdbDirect {
     const epoch = this.#epoch
     /** @type {(store: IDBObjectStore) => void} */
     const put = store => {
+      /** @type {any[] | null} ops of native collections (lib/idb-records.js) */
+      let routed = null
       if (claims !== null) {
         for (const op of claims) {
-          store.add(encodeValue(op.value), this.#prefixed(op.namespace, op.key))
-          made++
+          const key = this.#prefixed(op.namespace, op.key)
+          const { segment } = this.#prefixOf(op.namespace)
+          if (segment !== null) (routed ??= []).push({ type: 'put', key, value: encodeValue(op.value), claim: true, segment })
+          else {
+            store.add(encodeValue(op.value), key)
+            made++
+          }
         }
       }
       for (const op of ops) {
         if (op === null) continue
         const key = this.#prefixed(op.namespace, op.key)
+        const { segment } = this.#prefixOf(op.namespace)
+        if (segment !== null) {
+          (routed ??= []).push({ type: op.type, key, value: op.type === 'put' ? encodeValue(op.value) : undefined, claim: op.claim, segment })
+          continue
+        }
         if (op.type === 'put') {
           if (op.claim === true) store.add(encodeValue(op.value), key)
           else store.put(encodeValue(op.value), key)
         } else store.delete(key)
         made++
       }
+      if (routed !== null) {
+        // A native record's put carries its unique values (a taken one is
+        // refused with a ConstraintError, as a claim's add() is); an
+        // entry written without its record rewrites the record, after a read.
+        const native = /** @type {import('./idb-records.js').NativeLayout} */ (this.#native)
+        const { done } = native.write(store.transaction, native.io, routed)
+        made += routed.length
+        pending++
+        done.then(() => {
+          if (--pending === 0 && committing) commitNow(slot.transaction)
+        }, err => abortWith(slot, err))
+      }
       if (this.#mirrors.size > 0) {
-        pending = this.#mirrorBatch(store, /** @type {IDBObjectStore} */ (slot.lists), ops, absent, learned, () => {
+        pending += this.#mirrorBatch(store, /** @type {IDBObjectStore} */ (slot.lists), ops, absent, learned, () => {
           if (--pending === 0 && committing) commitNow(slot.transaction)
         })
       }
@@ -531,6 +583,8 @@ export class IdbDirect {
       this.#write = null
       this.#read = null
     }
+    // A native collection's records are in a store of their own: its lists' entries do not carry them.
+    if (records !== undefined && this.#prefixOf(records).segment !== null) records = undefined
     if (records !== undefined && !this.#carried.has(namespace)) {
       this.#carried.set(namespace, records)
       this.#carriedBy.set(records, namespace)
@@ -1055,7 +1109,10 @@ export class IdbDirect {
     if (current !== null && !current.done && (!strict || current.strict) && this.#joinable(current, write, batch)) return current
     const level = this.#level
     const lists = this.#mirrors.size > 0 ? listsStoreOf(level.location).store : null
-    const transaction = level.db.transaction(lists === null ? [level.location] : [level.location, lists], write ? 'readwrite' : 'readonly', strict ? { durability: 'strict' } : undefined)
+    const stores = [level.location]
+    if (lists !== null) stores.push(lists)
+    if (this.#native !== null) stores.push(...this.#native.stores)
+    const transaction = level.db.transaction(stores, write ? 'readwrite' : 'readonly', strict ? { durability: 'strict' } : undefined)
     if (write) this.#writes++
     /** @type {Slot} */
     const slot = { transaction, store: transaction.objectStore(level.location), lists: lists === null ? null : transaction.objectStore(lists), write, done: false, strict, sealed: false, since: performance.now(), writes: this.#writes }
@@ -1116,9 +1173,21 @@ export class IdbDirect {
   }
 
   /**
+   * The raw value of the full key `key` of `namespace` in the transaction of
+   * `store`: one request, on browser-level's store or a native one.
+   * @param {IDBObjectStore} store @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @returns {Promise<any>}
+   */
+  #getIn (store, namespace, key) {
+    const { segment } = this.#prefixOf(namespace)
+    if (segment === null) return this.#settle(store.get(/** @type {any} */ (key)))
+    return /** @type {import('./idb-records.js').NativeLayout} */ (this.#native).get(store.transaction, this.#io, segment, key)
+  }
+
+  /**
    * Up to `count` entries from a cursor, in one transaction.
    * @param {IDBRequest<any>} request of a cursor @param {number} count
-   * @param {(key: any, value: any) => [Uint8Array, any]} entry
+   * @param {(key: any, value: any, cursor: any) => [Uint8Array, any]} entry
    * @returns {Promise<Array<[Uint8Array, any]>>}
    */
   #cursorEntries (request, count, entry) {
@@ -1132,7 +1201,7 @@ export class IdbDirect {
           this.#dispatched(slot)
           return resolve(entries)
         }
-        entries.push(entry(cursor.key, cursor.value))
+        entries.push(entry(cursor.key, cursor.value, cursor))
         if (entries.length < count) cursor.continue()
         else {
           this.#dispatched(slot)
@@ -1150,7 +1219,7 @@ export class IdbDirect {
       const prefix = textEncoder.encode(namespace.prefix)
       const upper = prefix.slice()
       upper[upper.length - 1]++
-      this.#prefixes.set(namespace, found = { prefix, upper })
+      this.#prefixes.set(namespace, found = { prefix, upper, segment: this.#native?.segmentOf(prefix) ?? null })
     }
     return found
   }

@@ -1,4 +1,6 @@
 /* global indexedDB, IDBDatabase */
+import { RECORDS_STORES } from './native-layouts.js'
+import { levelkitError, codes } from './errors.js'
 
 // Opening an IndexedDB database that levelkit owns (open() in a browser, not
 // a browser-level database a user brings): browser-level creates one object
@@ -33,21 +35,35 @@ const ATTEMPTS = 5
 
 /**
  * The version at which the IndexedDB database `name` has browser-level's
- * store `location` and levelkit's stores, upgrading it if needed.
+ * store `location` and levelkit's stores, upgrading it if needed. With a
+ * native layout (lib/idb-records.js), its collections' stores too: made
+ * only for collections whose records browser-level's store does not hold
+ * (a collection does not switch layout), and refused (LEVELKIT_NATIVE_LAYOUT)
+ * where the database keeps a collection native that the layout does not,
+ * or with other indexes.
  * @param {string} name the IndexedDB database's name @param {string} location browser-level's store
+ * @param {import('./idb-records.js').NativeLayout | null} [layout]
  * @returns {Promise<number>}
  */
-export async function prepareStores (name, location) {
+export async function prepareStores (name, location, layout = null) {
   let lastError
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     // Without a version: the current one (a new database: version 1, made here).
-    const current = await openConnection(indexedDB.open(name), location)
+    const current = await openConnection(indexedDB.open(name), location, null)
     const version = current.version
-    const complete = hasStores(current, location)
-    current.close()
+    let complete
+    try {
+      complete = hasStores(current, location) && nativeStoresReady(current, null, location, layout)
+      if (!complete && layout !== null && current.objectStoreNames.contains(location)) {
+        const switching = await layout.switching(current.transaction([location], 'readonly'))
+        if (switching !== null) throw switchingError(switching)
+      }
+    } finally {
+      current.close()
+    }
     if (complete) return version
     try {
-      const upgraded = await openConnection(indexedDB.open(name, version + 1), location)
+      const upgraded = await openConnection(indexedDB.open(name, version + 1), location, layout)
       upgraded.close()
       return version + 1
     } catch (err) {
@@ -60,6 +76,28 @@ export async function prepareStores (name, location) {
 }
 
 /**
+ * Whether the native stores of `layout` are there as it makes them
+ * (lib/idb-records.js: made in an `upgrade`, refused if they differ);
+ * without a layout, that the database keeps no collection native (refused
+ * with LEVELKIT_NATIVE_LAYOUT: its records would be out of sight).
+ * @param {IDBDatabase} db @param {IDBTransaction | null} upgrade @param {string} location
+ * @param {import('./idb-records.js').NativeLayout | null} layout
+ */
+function nativeStoresReady (db, upgrade, location, layout) {
+  if (layout !== null) return layout.storesReady(db, upgrade)
+  const native = Array.from(db.objectStoreNames).find(name => name.startsWith(location + RECORDS_STORES))
+  if (native !== undefined) {
+    throw levelkitError(codes.NATIVE_LAYOUT, `The IndexedDB database keeps collection "${native.slice((location + RECORDS_STORES).length)}" native (in its own object store): open it with that collection in the native option`, { store: native })
+  }
+  return true
+}
+
+/** @param {string} collection with records in browser-level's store */
+function switchingError (collection) {
+  return levelkitError(codes.NATIVE_LAYOUT, `Collection "${collection}" has records in browser-level's store of this IndexedDB database: it cannot be made native (only a new collection can)`, { collection })
+}
+
+/**
  * Open a BrowserLevel database that levelkit owns, with levelkit's stores:
  * `options` as BrowserLevel takes them (its `prefix` names the IndexedDB
  * database with `location`); an explicit `version` is the user's, and
@@ -68,10 +106,19 @@ export async function prepareStores (name, location) {
  * @returns {Promise<any>} the database, open (or, if opening failed, not: its open() says why)
  */
 export async function openOwnedBrowserLevel (BrowserLevel, location, options) {
-  if (options.version !== undefined) return new BrowserLevel(location, options)
+  const { native, ...rest } = options
+  options = rest
+  // The native layout's code is loaded only where it is asked for.
+  const records = native === undefined ? null : await import('./idb-records.js')
+  const layout = records === null ? null : new records.NativeLayout(location, native)
+  if (options.version !== undefined) {
+    if (layout !== null) throw levelkitError(codes.NATIVE_LAYOUT, 'The native option needs a database levelkit opens itself (no version option)')
+    return new BrowserLevel(location, options)
+  }
+  if (records !== null && layout !== null) BrowserLevel = records.nativeLevelClass(BrowserLevel, layout)
   const name = (options.prefix ?? 'level-js-') + location
   for (let attempt = 0; ; attempt++) {
-    const version = await prepareStores(name, location)
+    const version = await prepareStores(name, location, layout)
     const level = new BrowserLevel(location, { ...options, version })
     try {
       await level.open()
@@ -96,15 +143,35 @@ function hasStores (db, location) {
 
 /**
  * The connection `request` opens; in an upgrade, the stores made that are
- * missing. While open it gives way to another tab's upgrade.
- * @param {IDBOpenDBRequest} request @param {string} location
+ * missing (with `layout`, its native stores too). While open it gives way
+ * to another tab's upgrade.
+ * @param {IDBOpenDBRequest} request @param {string} location @param {import('./idb-records.js').NativeLayout | null} layout
  * @returns {Promise<IDBDatabase>}
  */
-function openConnection (request, location) {
+function openConnection (request, location, layout) {
   return new Promise((resolve, reject) => {
     request.onupgradeneeded = () => {
       const db = request.result
-      if (!db.objectStoreNames.contains(location)) db.createObjectStore(location)
+      const upgrade = /** @type {IDBTransaction} */ (request.transaction)
+      const existing = db.objectStoreNames.contains(location)
+      try {
+        nativeStoresReady(db, upgrade, location, layout)
+      } catch (err) {
+        upgrade.abort()
+        reject(err)
+        return
+      }
+      // Checked again in the upgrade, which no other connection can write
+      // beside: a tab on the one-store layout may have written the
+      // collection since prepareStores() looked.
+      if (layout !== null && existing) {
+        layout.switching(upgrade).then(switching => {
+          if (switching === null) return
+          reject(switchingError(switching))
+          upgrade.abort()
+        }, () => {})
+      }
+      if (!existing) db.createObjectStore(location)
       const { store, index } = listsStoreOf(location)
       if (!db.objectStoreNames.contains(store)) {
         // Out-of-line keys (the list's key, as the relation's list has it);

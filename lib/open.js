@@ -3,6 +3,7 @@ import { Database } from './database.js'
 import { readCacheOption } from './read-cache.js'
 import { optionsOf, optionsObject } from './options.js'
 import { describe, errorMessage, isLevelkitError, readInput } from './common.js'
+import { assertName } from './names.js'
 
 /**
  * @typedef {(location: string | undefined, options: object) => Promise<any>} BackendFactory
@@ -20,7 +21,7 @@ import { describe, errorMessage, isLevelkitError, readInput } from './common.js'
 export async function openIn (environment, options) {
   // Read once (a copy); the backend's own options are passed on from it.
   const given = optionsObject(options, 'open()')
-  const { backend: named, location, db, syncReads, readCache, readCacheBytes, durability, relationIndexes, ...levelOptions } = given
+  const { backend: named, location, db, syncReads, readCache, readCacheBytes, durability, relationIndexes, native, ...levelOptions } = given
   if (syncReads !== undefined && typeof syncReads !== 'boolean') throw invalid('The syncReads option must be a boolean')
   if (relationIndexes !== undefined && typeof relationIndexes !== 'boolean') throw invalid('The relationIndexes option must be a boolean')
   const readCacheOptions = readCacheOption(readCache)
@@ -31,7 +32,9 @@ export async function openIn (environment, options) {
     throw invalid('The readCacheBytes option must be a non-negative integer (bytes the read caches hold together; 0 turns them off)')
   }
 
+  const nativeSpecs = nativeOption(native)
   if (db !== undefined) {
+    if (nativeSpecs !== undefined) throw invalid('The native option needs a database levelkit opens on IndexedDB, not { db }')
     if (named !== undefined || location !== undefined) throw invalid('Pass either { db } or { backend, location }, not both')
     // Other options go to the backend levelkit opens: with { db } there is none.
     optionsOf(given, 'open()', 'open() with { db }')
@@ -53,6 +56,10 @@ export async function openIn (environment, options) {
   }
   if (location !== undefined && (typeof location !== 'string' || location === '')) {
     throw invalid(`The location option must be a non-empty string, got ${describe(location)}`)
+  }
+  if (nativeSpecs !== undefined) {
+    if (backend !== 'indexeddb') throw invalid(`The native option is for the indexeddb backend (a collection's records in an object store of their own), not ${describe(backend)}`)
+    levelOptions.native = nativeSpecs
   }
   let level
   try {
@@ -81,6 +88,29 @@ export async function openIn (environment, options) {
     throw levelkitError(codes.BACKEND_UNAVAILABLE, `The ${backend} backend could not open the database: ${errorMessage(err)}`, { cause: err, backend })
   }
   return database
+}
+
+/**
+ * The native option, `{ collection: [index names] }`: which collections keep
+ * their records in an IndexedDB object store of their own, with a native
+ * index per index (all of them, named when the database is opened: see
+ * lib/idb-records.js). Undefined if not given.
+ * @param {unknown} native
+ * @returns {import('./idb-records.js').NativeSpec[] | undefined}
+ */
+function nativeOption (native) {
+  if (native === undefined) return undefined
+  const shape = 'The native option must be an object naming each native collection and its indexes, as { users: [\'username\'] }'
+  return readInput('The native option', () => {
+    if (native === null || typeof native !== 'object' || Array.isArray(native)) throw invalid(shape)
+    return Object.entries(native).map(([collection, indexes]) => {
+      assertName(collection, 'Collection')
+      if (!Array.isArray(indexes)) throw invalid(`${shape}: the indexes of "${collection}" are not an array`)
+      const names = indexes.map(name => assertName(name, 'Index'))
+      if (new Set(names).size !== names.length) throw invalid(`${shape}: an index of "${collection}" is named twice`)
+      return { collection, indexes: names }
+    })
+  })
 }
 
 /** @param {string} backend @param {unknown} location */

@@ -1,7 +1,9 @@
 // Chromium killed with SIGKILL in the middle of a write workload on
 // IndexedDB, again and again, on one profile: after each restart check()
 // finds nothing, the database is the one written before (not recreated
-// empty), and every write the page saw acknowledged is there.
+// empty), and every write the page saw acknowledged is there. Then the same
+// with the users a native collection (open()'s native option): a record and
+// its unique name are one put, never one without the other.
 //
 // A kill can land while LevelDB appends a record to one of its logs, which
 // then ends in a partial record. Chromium's LevelDB drops that record at the
@@ -35,12 +37,14 @@ const PARTIAL_RECORD = new Uint8Array([1, 2, 3, 4, 200, 0, 1])
  * In the page: declare the schema on the database and, with `run`, write
  * until killed: inserts with a unique name (collisions refused), renames,
  * and appends to fixed parents, several in flight. Each acknowledged write
- * is reported to Node through window.ack().
- * @param {{ run: boolean, seed: number }} options
+ * is reported to Node through window.ack(). With `native`, the users are
+ * a native collection (open()'s native option: records in an object store
+ * of their own, a native unique index on the name).
+ * @param {{ run: boolean, seed: number, native: boolean }} options
  */
-async function pageWorkload ({ run, seed }) {
+async function pageWorkload ({ run, seed, native }) {
   const { open } = /** @type {any} */ (window).levelkit
-  const db = await open({ location: 'crash' })
+  const db = await open({ location: 'crash', ...(native ? { native: { users: ['name'] } } : {}) })
   const users = db.collection('users', { indexes: { name: { unique: true, key: (/** @type {any} */ u) => u.name } } })
   const topics = db.collection('topics')
   const posts = db.children('posts', { parent: topics })
@@ -125,7 +129,15 @@ function leveldbLogs (profile) {
   return logs
 }
 
-test(`crash: Chromium killed with SIGKILL mid-workload on IndexedDB, ${CYCLES} times (seed ${SEED})`, { timeout: 60000 * CYCLES }, async t => {
+// Native collections: fewer cycles (the one-store layout runs the most).
+const NATIVE_CYCLES = Number(process.env.CRASH_NATIVE_CYCLES) || 2
+
+for (const [native, cycles] of /** @type {Array<[boolean, number]>} */ ([[false, CYCLES], [true, NATIVE_CYCLES]])) {
+  test(`crash: Chromium killed with SIGKILL mid-workload on IndexedDB${native ? ', users native' : ''}, ${cycles} times (seed ${SEED})`, { timeout: 60000 * cycles }, t => crashCycles(t, native, cycles))
+}
+
+/** @param {any} t @param {boolean} native @param {number} cycles */
+async function crashCycles (t, native, cycles) {
   const random = prng(SEED)
   // One origin for every cycle: IndexedDB is per origin and profile.
   const server = await serve({ '/': LEVELKIT_PAGE, '/levelkit.js': bundlePath })
@@ -133,14 +145,14 @@ test(`crash: Chromium killed with SIGKILL mid-workload on IndexedDB, ${CYCLES} t
   /** @type {Array<any>} */
   const acked = []
   try {
-    for (let cycle = 0; cycle < CYCLES; cycle++) {
+    for (let cycle = 0; cycle < cycles; cycle++) {
       const context = await launchPersistentChromium(profile)
       const page = context.pages()[0] || await context.newPage()
       await page.exposeFunction('ack', (/** @type {any} */ entry) => { acked.push({ ...entry, cycle }) })
       await page.goto(server.url + '/')
       await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
       const before = acked.length
-      page.evaluate(pageWorkload, { run: true, seed: 1 + random.int(2 ** 30) }).catch(() => {})
+      page.evaluate(pageWorkload, { run: true, seed: 1 + random.int(2 ** 30), native }).catch(() => {})
       const deadline = Date.now() + 5000
       while (acked.length < before + 20 + random.int(150) && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
       // Every process of this profile, at once, with no chance to clean up.
@@ -167,7 +179,7 @@ test(`crash: Chromium killed with SIGKILL mid-workload on IndexedDB, ${CYCLES} t
       const check = reopened.pages()[0] || await reopened.newPage()
       await check.goto(server.url + '/')
       await check.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
-      const { problems, stored } = await check.evaluate(pageWorkload, { run: false, seed: 0 })
+      const { problems, stored } = await check.evaluate(pageWorkload, { run: false, seed: 0, native })
       await reopened.close()
 
       t.same(problems, [], `cycle ${cycle}: check() finds nothing after the restart`)
@@ -194,4 +206,4 @@ test(`crash: Chromium killed with SIGKILL mid-workload on IndexedDB, ${CYCLES} t
     await server.close()
     rmSync(profile, { recursive: true, force: true })
   }
-})
+}

@@ -25,6 +25,11 @@ const counts = { tx: 0, txReadwrite: 0, requests: 0, cursorSteps: 0, locks: 0 }
 /** @type {Array<{ mode: string, requests: string[] }> | null} while tracing: each transaction opened, with its requests */
 let trace = null
 
+// ChatStore's users as a native collection (records in an object store of
+// their own, IndexedDB's unique index on the username), where levelkit has
+// them; --no-native opens the one-store layout.
+const NATIVE = new URLSearchParams(globalThis.location.search).get('native') === '0' ? undefined : /** @type {any} */ (ChatStore).native
+
 /**
  * What a request is about: for levelkit's keys (bytes, `!namespace!...`)
  * the namespace, for Dexie's the table's key kind.
@@ -144,7 +149,7 @@ async function setup (config) {
   mine = config.side
   const cost = { pbkdf2Iterations: config.pbkdf2Iterations }
   opened = { location: `${mine}-${config.tag}`, passwordCost: cost }
-  if (mine === 'levelkit') sides.levelkit = await ChatStore.open(await open({ location: opened.location }), { passwordCost: cost })
+  if (mine === 'levelkit') sides.levelkit = await ChatStore.open(await open({ location: opened.location, native: NATIVE }), { passwordCost: cost })
   else sides.dexie = await new DexieChatStore(opened.location, cost).open()
   data.hashes = await Promise.all(data.users.map((/** @type {any} */ u) => hashPassword(u.password, cost)))
   data.params = `pbkdf2-sha256$${config.pbkdf2Iterations}`
@@ -232,7 +237,7 @@ async function preload (side, chunk, traced = false) {
 async function openCold (side) {
   const { location, passwordCost } = /** @type {NonNullable<typeof opened>} */ (opened)
   if (side === 'dexie') return new DexieChatStore(location, passwordCost).open()
-  const store = await ChatStore.open(await open({ location }), { passwordCost })
+  const store = await ChatStore.open(await open({ location, native: NATIVE }), { passwordCost })
   await sides.levelkit.db.schemaVersion()
   return store
 }

@@ -40,6 +40,9 @@ test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, asyn
 
     // --trace: one operation of each row, and each table's part of the preload, by request and namespace.
     t.match(stdout, /createChat, levelkit: +1 tx: 1 readwrite \[[^\]]*put chats[^\]]*\]/, 'the trace of a createChat')
+    // ChatStore's users are native (ChatStore.native): a new user and its username are one put(), no claim of the username.
+    const createUser = /createUser, levelkit: +1 tx: 1 readwrite \[([^\]]*)\]/.exec(stdout)
+    t.ok(createUser !== null && createUser[1].split(', ').filter(r => r === 'put users').length === 1 && !createUser[1].includes('users.idx'), `the trace of a createUser: one put of the user, no request on the username's entries (${createUser?.[1]})`)
     for (const table of ['users', 'chats', 'messages']) {
       t.match(stdout, new RegExp(`preload of ${table} \\(all of it\\), levelkit: +\\d+ tx`), `the trace of the preload's ${table}`)
     }

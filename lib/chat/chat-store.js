@@ -130,6 +130,14 @@ export class ChatStore {
   }
 
   /**
+   * The native option of open() for a new database on IndexedDB whose users
+   * are kept in an object store of their own, with IndexedDB's unique index
+   * on their usernames: createUser() is then one request (see
+   * lib/idb-records.js). A database made without it keeps its layout.
+   */
+  static native = Object.freeze({ users: Object.freeze(['username']) })
+
+  /**
    * A ChatStore on `db`, once the database is known to be its own: marked
    * as a ChatStore's, or empty of its models' data (then it is marked now).
    * Rejects with LEVELKIT_FOREIGN_DATA otherwise.
