@@ -5,8 +5,11 @@
 // while each passes alone: an interaction not found yet) and each
 // workspace's own tests. Most of
 // the time goes to waiting (Chromium, child processes killed and reopened,
-// PostgreSQL, timers: the slowest suites use a third of a core, measured in
-// session 16), so a third suite fills the cores the other two leave idle.
+// PostgreSQL, timers) on a disk, but with the files on RAM (below) the run
+// is nearly CPU-bound: on a 2-core CI machine three at a time took 830 s
+// (their seconds adding up to 2,486), two the session before 838 s (1,673;
+// files on disk, three suites fewer): the third buys little time, but keeps
+// the cores busy while a suite waits.
 // Each suite's output is printed whole
 // when it ends, so logs stay readable; the exit code is 1 if any failed.
 // The longest suites start first (their seconds from the last recorded run,
