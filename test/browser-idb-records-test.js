@@ -238,7 +238,11 @@ test('idb-records: an update, a delete and a member removed are what the next re
       const { t, counted } = /** @type {any} */ (window)
       return counted(() => t.chats.update(3, { title: 'renamed by b' }))
     })
-    t.same(updateB.log.filter((/** @type {string} */ r) => /chats|lists|index/.test(r)), ['get chats', 'put chats', 'get lists', 'put lists'], 'an update in a tab that knows nothing: the record read and put, its entry read and put again with the record')
+    // The whole-lists read (a getAllKeys() and a getAll(), as lib/idb-direct.js
+    // mirrored() makes for the tab's layout comparison) is not ordered with
+    // this update: CI 16b saw it land in this window, other runs before it.
+    const layoutCompare = (/** @type {string} */ r) => r === 'getAllKeys lists' || r === 'getAll lists'
+    t.same(updateB.log.filter((/** @type {string} */ r) => /chats|lists|index/.test(r) && !layoutCompare(r)), ['get chats', 'put chats', 'get lists', 'put lists'], 'an update in a tab that knows nothing: the record read and put, its entry read and put again with the record')
     const againB = await b.evaluate(async () => {
       const { t, counted } = /** @type {any} */ (window)
       return counted(() => t.chats.update(3, { title: 'renamed by b' }))
