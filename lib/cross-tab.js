@@ -10,11 +10,12 @@
 //
 // A Web Lock is leased: the tab that holds it keeps it while idle, so that
 // writes awaited one at a time take it once, not once each. A tab that wants
-// it says so on the channel ('want') before it queues up for it, and again
-// every WANT_REPEAT_MS while it waits (a message may be missed: sent before
-// the holder listened, or heard by a tab that held nothing yet); the holder
-// lets go once idle. The Web Lock alone still keeps the writers apart: a
-// missed 'want' only delays the tab that sent it.
+// it queues up for it and says so on the channel ('want'), and again every
+// WANT_REPEAT_MS while it waits (a message may be missed: sent before the
+// holder listened, or heard by a tab that held nothing yet); the holder
+// lets go once idle, if a request for the lock is still pending then (a
+// 'want' can arrive after its sender got the lock). The Web Lock alone
+// still keeps the writers apart: a missed 'want' only delays its sender.
 
 import { noop } from './common.js'
 
@@ -74,9 +75,23 @@ function crossTab (locks, name) {
   const listeners = new Set()
   /** @type {Set<() => void>} */
   const wantListeners = new Set()
+  // This writer's own requests for the lock not granted yet.
+  let waiting = 0
+  const wantedNow = () => {
+    for (const listener of wantListeners) listener()
+  }
   channel.onmessage = (event) => {
     if (event.data?.want === true) {
-      for (const listener of wantListeners) listener()
+      // A 'want' is said again while its tab waits, so one may arrive after
+      // that tab got the lock and let it go: heard only while a request for
+      // the lock other than this writer's own is pending, or a lease would
+      // be let go for nobody.
+      if (typeof locks.query !== 'function') wantedNow()
+      else {
+        locks.query().then(({ pending }) => {
+          if ((pending ?? []).filter(lock => lock.name === name).length > waiting) wantedNow()
+        }, wantedNow)
+      }
       return
     }
     const data = event.data
@@ -101,11 +116,8 @@ function crossTab (locks, name) {
 
   // A tab about to be frozen or put in the back/forward cache would hear no
   // 'want': it lets an idle lease go now, as if another tab wanted it.
-  const leaving = () => {
-    for (const listener of wantListeners) listener()
-  }
-  globalThis.document?.addEventListener?.('freeze', leaving)
-  globalThis.addEventListener?.('pagehide', leaving)
+  globalThis.document?.addEventListener?.('freeze', wantedNow)
+  globalThis.addEventListener?.('pagehide', wantedNow)
 
   return {
     name,
@@ -120,22 +132,31 @@ function crossTab (locks, name) {
         const held = new Promise(resolve => {
           release = resolve
         })
-        // Ask whoever holds it (maybe idle, keeping it) to let go, until granted.
+        // Ask whoever holds it (maybe idle, keeping it) to let go, until
+        // granted; asked once the request is queued, where the holder looks.
         const want = () => {
           try {
             channel.postMessage({ want: true })
           } catch {} // closed meanwhile: the request still waits its turn
         }
-        want()
-        const repeat = setInterval(want, WANT_REPEAT_MS)
+        /** @type {ReturnType<typeof setInterval> | undefined} */
+        let repeat
+        let granted = false
+        waiting++
         locks.request(name, { mode: 'exclusive' }, () => {
+          granted = true
+          waiting--
           clearInterval(repeat)
           resolve(() => release())
           return held
         }).catch(err => {
+          if (!granted) waiting--
+          granted = true
           clearInterval(repeat)
           reject(err)
         })
+        want()
+        if (!granted) repeat = setInterval(want, WANT_REPEAT_MS)
       })
     },
     wanted (listener) {
@@ -155,8 +176,8 @@ function crossTab (locks, name) {
     close () {
       listeners.clear()
       wantListeners.clear()
-      globalThis.document?.removeEventListener?.('freeze', leaving)
-      globalThis.removeEventListener?.('pagehide', leaving)
+      globalThis.document?.removeEventListener?.('freeze', wantedNow)
+      globalThis.removeEventListener?.('pagehide', wantedNow)
       channel.close()
     }
   }

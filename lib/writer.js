@@ -934,6 +934,9 @@ export class Writer {
     if (release) {
       this.idb?.lease(false)
       this.#crossTabRelease = null
+      // Letting go answers every 'want' heard so far; a writer still waiting
+      // after this says so again (lib/cross-tab.js).
+      this.#crossTabWantedAt = -Infinity
       this.#crossTabCaughtUp = false
       // A holding that wrote, every batch of it known written (none failed):
       // the next holder learns how many there were, so that having heard
