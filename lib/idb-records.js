@@ -317,24 +317,39 @@ export class NativeLayout {
    * record itself. Resolves once every request made was answered (entries'
    * records are read first); a refused request aborts `tx`.
    * @param {IDBTransaction} tx @param {Io} io
-   * @param {Array<{ type: 'put' | 'del', key: Uint8Array, value?: Uint8Array, claim?: boolean, entries?: Entries, segment: Segment }>} ops
+   * @param {Array<{ type: 'put' | 'del', key: Uint8Array, value?: Uint8Array, claim?: boolean, entries?: Entries, own?: Uint8Array, segment: Segment }>} ops
+   *   `own`: an entry's key in its index's namespace, as the model made it (the object)
    * @returns {{ made: number, done: Promise<void> }}
    */
   write (tx, io, ops) {
     let made = 0
-    /** @type {Set<string>} records the batch writes */
-    const written = new Set()
+    /** @type {Array<[NativeCollection, Uint8Array]>} records the batch writes */
+    const records = []
     /** @type {Array<{ segment: Segment, key: Uint8Array, value?: Uint8Array, type: 'put' | 'del' }>} */
     const entryOps = []
+    /**
+     * The keys (the objects) of the entries that the batch's record puts
+     * carry (Op.entries): their puts are written by those records' puts,
+     * so their records need not be found (a covering entry's record parsed)
+     * to see that they are written already.
+     * @type {Set<Uint8Array> | null}
+     */
+    let carried = null
+    for (const op of ops) {
+      if (op.entries === undefined || op.segment.index !== null || op.type !== 'put') continue
+      for (const [, entries] of op.entries) for (const entry of entries) (carried ??= new Set()).add(entry.key)
+    }
     for (const op of ops) {
       const segment = op.segment
       const collection = segment.collection
       if (segment.index !== null) {
+        made++
+        if (op.type === 'put' && carried !== null && op.own !== undefined && carried.has(op.own)) continue
         entryOps.push({ segment, key: op.key, value: op.value, type: op.type })
         continue
       }
       const store = tx.objectStore(collection.store)
-      written.add(collection.store + '\u0000' + keyName(op.key))
+      records.push([collection, op.key])
       if (op.type === 'del') store.delete(asKey(op.key))
       else {
         const object = this.recordObject(collection, op.key, /** @type {Uint8Array} */ (op.value), op.entries)
@@ -344,6 +359,8 @@ export class NativeLayout {
       made++
     }
     if (entryOps.length === 0) return { made, done: Promise.resolve() }
+    /** @type {Set<string>} */
+    const written = new Set(records.map(([collection, key]) => collection.store + '\u0000' + keyName(key)))
     // Entries written alone: their records are rewritten, computed again.
     /** @type {Promise<any>[]} */
     const owners = []
@@ -358,7 +375,6 @@ export class NativeLayout {
       } else {
         owners.push(io.settle(store.index(index.native).getKey(asKey(op.key))).then(primary => primary === undefined ? undefined : bytesOf(primary)))
       }
-      made++
     }
     const done = Promise.all(owners).then(keys => {
       /** @type {Promise<any>[]} */
