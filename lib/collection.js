@@ -31,6 +31,8 @@ const UNREAD = Symbol('unread')
 
 /**
  * @typedef {import('./write-scope.js').WriteScope} WriteScope
+ * @typedef {import('./write-scope.js').Op} Op
+ * @typedef {import('./indexes.js').IndexEntry} IndexEntry
  * @typedef {{ name: string, beforeDelete: (scope: WriteScope, id: unknown) => Promise<void>, beforeCreate?: (scope: WriteScope, id: unknown) => Promise<void>, created?: (scope: WriteScope, id: unknown) => void }} Dependent
  *   `created`: a record gets a new sequence id in `scope`, so nothing keyed by it is stored yet
  */
@@ -104,6 +106,8 @@ export class CollectionModel {
      */
     this.schemaWork = null
     // On IndexedDB, a collection kept in a store of its own (open()'s native option).
+    /** Whether its record puts carry their index entries (Op.entries): set by bindNative(). */
+    this.carriesEntries = false
     bindNative(this)
   }
 
@@ -364,7 +368,7 @@ export class CollectionModel {
         if (refusal !== undefined) throw refusal
         for (const [index, entries] of added) for (const entry of entries) scope.put(index.namespace, entry.key, entry.value)
       }
-      const stamping = this.#put(scope, jsons[i], keys[i])
+      const stamping = this.#put(scope, jsons[i], keys[i], indexed === null ? undefined : indexed[i].added)
       if (stamping !== undefined) await stamping
     }
     // Unstored on IndexedDB: the last record makes up for it (settleSequence()).
@@ -435,14 +439,26 @@ export class CollectionModel {
    */
   store (scope, record, stored, id, idBytes) {
     this.validateRecord(record)
-    if (this.indexes.size > 0) return writeIndexEntries(scope, this, id, idBytes, undefined, record, stored).then(() => this.#put(scope, stored, idBytes))
+    if (this.indexes.size > 0) return writeIndexEntries(scope, this, id, idBytes, undefined, record, stored).then(entries => this.#put(scope, stored, idBytes, entries))
     return this.#put(scope, stored, idBytes)
   }
 
-  /** store()'s end. @param {WriteScope} scope @param {string} stored @param {Uint8Array} idBytes */
-  #put (scope, stored, idBytes) {
+  /**
+   * store()'s end.
+   * @param {WriteScope} scope @param {string} stored @param {Uint8Array} idBytes
+   * @param {Array<[SecondaryIndex, IndexEntry[]]>} [entries] every entry of the new record, by index, as the
+   *   model computed them (indexes without any left out)
+   */
+  #put (scope, stored, idBytes, entries) {
     if (this.schemaWork !== null) this.db.schema.onWrite(scope, this)
-    scope.push({ type: 'put', id: undefined, key: idBytes, value: stored, sublevel: this.records.sublevel, namespace: this.records })
+    /** @type {Op} */
+    const op = { type: 'put', id: undefined, key: idBytes, value: stored, sublevel: this.records.sublevel, namespace: this.records }
+    // A native collection's store keeps the entries' keys in the record's
+    // object: handed over, they are not computed again from its JSON (a parse
+    // and every key function once more per record). Only there: other ops
+    // keep one shape.
+    if (entries !== undefined && this.carriesEntries) op.entries = entries
+    scope.push(op)
     if (this.versions !== null) return this.versions.stamp(scope, idBytes, false)
   }
 

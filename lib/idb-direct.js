@@ -468,7 +468,7 @@ export class IdbDirect {
         for (const op of claims) {
           const key = this.#prefixed(op.namespace, op.key)
           const { segment } = this.#prefixOf(op.namespace)
-          if (segment !== null) (routed ??= []).push({ type: 'put', key, value: encodeValue(op.value), claim: true, segment })
+          if (segment !== null) (routed ??= []).push({ type: 'put', key, value: encodeValue(op.value), claim: true, entries: op.entries, segment })
           else {
             store.add(encodeValue(op.value), key)
             made++
@@ -480,7 +480,7 @@ export class IdbDirect {
         const key = this.#prefixed(op.namespace, op.key)
         const { segment } = this.#prefixOf(op.namespace)
         if (segment !== null) {
-          (routed ??= []).push({ type: op.type, key, value: op.type === 'put' ? encodeValue(op.value) : undefined, claim: op.claim, segment })
+          (routed ??= []).push({ type: op.type, key, value: op.type === 'put' ? encodeValue(op.value) : undefined, claim: op.claim, entries: op.entries, own: op.key, segment })
           continue
         }
         if (op.type === 'put') {

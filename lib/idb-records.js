@@ -49,11 +49,14 @@ const MAX_COUNT = 2 ** 32 - 1
  *
  * What the model gives an index once the collection is declared:
  * `keys`: the entry keys (in the index's namespace) of the record stored
- * under `key` (in the records' namespace) with `value`;
+ * under `key` (in the records' namespace) with `value` (`computed`: the
+ * record's entries by index, as the model computed them for the put, else
+ * computed here from `value`);
  * `value`: what an entry holds; `owner`: the key of the record an entry
  * (key, value as written) belongs to.
- * @typedef {{ keys: (value: Uint8Array, key: Uint8Array) => Uint8Array[], value: 'record' | 'id' | 'empty', owner: (key: Uint8Array, value: Uint8Array) => Uint8Array }} IndexBinding
+ * @typedef {{ keys: (value: Uint8Array, key: Uint8Array, computed?: Entries) => Uint8Array[], value: 'record' | 'id' | 'empty', owner: (key: Uint8Array, value: Uint8Array) => Uint8Array }} IndexBinding
  *
+ * @typedef {import('./write-scope.js').Op['entries']} Entries
  * @typedef {{ name: string, native: string, field: string, prefix: Uint8Array, upper: Uint8Array, binding: IndexBinding | null, collection: NativeCollection }} NativeIndex
  * @typedef {{ name: string, store: string, prefix: Uint8Array, upper: Uint8Array, indexes: NativeIndex[] }} NativeCollection
  * @typedef {{ prefix: Uint8Array, upper: Uint8Array, collection: NativeCollection, index: NativeIndex | null }} Segment
@@ -220,8 +223,9 @@ export class NativeLayout {
   /**
    * The object a record is stored as: its value and its entries' keys.
    * @param {NativeCollection} collection @param {Uint8Array} key full @param {Uint8Array} value
+   * @param {Entries} [computed] the entries the model computed for this put (Op.entries)
    */
-  recordObject (collection, key, value) {
+  recordObject (collection, key, value, computed) {
     /** @type {Record<string, any>} */
     const object = { v: value }
     const own = key.subarray(collection.prefix.length)
@@ -230,7 +234,7 @@ export class NativeLayout {
       // stored without entries, as one store would hold such a record,
       // and check() reports them once it is declared.
       if (index.binding === null) continue
-      const keys = index.binding.keys(value, own)
+      const keys = index.binding.keys(value, own, computed)
       if (keys.length > 0) object[index.field] = keys.map(k => concatBytes(index.prefix, k))
     }
     return object
@@ -313,33 +317,50 @@ export class NativeLayout {
    * record itself. Resolves once every request made was answered (entries'
    * records are read first); a refused request aborts `tx`.
    * @param {IDBTransaction} tx @param {Io} io
-   * @param {Array<{ type: 'put' | 'del', key: Uint8Array, value?: Uint8Array, claim?: boolean, segment: Segment }>} ops
+   * @param {Array<{ type: 'put' | 'del', key: Uint8Array, value?: Uint8Array, claim?: boolean, entries?: Entries, own?: Uint8Array, segment: Segment }>} ops
+   *   `own`: an entry's key in its index's namespace, as the model made it (the object)
    * @returns {{ made: number, done: Promise<void> }}
    */
   write (tx, io, ops) {
     let made = 0
-    /** @type {Set<string>} records the batch writes */
-    const written = new Set()
+    /** @type {Array<[NativeCollection, Uint8Array]>} records the batch writes */
+    const records = []
     /** @type {Array<{ segment: Segment, key: Uint8Array, value?: Uint8Array, type: 'put' | 'del' }>} */
     const entryOps = []
+    /**
+     * The keys (the objects) of the entries that the batch's record puts
+     * carry (Op.entries): their puts are written by those records' puts,
+     * so their records need not be found (a covering entry's record parsed)
+     * to see that they are written already.
+     * @type {Set<Uint8Array> | null}
+     */
+    let carried = null
+    for (const op of ops) {
+      if (op.entries === undefined || op.segment.index !== null || op.type !== 'put') continue
+      for (const [, entries] of op.entries) for (const entry of entries) (carried ??= new Set()).add(entry.key)
+    }
     for (const op of ops) {
       const segment = op.segment
       const collection = segment.collection
       if (segment.index !== null) {
+        made++
+        if (op.type === 'put' && carried !== null && op.own !== undefined && carried.has(op.own)) continue
         entryOps.push({ segment, key: op.key, value: op.value, type: op.type })
         continue
       }
       const store = tx.objectStore(collection.store)
-      written.add(collection.store + '\u0000' + keyName(op.key))
+      records.push([collection, op.key])
       if (op.type === 'del') store.delete(asKey(op.key))
       else {
-        const object = this.recordObject(collection, op.key, /** @type {Uint8Array} */ (op.value))
+        const object = this.recordObject(collection, op.key, /** @type {Uint8Array} */ (op.value), op.entries)
         if (op.claim === true) store.add(object, asKey(op.key))
         else store.put(object, asKey(op.key))
       }
       made++
     }
     if (entryOps.length === 0) return { made, done: Promise.resolve() }
+    /** @type {Set<string>} */
+    const written = new Set(records.map(([collection, key]) => collection.store + '\u0000' + keyName(key)))
     // Entries written alone: their records are rewritten, computed again.
     /** @type {Promise<any>[]} */
     const owners = []
@@ -354,7 +375,6 @@ export class NativeLayout {
       } else {
         owners.push(io.settle(store.index(index.native).getKey(asKey(op.key))).then(primary => primary === undefined ? undefined : bytesOf(primary)))
       }
-      made++
     }
     const done = Promise.all(owners).then(keys => {
       /** @type {Promise<any>[]} */

@@ -179,15 +179,20 @@ function diffEntries (before, after) {
  * @param {object | undefined} old
  * @param {object | undefined} record
  * @param {string} [json] `record` as stored (a covering index keeps a copy)
+ * @returns {Promise<Array<[SecondaryIndex, IndexEntry[]]>>} every entry `record` has, by index (indexes
+ *   without any left out): what a native collection's put carries (see Op.entries)
  */
 export async function writeIndexEntries (scope, collection, id, idBytes, old, record, json) {
   const changes = []
+  /** @type {Array<[SecondaryIndex, IndexEntry[]]>} */
+  const afters = []
   for (const index of collection.indexes.values()) {
     // While the entries of its older declaration are cleared, an index is
     // left alone: its build then indexes every record (lib/schema.js).
     if (!index.status.maintained) continue
     const before = old ? index.entries(old, id, idBytes) : NO_ENTRIES
     const after = record ? index.entries(record, id, idBytes, json) : NO_ENTRIES
+    if (after.length > 0) afters.push([index, after])
     let { removed, added } = diffEntries(before, after)
     // A covering entry holds the record: rewritten whenever it changes.
     if (index.covering) added = after
@@ -226,6 +231,7 @@ export async function writeIndexEntries (scope, collection, id, idBytes, old, re
       else scope.put(index.namespace, entry.key, entry.value)
     }
   }
+  return afters
 }
 
 /**

@@ -11,7 +11,8 @@ const textDecoder = new TextDecoder()
 
 /**
  * Give the native layout of the collection's database, if it keeps the
- * collection native, the collection's indexes. Throws
+ * collection native, the collection's indexes (and have its record puts
+ * carry the entries the model computed: Op.entries). Throws
  * LEVELKIT_NATIVE_LAYOUT if the indexes are not those the database was
  * opened with.
  * @param {import('./collection.js').CollectionModel} collection
@@ -23,12 +24,17 @@ export function bindNative (collection) {
   const bindings = new Map()
   for (const [name, index] of collection.indexes) {
     bindings.set(name, {
-      keys (value, key) {
+      keys (value, key, computed) {
         // While the entries of an older declaration are cleared (its key
         // function changed), the index is left alone, as in one store: a
         // record written then, or by the clearing, has no entry in it;
         // the build that follows writes every record again.
         if (!index.status.maintained) return []
+        // The model's, from the record it stored: no parse, no key function run twice.
+        if (computed !== undefined) {
+          for (const [own, entries] of computed) if (own === index) return entries.map(entry => entry.key)
+          return []
+        }
         const json = textDecoder.decode(value)
         const record = parseRecord(json, collection.records, key)
         return index.entries(record, decode(key), key, json).map(entry => entry.key)
@@ -45,4 +51,5 @@ export function bindNative (collection) {
     })
   }
   native.bind(collection.name, bindings)
+  collection.carriesEntries = true
 }

@@ -8,13 +8,15 @@ const textEncoder = new TextEncoder()
 const encodeText = text => textEncoder.encode(text)
 
 /**
- * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean, any?: boolean, claim?: boolean, unstored?: boolean, deferredSequence?: boolean, deferred?: boolean }} Op
+ * @typedef {{ type: 'put' | 'del', id?: string, key: Uint8Array, value?: any, sublevel: any, namespace: import('./namespace.js').Namespace, raise?: boolean, any?: boolean, claim?: boolean, unstored?: boolean, deferredSequence?: boolean, deferred?: boolean, entries?: Array<[import('./indexes.js').SecondaryIndex, import('./indexes.js').IndexEntry[]]> }} Op
  *   `claim`: a put of a key to be refused if it holds a value (a unique claim: IndexedDB add(), see mayClaim())
  *   `any`: another tab or process wrote keys of the namespace that it did not tell (lib/writer.js #heard())
  *   `id` names the key across namespaces; it is computed only when a lookup needs it; `raise`: a
  *   counter a transaction raises to at least `value` when it commits; `unstored`: a sequence's
  *   value that a batch going to IndexedDB directly leaves out, since the record it numbers is
  *   written with it (Collection#settleSequence()): kept in memory and told to other tabs
+ *   `entries`: on a native collection's record put (lib/idb-records.js), every index entry of the
+ *   record as the model computed it from the record it stored, by index (indexes without any left out)
  * @typedef {{ gt?: Uint8Array, gte?: Uint8Array, lt?: Uint8Array, lte?: Uint8Array }} Bounds
  */
 

@@ -1113,6 +1113,8 @@ export class Writer {
         op.id = undefined
       }
       op.value = substitute(op.value, ids)
+      // Computed with the placeholder: a native store computes them again.
+      if (op.entries !== undefined) op.entries = undefined
     }
   }
 

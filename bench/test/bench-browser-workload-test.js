@@ -56,6 +56,9 @@ test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, asyn
     t.match(stdout, /operation +CPU ms\/op lk: main thread +all Chromium +Dexie: main thread +all Chromium/, 'the CPU table')
     t.match(stdout, /\n {2}createChat +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+× .*transaction [\d.]+.* \| .*transaction [\d.]+/, 'a CPU row: both sides, and their native calls')
     t.match(stdout, /\n {2}bulk preload \(per 1,000 records\) +[\d.,]+ +[\d.,]+ +[\d.,]+ +[\d.,]+ +[\d.]+×/, 'the preload\'s CPU row: both sides')
+    for (const table of ['users', 'chats', 'messages']) {
+      t.match(stdout, new RegExp(`\\n {4}preload of ${table} \\(per 1,000\\) +[\\d.,]+ +[\\d.,]+ +[\\d.,]+ +[\\d.,]+ +[\\d.]+×`), `the preload's CPU row of ${table}: both sides`)
+    }
 
     const dirs = readdirSync(out).filter(name => name.startsWith('browser-workload-'))
     t.is(dirs.length, 1, 'one output folder')
@@ -95,6 +98,10 @@ test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, asyn
     t.ok(summary.bundles.levelkit.gzip > 0 && summary.bundles.levelkit.gzip < summary.bundles.levelkit.bytes, 'levelkit\'s bundle size, minified and gzipped')
     t.ok(summary.bundles.dexie.gzip > 0 && summary.bundles.dexie.gzip < summary.bundles.dexie.bytes, 'Dexie\'s, too')
     t.ok(summary.preload.levelkit.storedBytes > 0 && summary.preload.dexie.storedBytes > 0, 'the storage estimate grew with each side\'s preload')
+    for (const side of ['levelkit', 'dexie']) {
+      const byTable = summary.preload[side].cpuByTable
+      t.ok(['users', 'chats', 'messages'].every(table => byTable[table].main > 0 && Number.isFinite(byTable[table].all)), `${side}: the preload's CPU by table in the summary`)
+    }
     t.match(readFileSync(join(dir, 'browser-workload.svg'), 'utf8'), /^<svg[\s\S]*Dexie[\s\S]*<\/svg>\n$/, 'an SVG plot')
   } finally {
     rmSync(out, { recursive: true, force: true })

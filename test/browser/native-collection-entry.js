@@ -227,6 +227,59 @@ test('native: check() is clean, finds an entry planted behind levelkit\'s back, 
   await db.close()
 })
 
+test('native: a new record\'s entries are computed once (its put takes the model\'s, no parse of its JSON), and are the ones a recompute gives', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const db = await open({ location: name, native: NATIVE })
+  const calls = { username: 0, tags: 0 }
+  const users = db.collection('users', {
+    indexes: {
+      username: { unique: true, covering: true, key: (/** @type {any} */ u) => { calls.username++; return u.username } },
+      tags: { multi: true, key: (/** @type {any} */ u) => { calls.tags++; return u.tags } }
+    }
+  })
+  await users.insert({ username: 'first', tags: ['a', 'b'] })
+  t.same(calls, { username: 1, tags: 1 }, 'insert(): each key function runs once for the record')
+  calls.username = calls.tags = 0
+  // Nothing of a new record is parsed on its way: not its JSON for its
+  // entries, nor its covering entry's copy to find whose it is.
+  const parse = JSON.parse
+  let parses = 0
+  JSON.parse = function (/** @type {any[]} */ ...args) {
+    parses++
+    return parse.apply(this, /** @type {any} */ (args))
+  }
+  let loaded
+  try {
+    loaded = await users.insertMany(Array.from({ length: 50 }, (_, i) => ({ username: `bulk${i}`, tags: i % 2 === 0 ? [`t${i % 3}`] : [] })), { batchSize: 20 })
+  } finally {
+    JSON.parse = parse
+  }
+  t.is(loaded, 50, 'insertMany writes every record')
+  t.same(calls, { username: 50, tags: 50 }, 'insertMany(): once per record and index')
+  t.is(parses, 0, 'insertMany(): no JSON parsed')
+  await db.write(async (/** @type {any} */ w) => {
+    await users.in(w).insert({ username: 'inWrite', tags: ['w'] })
+    await users.in(w).insertMany([{ username: 'inWrite2', tags: [] }])
+  })
+  t.same(calls, { username: 52, tags: 52 }, 'in a db.write(): once per record too')
+  // What the store holds is what the records give: each record's entry keys, computed here again from its value.
+  const raw = await rawRecords(name)
+  t.is(raw.length, 53, 'every record in the native store')
+  const wrong = raw.filter(([, object]) => {
+    const record = JSON.parse(new TextDecoder().decode(object.v))
+    const keys = (/** @type {any} */ field) => (field ?? []).map((/** @type {Uint8Array} */ k) => Array.from(k).join(',')).sort()
+    const expected = (/** @type {string} */ index, /** @type {unknown[]} */ values) => values.map(v => Array.from(new TextEncoder().encode(`!users.idx.${index}!`)).concat(Array.from(encode(index === 'username' ? [v] : [v, record.id]))).join(',')).sort()
+    return JSON.stringify(keys(object.k0)) !== JSON.stringify(expected('username', [record.username])) ||
+      JSON.stringify(keys(object.k1)) !== JSON.stringify(expected('tags', record.tags))
+  })
+  t.same(wrong.map(([, object]) => new TextDecoder().decode(object.v)), [], 'each stored record carries exactly its entries\' keys')
+  t.same((await users.query({ index: 'tags', eq: 't0' }).all()).map((/** @type {any} */ u) => u.username).sort(), Array.from({ length: 50 }, (_, i) => i).filter(i => i % 2 === 0 && i % 3 === 0).map(i => `bulk${i}`).sort(), 'a multi index query finds them')
+  t.is(codeOf(await users.insertMany([{ username: 'new', tags: [] }, { username: 'bulk7', tags: [] }]).catch((/** @type {any} */ e) => e)), 'LEVELKIT_UNIQUE', 'a taken value is still refused')
+  t.is(await users.getBy('username', 'new'), undefined, 'with nothing of its batch written')
+  t.same((await db.check()).problems, [], 'check() is clean')
+  await db.close()
+})
+
 test('native: bulk loads, transactions, a second tab\'s reads and an index rebuilt for a new key function', async (/** @type {any} */ t) => {
   const name = fresh()
   const db = await open({ location: name, native: NATIVE })
