@@ -576,10 +576,13 @@ export class IdbDirect {
   /**
    * Mirror the lists of `namespace` (each value a tuple-encoded list of ids
    * that are IndexedDB keys: numbers or strings) in levelkit's lists store:
-   * each batch that puts or deletes a list puts its ids as `{ ids: [[tag,
-   * id], ...] }` under [tag, key] or deletes it, in the batch's transaction,
-   * and IndexedDB keeps the store's multiEntry index over them: which keys'
-   * lists hold an id is then one request (listing()). Only batches written
+   * each batch that puts or deletes a list puts its ids or deletes them, in
+   * the batch's transaction, and IndexedDB keeps a multiEntry index over
+   * them: which keys' lists hold an id is then one request (listing()).
+   * Where the namespace has a slot (#slots: a store made with them), as
+   * `{ s<k>: [id, ...] }` under [k, key], in slot k's own index, whose keys
+   * are the ids alone; else as `{ ids: [[tag, id], ...] }` under [tag, key],
+   * in the `ids` index that namespaces share. Only batches written
    * here are mirrored: the caller sees that every batch of the namespace is
    * (lib/writer.js's direct path). False, and nothing mirrored, where the
    * database has no lists store (one a user brought, not opened by levelkit).
