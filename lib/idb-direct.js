@@ -1,6 +1,6 @@
 /* global IDBDatabase, IDBKeyRange */
 import { entrySize } from './read-cache.js'
-import { listsStoreOf } from './idb-open.js'
+import { listsStoreOf, LIST_SLOTS, LIST_CLAIMS, slotIndexOf } from './idb-open.js'
 import { nativeLayoutOf } from './native-layouts.js'
 import { decodeList } from './stored.js'
 import { compareBytes, bytesToBinaryString } from './bytes.js'
@@ -143,6 +143,19 @@ export class IdbDirect {
    * @type {Map<import('./namespace.js').Namespace, string>}
    */
   #mirrors = new Map()
+  /**
+   * Where each mirrored namespace keeps its entries: the slot it claimed
+   * (its own index, whose keys are the ids alone: LIST_SLOTS in
+   * lib/idb-open.js), or -1 for the `ids` index shared by tags (a lists
+   * store made before slots, or every slot taken). Absent until known: a
+   * claim is read from the store (and made by the namespace's first batch
+   * that writes an entry, in its transaction); a claim is never changed,
+   * so once seen committed it stays known.
+   * @type {Map<import('./namespace.js').Namespace, number>}
+   */
+  #slots = new Map()
+  /** Whether the lists store has the slots' indexes (undefined: not looked yet). @type {boolean | undefined} */
+  #slotted = undefined
   /**
    * Of the mirrored namespaces whose mirror entries carry their from-records
    * (`{ ids, v }`, v the record's stored value: a relation's reverse
@@ -459,6 +472,14 @@ export class IdbDirect {
     let committing = false
     /** @type {Array<[string, unknown[] | null]>} mirror entries read in the transaction, kept once it lands */
     const learned = []
+    /** @type {Array<[import('./namespace.js').Namespace, number]>} slots of mirrored namespaces read or claimed in it, likewise */
+    const claimed = []
+    const waits = {
+      add: () => { pending++ },
+      done: () => {
+        if (--pending === 0 && committing) commitNow(slot.transaction)
+      }
+    }
     const epoch = this.#epoch
     /** @type {(store: IDBObjectStore) => void} */
     const put = store => {
@@ -496,16 +517,10 @@ export class IdbDirect {
         const native = /** @type {import('./idb-records.js').NativeLayout} */ (this.#native)
         const { done } = native.write(store.transaction, native.io, routed)
         made += routed.length
-        pending++
-        done.then(() => {
-          if (--pending === 0 && committing) commitNow(slot.transaction)
-        }, err => abortWith(slot, err))
+        waits.add()
+        done.then(waits.done, err => abortWith(slot, err))
       }
-      if (this.#mirrors.size > 0) {
-        pending += this.#mirrorBatch(store, /** @type {IDBObjectStore} */ (slot.lists), ops, absent, learned, () => {
-          if (--pending === 0 && committing) commitNow(slot.transaction)
-        })
-      }
+      if (this.#mirrors.size > 0) this.#mirrorBatch(store, /** @type {IDBObjectStore} */ (slot.lists), ops, absent, learned, claimed, waits)
     }
     try {
       put(slot.store)
@@ -538,6 +553,8 @@ export class IdbDirect {
     }
     const written = new Promise((resolve, reject) => {
       transaction.addEventListener('complete', () => {
+        // Committed, so for good (a claim is never changed); before landed() keeps entries by slot.
+        for (const [namespace, at] of claimed) this.#slots.set(namespace, at)
         // Before the batch's writes resolve: a read after them finds it.
         this.landed(ops)
         if (learned.length > 0 && epoch === this.#epoch) this.#learn(learned)
@@ -559,10 +576,13 @@ export class IdbDirect {
   /**
    * Mirror the lists of `namespace` (each value a tuple-encoded list of ids
    * that are IndexedDB keys: numbers or strings) in levelkit's lists store:
-   * each batch that puts or deletes a list puts its ids as `{ ids: [[tag,
-   * id], ...] }` under [tag, key] or deletes it, in the batch's transaction,
-   * and IndexedDB keeps the store's multiEntry index over them: which keys'
-   * lists hold an id is then one request (listing()). Only batches written
+   * each batch that puts or deletes a list puts its ids or deletes them, in
+   * the batch's transaction, and IndexedDB keeps a multiEntry index over
+   * them: which keys' lists hold an id is then one request (listing()).
+   * Where the namespace has a slot (#slots: a store made with them), as
+   * `{ s<k>: [id, ...] }` under [k, key], in slot k's own index, whose keys
+   * are the ids alone; else as `{ ids: [[tag, id], ...] }` under [tag, key],
+   * in the `ids` index that namespaces share. Only batches written
    * here are mirrored: the caller sees that every batch of the namespace is
    * (lib/writer.js's direct path). False, and nothing mirrored, where the
    * database has no lists store (one a user brought, not opened by levelkit).
@@ -579,6 +599,8 @@ export class IdbDirect {
     if (this.#listsStore() === null) return false
     if (!this.#mirrors.has(namespace)) {
       this.#mirrors.set(namespace, namespace.prefix)
+      // A lists store made before slots: the shared index, no claim.
+      if (!this.#hasSlots()) this.#slots.set(namespace, -1)
       // Transactions from now on take in the lists store.
       this.#write = null
       this.#read = null
@@ -590,6 +612,34 @@ export class IdbDirect {
       this.#carriedBy.set(records, namespace)
     }
     return true
+  }
+
+  /**
+   * Learn the slots of the mirrored namespaces that this tab does not know
+   * yet, from their claims (one request in the transaction of `write`):
+   * made as a relation's layout is compared on open, so that its first
+   * read or write has no claims to read (those of a relation that claimed
+   * none yet are read again then).
+   * @param {Mode} write
+   * @returns {Promise<void>}
+   */
+  learnSlots (write) {
+    /** @type {Array<[import('./namespace.js').Namespace, string]>} */
+    const unknown = []
+    for (const [namespace, tag] of this.#mirrors) if (!this.#slots.has(namespace)) unknown.push([namespace, tag])
+    if (unknown.length === 0) return Promise.resolve()
+    return this.#retrying(write, () => {
+      const making = /** @type {Slot} */ (this.#making)
+      // Committed unless made after a batch in the same transaction.
+      const committed = !making.write || !making.sealed
+      return this.#settle(/** @type {IDBObjectStore} */ (making.lists).get(LIST_CLAIMS)).then(claims => {
+        if (!committed) return
+        for (const [namespace, tag] of unknown) {
+          const slot = claimOf(claims, tag)
+          if (slot !== undefined) this.#slots.set(namespace, slot)
+        }
+      })
+    })
   }
 
   /**
@@ -624,17 +674,16 @@ export class IdbDirect {
       return this.listing(namespace, id, false).then(keys => this.getMany(records, keys, false)
         .then(values => keys.map((key, i) => /** @type {[Uint8Array, any]} */ ([key, values[i]]))))
     }
-    const { index } = listsStoreOf(this.#level.location)
-    return this.#retrying(false, () => {
+    return this.#retrying(false, () => this.#withSlot(namespace, tag, slot => {
+      const { index, only } = indexQuery(this.#level.location, slot, tag, id)
       const source = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists).index(index)
-      const only = IDBKeyRange.only([tag, id])
       if (typeof (/** @type {any} */ (source).getAllRecords) === 'function') {
         return this.#settle(/** @type {any} */ (source).getAllRecords({ query: only }))
           .then(found => found.map((/** @type {any} */ record) => [record.primaryKey, record.value]))
       }
       return Promise.all([this.#settle(source.getAllKeys(only)), this.#settle(source.getAll(only))])
         .then(([keys, values]) => keys.map((/** @type {any} */ key, /** @type {number} */ i) => [key, values[i]]))
-    }).then(found => {
+    }, /** @type {any[]} */ ([]))).then(found => {
       /** @type {Array<[Uint8Array, any]>} */
       const answer = found.map((/** @type {any[]} */ [key, entry]) => [new Uint8Array(key[1]), decodeValue(entry.v, records)])
       /** @type {Uint8Array[]} */
@@ -661,7 +710,6 @@ export class IdbDirect {
   listing (namespace, id, write) {
     const tag = this.#mirrors.get(namespace)
     if (tag === undefined) return Promise.reject(new Error(`The lists of ${namespace.prefix} are not mirrored`))
-    const { index } = listsStoreOf(this.#level.location)
     const kept = write === false && this.#held && this.#cache !== null
     const name = kept ? listingName(tag, id) : ''
     if (kept) {
@@ -669,10 +717,11 @@ export class IdbDirect {
       if (hit !== undefined) return Promise.resolve(hit)
     }
     const epoch = this.#listingEpoch
-    return this.#retrying(write, () => {
+    return this.#retrying(write, () => this.#withSlot(namespace, tag, slot => {
+      const { index, only } = indexQuery(this.#level.location, slot, tag, id)
       const lists = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists)
-      return this.#settle(lists.index(index).getAllKeys(IDBKeyRange.only([tag, id])))
-    }).then(keys => {
+      return this.#settle(lists.index(index).getAllKeys(only))
+    }, /** @type {any[]} */ ([]))).then(keys => {
       const found = keys.map((/** @type {any[]} */ key) => new Uint8Array(key[1]))
       if (kept && epoch === this.#listingEpoch && this.#held) {
         if (this.#listings.size >= LISTINGS_KEPT) this.#listings.clear()
@@ -734,10 +783,12 @@ export class IdbDirect {
         continue
       }
       const tag = /** @type {string} */ (this.#mirrors.get(op.namespace))
-      if (op.type !== 'put') this.#entries.set(id, null)
+      const slot = this.#slots.get(op.namespace)
+      if (slot === undefined) this.#entries.delete(id)
+      else if (op.type !== 'put') this.#entries.set(id, null)
       else {
         const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
-        this.#keepEntry(id, decodeList(value, op.namespace, op.key).map(item => [tag, item]))
+        this.#keepEntry(id, keptIds(slot, tag, decodeList(value, op.namespace, op.key)))
       }
     }
   }
@@ -779,21 +830,24 @@ export class IdbDirect {
     const tag = this.#mirrors.get(namespace)
     if (tag === undefined) return Promise.reject(new Error(`The lists of ${namespace.prefix} are not mirrored`))
     const records = withRecords ? this.#carried.get(namespace) : undefined
-    // [tag, any bytes] lies between [tag] and [tag, []] (arrays sort after bytes).
-    const range = IDBKeyRange.bound([tag], [tag, []], true, true)
-    return this.#retrying(write, store => {
+    return this.#retrying(write, store => this.#withSlot(namespace, tag, at => {
       const slot = /** @type {Slot} */ (this.#making)
       const lists = /** @type {IDBObjectStore} */ (slot.lists)
+      // [tag or slot, any bytes] lies between [tag] and [tag, []] (arrays sort after bytes).
+      const range = IDBKeyRange.bound([at < 0 ? tag : at], [at < 0 ? tag : at, []], true, true)
       return Promise.all([this.#settle(lists.getAllKeys(range)), this.#settle(lists.getAll(range))]).then(([keys, values]) => {
-        if (records === undefined) return [keys, values, []]
+        /** @type {[any[], any[], any[], number]} */
+        const found = [keys, values, [], at]
+        if (records === undefined) return found
         // The records as of the same transaction: a write between two reads would look like a mismatch.
         this.#making = slot
         return Promise.all(keys.map((/** @type {any[]} */ key) => this.#settle(store.get(this.#prefixed(records, new Uint8Array(key[1]))))))
-          .then(stored => [keys, values, stored])
+          .then(stored => { found[2] = stored; return found })
       })
-    }).then(([keys, values, stored]) => keys.map((/** @type {any[]} */ key, /** @type {number} */ i) => [
+    }, /** @type {[any[], any[], any[], number]} */ ([[], [], [], -1]))).then(([keys, values, stored, at]) => keys.map((/** @type {any[]} */ key, /** @type {number} */ i) => [
       new Uint8Array(key[1]),
-      values[i].ids.map((/** @type {any[]} */ item) => item[1]),
+      // An entry without its slot's ids (planted, or of another layout) lists nothing: check() reports it.
+      idsOf(at, values[i]),
       records === undefined ? undefined : { v: 'v' in values[i] ? decodeValue(values[i].v, records) : undefined, record: decodeValue(stored[i], records) }
     ]))
   }
@@ -809,6 +863,45 @@ export class IdbDirect {
     return false
   }
 
+  /** Whether the lists store (there) has the slots' indexes: made with it by this version. */
+  #hasSlots () {
+    if (this.#slotted === undefined) {
+      const { store } = listsStoreOf(this.#level.location)
+      // A transaction with no request: it only shows the store's indexes.
+      this.#slotted = this.#level.db.transaction([store], 'readonly').objectStore(store).indexNames.contains(slotIndexOf(0))
+    }
+    return this.#slotted
+  }
+
+  /**
+   * Call `then` with the slot of the entries of `namespace` (mirrored, tag
+   * `tag`) in the transaction requests are being made on: at once where it
+   * is known, else after reading the claims there (one request); `none`
+   * where nothing claimed one (no entry can exist then: a claim is written
+   * with the namespace's first entry). A claim read before any batch of
+   * its transaction is committed, and kept; one read after one may be
+   * that batch's, which has not landed.
+   * @template T
+   * @param {import('./namespace.js').Namespace} namespace @param {string} tag
+   * @param {(slot: number) => Promise<T>} then @param {T} none
+   * @returns {Promise<T>}
+   */
+  #withSlot (namespace, tag, then, none) {
+    const known = this.#slots.get(namespace)
+    if (known !== undefined) return then(known)
+    const making = /** @type {Slot} */ (this.#making)
+    const lists = /** @type {IDBObjectStore} */ (making.lists)
+    // Committed unless made after a batch in the same transaction.
+    const committed = !making.write || !making.sealed
+    return this.#settle(lists.get(LIST_CLAIMS)).then(claims => {
+      const slot = claimOf(claims, tag)
+      if (slot === undefined) return none
+      if (committed) this.#slots.set(namespace, slot)
+      this.#making = making
+      return then(slot)
+    })
+  }
+
   /** The name of levelkit's lists store if the database has one, else null. */
   #listsStore () {
     const level = this.#level
@@ -818,23 +911,79 @@ export class IdbDirect {
 
   /**
    * The requests that mirror the batch `ops` in the lists store: each
-   * mirrored list put as `{ ids: [[tag, id], ...] }` under [tag, key], or
-   * deleted; where the namespace's mirror carries its from-records, with
-   * `v`, the record's value as its namespace reads it (absent where there
-   * is no record), and a record written alone rewrites its list's entry
-   * with its new `v` (its ids kept). The half of an entry the batch does
-   * not write is known, cheapest first, from the batch itself, from the
-   * lease cache (what is stored: batches are written one at a time, each
-   * landed before the next), from `absent` (lists of records created under
-   * new ids), else read in the batch's transaction (the entry is then put
-   * in the read's callback, so the transaction is not committed before).
+   * mirrored list put as an entry of its ids under its key (entryOf(),
+   * keyOf(): in its namespace's slot, else under [tag, key] with [tag, id]
+   * ids), or deleted; where the namespace's mirror carries its
+   * from-records, with `v`, the record's value as its namespace reads it
+   * (absent where there is no record), and a record written alone rewrites
+   * its list's entry with its new `v` (its ids kept). The half of an entry
+   * the batch does not write is known, cheapest first, from the batch
+   * itself, from the lease cache (what is stored: batches are written one
+   * at a time, each landed before the next), from `absent` (lists of
+   * records created under new ids), else read in the batch's transaction
+   * (the entry is then put in the read's callback, so the transaction is
+   * not committed before). A namespace whose slot this tab does not know
+   * yet has the claims read first, in the transaction (readwrite on the
+   * lists store: IndexedDB runs no other that writes it meanwhile, in any
+   * tab), and its slot claimed there if nothing claimed one: the lowest
+   * free, else -1 (the shared index).
    * @param {IDBObjectStore} store @param {IDBObjectStore} lists
    * @param {Array<import('./write-scope.js').Op | null>} ops @param {string[] | null} absent
    * @param {Array<[string, unknown[] | null]>} learned gets the entries read, by list key id
-   * @param {() => void} put called as each entry that waited for a read is put
-   * @returns {number} the entries waiting for a read
+   * @param {Array<[import('./namespace.js').Namespace, number]>} claimed gets the slots read or claimed, kept once the batch lands
+   * @param {{ add: () => void, done: () => void }} waits `add` as a request the batch's entries wait for is made, `done` once they are put
    */
-  #mirrorBatch (store, lists, ops, absent, learned, put) {
+  #mirrorBatch (store, lists, ops, absent, learned, claimed, waits) {
+    /** @type {Set<import('./namespace.js').Namespace> | null} */
+    let unknown = null
+    for (const op of ops) {
+      if (op === null) continue
+      const forward = this.#mirrors.has(op.namespace) ? op.namespace : this.#carriedBy.get(op.namespace)
+      if (forward !== undefined && !this.#slots.has(forward)) (unknown ??= new Set()).add(forward)
+    }
+    if (unknown === null) return this.#mirrorEntries(store, lists, ops, absent, learned, this.#slots, waits)
+    const wanted = unknown
+    waits.add()
+    const request = lists.get(LIST_CLAIMS)
+    request.onsuccess = () => {
+      /** @type {Record<string, number>} */
+      const tags = { ...request.result?.tags }
+      const taken = new Set(Object.values(tags))
+      let changed = false
+      const slots = new Map(this.#slots)
+      for (const namespace of wanted) {
+        const tag = /** @type {string} */ (this.#mirrors.get(namespace))
+        let slot = claimOf(request.result, tag)
+        if (slot === undefined) {
+          slot = -1
+          for (let k = 0; k < LIST_SLOTS; k++) {
+            if (!taken.has(k)) {
+              slot = k
+              break
+            }
+          }
+          tags[tag] = slot
+          taken.add(slot)
+          changed = true
+        }
+        slots.set(namespace, slot)
+        claimed.push([namespace, slot])
+      }
+      if (changed) lists.put({ tags }, LIST_CLAIMS)
+      this.#mirrorEntries(store, lists, ops, absent, learned, slots, waits)
+      waits.done()
+    }
+  }
+
+  /**
+   * #mirrorBatch()'s entries, every namespace's slot in `slots`.
+   * @param {IDBObjectStore} store @param {IDBObjectStore} lists
+   * @param {Array<import('./write-scope.js').Op | null>} ops @param {string[] | null} absent
+   * @param {Array<[string, unknown[] | null]>} learned
+   * @param {Map<import('./namespace.js').Namespace, number>} slots
+   * @param {{ add: () => void, done: () => void }} waits
+   */
+  #mirrorEntries (store, lists, ops, absent, learned, slots, waits) {
     /** @type {Map<import('./namespace.js').Namespace, Map<string, import('./write-scope.js').Op>> | null} the carried records the batch writes */
     let records = null
     for (const op of ops) {
@@ -844,23 +993,23 @@ export class IdbDirect {
       if (byKey === undefined) records.set(op.namespace, byKey = new Map())
       byKey.set(bytesKey(op.key), op)
     }
-    let waiting = 0
     /** @type {Set<string> | null} */
     let listed = null
     for (const op of ops) {
       if (op === null) continue
       const tag = this.#mirrors.get(op.namespace)
       if (tag === undefined) continue
-      const key = /** @type {IDBValidKey} */ ([tag, op.key])
+      const slot = /** @type {number} */ (slots.get(op.namespace))
+      const key = keyOf(slot, tag, op.key)
       if (op.type !== 'put') {
         lists.delete(key)
         continue
       }
       const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
-      const ids = decodeList(value, op.namespace, op.key).map(id => [tag, id])
+      const ids = keptIds(slot, tag, decodeList(value, op.namespace, op.key))
       const carried = this.#carried.get(op.namespace)
       if (carried === undefined) {
-        lists.put({ ids }, key)
+        lists.put(entryOf(slot, ids, undefined), key)
         continue
       }
       const name = bytesKey(op.key)
@@ -868,27 +1017,28 @@ export class IdbDirect {
       const record = records?.get(carried)?.get(name)
       const known = record !== undefined ? [record.type === 'put' ? decodeValue(record.value, carried) : undefined] : this.cached(carried, carried.keyId(op.key))
       if (known !== undefined) {
-        lists.put(known[0] === undefined ? { ids } : { ids, v: known[0] }, key)
+        lists.put(entryOf(slot, ids, known[0]), key)
         continue
       }
       // The ids now (a read of the index in this transaction finds them),
       // the record once read.
-      lists.put({ ids }, key)
-      waiting++
+      lists.put(entryOf(slot, ids, undefined), key)
+      waits.add()
       const request = store.get(this.#prefixed(carried, op.key))
       request.onsuccess = () => {
-        if (request.result !== undefined) lists.put({ ids, v: decodeValue(request.result, carried) }, key)
-        put()
+        if (request.result !== undefined) lists.put(entryOf(slot, ids, decodeValue(request.result, carried)), key)
+        waits.done()
       }
     }
-    if (records === null) return waiting
+    if (records === null) return
     const fresh = absent === null ? null : new Set(absent)
     for (const [namespace, byKey] of records) {
       const forward = /** @type {import('./namespace.js').Namespace} */ (this.#carriedBy.get(namespace))
       const tag = /** @type {string} */ (this.#mirrors.get(forward))
+      const slot = /** @type {number} */ (slots.get(forward))
       for (const [name, op] of byKey) {
         if (listed !== null && listed.has(`${tag}\u0000${name}`)) continue
-        const key = /** @type {IDBValidKey} */ ([tag, op.key])
+        const key = keyOf(slot, tag, op.key)
         // A record deleted alone has no list (a relation deletes its list in the record's batch).
         if (op.type !== 'put') {
           lists.delete(key)
@@ -898,26 +1048,26 @@ export class IdbDirect {
         const id = forward.keyId(op.key)
         const known = this.#held && this.#cache !== null ? this.#entries.get(id) : undefined
         if (known !== undefined) {
-          if (known !== null) lists.put({ ids: known, v }, key)
+          if (known !== null) lists.put(entryOf(slot, known, v), key)
           continue
         }
         const list = fresh !== null && fresh.has(id) ? [undefined] : this.cached(forward, id)
         if (list !== undefined) {
           // No list: no entry to carry the record.
-          if (list[0] !== undefined) lists.put({ ids: decodeList(list[0], forward, op.key).map(item => [tag, item]), v }, key)
+          if (list[0] !== undefined) lists.put(entryOf(slot, keptIds(slot, tag, decodeList(list[0], forward, op.key)), v), key)
           continue
         }
-        waiting++
+        waits.add()
         const request = lists.get(key)
         request.onsuccess = () => {
           const entry = request.result
-          if (entry !== undefined) lists.put({ ids: entry.ids, v }, key)
-          learned.push([id, entry === undefined ? null : entry.ids])
-          put()
+          const ids = entry === undefined ? null : keptOf(slot, entry)
+          if (ids !== null) lists.put(entryOf(slot, ids, v), key)
+          learned.push([id, ids])
+          waits.done()
         }
       }
     }
-    return waiting
   }
 
   /**
@@ -1314,4 +1464,71 @@ function decodeValue (value, namespace) {
 function unprefixed (key, length) {
   const bytes = key instanceof Uint8Array ? key : new Uint8Array(key)
   return bytes.slice(length)
+}
+
+/**
+ * The slot `claims` (the value under LIST_CLAIMS) gives the namespace of
+ * tag `tag`, or undefined.
+ * @param {any} claims @param {string} tag
+ * @returns {number | undefined}
+ */
+function claimOf (claims, tag) {
+  const tags = claims?.tags
+  if (tags === null || typeof tags !== 'object' || !Object.hasOwn(tags, tag)) return undefined
+  const slot = tags[tag]
+  return Number.isInteger(slot) && slot >= -1 && slot < LIST_SLOTS ? slot : undefined
+}
+
+/**
+ * The key of the entry of the list `key` (of the namespace of tag `tag`) in the lists store.
+ * @param {number} slot @param {string} tag @param {Uint8Array} key
+ * @returns {IDBValidKey}
+ */
+function keyOf (slot, tag, key) {
+  const bytes = /** @type {any} */ (key)
+  return slot < 0 ? [tag, bytes] : [slot, bytes]
+}
+
+/**
+ * A list's ids as its entry keeps them: alone in a slot, else each with
+ * the tag (the shared index tells namespaces apart by it).
+ * @param {number} slot @param {string} tag @param {unknown[]} ids
+ */
+function keptIds (slot, tag, ids) {
+  return slot < 0 ? ids.map(id => [tag, id]) : ids
+}
+
+/**
+ * An entry: its ids (as keptIds() makes them) under its slot's property
+ * (or `ids`), and `v` unless undefined.
+ * @param {number} slot @param {unknown[]} ids @param {any} v
+ */
+function entryOf (slot, ids, v) {
+  /** @type {Record<string, any>} */
+  const entry = {}
+  entry[slot < 0 ? 'ids' : slotIndexOf(slot)] = ids
+  if (v !== undefined) entry.v = v
+  return entry
+}
+
+/** The ids an entry keeps (as keptIds() makes them), or null. @param {number} slot @param {any} entry @returns {unknown[] | null} */
+function keptOf (slot, entry) {
+  const ids = entry?.[slot < 0 ? 'ids' : slotIndexOf(slot)]
+  return Array.isArray(ids) ? ids : null
+}
+
+/** The ids of an entry's list. @param {number} slot @param {any} entry @returns {unknown[]} */
+function idsOf (slot, entry) {
+  const ids = keptOf(slot, entry) ?? []
+  return slot < 0 ? ids.map(item => Array.isArray(item) ? item[1] : item) : ids
+}
+
+/**
+ * The index and key range that find the entries whose lists hold `id`.
+ * @param {string} location @param {number} slot @param {string} tag @param {number | string} id
+ */
+function indexQuery (location, slot, tag, id) {
+  return slot < 0
+    ? { index: listsStoreOf(location).index, only: IDBKeyRange.only([tag, id]) }
+    : { index: slotIndexOf(slot), only: IDBKeyRange.only(id) }
 }

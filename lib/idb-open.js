@@ -29,6 +29,30 @@ export function listsStoreOf (location) {
   return { store: `${location}/levelkit-lists`, index: 'ids' }
 }
 
+// Relation slots of the lists store (lib/idb-direct.js): a store made by
+// this version has, beside the `ids` index (whose keys are [tag, id], so
+// that relations share it), one multiEntry index per slot over the
+// property of the same name, whose keys are the ids alone: a relation
+// that claims a slot keeps its entries as `{ s<k>: [id, ...], v }` under
+// [k, key], so its index holds plain numbers, about a fifth of the bytes
+// of [tag, id] keys, and is chosen by the index's name. An index can only
+// be made by a version upgrade, and relations are declared after open():
+// the slots are made with the store, and claimed at a relation's first
+// write (LIST_CLAIMS); a relation past the last slot keeps the `ids` index.
+export const LIST_SLOTS = 8
+
+/** The name of slot `k`'s index, and of the entries' property it is over. @param {number} k */
+export function slotIndexOf (k) {
+  return `s${k}`
+}
+
+/**
+ * The key, in the lists store, of the slots' claims (`{ tags: { [tag]: k } }`,
+ * k -1 for a relation that found no slot free): an array no entry's key
+ * is (theirs start with a tag or a slot number, never -1).
+ */
+export const LIST_CLAIMS = [-1]
+
 // An upgrade lost to another tab's (the version moved meanwhile) is tried
 // again from the start, this many times at most.
 const ATTEMPTS = 5
@@ -176,7 +200,9 @@ function openConnection (request, location, layout) {
       if (!db.objectStoreNames.contains(store)) {
         // Out-of-line keys (the list's key, as the relation's list has it);
         // each listed id is a key of the index.
-        db.createObjectStore(store).createIndex(index, index, { multiEntry: true })
+        const lists = db.createObjectStore(store)
+        lists.createIndex(index, index, { multiEntry: true })
+        for (let k = 0; k < LIST_SLOTS; k++) lists.createIndex(slotIndexOf(k), slotIndexOf(k), { multiEntry: true })
       }
     }
     request.onsuccess = () => {

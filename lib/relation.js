@@ -129,6 +129,8 @@ export class RelationModel {
     if (this.idb === null || !this.idb.mirror(this.forward.namespace, this.from.records)) {
       throw levelkitError(codes.INVALID, `Relation "${this.name}" keeps its reverse direction in an IndexedDB index of a database levelkit opened (its stored layout says native: ['from']): declare it with lists: ['from', 'to'] and open the database with open({ location }), not a database brought with { db }`, { relation: this.name })
     }
+    // Where its entries are (IdbDirect's slots), known before its first read or write.
+    await this.idb.learnSlots(true)
     if (this.reverse.kind !== 'index') this.reverse = new IndexDirection(/** @type {ListDirection} */ (this.forward), /** @type {ListDirection} */ (this.reverseLists), this.idb)
     this.native = ['from']
   }

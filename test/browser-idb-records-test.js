@@ -128,7 +128,7 @@ function takeLease (page) {
  * returns the new entry or undefined to leave it.
  * @param {import('playwright-core').Page} page @param {string} location
  * @param {string} [change] the body of a function (entry, key) => entry | undefined
- * @returns {Promise<Array<{ key: number[], ids: number, hasV: boolean, v: any }>>}
+ * @returns {Promise<Array<{ key: number[], ids: number, plain: boolean, slot: number | null, hasV: boolean, v: any }>>}
  */
 function rawEntries (page, location, change) {
   return page.evaluate(async ({ location, change }) => {
@@ -151,7 +151,15 @@ function rawEntries (page, location, change) {
         if (cursor === null) return resolve(undefined)
         const entry = cursor.value
         const key = /** @type {any[]} */ (cursor.key)
-        seen.push({ key: Array.from(new Uint8Array(key[1])), ids: entry.ids.length, hasV: 'v' in entry, v: entry.v })
+        // The slots' claims (lib/idb-open.js LIST_CLAIMS) are not an entry.
+        if (key[0] === -1) {
+          cursor.continue()
+          return
+        }
+        // In a slot: [k, key] with the ids under s<k>; else [tag, key] with [tag, id] ids.
+        const slot = typeof key[0] === 'number' ? key[0] : null
+        const ids = slot === null ? entry.ids : entry[`s${slot}`]
+        seen.push({ key: Array.from(new Uint8Array(key[1])), ids: ids.length, plain: ids.every((/** @type {unknown} */ id) => typeof id === 'number'), slot, hasV: 'v' in entry, v: entry.v })
         const changed = rewrite === null ? undefined : rewrite(entry, key)
         if (changed !== undefined) cursor.update(changed)
         cursor.continue()
@@ -174,6 +182,7 @@ test('idb-records: a cold user\'s chats are one request, and as the two-step rea
     const entries = await rawEntries(a, 'rec1')
     t.is(entries.length, CHATS, 'one index entry per chat')
     t.ok(entries.every(e => e.hasV && typeof e.v === 'string'), 'every entry carries its chat')
+    t.ok(entries.every(e => e.slot === 0 && e.plain), 'in the relation\'s slot (a new database), its ids plain numbers')
     await openIn(b, 'rec1')
     await takeLease(a)
     let requests = 0
@@ -319,7 +328,7 @@ test('idb-records: entries without records (an older database) answer the same; 
     await seed(a)
     await a.evaluate(() => /** @type {any} */ (window).t.db.close())
     // As written before entries carried records: { ids } only.
-    const stripped = await rawEntries(a, 'rec4', 'return { ids: entry.ids }')
+    const stripped = await rawEntries(a, 'rec4', 'const { v, ...rest } = entry; return rest')
     t.is(stripped.length, CHATS, 'every entry rewritten without its record')
     t.ok((await rawEntries(a, 'rec4')).every(e => !e.hasV), 'no entry carries a record')
     await openIn(a, 'rec4')
@@ -349,7 +358,7 @@ test('idb-records: check() finds an entry whose record differs from the stored o
     await seed(a)
     await a.evaluate(() => /** @type {any} */ (window).t.db.close())
     // Chat 8's entry carries a stale copy.
-    await rawEntries(a, 'rec5', 'return entry.v !== undefined && JSON.parse(entry.v).title === "chat 8" ? { ids: entry.ids, v: JSON.stringify({ ...JSON.parse(entry.v), title: "stale" }) } : undefined')
+    await rawEntries(a, 'rec5', 'return entry.v !== undefined && JSON.parse(entry.v).title === "chat 8" ? { ...entry, v: JSON.stringify({ ...JSON.parse(entry.v), title: "stale" }) } : undefined')
     await openIn(a, 'rec5')
     const found = await a.evaluate(() => /** @type {any} */ (window).t.db.check())
     const kinds = found.problems.map((/** @type {any} */ p) => p.type)
@@ -363,5 +372,57 @@ test('idb-records: check() finds an entry whose record differs from the stored o
     const read = await chatsOf(a, user)
     t.same(read.answer, read.expected, 'records() answers the stored record')
     t.notOk(titles(read.answer).includes('stale'), 'not the stale copy')
+  })
+})
+
+test('idb-records: two tabs on a new database, each declaring a relation the other does not, claim different slots and read each other\'s edges', async t => {
+  await withTabs(2, async ([a, b]) => {
+    const location = 'rec6'
+    /** Open `location` in `page` with users, chats and the relations `names`, in that order. @param {import('playwright-core').Page} page @param {string[]} names */
+    const openWith = (page, names) => page.evaluate(async ({ location, names }) => {
+      const w = /** @type {any} */ (window)
+      const db = await w.levelkit.open({ location })
+      const users = db.collection('users')
+      const chats = db.collection('chats')
+      const relations = Object.fromEntries(names.map(name => [name, db.relation(name, { from: chats, to: users, lists: ['from', 'to'] })]))
+      await db.buildIndexes()
+      w.u = { db, users, chats, relations }
+    }, { location, names })
+    // Both open before either writes: neither sees a claim.
+    await openWith(a, ['owners'])
+    await openWith(b, ['watchers', 'owners'])
+    await a.evaluate(async () => {
+      const { u } = /** @type {any} */ (window)
+      await u.users.insertMany([{ name: 'x' }, { name: 'y' }, { name: 'z' }])
+      await u.chats.insertMany([{ title: 'c1' }, { title: 'c2' }])
+      await u.relations.owners.addMany(1, [1, 2])
+      await u.relations.owners.add(2, 2)
+    })
+    await b.evaluate(async () => {
+      const { u } = /** @type {any} */ (window)
+      await u.relations.watchers.addMany(1, [3])
+      await u.relations.watchers.addMany(2, [1, 2, 3])
+      await u.relations.owners.add(2, 3)
+    })
+    const answers = async (/** @type {import('playwright-core').Page} */ page) => page.evaluate(async () => {
+      const { u } = /** @type {any} */ (window)
+      const out = /** @type {Record<string, number[][]>} */ ({})
+      for (const [name, relation] of Object.entries(u.relations)) out[name] = [await relation.from(1).all(), await relation.from(2).all(), await relation.from(3).all()]
+      return out
+    })
+    t.same(await answers(a), { owners: [[1], [1, 2], [2]] }, 'tab A: owners, with tab B\'s edge')
+    t.same(await answers(b), { watchers: [[2], [2], [1, 2]], owners: [[1], [1, 2], [2]] }, 'tab B: watchers, and owners with tab A\'s edges')
+    const claims = await b.evaluate(async location => {
+      const db = /** @type {IDBDatabase} */ (/** @type {any} */ (window).u.db.level.db)
+      const store = `${location}/levelkit-lists`
+      return new Promise((resolve, reject) => {
+        const request = db.transaction([store], 'readonly').objectStore(store).get([-1])
+        request.onsuccess = () => resolve(request.result)
+        request.onerror = () => reject(request.error)
+      })
+    }, location)
+    t.same(Object.values(/** @type {any} */ (claims).tags).sort(), [0, 1], `two claims, two slots (${JSON.stringify(claims)})`)
+    const check = await b.evaluate(() => /** @type {any} */ (window).u.db.check())
+    t.same(check.problems, [], 'check() is clean')
   })
 })

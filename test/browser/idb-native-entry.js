@@ -1,4 +1,4 @@
-/* global indexedDB, IDBObjectStore */
+/* global indexedDB, IDBObjectStore, IDBKeyRange */
 // A database levelkit opens itself on IndexedDB gets levelkit's object
 // stores (lib/idb-open.js): made by a version upgrade beside browser-level's
 // store, which keeps its data; a database a user brings keeps exactly what
@@ -263,7 +263,8 @@ test('idb-native: a batch whose mirror request fails writes nothing', async (/**
   await store.createChat({ name: 'first', adminId: users[0], userIds: users.slice(1) })
   const original = IDBObjectStore.prototype.put
   IDBObjectStore.prototype.put = function (/** @type {any} */ value, /** @type {any} */ key) {
-    if (value !== null && typeof value === 'object' && Array.isArray(value.ids)) throw new DOMException('injected', 'DataError')
+    // A mirror entry, in the shared index's layout (ids) or a slot's (s<k>).
+    if (value !== null && typeof value === 'object' && Object.keys(value).some(name => name === 'ids' || /^s\d+$/.test(name))) throw new DOMException('injected', 'DataError')
     return original.call(this, value, key)
   }
   let error = null
@@ -403,13 +404,14 @@ test('idb-native: check() finds a mirror that differs from the forward lists and
   const members = membersOf(db)
   const tag = members.forward.namespace.prefix
   const { store: lists } = listsStoreOf(name)
+  t.same((await listsEntries(db, name)).claims, { tags: { [tag]: 0 } }, 'the relation has slot 0 (a new database)')
   await new Promise((resolve, reject) => {
     const tx = db.level.db.transaction([lists], 'readwrite')
     const objects = tx.objectStore(lists)
-    // A member dropped from one list's mirror, another list's mirror gone, one that lists nothing stored.
-    objects.put({ ids: [[tag, users[0]], [tag, users[2]]] }, [tag, encodeBytes(chat)])
-    objects.delete([tag, encodeBytes(other)])
-    objects.put({ ids: [[tag, users[3]]] }, [tag, encodeBytes(999)])
+    // In the slot's layout: a member dropped from one list's mirror, another list's mirror gone, one that lists nothing stored.
+    objects.put({ s0: [users[0], users[2]] }, [0, encodeBytes(chat)])
+    objects.delete([0, encodeBytes(other)])
+    objects.put({ s0: [users[3]] }, [0, encodeBytes(999)])
     tx.oncomplete = resolve
     tx.onerror = () => reject(tx.error)
   })
@@ -462,6 +464,160 @@ test('idb-native: a batch that would write the mirrored lists past the direct la
   const chat = await store.createChat({ name: 'b', adminId: users[0], userIds: [users[1]] })
   t.same(await store.members.from(users[1]).all(), [chat], 'without the listener it is written')
   t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
+// The lists store's stored layout (lib/idb-open.js), spelled out: a
+// database keeps it whatever the code's constants become.
+const LIST_SLOTS = 8
+const LIST_CLAIMS = [-1]
+/** @param {number} k */
+const slotIndexOf = k => `s${k}`
+
+/**
+ * Every record of the lists store of the open database `db` (named `name`):
+ * the slots' claims, and the entries as { key, slot, ids, v } (slot null
+ * for the shared index's [tag, key] entries, whose ids are [tag, id]).
+ * @param {any} db @param {string} name
+ */
+async function listsEntries (db, name) {
+  const { store } = listsStoreOf(name)
+  const tx = db.level.db.transaction([store], 'readonly')
+  const objects = tx.objectStore(store)
+  const [keys, values] = await Promise.all([settle(objects.getAllKeys()), settle(objects.getAll())])
+  let claims = null
+  const entries = []
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]
+    if (key.length === 1 && key[0] === LIST_CLAIMS[0]) {
+      claims = values[i]
+      continue
+    }
+    const slot = typeof key[0] === 'number' ? key[0] : null
+    entries.push({ head: decode(new Uint8Array(key[1])), slot, tag: slot === null ? key[0] : null, ids: slot === null ? values[i].ids : values[i][slotIndexOf(slot)], v: values[i].v })
+  }
+  return { claims, entries, indexes: Array.from(objects.indexNames).sort() }
+}
+
+/** @param {IDBRequest} request @returns {Promise<any>} */
+function settle (request) {
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve(request.result)
+    request.onerror = () => reject(request.error)
+  })
+}
+
+test('idb-native: on a new database a relation claims a slot: its entries hold plain-number ids under [slot, key], answered by the slot\'s own index', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const db = await open({ location: name })
+  const store = await ChatStore.open(db, COST)
+  const users = []
+  for (let i = 0; i < 6; i++) users.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
+  const before = await listsEntries(db, name)
+  t.same(before.indexes, ['ids', ...Array.from({ length: LIST_SLOTS }, (_, k) => slotIndexOf(k))].sort(), `the lists store has the shared index and ${LIST_SLOTS} slots' indexes`)
+  t.is(before.claims, null, 'no claim before the relation\'s first entry')
+  const chats = [
+    await store.createChat({ name: 'a', adminId: users[0], userIds: users.slice(1, 4) }),
+    await store.createChat({ name: 'b', adminId: users[2], userIds: users.slice(3) })
+  ]
+  const tag = membersOf(db).forward.namespace.prefix
+  const { claims, entries } = await listsEntries(db, name)
+  t.same(claims, { tags: { [tag]: 0 } }, 'the first createChat claimed slot 0 for members')
+  t.same(entries.map(e => [e.slot, e.head, e.ids]), [[0, chats[0], [users[0], ...users.slice(1, 4)].sort((a, b) => a - b)], [0, chats[1], [users[2], ...users.slice(3)].sort((a, b) => a - b)]], 'one entry per chat under [0, key], its ids plain numbers')
+  t.ok(entries.every(e => typeof e.v === 'string' && JSON.parse(e.v).name !== undefined), 'each carrying its chat')
+  const { store: lists } = listsStoreOf(name)
+  const byIndex = await settle(db.level.db.transaction([lists], 'readonly').objectStore(lists).index(slotIndexOf(0)).getAllKeys(IDBKeyRange.only(users[3])))
+  t.same(byIndex.map((/** @type {any[]} */ key) => decode(new Uint8Array(key[1]))), chats, 'the slot\'s index answers a plain id')
+  await assertChats(t, store, users, chats, 'slot 0')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+  const again = await open({ location: name })
+  const reopened = await ChatStore.open(again, COST)
+  const counted = await countRequests(() => reopened.members.from(users[3]).all())
+  t.same(counted.answer, chats, 'reopened: the same answer')
+  t.same([counted.made.get, counted.made.transactions], [0, 1], 'the index alone, in one transaction: no claims read (the slot was learned as the layout was compared)')
+  await again.close()
+})
+
+test('idb-native: a lists store made before slots keeps [tag, id] entries in the shared index', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const { store: lists, index } = listsStoreOf(name)
+  // As levelkit before slots made it: browser-level's store, the lists store with the ids index only.
+  await new Promise((resolve, reject) => {
+    const request = indexedDB.open(name, 1)
+    request.onupgradeneeded = () => {
+      request.result.createObjectStore(name)
+      request.result.createObjectStore(lists).createIndex(index, index, { multiEntry: true })
+    }
+    request.onsuccess = () => {
+      request.result.close()
+      resolve(undefined)
+    }
+    request.onerror = () => reject(request.error)
+  })
+  const db = await open({ location: name })
+  const store = await ChatStore.open(db, COST)
+  const users = []
+  for (let i = 0; i < 6; i++) users.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
+  const chats = [await store.createChat({ name: 'a', adminId: users[0], userIds: users.slice(1, 5) })]
+  chats.push(await store.createChat({ name: 'b', adminId: users[1], userIds: users.slice(4) }))
+  t.is(membersOf(db).reverse.kind, 'index', 'the index kind')
+  const tag = membersOf(db).forward.namespace.prefix
+  const { claims, entries, indexes } = await listsEntries(db, name)
+  t.same(indexes, ['ids'], 'no slot index made (no upgrade)')
+  t.is(claims, null, 'no claim')
+  t.ok(entries.length === 2 && entries.every(e => e.slot === null && e.tag === tag && e.ids.every((/** @type {any[]} */ item) => item[0] === tag)), 'its entries under [tag, key], their ids [tag, id]')
+  await assertChats(t, store, users, chats, 'shared index')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+  t.is((await describeIdb(name)).version, 1, 'the database was not upgraded')
+})
+
+test('idb-native: past the last slot a relation keeps the shared index; every relation answers, and check() finds what is planted in either layout', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const db = await open({ location: name })
+  const people = db.collection('people')
+  const groups = db.collection('groups')
+  const count = LIST_SLOTS + 1
+  const relations = Array.from({ length: count }, (_, r) => db.relation(`r${r}`, { from: groups, to: people, lists: ['from', 'to'] }))
+  await db.buildIndexes()
+  await people.insertMany(Array.from({ length: 8 }, (_, i) => ({ name: `p${i + 1}` })))
+  await groups.insertMany(Array.from({ length: 4 }, (_, i) => ({ name: `g${i + 1}` })))
+  /** The people of group `g` in relation `r`. @param {number} r @param {number} g */
+  const peopleOf = (r, g) => [1 + (r + g) % 8, 1 + (r + 2 * g + 3) % 8].filter((p, i, all) => all.indexOf(p) === i).sort((a, b) => a - b)
+  for (let r = 0; r < count; r++) for (let g = 1; g <= 4; g++) await relations[r].addMany(g, peopleOf(r, g))
+  const { claims } = await listsEntries(db, name)
+  const tagOf = (/** @type {number} */ r) => db.models().find((/** @type {any} */ m) => m.kind === 'relation' && m.model.name === `r${r}`).model.forward.namespace.prefix
+  const slots = relations.map((_, r) => claims.tags[tagOf(r)])
+  t.same(slots.slice().sort((a, b) => a - b), [-1, ...Array.from({ length: LIST_SLOTS }, (_, k) => k)], `${LIST_SLOTS} relations claimed the ${LIST_SLOTS} slots, the last one the shared index (-1)`)
+  const right = async () => {
+    let same = 0
+    for (let r = 0; r < count; r++) {
+      for (let p = 1; p <= 8; p++) {
+        const want = [1, 2, 3, 4].filter(g => peopleOf(r, g).includes(p))
+        if (JSON.stringify(await relations[r].from(p).all()) === JSON.stringify(want)) same++
+      }
+    }
+    return same
+  }
+  t.is(await right(), count * 8, 'every relation\'s from() answers its own edges only')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  const sharedTag = tagOf(slots.indexOf(-1))
+  const { store: lists } = listsStoreOf(name)
+  await new Promise((resolve, reject) => {
+    const tx = db.level.db.transaction([lists], 'readwrite')
+    const objects = tx.objectStore(lists)
+    // One bad list in the shared index, one missing in slot 3.
+    objects.put({ ids: [[sharedTag, 7]] }, [sharedTag, encodeBytes(1)])
+    objects.delete([3, encodeBytes(2)])
+    tx.oncomplete = resolve
+    tx.onerror = () => reject(tx.error)
+  })
+  const report = await db.check()
+  t.same(report.problems.map((/** @type {any} */ p) => p.type), ['edge-list-mismatch', 'edge-list-mismatch'], `check() reports both (${report.problems.map((/** @type {any} */ p) => p.message).join(' | ')})`)
+  t.is((await db.check({ repair: true })).repaired, 2, 'a repair fixes them')
+  t.is(await right(), count * 8, 'every relation answers its own edges again')
+  t.is((await db.check()).problems.length, 0, 'clean after')
   await db.close()
 })
 
