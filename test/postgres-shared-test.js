@@ -135,10 +135,7 @@ test(`${mode}: bank transfers as transactions in 4 processes keep the total`, as
   try {
     const { accounts } = declareBank(db)
     for (let i = 0; i < ACCOUNTS; i++) await accounts.insert({ balance: INITIAL })
-    // The workers' lifetime (120 s, a guard for orphans) is a wall-clock
-    // bound this workload outlasted at load 30-45 on 2 cores: the suite's
-    // timeout guards against a hang instead.
-    const workers = await Promise.all(range(0, 3).map(worker => start(table, 'bank', { n: 90, seed: 7 + worker, lifetime: 600000 })))
+    const workers = await Promise.all(range(0, 3).map(worker => start(table, 'bank', { n: 90, seed: 7 + worker })))
     for (const w of workers) w.go()
     const results = await Promise.all(workers.map(w => w.result()))
     t.comment(JSON.stringify(results.map(r => ({ moved: r.moved, audits: r.audits, gaveUp: r.gaveUp, auditsGaveUp: r.auditsGaveUp }))))
