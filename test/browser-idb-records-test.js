@@ -242,16 +242,20 @@ test('idb-records: an update, a delete and a member removed are what the next re
     read = await chatsOf(a, user)
     t.ok(titles(read.answer).includes('renamed'), 'so does the tab that wrote it')
 
-    // Tab B writes (takes the lease): it knows neither the lists nor the records.
+    // Tab B takes the lease first, with a write of neither chats nor lists:
+    // it still knows neither the lists nor the records. Taking the lease,
+    // a tab that has not heard the end of the last holding (A posts it as
+    // it lets go, a message that races the lock's grant: lib/writer.js
+    // #catchUp()) forgets its caches and reads the stored schema again (a
+    // range read: getAllKeys() and getAll() of the main store), which CI 16b
+    // saw in this count. Taken here, outside it, the count holds the
+    // update's own requests only.
+    await takeLease(b)
     const updateB = await b.evaluate(async () => {
       const { t, counted } = /** @type {any} */ (window)
       return counted(() => t.chats.update(3, { title: 'renamed by b' }))
     })
-    // The whole-lists read (a getAllKeys() and a getAll(), as lib/idb-direct.js
-    // mirrored() makes for the tab's layout comparison) is not ordered with
-    // this update: CI 16b saw it land in this window, other runs before it.
-    const layoutCompare = (/** @type {string} */ r) => r === 'getAllKeys lists' || r === 'getAll lists'
-    t.same(updateB.log.filter((/** @type {string} */ r) => /chats|lists|index/.test(r) && !layoutCompare(r)), ['get chats', 'put chats', 'get lists', 'put lists'], 'an update in a tab that knows nothing: the record read and put, its entry read and put again with the record')
+    t.same(updateB.log.filter((/** @type {string} */ r) => /chats|lists|index/.test(r)), ['get chats', 'put chats', 'get lists', 'put lists'], 'an update in a tab that knows nothing: the record read and put, its entry read and put again with the record')
     const againB = await b.evaluate(async () => {
       const { t, counted } = /** @type {any} */ (window)
       return counted(() => t.chats.update(3, { title: 'renamed by b' }))

@@ -9,7 +9,7 @@
 // suites (test/postgres-shared-suites-test.js), with key locks.
 import test from 'tape'
 import { open } from '../index.js'
-import { postgresForTests } from './util/postgres.js'
+import { postgresForTests, twoDatabases, lockWaited } from './util/postgres.js'
 import { lostBetweenSections } from './util/pg-lost-transaction.js'
 
 const server = await postgresForTests(test)
@@ -20,11 +20,7 @@ const locking = process.env.LEVELKIT_TEST_LOCKING === 'table' ? 'table' : 'keys'
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
 test('postgres key locks: a write of another key goes on while a critical section holds one; a write of that key waits for it', async t => {
-  const table = server.table()
-  const options = { backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking, poolSize: 2 }
-  const a = await open(options)
-  const b = await open(options)
-  try {
+  await twoDatabases(server, { locking, poolSize: 2 }, async (a, b) => {
     const accountsA = a.collection('accounts')
     const accountsB = b.collection('accounts')
     await accountsA.insert({ balance: 1 })
@@ -46,7 +42,10 @@ test('postgres key locks: a write of another key goes on while a critical sectio
     t.is(other, 'written', 'the other database writes account 2 while account 1 is held')
     let done = false
     const same = accountsB.update(1, { balance: 100 }).then(() => { done = true })
-    await sleep(500)
+    // Its section asks for account 1's lock and waits: a state PostgreSQL
+    // shows (with the writer lock, LEVELKIT_TEST_LOCKING=table, it waits
+    // for that instead: this fails as the control means it to).
+    t.ok(await lockWaited(server.pool, 'locktype = \'advisory\' AND objsubid = 1', [], 5000), 'its write of account 1 waits for that key\'s lock')
     t.notOk(done, 'its write of account 1 waits for the section that holds it')
     letGo()
     await holding
@@ -56,10 +55,7 @@ test('postgres key locks: a write of another key goes on while a critical sectio
     const { rows } = await server.pool.query('SELECT count(*)::int AS n FROM pg_locks WHERE locktype = \'advisory\' AND granted AND objsubid = 1')
     t.is(rows[0].n, 0, 'no key lock is left once both are idle')
     t.same((await a.check()).problems, [], 'check() is clean')
-  } finally {
-    await a.close()
-    await b.close()
-  }
+  })
 })
 
 // Found by test/model-property-postgres-test.js: deleting a chat with
@@ -115,11 +111,8 @@ test('postgres key locks: an operation whose lock is found busy inside a db.writ
 // began a transaction holding that key that nothing ended, and another
 // process's write of the key waited for it forever.
 test('postgres key locks: an operation still running when its db.write() callback throws leaves no key locked', async t => {
-  const table = server.table()
-  const options = { backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking, poolSize: 2 }
-  const a = await open(options)
-  const b = await open(options)
-  try {
+  // (Without the fix, b's update still waits: twoDatabases() closes a first, which lets its locks go.)
+  await twoDatabases(server, { locking, poolSize: 2 }, async (a, b) => {
     const accountsA = a.collection('accounts')
     const accountsB = b.collection('accounts')
     const id = await accountsA.insert({ balance: 1 })
@@ -140,11 +133,7 @@ test('postgres key locks: an operation still running when its db.write() callbac
     const { rows } = await server.pool.query('SELECT count(*)::int AS n FROM pg_locks WHERE locktype = \'advisory\' AND granted AND objsubid = 1')
     t.is(rows[0].n, 0, 'no key lock is left once both are idle')
     t.same((await a.check()).problems, [], 'check() is clean')
-  } finally {
-    // (Without the fix, b's update still waits: close a first, which lets its locks go.)
-    await a.close()
-    await b.close()
-  }
+  })
 })
 
 if (locking === 'keys') {

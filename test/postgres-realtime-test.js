@@ -15,7 +15,7 @@ import test from 'tape'
 import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { open } from '../index.js'
-import { postgresForTests } from './util/postgres.js'
+import { postgresForTests, lockWaited } from './util/postgres.js'
 import { prng } from './util/prng.js'
 import { declare, seed, run } from './util/realtime-ops.js'
 import { runHistory, checkHistory, crossHandlePairs } from './util/realtime.js'
@@ -151,7 +151,7 @@ for (const locking of ['table', 'keys', 'serializable']) {
   })
 }
 
-test('postgres realtime (table): a read-only transaction that read a write not yet committed answers once it is', async t => {
+test('postgres realtime (table): a read-only transaction that read a write not yet committed answers once it is', { timeout: 60000 }, async t => {
   const table = server.table()
   const options = { backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking: 'table', poolSize: 4 }
   const a = await open(options)
@@ -167,10 +167,19 @@ test('postgres realtime (table): a read-only transaction that read a write not y
     await client.query(`LOCK TABLE "${table}" IN SHARE MODE`)
     let written = false
     const update = itemsA.update(1, { n: 1 }).then(() => { written = true })
-    await sleep(50)
+    // Decided, its batch sent and waiting for the lock: a state PostgreSQL
+    // shows, waited for rather than guessed with a sleep (a loaded CI took
+    // more than 50 ms to get there, and the transaction then read 0).
+    t.ok(await lockWaited(server.pool, 'relation = to_regclass($1)', [`"${table}"`]), 'the update\'s batch waits for the table lock')
     t.is(written, false, 'the update is decided, its batch held')
-    setTimeout(() => { client.query('COMMIT').catch(() => {}) }, 300)
-    const seen = await a.transaction(async (/** @type {any} */ tx) => (await itemsA.in(tx).get(1)).n)
+    const transaction = a.transaction(async (/** @type {any} */ tx) => (await itemsA.in(tx).get(1)).n)
+    // While the batch is held, it must not answer. (A wait for nothing to
+    // happen: on a slow machine the bug may answer later than this and go
+    // unseen, but a right answer never fails it.)
+    const early = await Promise.race([transaction.then(() => 'answered', () => 'failed'), sleep(500).then(() => 'waiting')])
+    t.is(early, 'waiting', 'the transaction does not answer while the update it read is held')
+    await client.query('COMMIT')
+    const seen = await transaction
     const [mine, theirs] = await Promise.all([itemsA.get(1), itemsB.get(1)])
     t.is(seen, 1, 'the transaction read the update')
     t.is(written, true, 'it answered once the update was written')

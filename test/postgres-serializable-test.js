@@ -13,7 +13,7 @@ import test from 'tape'
 import pg from 'pg'
 import { open } from '../index.js'
 import { ChatStore } from '../chat.js'
-import { postgresForTests } from './util/postgres.js'
+import { postgresForTests, twoDatabases } from './util/postgres.js'
 import { cutter } from './util/pg-proxy.js'
 import { lostBetweenSections } from './util/pg-lost-transaction.js'
 
@@ -33,6 +33,9 @@ function gate () {
 /** @param {string} table */
 const options = table => ({ backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking: 'serializable', poolSize: 2 })
 
+/** What the two databases of a test here are opened with (twoDatabases()). */
+const serializable = { locking: 'serializable', poolSize: 2 }
+
 /**
  * Two databases open on one fresh table, standing for two processes, with
  * `balances` inserted as accounts 1, 2, ...: `fn` gets each database and its
@@ -40,18 +43,12 @@ const options = table => ({ backend: 'postgres', connectionString: server.connec
  * @param {number[]} balances
  * @param {(a: any, accountsA: any, b: any, accountsB: any) => Promise<void>} fn
  */
-async function twoProcesses (balances, fn) {
-  const table = server.table()
-  const a = await open(options(table))
-  const b = await open(options(table))
-  try {
+function twoProcesses (balances, fn) {
+  return twoDatabases(server, serializable, async (a, b) => {
     const accountsA = a.collection('accounts')
     for (const balance of balances) await accountsA.insert({ balance })
     await fn(a, accountsA, b, b.collection('accounts'))
-  } finally {
-    await a.close()
-    await b.close()
-  }
+  })
 }
 
 test('postgres serializable: the locking option takes \'table\', \'keys\' or \'serializable\'', async t => {
@@ -227,10 +224,7 @@ for (const readCache of [undefined, 0]) {
   // Without the section cache (readCache: 0), the records of the members without a list are read once the lists are (as on IndexedDB).
   const what = readCache === 0 ? ', without the section cache,' : ''
   test(`postgres serializable: createChat of 7 members read by a process that knows none of them${what} makes few round trips`, async t => {
-    const table = server.table()
-    const a = await open({ ...options(table), readCache })
-    const b = await open({ ...options(table), readCache })
-    try {
+    await twoDatabases(server, { ...serializable, readCache }, async (a, b) => {
       const passwordCost = { scryptN: 2 }
       const storeA = await ChatStore.open(a, { passwordCost })
       const users = []
@@ -248,18 +242,12 @@ for (const readCache of [undefined, 0]) {
       t.deepEqual([counted.begins, counted.commits], [0, 0], 'no BEGIN or COMMIT went alone')
       t.ok(counted.all <= reads + 2, `${counted.all} statements on the writer connection in all (at most ${reads + 2}: BEGIN with the first read, the reads, the highest chat id, the batch with COMMIT)`)
       t.same((await b.check()).problems, [], 'check() is clean')
-    } finally {
-      await a.close()
-      await b.close()
-    }
+    })
   })
 }
 
 test('postgres serializable: createChat in contention mode holds the chats\' sequence for two queries: its lock, BEGIN and every read; its batch, COMMIT and the unlock', async t => {
-  const table = server.table()
-  const a = await open(options(table))
-  const b = await open(options(table))
-  try {
+  await twoDatabases(server, serializable, async (a, b) => {
     const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
     for (const lock of locks) lock.contentionMs = 600000
     const passwordCost = { scryptN: 2 }
@@ -302,10 +290,7 @@ test('postgres serializable: createChat in contention mode holds the chats\' seq
     const { rows } = await server.pool.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1")
     t.is(rows[0].n, 0, 'no key lock is left held')
     t.same((await a.check()).problems, [], 'check() is clean')
-  } finally {
-    await a.close()
-    await b.close()
-  }
+  })
 })
 
 test('postgres serializable: a section called after another process committed sees its write, though queued behind a section whose transaction began before', async t => {
@@ -338,10 +323,7 @@ test('postgres serializable: a section called after another process committed se
 test('postgres serializable: a section failed by another process every time gives up after maxReruns reruns with LEVELKIT_CONFLICT', async t => {
   const err = await open({ ...options(server.table()), maxReruns: -1 }).then(db => db.close(), err => err)
   t.is(err?.code, 'LEVELKIT_INVALID', 'maxReruns: -1 is refused with LEVELKIT_INVALID')
-  const table = server.table()
-  const a = await open({ ...options(table), maxReruns: 3 })
-  const b = await open(options(table))
-  try {
+  await twoDatabases(server, [{ ...serializable, maxReruns: 3 }, serializable], async (a, b) => {
     const accountsA = a.collection('accounts')
     const accountsB = b.collection('accounts')
     await accountsA.insert({ balance: 0 })
@@ -363,17 +345,11 @@ test('postgres serializable: a section failed by another process every time give
     t.is((await accountsB.get(1)).balance, 1004, 'nothing of the section was written')
     t.is(await a.write(async (/** @type {any} */ w) => (await accountsA.in(w).get(1)).balance), 1004, 'the next write goes on')
     t.same((await a.check()).problems, [], 'check() is clean')
-  } finally {
-    await a.close()
-    await b.close()
-  }
+  })
 })
 
 test('postgres serializable: once two processes failed each other on a sequence key, their inserts take turns on its lock (contention mode) and fail no more', async t => {
-  const table = server.table()
-  const a = await open(options(table))
-  const b = await open(options(table))
-  try {
+  await twoDatabases(server, serializable, async (a, b) => {
     const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
     // Long enough for the whole test: it is entered once, never left.
     for (const lock of locks) lock.contentionMs = 600000
@@ -419,20 +395,44 @@ test('postgres serializable: once two processes failed each other on a sequence 
     } finally {
       await client.end()
     }
-  } finally {
-    await a.close()
-    await b.close()
-  }
+  })
 })
 
+/**
+ * Time, as `lock` counts them, each wait for a contention lock (which
+ * keeps its key in contention mode for contentionMs more) and each leave
+ * of the mode; `early(ms)` lists the leaves that came less than `ms` after
+ * the last wait before them. (A failure keeps it too, but not each one
+ * counted does: left out, a leave may look later than it was, not earlier.)
+ * @param {any} lock a postgres-serializable shared writer lock
+ */
+function timeStats (lock) {
+  /** @type {number[]} */
+  const kept = []
+  /** @type {number[]} */
+  const left = []
+  lock.stats = new Proxy(lock.stats, {
+    set (target, key, value) {
+      if (key === 'contentionWaits') kept.push(Date.now())
+      if (key === 'contentionLeft') left.push(Date.now())
+      target[key] = value
+      return true
+    }
+  })
+  return {
+    early: (/** @type {number} */ ms) => left.filter(at => {
+      const last = Math.max(...kept.filter(k => k <= at))
+      return at - last < ms
+    })
+  }
+}
+
 test('postgres serializable: contention mode lasts while its locks are waited for, and is left once a process has had the key to itself for contentionMs', async t => {
-  const table = server.table()
-  const a = await open(options(table))
-  const b = await open(options(table))
-  try {
+  await twoDatabases(server, serializable, async (a, b) => {
     const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
     const contentionMs = 800
     for (const lock of locks) lock.contentionMs = contentionMs
+    const times = locks.map(lock => timeStats(lock))
     const people = [a, b].map(db => db.collection('people'))
     let inserted = 0
     /** Inserts from both, 8 at a time in each, until `ms` have passed. @param {number} ms */
@@ -444,14 +444,15 @@ test('postgres serializable: contention mode lasts while its locks are waited fo
         }
       }))
     }
-    // Until each has had a batch fail on the sequence (40001): both in contention mode.
+    // Until each has had a batch fail on the sequence (40001) and is in
+    // contention mode (one held up contentionMs meanwhile has left it).
     let rounds = 0
-    while (locks.some(lock => lock.stats.failures === 0) && rounds < 50) {
+    while (locks.some(lock => lock.stats.failures === 0 || lock.stats.contentionEntered <= lock.stats.contentionLeft) && rounds < 50) {
       await storm(1)
       rounds++
     }
     t.ok(locks.every(lock => lock.stats.failures > 0), `each process had a batch fail (${locks.map(lock => lock.stats.failures)} failures)`)
-    t.same(locks.map(lock => lock.stats.contentionEntered), [1, 1], 'each entered contention mode on the sequence key once')
+    t.same(locks.map(lock => lock.stats.contentionEntered - lock.stats.contentionLeft), [1, 1], `each is in contention mode on the sequence key (entered ${locks.map(lock => lock.stats.contentionEntered)} times)`)
     const before = locks.map(lock => ({ ...lock.stats }))
     // Three times contentionMs of inserts from both: before, each process
     // left the mode contentionMs after its last failure and failed again.
@@ -463,24 +464,32 @@ test('postgres serializable: contention mode lasts while its locks are waited fo
       contended: lock.stats.contended - before[i].contended,
       transactions: lock.stats.transactions - before[i].transactions
     }))
-    t.same(during.map(d => d.failures), [0, 0], `no batch failed while both went on inserting for ${3 * contentionMs} ms (${during.map(d => d.transactions)} transactions)`)
-    t.same(during.map(d => d.left), [0, 0], 'neither left contention mode meanwhile')
-    t.same(during.map(d => d.contended), during.map(d => d.transactions), 'every transaction took the lock first')
+    if (during.every(d => d.left === 0)) {
+      t.same(during.map(d => d.failures), [0, 0], `no batch failed while both went on inserting for ${3 * contentionMs} ms (${during.map(d => d.transactions)} transactions)`)
+      t.same(during.map(d => d.contended), during.map(d => d.transactions), 'every transaction took the lock first')
+    } else {
+      // A process held up for contentionMs (a loaded machine: CI at load
+      // 30 did) had the key to itself and left, rightly; its next
+      // transactions took no lock and could fail the other's.
+      t.comment(`a process left contention mode during the storm (${during.map(d => d.left)}), held up ${contentionMs} ms: its failures and locks are not counted`)
+    }
     t.ok(during.every(d => d.waits > 0), `each waited for the lock held by the other (${during.map(d => d.waits)} transactions waited)`)
     // b stops; a alone, after a quiet period, takes no lock any more.
     await sleep(contentionMs + 100)
     const quiet = { ...locks[0].stats }
+    const inMode = quiet.contentionEntered > quiet.contentionLeft
     for (let i = 0; i < 3; i++) await people[0].insert({ name: `alone-${i}` })
-    t.is(locks[0].stats.contentionLeft - quiet.contentionLeft, 1, 'a quiet period later, it left contention mode')
+    t.is(locks[0].stats.contentionLeft - quiet.contentionLeft, inMode ? 1 : 0, `a quiet period later, it left contention mode${inMode ? '' : ' (it had left it already)'}`)
     t.is(locks[0].stats.contended - quiet.contended, 0, 'and its transactions take no lock')
+    // Each leave came contentionMs or more after the last wait for the
+    // key, as the rule says (which a mode left after a fixed time, or not
+    // kept by waits, breaks), however loaded the machine.
+    t.same(times.map(time => time.early(contentionMs)), [[], []], 'each process left contention mode only once contentionMs had passed since it last waited for the key')
     const ids = (await people[0].query().all()).map((/** @type {any} */ record) => record.id)
     t.same(ids, Array.from({ length: ids.length }, (_, i) => i + 1), `ids 1..${ids.length} without gap`)
     t.is(ids.length, inserted + 3, 'one record per insert')
     t.same((await a.check()).problems, [], 'check() is clean')
-  } finally {
-    await a.close()
-    await b.close()
-  }
+  })
 })
 
 test('postgres serializable: a group decided in a transaction lost with its connection runs again in a new one, on what it reads there', async t => {

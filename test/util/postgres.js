@@ -5,6 +5,7 @@
 // database a test opens.
 import pg from 'pg'
 import { postgres } from 'levelkit-testkit/postgres'
+import { open } from '../../index.js'
 
 /** @type {Promise<import('levelkit-testkit/postgres').PostgresServer> | null} */
 let started = null
@@ -49,4 +50,47 @@ async function cleanup (server) {
     await Promise.race([ended, new Promise(resolve => setTimeout(resolve, 2000).unref())])
     await server.stop()
   }
+}
+
+/**
+ * Two databases open on one fresh table, standing for two processes (each
+ * with its own pool, write path and caches), with the shared option: `fn`
+ * gets both and the table's name; both are closed after it, whatever it does.
+ * @template T
+ * @param {{ connectionString: string, table: () => string }} server postgresForTests()'s
+ * @param {object | [object, object]} options open()'s for both (or for each), besides backend, connectionString, table and shared
+ * @param {(a: any, b: any, table: string) => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+export async function twoDatabases (server, options, fn) {
+  const table = server.table()
+  const [optionsA, optionsB] = Array.isArray(options) ? options : [options, options]
+  const base = { backend: 'postgres', connectionString: server.connectionString, table, shared: true }
+  const a = await open({ ...base, ...optionsA })
+  /** @type {any} */
+  let b = null
+  try {
+    b = await open({ ...base, ...optionsB })
+    return await fn(a, b, table)
+  } finally {
+    await a.close()
+    await b?.close()
+  }
+}
+
+/**
+ * Whether a session of the server waits for a lock (a row of pg_locks not
+ * granted) that `where` picks, within `ms`: polled every 5 ms, so a loaded
+ * machine takes longer to get there rather than failing a test that guessed
+ * how long with a sleep.
+ * @param {import('pg').Pool} pool
+ * @param {string} where a condition on pg_locks' columns, with `params`
+ * @param {unknown[]} [params]
+ */
+export async function lockWaited (pool, where, params = [], ms = 30000) {
+  for (const deadline = Date.now() + ms; Date.now() < deadline; await new Promise(resolve => setTimeout(resolve, 5))) {
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND (${where})`, params)
+    if (rows[0].n > 0) return true
+  }
+  return false
 }
