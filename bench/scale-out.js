@@ -141,7 +141,7 @@ const USAGE = `Usage: node bench/scale-out.js [options]
   --concurrency N    calls in flight per process (default 16)
   --scale X          multiply the ops per operation (default 1)
   --n N              ops per operation and cell, for every operation (overrides --scale)
-  --slices N         slices per operation; the cells take turns slice by slice (default 4)
+  --slices N         slices per operation (with --turns slices the cells take turns slice by slice; default 4)
   --ops a,b,...      only these operations (${OP_KEYS.join(', ')}; the final check needs all three writes)
   --scrypt-n N       scrypt cost of the password hashes, every side (default 2)
   --seed N           seed of the data set and inputs (default 1)

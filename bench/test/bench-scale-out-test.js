@@ -120,7 +120,8 @@ test('bench/scale-out.js refuses bad options', async t => {
     [['--ops', 'nope'], /Unknown operation "nope"/],
     [['--writers', '2,4'], /--writers must include 1/],
     [['--processes', '1,1'], /--processes lists a count twice/],
-    [['--sql-ids', 'serial,uuid'], /--sql-ids lists serial and\/or gapfree/]
+    [['--sql-ids', 'serial,uuid'], /--sql-ids lists serial and\/or gapfree/],
+    [['--turns', 'slice'], /--turns is cells or slices/]
   ])) {
     const { code, stderr } = await run(options)
     t.is(code, 2, `${options.join(' ')}: exit 2`)
