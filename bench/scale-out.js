@@ -18,19 +18,40 @@
 // --messages), filled by its first process in an order that gives the same
 // ids everywhere, then an untimed warm-up. Then each operation in turn:
 // createUser, createChat (20 members), addChatMessage, getChatMessages
-// (last 50), getChats of a user, its inputs in --slices slices; the cells
-// take turns slice by slice (A B C, C B A, ...; which goes first alternates
-// by slice and by run), so drift and other processes' load hit every cell
-// alike. Within a cell all its processes run a slice at once, each taking
-// every P-th input (the total is the same for every P), --concurrency calls
-// in flight per process.
+// (last 50), getChats of a user, its inputs in --slices slices. Within a
+// cell all its processes run a slice at once, each taking every P-th input
+// (the total is the same for every P), --concurrency calls in flight per
+// process.
+//
+// --turns cells (the default): a run measures one cell at a time, from its
+// start to its end: its processes are started for it, fill its fresh
+// tables, run every slice of every operation, are checked and end, and its
+// tables are dropped, before the next cell starts; the cells go in the
+// order of --locking etc. in odd runs and the reverse in even runs. No
+// other cell's processes or connections exist while a cell is measured,
+// and its pools keep their connections for the whole cell (--idle-ms,
+// default 60000), so a cell measures the same thing whether the run holds
+// one cell or nine.
+// --turns slices: every cell is open for the whole run and the cells take
+// turns slice by slice (A B C, C B A, ...; which goes first alternates by
+// slice and by run), so slow drift hits every cell alike; but all of them
+// together would hold more connections than the server allows, so pools
+// let a connection go after --idle-ms (default 1000 here), and a cell whose
+// slice comes after the others' finds its connections gone: each of its
+// slices opens new ones (backend start, cold caches, statements prepared
+// again), more the more cells the run holds (the "connections opened/op"
+// column). The SQL store, one statement per operation and a connection
+// per call in flight, loses most (session 16: 192 ops/s alone, 42-50 in a
+// nine-cell run).
 //
 // Per operation and cell: ops/s (all ops / the time from the first process's
 // start to the last one's end), p50 and p99 latency (over every call of
 // every process), and retries (the SQL store's deadlock and serialization
 // retries; levelkit on PostgreSQL retries none: its writes are serialized
 // by the shared writer lock), and round trips per operation (statements
-// every process of the cell sent to PostgreSQL / ops). Medians over --runs runs; ratio =
+// every process of the cell sent to PostgreSQL / ops), connections opened
+// per operation (every process's new connections / ops: 0 in a warm
+// cell). Medians over --runs runs; ratio =
 // the cell's ops/s / the SQL store's ops/s with as many processes, measured
 // in the same run (levelkit-leveldb against SQL ×1), then the median (> 1:
 // faster than the hand-written SQL); with --sql-ids serial,gapfree, a ratio
@@ -68,7 +89,7 @@
 //   [--processes 1,2,4] [--users 2000] [--chats 200] [--members 20]
 //   [--messages 20000] [--concurrency 16] [--scale 1] [--n N] [--slices 4] [--ops a,b]
 //   [--scrypt-n 2] [--seed 1] [--locking table] [--user-chats list] [--sql-ids serial] [--no-leveldb] [--out bench/out]
-//   [--db-dir <tmpdir>]
+//   [--db-dir <tmpdir>] [--turns cells] [--idle-ms N]
 
 import os from 'node:os'
 import fs from 'node:fs'
@@ -97,6 +118,12 @@ const OP_KEYS = OPERATIONS.map(op => op.key)
 
 const USAGE = `Usage: node bench/scale-out.js [options]
   --runs K           runs, fresh tables and processes for every cell (default 3)
+  --turns T          cells: one cell at a time, started, measured and ended before the next
+                     (odd runs in order, even runs reversed; the default); slices: every cell
+                     open for the whole run, the cells taking turns slice by slice (idle
+                     connections go after --idle-ms, so each slice opens new ones)
+  --idle-ms N        ms a pool keeps an idle connection (default 60000 with --turns cells,
+                     1000 with --turns slices)
   --writers L        process counts of the hand-written SQL store (default 1,2,4)
   --processes L      process counts of levelkit on PostgreSQL (default 1,2,4)
   --locking L        how levelkit's processes take turns: a list of table, keys, serializable
@@ -114,7 +141,7 @@ const USAGE = `Usage: node bench/scale-out.js [options]
   --concurrency N    calls in flight per process (default 16)
   --scale X          multiply the ops per operation (default 1)
   --n N              ops per operation and cell, for every operation (overrides --scale)
-  --slices N         slices per operation; the cells take turns slice by slice (default 4)
+  --slices N         slices per operation (with --turns slices the cells take turns slice by slice; default 4)
   --ops a,b,...      only these operations (${OP_KEYS.join(', ')}; the final check needs all three writes)
   --scrypt-n N       scrypt cost of the password hashes, every side (default 2)
   --seed N           seed of the data set and inputs (default 1)
@@ -145,7 +172,9 @@ const args = parseCli('scale-out', USAGE, {
   'scrypt-n': { type: 'string', default: '2' },
   seed: { type: 'string', default: '1' },
   out: { type: 'string', default: path.join(here, 'out') },
-  'db-dir': { type: 'string', default: os.tmpdir() }
+  'db-dir': { type: 'string', default: os.tmpdir() },
+  turns: { type: 'string', default: 'cells' },
+  'idle-ms': { type: 'string' }
 })
 
 /** @template T @param {() => T} parse @returns {T} */
@@ -159,6 +188,11 @@ const counts = (text, flag) => {
 }
 
 const runs = option(() => parseCount(args.runs))
+const turns = option(() => {
+  if (args.turns !== 'cells' && args.turns !== 'slices') throw new Error('--turns is cells or slices')
+  return args.turns
+})
+const idleMs = args['idle-ms'] !== undefined ? option(() => parseCount(args['idle-ms'])) : turns === 'cells' ? 60000 : 1000
 const writers = option(() => counts(args.writers, '--writers'))
 const processes = option(() => counts(args.processes, '--processes'))
 const lockings = option(() => {
@@ -225,7 +259,8 @@ const cells = [
   ...(args['no-leveldb'] ? [] : [{ key: 'levelkit-leveldb-1', kind: /** @type {const} */ ('levelkit-leveldb'), processes: 1, label: 'levelkit on LevelDB ×1', against: sqlKey(sqlIdsList[0], 1), againstEach: againstEach(1), one: 'levelkit-leveldb-1' }])
 ]
 
-// Connections. Every cell of a run stays open while the others take their
+// Connections. With --turns cells only one cell is open at a time. With
+// --turns slices every cell of a run stays open while the others take their
 // turns, so what each process keeps while idle adds up over all cells: a
 // levelkit process on PostgreSQL keeps the pool connection that holds the
 // table's shared lock, its writer and listening connections and up to 4
@@ -240,7 +275,7 @@ const busy = cell => cell.processes * (cell.kind === 'sql' ? concurrency : cell.
 const kept = cells.reduce((sum, cell) => sum + (cell.kind === 'sql' || cell.kind === 'levelkit-leveldb' ? 0 : cell.processes * KEPT), 0)
 const busiest = cells.map(busy).sort((x, y) => y - x)
 // (+ this process's admin pool and PostgreSQL's reserved superuser connections)
-const connectionsNeeded = kept + busiest[0] + (busiest[1] ?? 0) + 2 + 3
+const connectionsNeeded = turns === 'cells' ? busiest[0] + 2 + 3 : kept + busiest[0] + (busiest[1] ?? 0) + 2 + 3
 // A throwaway cluster is started with enough; a server of the user's must allow them.
 const server = await postgres({ maxConnections: Math.max(200, connectionsNeeded) })
 const admin = new pg.Pool({ connectionString: server.connectionString, max: 2 })
@@ -260,7 +295,7 @@ const run0 = startRun('scale-out', args.out, ['pg', 'classic-level', 'abstract-l
 /** @type {Record<string, string>} */
 const versions = { ...run0.versions, postgresql: serverVersion }
 console.log(`scale-out: the chat workload on PostgreSQL ${serverVersion} with several writer processes, ${runs} run(s)`)
-console.log(`  cells: ${cells.map(c => c.label).join(', ')}`)
+console.log(`  cells: ${cells.map(c => c.label).join(', ')}; ${turns === 'cells' ? 'one at a time' : 'taking turns slice by slice'}`)
 console.log(`  data: ${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats of ${sizes.members} members, ${fmt(sizes.messages)} messages; ${concurrency} calls in flight per process; scrypt N=${scryptN}`)
 console.log(`  PostgreSQL: ${server.throwaway ? 'a throwaway cluster' : 'LEVELKIT_PG_URL'}; fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit}, full_page_writes ${settings.full_page_writes}, shared_buffers ${settings.shared_buffers} (8 kB pages)`)
 printMachine({ ...run0, versions }, ['pg', 'classic-level'])
@@ -313,7 +348,7 @@ async function openCell (cell, run, work) {
   const location = path.join(args['db-dir'], `levelkit-scale-out-${process.pid}-${run}-${cell.key}`)
   fs.rmSync(location, { recursive: true, force: true })
   /** @param {number} rank */
-  const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN, userChats: cell.userChats, sqlIds: cell.sqlIds })
+  const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN, userChats: cell.userChats, sqlIds: cell.sqlIds, idleMs })
   /** @type {Worker[]} */
   const workers = []
   const handle = {
@@ -371,6 +406,7 @@ async function slice (handle, op, from, to) {
     latencies: parts.flatMap(p => p.latencies),
     retries: parts.some(p => p.retries === null) ? null : parts.reduce((sum, p) => sum + p.retries, 0),
     queries: parts.reduce((sum, p) => sum + p.queries, 0),
+    connects: parts.reduce((sum, p) => sum + p.connects, 0),
     // CPU over the slice as measured from here (its wall time includes the
     // messages to and from the workers): the workers', PostgreSQL's, the machine's.
     wallMs,
@@ -390,14 +426,113 @@ function addStats (a, b) {
   return out
 }
 
+/** An empty accumulator of one operation's slices through one cell. */
+function newAcc () {
+  return { ms: 0, ops: 0, latencies: /** @type {number[]} */ ([]), retries: /** @type {number | null} */ (0), queries: 0, connects: 0, slices: /** @type {number[]} */ ([]), wallMs: 0, nodeCpuMs: 0, pgCpuMs: /** @type {number | null} */ (0), machineBusyMs: /** @type {number | null} */ (0), lock: /** @type {Record<string, any> | null} */ ({}) }
+}
+
+/** Add a slice to an accumulator. @param {ReturnType<typeof newAcc>} a @param {Awaited<ReturnType<typeof slice>>} part */
+function accumulate (a, part) {
+  a.ms += part.ms
+  a.ops += part.ops
+  for (const l of part.latencies) a.latencies.push(l)
+  a.retries = a.retries === null || part.retries === null ? null : a.retries + part.retries
+  a.queries += part.queries
+  a.connects += part.connects
+  a.slices.push(part.ops / part.ms * 1000)
+  a.wallMs += part.wallMs
+  a.nodeCpuMs += part.nodeCpuMs
+  a.pgCpuMs = a.pgCpuMs === null || part.pgCpuMs === null ? null : a.pgCpuMs + part.pgCpuMs
+  a.machineBusyMs = a.machineBusyMs === null || part.machineBusyMs === null ? null : a.machineBusyMs + part.machineBusyMs
+  a.lock = a.lock === null || part.lock === null ? null : addStats(a.lock, part.lock)
+}
+
+/** An operation's result through a cell, from its accumulator. @param {ReturnType<typeof newAcc>} a */
+function resultOf (a) {
+  return {
+    ops: a.ops,
+    ms: a.ms,
+    opsPerSec: a.ops / a.ms * 1000,
+    p50Ms: quantile(a.latencies, 0.5),
+    p99Ms: quantile(a.latencies, 0.99),
+    retries: a.retries,
+    roundTrips: a.queries / a.ops,
+    connectsPerOp: a.connects / a.ops,
+    sliceOpsPerSec: a.slices,
+    // CPU seconds per wall second (cores busy): the cell's Node processes, PostgreSQL, the whole machine.
+    nodeCores: a.nodeCpuMs / a.wallMs,
+    pgCores: a.pgCpuMs === null ? null : a.pgCpuMs / a.wallMs,
+    machineCores: a.machineBusyMs === null ? null : a.machineBusyMs / a.wallMs,
+    lock: a.lock
+  }
+}
+
+/** The slices [from, to) of an operation's inputs. @param {any} work @param {string} op */
+function slicesOf (work, op) {
+  const total = work.inputs[op].length
+  const count = Math.max(1, Math.min(slices, total))
+  return Array.from({ length: count }, (_, k) => [Math.floor(k * total / count), Math.floor((k + 1) * total / count)])
+}
+
 /**
- * One run: every cell opened, then each operation in --slices slices, the
- * cells taking turns slice by slice (A B C, C B A, ...: which goes first
- * alternates by slice and by run), so drift and background load hit all of
- * them; then each cell's final check.
+ * A cell's final check, its processes' end; what the run keeps of it.
+ * @param {Awaited<ReturnType<typeof openCell>>} h @param {Record<string, any>} results
+ */
+async function closeCell (h, results) {
+  const check = ops.length === OP_KEYS.length ? await h.workers[0].ask('check') : null
+  const closed = await Promise.all(h.workers.map(w => w.ask('close')))
+  return { results, populateMs: h.populateMs, sampleAnswer: h.sampleAnswer, check, peakRssBytes: closed.map(c => c.peakRssBytes) }
+}
+
+/**
+ * One run with --turns cells: one cell at a time (in order in odd runs,
+ * reversed in even runs), each started, filled, measured through every
+ * operation, checked and ended, its tables dropped, before the next: no
+ * other cell's processes or connections while it is measured.
  * @param {number} run @param {any} work
  */
-async function runOnce (run, work) {
+async function runByCells (run, work) {
+  /** @type {Record<string, any>} */
+  const out = {}
+  const order = run % 2 === 1 ? cells : [...cells].reverse()
+  for (const cell of order) {
+    progress.label = `run ${run}/${runs}: fill ${cell.label}`
+    const h = await openCell(cell, run, work)
+    try {
+      if (h.na !== null) {
+        out[cell.key] = { na: h.na }
+        for (const op of ops) progress.update(slicesDone += slicesOf(work, op).length / cells.length)
+        continue
+      }
+      /** @type {Record<string, any>} */
+      const results = {}
+      for (const op of ops) {
+        progress.label = `run ${run}/${runs}: ${cell.label}, ${op}`
+        const a = newAcc()
+        const parts = slicesOf(work, op)
+        for (const [from, to] of parts) {
+          accumulate(a, await slice(h, op, from, to))
+          progress.update(slicesDone += 1 / cells.length)
+        }
+        results[op] = resultOf(a)
+      }
+      progress.label = `run ${run}/${runs}: check ${cell.label}`
+      out[cell.key] = await closeCell(h, results)
+    } finally {
+      await h.cleanup()
+    }
+  }
+  return out
+}
+
+/**
+ * One run with --turns slices: every cell opened, then each operation in
+ * --slices slices, the cells taking turns slice by slice (A B C, C B A,
+ * ...: which goes first alternates by slice and by run), so drift and
+ * background load hit all of them; then each cell's final check.
+ * @param {number} run @param {any} work
+ */
+async function runBySlices (run, work) {
   /** @type {Array<Awaited<ReturnType<typeof openCell>>>} */
   const handles = []
   try {
@@ -410,48 +545,15 @@ async function runOnce (run, work) {
     const results = Object.fromEntries(live.map(h => [h.cell.key, {}]))
     for (const op of ops) {
       progress.label = `run ${run}/${runs}: ${op}`
-      const total = work.inputs[op].length
-      const count = Math.max(1, Math.min(slices, total))
-      const acc = live.map(() => ({ ms: 0, ops: 0, latencies: /** @type {number[]} */ ([]), retries: /** @type {number | null} */ (0), queries: 0, slices: /** @type {number[]} */ ([]), wallMs: 0, nodeCpuMs: 0, pgCpuMs: /** @type {number | null} */ (0), machineBusyMs: /** @type {number | null} */ (0), lock: /** @type {Record<string, any> | null} */ ({}) }))
-      for (let k = 0; k < count; k++) {
-        const from = Math.floor(k * total / count)
-        const to = Math.floor((k + 1) * total / count)
+      const acc = live.map(newAcc)
+      let k = 0
+      for (const [from, to] of slicesOf(work, op)) {
         const order = (k + run) % 2 === 0 ? live.map((_, i) => i) : live.map((_, i) => live.length - 1 - i)
-        for (const i of order) {
-          const part = await slice(live[i], op, from, to)
-          const a = acc[i]
-          a.ms += part.ms
-          a.ops += part.ops
-          for (const l of part.latencies) a.latencies.push(l)
-          a.retries = a.retries === null || part.retries === null ? null : a.retries + part.retries
-          a.queries += part.queries
-          a.slices.push(part.ops / part.ms * 1000)
-          a.wallMs += part.wallMs
-          a.nodeCpuMs += part.nodeCpuMs
-          a.pgCpuMs = a.pgCpuMs === null || part.pgCpuMs === null ? null : a.pgCpuMs + part.pgCpuMs
-          a.machineBusyMs = a.machineBusyMs === null || part.machineBusyMs === null ? null : a.machineBusyMs + part.machineBusyMs
-          a.lock = a.lock === null || part.lock === null ? null : addStats(a.lock, part.lock)
-        }
+        for (const i of order) accumulate(acc[i], await slice(live[i], op, from, to))
         progress.update(++slicesDone)
+        k++
       }
-      live.forEach((h, i) => {
-        const a = acc[i]
-        results[h.cell.key][op] = {
-          ops: a.ops,
-          ms: a.ms,
-          opsPerSec: a.ops / a.ms * 1000,
-          p50Ms: quantile(a.latencies, 0.5),
-          p99Ms: quantile(a.latencies, 0.99),
-          retries: a.retries,
-          roundTrips: a.queries / a.ops,
-          sliceOpsPerSec: a.slices,
-          // CPU seconds per wall second (cores busy): the cell's Node processes, PostgreSQL, the whole machine.
-          nodeCores: a.nodeCpuMs / a.wallMs,
-          pgCores: a.pgCpuMs === null ? null : a.pgCpuMs / a.wallMs,
-          machineCores: a.machineBusyMs === null ? null : a.machineBusyMs / a.wallMs,
-          lock: a.lock
-        }
-      })
+      live.forEach((h, i) => { results[h.cell.key][op] = resultOf(acc[i]) })
     }
     /** @type {Record<string, any>} */
     const out = {}
@@ -461,14 +563,17 @@ async function runOnce (run, work) {
         continue
       }
       progress.label = `run ${run}/${runs}: check ${h.cell.label}`
-      const check = ops.length === OP_KEYS.length ? await h.workers[0].ask('check') : null
-      const closed = await Promise.all(h.workers.map(w => w.ask('close')))
-      out[h.cell.key] = { results: results[h.cell.key], populateMs: h.populateMs, sampleAnswer: h.sampleAnswer, check, peakRssBytes: closed.map(c => c.peakRssBytes) }
+      out[h.cell.key] = await closeCell(h, results[h.cell.key])
     }
     return out
   } finally {
     for (const h of handles) await h.cleanup()
   }
+}
+
+/** One run, as --turns says. @param {number} run @param {any} work */
+function runOnce (run, work) {
+  return turns === 'cells' ? runByCells(run, work) : runBySlices(run, work)
 }
 
 /** @type {Array<{ run: number, loadAverage: number[], cells: Record<string, any> }>} */
@@ -543,6 +648,7 @@ for (const op of ops) {
       scaling: scalings.length > 0 ? median(scalings) : null,
       retries: retries.includes(null) ? null : retries.reduce((a, b) => a + b, 0),
       roundTrips: median(measured.map(r => r.cells[cell.key].results[op].roundTrips)),
+      connectsPerOp: median(measured.map(r => r.cells[cell.key].results[op].connectsPerOp)),
       nodeCores: median(measured.map(r => r.cells[cell.key].results[op].nodeCores)),
       pgCores: nullableMedian(measured.map(r => r.cells[cell.key].results[op].pgCores)),
       machineCores: nullableMedian(measured.map(r => r.cells[cell.key].results[op].machineCores)),
@@ -557,12 +663,12 @@ for (const op of ops) {
 const cores = (/** @type {number | null} */ x) => x === null ? '?' : x.toFixed(2)
 // One ratio column per SQL variant (--sql-ids).
 const ratioHeads = sqlIdsList.length === 1 ? ['× SQL (same processes)'] : sqlIdsList.map(ids => ids === 'serial' ? '× SQL serial ids' : '× SQL gap-free ids')
-const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', ...ratioHeads, '× one process', 'retries', 'round trips/op', 'cores: node / PG / machine']]
+const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', ...ratioHeads, '× one process', 'retries', 'round trips/op', 'connections opened/op', 'cores: node / PG / machine']]
 for (const op of ops) {
   const label = OPERATIONS.find(o => o.key === op)?.label ?? op
   for (const cell of cells) {
     const s = summary[op][cell.key]
-    if (s.na) table.push([label, cell.label, s.na, '', '', ...ratioHeads.map(() => ''), '', '', '', ''])
+    if (s.na) table.push([label, cell.label, s.na, '', '', ...ratioHeads.map(() => ''), '', '', '', '', ''])
     else {
       const levelkitPg = cell.kind === 'levelkit-pg' || cell.kind === 'levelkit-pg-keys' || cell.kind === 'levelkit-pg-serializable'
       const ratios = cell.againstEach.map(against => {
@@ -572,7 +678,7 @@ for (const op of ops) {
         const goal = levelkitPg ? (r >= 0.7 ? ' (≥0.7 met)' : ' (≥0.7 MISSED)') : ''
         return `${r.toFixed(2)}×${goal}`
       })
-      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ...ratios, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries), cell.kind === 'levelkit-leveldb' ? '–' : s.roundTrips.toFixed(2), `${cores(s.nodeCores)} / ${cores(s.pgCores)} / ${cores(s.machineCores)}`])
+      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ...ratios, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries), cell.kind === 'levelkit-leveldb' ? '–' : s.roundTrips.toFixed(2), cell.kind === 'levelkit-leveldb' ? '–' : s.connectsPerOp.toFixed(2), `${cores(s.nodeCores)} / ${cores(s.pgCores)} / ${cores(s.machineCores)}`])
     }
   }
 }
@@ -584,6 +690,7 @@ console.log('  × SQL = ops/s / the hand-written SQL store\'s ops/s with as many
 if (sqlIdsList.length > 1) console.log('  SQL serial ids: user and chat ids from identity columns (a sequence: gaps, as nextval is not transactional); gap-free ids: from a counters row bumped in the inserting statement (no gap, levelkit\'s guarantee; inserts of one id space take turns on the row\'s lock).')
 console.log('  retries: the SQL store\'s operations PostgreSQL aborted (deadlock, serialization failure) and it ran again; levelkit with the table lock retries none (its writes are serialized by the shared writer lock); with key locks, the critical sections run again on a busy key; serializable, the critical sections run again after a serialization failure or deadlock (40001, 40P01).')
 console.log('  round trips/op: statements sent to PostgreSQL by every process of the cell (a query of several statements counts once) / ops, the median over runs.')
+console.log(`  connections opened/op: connections to PostgreSQL every process of the cell opened during its slices / ops, the median over runs (a new backend, cold caches). Turns: ${turns === 'cells' ? `one cell at a time (its processes started for it and ended after it; pools keep idle connections ${idleMs} ms)` : `the cells took turns slice by slice, all open for the whole run (pools let idle connections go after ${idleMs} ms)`}.`)
 console.log('  × one process = ops/s / the same store\'s with one process, in the same run, then the median: how throughput rises with processes.')
 console.log(`  cores: CPU seconds per wall second over the cell's slices (medians over runs): its Node processes' (process.cpuUsage()), PostgreSQL's (the postmaster and its backends, /proc${postmaster === null ? ': not measured, the server is not on this machine' : ''}), and the whole machine's busy time (/proc/stat: other work included), of ${os.cpus().length}.`)
 // Where the processes wait for each other, per operation: the lock's counters summed over the runs, per op.
@@ -617,10 +724,10 @@ if (problems.length === 0) {
     : '  Every cell answered the sample reads alike after being filled (the final check needs every operation: not run).')
 }
 
-writeCsv(path.join(run0.outDir, 'results.csv'), ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'node_cores', 'pg_cores', 'machine_cores'],
+writeCsv(path.join(run0.outDir, 'results.csv'), ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'connects_per_op', 'node_cores', 'pg_cores', 'machine_cores'],
   perRun.flatMap(r => ops.flatMap(op => cells.filter(c => !r.cells[c.key].na).map(c => {
     const x = r.cells[c.key].results[op]
-    return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries, x.roundTrips, x.nodeCores, x.pgCores, x.machineCores]
+    return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries, x.roundTrips, x.connectsPerOp, x.nodeCores, x.pgCores, x.machineCores]
   }))))
 
 const colors = { sql: ['#1f77b4', '#6baed6', '#c6dbef', '#08519c'], 'sql-gapfree': ['#17becf', '#9edae5', '#d9f2f5', '#0e7c87'], 'levelkit-pg': ['#d62728', '#fb6a4a', '#fcbba1', '#a50f15'], 'levelkit-pg-keys': ['#9467bd', '#bcbddc', '#dadaeb', '#54278f'], 'levelkit-pg-serializable': ['#8c564b', '#c49c94', '#e7cbc1', '#5b3a32'], 'levelkit-leveldb': ['#2ca02c'] }
@@ -644,9 +751,9 @@ const loadAfter = os.loadavg()
 printProblems(problems)
 finishRun(run0.outDir, { name: 'scale-out', startedAt: run0.startedAt, machine: run0.machine, versions, loadBefore: run0.loadBefore, loadAfter }, {
   postgres: { throwaway: server.throwaway, settings },
-  options: { runs, writers, processes, sqlIds: sqlIdsList, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
+  options: { runs, turns, idleMs, writers, processes, sqlIds: sqlIdsList, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
   cells,
-  csvColumns: ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'node_cores', 'pg_cores', 'machine_cores'],
+  csvColumns: ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'connects_per_op', 'node_cores', 'pg_cores', 'machine_cores'],
   summary,
   problems,
   runs: perRun.map(r => ({

@@ -266,7 +266,7 @@ export class RelationModel {
       // written blind, but each `to` record is read (exists()): all at once
       // (one statement where reads made together go so), not a round trip
       // per edge, one after the other.
-      scope.prefetch(this.to.records, toIds.map(id => encode(id)))
+      scope.prefetch(this.to.records, toIds.map(id => encode(id)), true)
     }
     let added = 0
     /** @param {number} i @returns {number | Promise<number>} */
@@ -282,7 +282,7 @@ export class RelationModel {
     // Not one by one as the edges go.
     const { namespace, keys } = lists
     return Promise.all(keys.map(key => scope.get(namespace, key))).then(values => {
-      scope.prefetch(this.to.records, keys.filter((key, i) => values[i] === undefined))
+      scope.prefetch(this.to.records, keys.filter((key, i) => values[i] === undefined), true)
       return from(0)
     })
   }
@@ -300,7 +300,7 @@ export class RelationModel {
   prefetchAdds (scope, toIds) {
     if (this.reverse.kind !== 'lists' || scope.writer.sectionCache === null) return
     const keys = toIds.map(id => encode(id))
-    if (scope.prefetch(this.reverse.namespace, keys)) scope.prefetch(this.to.records, keys)
+    if (scope.prefetch(this.reverse.namespace, keys)) scope.prefetch(this.to.records, keys, true)
   }
 
   /**
@@ -315,9 +315,11 @@ export class RelationModel {
   exists (scope, collection, direction, id) {
     const key = encode(id)
     if (direction.kind === 'lists') {
-      return after(scope.get(direction.namespace, key), list => list !== undefined || after(scope.get(collection.records, key), isDefined))
+      return after(scope.get(direction.namespace, key), list => list !== undefined || after(scope.getShared(collection.records, key), isDefined))
     }
-    return after(scope.get(collection.records, key), isDefined)
+    // Only checked: a shared key lock where there are such (a deletion of
+    // the record, which reads it exclusively, waits for this section's end).
+    return after(scope.getShared(collection.records, key), isDefined)
   }
 
   /**

@@ -78,6 +78,15 @@ export class WriteScope {
    */
   #absent = null
 
+  /**
+   * With shared key locks (writer.sharesLocks), the reads of keys this
+   * section only checks exist, locked shared (see getShared()), by key id:
+   * kept apart from #reads and the caches, whose values a section may
+   * decide on (they hold exclusive locks). Null until the first.
+   * @type {Map<string, Promise<any>> | null}
+   */
+  #sharedReads = null
+
   /** @type {Set<Promise<unknown>>} reads running beside this scope */
   #guests = new Set()
 
@@ -245,6 +254,60 @@ export class WriteScope {
   }
 
   /**
+   * The current raw value of `key`, read only to check that it exists (a
+   * relation's endpoint): as get(), but with key locks that can be shared
+   * (locking: 'keys'), a key not already read is locked shared, so that
+   * sections of other processes checking it too do not wait for this one,
+   * while one that deletes or rewrites it (it reads it first, exclusively)
+   * waits until this transaction ends. Its value is not kept where get()
+   * would find it: a get() of the key later asks for the exclusive lock.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @returns {any}
+   */
+  getShared (namespace, key) {
+    if (!this.writer.sharesLocks) return this.get(namespace, key)
+    if (!this.open) this.assertOpen()
+    const id = namespace.keyId(key)
+    if (this.ops.length > 0 || this.writer.pending) {
+      if (this.indexed < this.ops.length) this.index()
+      const op = this.local.get(id) || this.writer.lookup(id)
+      if (op !== undefined) return op.type === 'put' ? op.value : undefined
+    }
+    if (this.#absent !== null && this.#absent.has(id)) return undefined
+    // Read (and locked) exclusively already: that lock covers this.
+    const read = this.#reads?.get(id)
+    if (read !== undefined) return read
+    if (namespace.cache !== null) {
+      const name = bytesToBinaryString(key)
+      if (namespace.cache.has(name)) return namespace.cache.get(name)
+    } else {
+      const hit = this.writer.sectionCache?.lookup(id)
+      if (hit !== undefined) return hit[0]
+    }
+    const shared = this.#sharedReads ??= new Map()
+    const known = shared.get(id)
+    if (known !== undefined) return known
+    return this.#readShared(namespace, key, id, shared)
+  }
+
+  /**
+   * Start reading `key` locked shared, kept in `shared` (a failed read is not kept).
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {string} id
+   * @param {Map<string, Promise<any>>} shared
+   * @returns {Promise<any>}
+   */
+  #readShared (namespace, key, id, shared) {
+    const locked = this.writer.lockKeys(namespace, [key], true)
+    const read = locked !== null ? locked.then(() => namespace.read(key, false)) : Promise.resolve(namespace.read(key, false))
+    // As get() of a cached namespace settles what it reads (#read() of others does not).
+    const settle = namespace.cache !== null ? namespace.settle : null
+    const settled = settle !== null ? read.then(v => settle(key, v)) : read
+    shared.set(id, settled)
+    settled.catch(() => { if (shared.get(id) === settled) shared.delete(id) })
+    return settled
+  }
+
+  /**
    * Read a key of a namespace that is not cached, from the database, once
    * per section (see #reads), or from the writer's section cache where it
    * keeps one (lib/section-cache.js): then a value, not a promise. A failed
@@ -323,15 +386,18 @@ export class WriteScope {
    * #readOnce) instead of making requests one after another. Keys decided
    * and not yet written are left to get(), which answers them from the
    * ops; elsewhere this does nothing.
-   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys
+   * Shared: for getShared() (keys only checked to exist, locked shared
+   * where key locks can be).
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys @param {boolean} [shared]
    * @returns {boolean} whether it read them (else get() reads each key as it would have)
    */
-  prefetch (namespace, keys) {
+  prefetch (namespace, keys, shared = false) {
     const idb = this.writer.idb
     const direct = idb !== null && idb.ready
     // Not for a transaction (defersCounters): it reads outside the critical
     // section, as of its own start, and not through #reads.
     if ((!direct && this.writer.syncReads) || namespace.cache !== null || !this.open || keys.length < 2 || this.defersCounters) return false
+    if (shared && this.writer.sharesLocks) return this.#prefetchShared(namespace, keys)
     const reads = this.#reads || (this.#reads = new Map())
     if (this.indexed < this.ops.length) this.index()
     const pending = this.ops.length > 0 || this.writer.pending
@@ -353,6 +419,25 @@ export class WriteScope {
     // On IndexedDB, the others in one go: their requests made together, in
     // the transaction the section's batch is written in.
     if (missed.length > 0) this.#readMany(namespace, missed, ids, reads)
+    return true
+  }
+
+  /**
+   * prefetch() of keys only checked to exist, with shared key locks: each
+   * key getShared() would read is started (their locks and reads made in
+   * the same turn go as one statement each).
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys
+   */
+  #prefetchShared (namespace, keys) {
+    if (this.indexed < this.ops.length) this.index()
+    const pending = this.ops.length > 0 || this.writer.pending
+    const sections = this.writer.sectionCache
+    const shared = this.#sharedReads ??= new Map()
+    for (const key of keys) {
+      const id = namespace.keyId(key)
+      if (shared.has(id) || this.#reads?.has(id) || (this.#absent !== null && this.#absent.has(id)) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
+      this.#readShared(namespace, key, id, shared)
+    }
     return true
   }
 

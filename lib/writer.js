@@ -270,11 +270,21 @@ export class Writer {
   /**
    * With key locks (see #keyLocks): lock `keys` of `namespace` before a
    * critical section reads them; null when there is nothing to wait for.
-   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys
+   * Shared (see sharesLocks): the section only checks that they exist.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys @param {boolean} [shared]
    * @returns {Promise<void> | null}
    */
-  lockKeys (namespace, keys) {
-    return this.#keyLocks === null ? null : this.#keyLocks.lock(namespace.prefix, keys)
+  lockKeys (namespace, keys, shared = false) {
+    return this.#keyLocks === null ? null : this.#keyLocks.lock(namespace.prefix, keys, shared)
+  }
+
+  /**
+   * Whether key locks can be taken shared (locking: 'keys'): a key read
+   * only to check that it exists is then locked so, and its value kept
+   * out of the caches (lib/write-scope.js getShared()).
+   */
+  get sharesLocks () {
+    return this.#keyLocks !== null && this.#keyLocks.locksShared === true
   }
 
   /** With key locks: before a critical section reads a range. @returns {Promise<void> | null} */
@@ -1509,7 +1519,8 @@ const SYNC = Object.freeze({ sync: true })
 
 /**
  * @typedef {object} KeyLocks the key locks of lib/backends/postgres-keylocks.js, as the write path uses them
- * @property {(prefix: string, keys: Uint8Array[]) => Promise<void> | null} lock
+ * @property {(prefix: string, keys: Uint8Array[], shared?: boolean) => Promise<void> | null} lock
+ * @property {boolean} [locksShared] whether lock() takes `shared` locks (locking: 'keys'; otherwise every lock is exclusive)
  * @property {() => Promise<void> | null} lockRanges
  * @property {(err: unknown) => boolean} busy whether `err` asks for the critical section to run again
  * @property {boolean} [rerunsGroups] with locking: 'serializable': a group whose transaction failed at its batch or COMMIT runs its sections again

@@ -17,7 +17,8 @@ import { PgChatStore } from './pg-chat-store.js'
  * @typedef {'sql' | 'levelkit-pg' | 'levelkit-pg-keys' | 'levelkit-pg-serializable' | 'levelkit-leveldb'} Kind
  * @typedef {{
  *   kind: Kind, rank: number, processes: number, connectionString?: string, schema?: string, table?: string,
- *   location?: string, concurrency: number, scryptN: number, userChats?: 'list' | 'edges', sqlIds?: 'serial' | 'gapfree'
+ *   location?: string, concurrency: number, scryptN: number, userChats?: 'list' | 'edges', sqlIds?: 'serial' | 'gapfree',
+ *   idleMs?: number
  * }} OpenConfig
  * @typedef {ReturnType<typeof import('./chat-workload-worker.js').makeWorkload>} Work (a type only: this process does not load that module)
  */
@@ -34,9 +35,14 @@ export const OPERATIONS = /** @type {const} */ ([
   { key: 'getChats', label: 'getChats of a user', write: false, call: (/** @type {any} */ s, /** @type {any} */ x) => s.getChats(x) }
 ])
 
-// Every cell stays open while the others take their turns, and all of them
-// together would hold more connections than the server allows: a pool lets
-// an idle connection go soon (the same for every side).
+// How long a pool keeps an idle connection (the same for every side),
+// unless the parent says (config.idleMs). With --turns slices every cell
+// stays open while the others take their turns, and all of them together
+// would hold more connections than the server allows, so they go after a
+// second; but then a cell's slice finds its connections gone and opens new
+// ones (backends with cold caches, statements prepared again): see
+// `connects` below. With --turns cells only one cell is open at a time and
+// the parent keeps them for the whole cell.
 const IDLE_MS = 1000
 
 // Every statement sent to PostgreSQL by this process, whichever store sends
@@ -49,6 +55,18 @@ pg.Client.prototype.query = /** @type {any} */ (countQueries)
 function countQueries (...args) {
   queries++
   return clientQuery.apply(this, /** @type {any} */ (args))
+}
+
+// Every connection this process opens to PostgreSQL (a pool's new client, a
+// snapshot's, the writer's): a slice that opens connections pays a backend's
+// start and its cold caches in its time, which a warm cell does not.
+let connects = 0
+const clientConnect = pg.Client.prototype.connect
+pg.Client.prototype.connect = /** @type {any} */ (countConnects)
+/** @this {any} @param {...any} args */
+function countConnects (...args) {
+  connects++
+  return clientConnect.apply(this, /** @type {any} */ (args))
 }
 
 /** Run `fn` over `items` with `concurrency` in flight. @template T @param {T[]} items @param {number} concurrency @param {(x: T) => Promise<unknown>} fn */
@@ -69,7 +87,7 @@ export function share (items, rank, processes) {
 async function openStore (config) {
   const passwordCost = { scryptN: config.scryptN, pbkdf2Iterations: 1000 }
   if (config.kind === 'sql') {
-    const pool = new pg.Pool({ connectionString: config.connectionString, max: config.concurrency, idleTimeoutMillis: IDLE_MS })
+    const pool = new pg.Pool({ connectionString: config.connectionString, max: config.concurrency, idleTimeoutMillis: config.idleMs ?? IDLE_MS })
     pool.on('error', () => {})
     const store = await PgChatStore.open(pool, { passwordCost, schema: config.schema, ids: config.sqlIds ?? 'serial' })
     return { store, retries: () => store.retries, lockStats: () => null, close: async () => { await store.close(); await pool.end() } }
@@ -78,7 +96,7 @@ async function openStore (config) {
   // is then of one configuration.
   const locking = config.kind === 'levelkit-pg-keys' ? 'keys' : config.kind === 'levelkit-pg-serializable' ? 'serializable' : 'table'
   const db = config.kind !== 'levelkit-leveldb'
-    ? await open({ backend: 'postgres', connectionString: config.connectionString, table: config.table, poolSize: config.concurrency, shared: true, locking, pg: { idleTimeoutMillis: IDLE_MS } })
+    ? await open({ backend: 'postgres', connectionString: config.connectionString, table: config.table, poolSize: config.concurrency, shared: true, locking, pg: { idleTimeoutMillis: config.idleMs ?? IDLE_MS } })
     : await open({ backend: 'leveldb', location: config.location })
   try {
     const store = await ChatStore.open(db, { passwordCost, ...(config.userChats && config.kind !== 'levelkit-leveldb' ? { userChats: config.userChats } : {}) })
@@ -295,6 +313,7 @@ function serve () {
       const before = opened?.retries() ?? null
       const statsBefore = opened?.lockStats() ?? null
       const sent = queries
+      const connected = connects
       const cpu = process.cpuUsage()
       const result = await timed(x => op.call(opened?.store, x), inputs, c.concurrency)
       const { user, system } = process.cpuUsage(cpu)
@@ -305,6 +324,7 @@ function serve () {
         ops: inputs.length,
         retries: before === null || after === null ? null : after - before,
         queries: queries - sent,
+        connects: connects - connected,
         cpuMs: (user + system) / 1000,
         lock: statsBefore === null || statsAfter === null ? null : statsDelta(statsBefore, statsAfter)
       }

@@ -87,7 +87,7 @@ test('bench/scale-out.js with a tiny data set', async t => {
   t.is(summary.loadAverage.before.length, 3, 'load average recorded')
 
   const lines = readFileSync(join(dir, 'results.csv'), 'utf8').trimEnd().split('\n')
-  t.is(lines[0], 'run,operation,cell,kind,processes,ops,ms,ops_per_sec,p50_ms,p99_ms,retries,round_trips_per_op,node_cores,pg_cores,machine_cores', 'CSV header')
+  t.is(lines[0], 'run,operation,cell,kind,processes,ops,ms,ops_per_sec,p50_ms,p99_ms,retries,round_trips_per_op,connects_per_op,node_cores,pg_cores,machine_cores', 'CSV header')
   t.is(lines.length - 1, OPS.length * (lockedOut ? CELLS.length - 1 : CELLS.length), 'one row per operation and measured cell')
 
   const svg = readFileSync(join(dir, 'scale-out.svg'), 'utf8')
@@ -120,7 +120,8 @@ test('bench/scale-out.js refuses bad options', async t => {
     [['--ops', 'nope'], /Unknown operation "nope"/],
     [['--writers', '2,4'], /--writers must include 1/],
     [['--processes', '1,1'], /--processes lists a count twice/],
-    [['--sql-ids', 'serial,uuid'], /--sql-ids lists serial and\/or gapfree/]
+    [['--sql-ids', 'serial,uuid'], /--sql-ids lists serial and\/or gapfree/],
+    [['--turns', 'slice'], /--turns is cells or slices/]
   ])) {
     const { code, stderr } = await run(options)
     t.is(code, 2, `${options.join(' ')}: exit 2`)

@@ -16,6 +16,17 @@
 // for the busy keys. A transaction that holds locks never waits for one, so
 // no two wait for each other.
 //
+// Shared locks: a key a critical section only reads to check that it
+// exists (a relation's endpoint record, lib/relation.js exists()) is locked
+// in shared mode (pg_advisory_xact_lock_shared): other transactions
+// checking it do not wait for each other, and one that deletes or rewrites
+// it (its sections read it first, in exclusive mode) waits for them all. A
+// key held shared that a section then reads to decide on is locked
+// exclusively in the same transaction, with a try like any other (busy while
+// another transaction holds it shared too). Values read under a shared lock
+// are kept out of the caches (lib/write-scope.js getShared()), so that a
+// later exclusive read of the key asks for its lock.
+//
 // Range reads (a child list, the edges of a relation) cannot lock the keys
 // they would see: every key transaction holds the table's range lock in
 // shared mode, and a critical section that reads a range runs in a
@@ -41,6 +52,25 @@ export class KeyLockBusy extends Error {
 }
 
 /**
+ * The rows of a lock statement: `list`'s lock keys as k, and, when some are
+ * shared, whether each is exclusive as e.
+ * @param {string[]} list @param {Map<string, boolean>} modes
+ */
+function lockList (list, modes) {
+  if (list.every(lock => modes.get(lock))) return `unnest('{${list.join(',')}}'::bigint[]) AS k`
+  return `unnest('{${list.join(',')}}'::bigint[], '{${list.map(lock => modes.get(lock) ? 't' : 'f').join(',')}}'::boolean[]) AS u (k, e)`
+}
+
+/**
+ * The call that takes a row's lock, exclusive or shared as e says (the
+ * statements of exclusive locks alone stay as they were).
+ * @param {string} fn the exclusive lock's function @param {string[]} list @param {Map<string, boolean>} modes
+ */
+function lockCall (fn, list, modes) {
+  return list.every(lock => modes.get(lock)) ? `${fn}(k)` : `CASE WHEN e THEN ${fn}(k) ELSE ${fn}_shared(k) END`
+}
+
+/**
  * The key transaction of a postgres database shared with locking: 'keys'
  * (the section transaction, postgres-section-lock.js, taking advisory locks).
  */
@@ -48,14 +78,18 @@ export class PostgresKeyLocks extends PostgresSectionLock {
   /** Whether a batch may hold placeholder ids that its statement takes from the sequences (lib/deferred-ids.js; postgres-level.js sets it). */
   defersSequences = false
   #keyHost
-  /** @type {Map<string, Promise<void> | null>} the lock keys (decimal bigints) the open transaction holds (null) or asked for (the statement's promise) */
+  /** @type {Map<string, Promise<void> | null>} the lock keys (decimal bigints) the open transaction holds (null) or asked for (the statement's promise), in the mode #exclusive tells */
   #held = new Map()
+  /** @type {Set<string>} of #held, the lock keys held or asked for exclusively (the others shared) */
+  #exclusive = new Set()
+  /** Key locks may be taken in shared mode (lock()'s `shared`): lib/writer.js tells sections so. */
+  locksShared = true
   /** @type {'none' | 'shared' | 'exclusive'} the range lock the open transaction holds */
   #range = 'none'
-  /** @type {Set<string>} keys found busy: the next transaction waits for them in its first statement */
-  #busy = new Set()
+  /** @type {Map<string, boolean>} keys found busy, exclusive or not: the next transaction waits for them in its first statement */
+  #busy = new Map()
   #busyRange = false
-  /** @type {Array<{ locks: string[], resolve: () => void, reject: (err: unknown) => void }>} lock requests waiting for the next statement */
+  /** @type {Array<{ locks: Array<[string, boolean]>, resolve: () => void, reject: (err: unknown) => void }>} lock requests (lock key, exclusive) waiting for the next statement */
   #requests = []
   /** @type {Map<string, string>} the namespace prefix of each lock key asked for in the open transaction (for stats.busyOn) */
   #prefixes = new Map()
@@ -74,6 +108,7 @@ export class PostgresKeyLocks extends PostgresSectionLock {
     // First, before the write path's listeners: the locks go with the transaction.
     this.onEnd(() => {
       this.#held.clear()
+      this.#exclusive.clear()
       this.#prefixes.clear()
       this.#range = 'none'
     })
@@ -88,21 +123,23 @@ export class PostgresKeyLocks extends PostgresSectionLock {
   /**
    * Lock the keys of `prefix` (a namespace's) for the key transaction:
    * null when it holds them all already, else a promise (rejected with
-   * KeyLockBusy when another transaction holds one of them).
-   * @param {string} prefix @param {Uint8Array[]} keys
+   * KeyLockBusy when another transaction holds one of them). Shared: only
+   * to check that they exist (a lock held shared is taken exclusively when
+   * asked for so later).
+   * @param {string} prefix @param {Uint8Array[]} keys @param {boolean} [shared]
    * @returns {Promise<void> | null}
    */
-  lock (prefix, keys) {
+  lock (prefix, keys, shared = false) {
     this.requests++
-    /** @type {string[]} */
+    /** @type {Array<[string, boolean]>} */
     const wanted = []
     /** @type {Array<Promise<void>>} */
     const asked = []
     for (const key of keys) {
       const lock = this.#lockKey(prefix, key)
       const held = this.#held.get(lock)
-      if (held === undefined) {
-        wanted.push(lock)
+      if (held === undefined || (!shared && !this.#exclusive.has(lock))) {
+        wanted.push([lock, !shared])
         this.#prefixes.set(lock, prefix)
       } else if (held !== null) asked.push(held)
     }
@@ -147,25 +184,32 @@ export class PostgresKeyLocks extends PostgresSectionLock {
   async #send () {
     const requests = this.#requests
     this.#requests = []
-    /** @type {Set<string>} */
-    const locks = new Set()
-    for (const request of requests) for (const lock of request.locks) if (this.#held.get(lock) !== null) locks.add(lock)
+    /** @type {Map<string, boolean>} each lock key to take, exclusively or not (exclusive wins) */
+    const locks = new Map()
+    for (const request of requests) {
+      for (const [lock, exclusive] of request.locks) {
+        if (this.#held.get(lock) === null && (!exclusive || this.#exclusive.has(lock))) continue
+        locks.set(lock, exclusive || locks.get(lock) === true)
+      }
+    }
     const fresh = !this.holding
     let text
     if (fresh) {
       // Holding nothing: wait, in one order, for every key (and the ones
       // found busy before), with the range lock first.
-      for (const lock of this.#busy) locks.add(lock)
+      for (const [lock, exclusive] of this.#busy) locks.set(lock, exclusive || locks.get(lock) === true)
       this.#busy.clear()
       const exclusive = this.#busyRange
       this.#busyRange = false
-      const sorted = [...locks].sort()
+      const sorted = [...locks.keys()].sort()
       text = `BEGIN; SELECT pg_advisory_xact_lock${exclusive ? '' : '_shared'}(${RANGE_LOCK_SPACE}, ${this.#keyHost.lockKey})` +
-        (sorted.length > 0 ? `; SELECT count(pg_advisory_xact_lock(k)) FROM unnest('{${sorted.join(',')}}'::bigint[]) AS k` : '')
+        // In the one order whatever the mode: no two first statements wait for each other.
+        (sorted.length > 0 ? `; SELECT count(${lockCall('pg_advisory_xact_lock', sorted, locks)}) FROM ${lockList(sorted, locks)}` : '')
       this.begin()
       this.#range = exclusive ? 'exclusive' : 'shared'
     } else if (locks.size > 0) {
-      text = `SELECT k::text AS k, pg_try_advisory_xact_lock(k) AS locked FROM unnest('{${[...locks].join(',')}}'::bigint[]) AS k`
+      const list = [...locks.keys()]
+      text = `SELECT k::text AS k, ${lockCall('pg_try_advisory_xact_lock', list, locks)} AS locked FROM ${lockList(list, locks)}`
     } else {
       for (const request of requests) request.resolve()
       return
@@ -174,7 +218,10 @@ export class PostgresKeyLocks extends PostgresSectionLock {
     /** @type {Promise<void>} */
     const statement = new Promise((resolve, reject) => { requests.push({ locks: [], resolve: () => resolve(undefined), reject }) })
     statement.catch(noop)
-    for (const lock of locks) this.#held.set(lock, statement)
+    for (const [lock, exclusive] of locks) {
+      this.#held.set(lock, statement)
+      if (exclusive) this.#exclusive.add(lock)
+    }
     const sent = performance.now()
     try {
       const result = await this.query(text)
@@ -189,12 +236,12 @@ export class PostgresKeyLocks extends PostgresSectionLock {
             this.stats.busyOn[prefix] = (this.stats.busyOn[prefix] ?? 0) + 1
           }
           // All are waited for next time, as they were before the busy ones were told.
-          for (const lock of locks) this.#busy.add(lock)
+          for (const [lock, exclusive] of locks) this.#busy.set(lock, exclusive || this.#busy.get(lock) === true)
           this.stats.retries++
           throw new KeyLockBusy(false)
         }
       }
-      for (const lock of locks) if (this.#held.get(lock) === statement) this.#held.set(lock, null)
+      for (const lock of locks.keys()) if (this.#held.get(lock) === statement) this.#held.set(lock, null)
       for (const request of requests) request.resolve()
     } catch (err) {
       if (!(err instanceof KeyLockBusy)) {
