@@ -15,6 +15,13 @@ import { placeholderAt, isPlaceholder, holdsPlaceholder, substitute } from './de
 const CROSS_TAB_SLICE_MS = 50
 // The key of the generation in its namespace (layout.writes()).
 const GENERATION_KEY = new TextEncoder().encode('generation')
+// The key of the last batch written under the shared lock on PostgreSQL:
+// its generation and number ("7 3"), beside every batch.
+const BATCH_KEY = new TextEncoder().encode('batch')
+// How many round trips on the listening connection a read-only transaction
+// makes for the notifications of the last batch written, before it counts
+// them as unknown (PostgreSQL signals them a moment after the commit is seen).
+const SETTLE_TRIES = 3
 // How many times a section runs again because a unique claim of its group
 // was refused (each time a claim of another value, made for the first time,
 // failed): past that its write rejects with the refusal.
@@ -182,6 +189,13 @@ export class Writer {
    * keys are unknown: every transaction that began before it conflicts.
    */
   #unknownAt = 0
+  /**
+   * The last batch (generation and number) settleRemote() read as written
+   * but not heard of, and so counted as unknown (#unknownAt): a
+   * transaction that began after that need not wait for its notifications.
+   * @type {[number, number]}
+   */
+  #settled = [-1, 0]
   /**
    * PostgreSQL shared with locking: 'keys' (lib/backends/postgres-keylocks.js):
    * no table lock; critical sections lock the keys they read in a
@@ -856,8 +870,46 @@ export class Writer {
     // since. (Not while taking it: the last holder's batches may still be
     // on their way, read here but not heard of.)
     if (this.#crossTabCaughtUp && this.#crossTabRelease !== null && !this.#crossTabStale && lock.held?.() !== false) return
-    const heard = lock.catchUp ? await lock.catchUp() : false
-    if (!heard && this.#transactions.size > 0) this.#unknownAt = ++this.#decisions
+    if (!lock.catchUp) {
+      if (this.#transactions.size > 0) this.#unknownAt = ++this.#decisions
+      return
+    }
+    // PostgreSQL makes a commit visible to the others before it signals
+    // their listening sessions, so a round trip on the listening connection
+    // may come back before a batch already read is heard of. Every batch
+    // stores its number: read after every read of the transaction, the
+    // last one tells what must be heard of.
+    const last = batchOf(await /** @type {Namespace} */ (this.#generationSpace).read(BATCH_KEY, false))
+    for (let tries = 1; ; tries++) {
+      const heard = await lock.catchUp()
+      if (heard && (last === null || this.#heardUpTo(last))) return
+      if (!heard || tries === SETTLE_TRIES) break
+      await new Promise(resolve => setTimeout(resolve, tries))
+    }
+    // Not heard of in time: counted as unknown once, which conflicts every
+    // transaction that began before; one that began after read nothing older.
+    if (last !== null && compareBatches(last, this.#settled) <= 0) return
+    if (last !== null) this.#settled = last
+    if (this.#transactions.size > 0) this.#unknownAt = ++this.#decisions
+  }
+
+  /**
+   * Whether the other writers' batches up to `last` (written before it, in
+   * its holding and the holdings before) were all heard of, key by key, or
+   * were written before this writer last caught up.
+   * @param {[number, number]} last generation and number
+   */
+  #heardUpTo ([generation, sequence]) {
+    const mine = this.#generation
+    if (mine === null) return false
+    const open = this.#generationOpen
+    if (generation < mine || (generation === mine && !open)) return true
+    for (let g = open ? mine : mine + 1; g <= generation; g++) {
+      const heard = this.#heardGenerations.get(g)
+      if (heard === undefined || !heard.whole) return false
+      if (g < generation ? heard.end !== heard.batches : heard.batches < sequence) return false
+    }
+    return true
   }
 
   /**
@@ -902,10 +954,10 @@ export class Writer {
     for (const op of lastOpPerKey(group.ops)) {
       if (op !== null) ops.push({ prefix: op.namespace.prefix, type: op.type, key: op.key })
     }
-    if (first) {
-      const space = /** @type {Namespace} */ (this.#generationSpace)
-      group.ops.push({ type: 'put', key: GENERATION_KEY, value: String(generation), sublevel: space.sublevel, namespace: space })
-    }
+    const space = /** @type {Namespace} */ (this.#generationSpace)
+    if (first) group.ops.push({ type: 'put', key: GENERATION_KEY, value: String(generation), sublevel: space.sublevel, namespace: space })
+    // On PostgreSQL, for read-only transactions to tell what they must have heard of (settleRemote()).
+    if (!this.validatesByValue) group.ops.push({ type: 'put', key: BATCH_KEY, value: `${generation} ${sequence}`, sublevel: space.sublevel, namespace: space })
     const message = { generation, sequence, ops, prefixes: null }
     this.#crossTab?.stage?.(message)
     return message
@@ -944,11 +996,9 @@ export class Writer {
     if (release) {
       this.idb?.lease(false)
       this.#crossTabRelease = null
-      // On IndexedDB, letting go answers every 'want' heard so far; a tab
-      // still waiting after this says so again (lib/cross-tab.js). (Not with
-      // PostgreSQL's shared lock: CI 17 saw a read-only transaction answer a
-      // wrong total once with it there; see the session 17 notes.)
-      if (this.idb !== null) this.#crossTabWantedAt = -Infinity
+      // Letting go answers every 'want' heard so far; a writer still
+      // waiting after this says so again (lib/cross-tab.js).
+      this.#crossTabWantedAt = -Infinity
       this.#crossTabCaughtUp = false
       // A holding that wrote, every batch of it known written (none failed):
       // the next holder learns how many there were, so that having heard
@@ -1410,7 +1460,11 @@ export class Writer {
    */
   #count (generation, message) {
     let heard = this.#heardGenerations.get(generation)
-    if (heard === undefined) this.#heardGenerations.set(generation, heard = { batches: 0, whole: true, end: -1 })
+    if (heard === undefined) {
+      // The holding ready() read as open may have written batches before this writer listened.
+      const before = generation === this.#generation && this.#generationOpen && typeof message.sequence === 'number' && message.end !== true ? message.sequence - 1 : 0
+      this.#heardGenerations.set(generation, heard = { batches: before, whole: true, end: -1 })
+    }
     const sequence = message.sequence
     if (typeof sequence !== 'number') heard.whole = false
     else if (message.end === true) heard.end = sequence
@@ -1424,6 +1478,22 @@ export class Writer {
   registerCache (namespace) {
     this.#cachedNamespaces.add(namespace)
   }
+}
+
+/**
+ * The generation and number of the batch stored under BATCH_KEY, if any.
+ * @param {any} value
+ * @returns {[number, number] | null}
+ */
+function batchOf (value) {
+  if (value === undefined) return null
+  const [generation, sequence] = String(value).split(' ').map(Number)
+  return Number.isSafeInteger(generation) && Number.isSafeInteger(sequence) ? [generation, sequence] : null
+}
+
+/** Order of two batches by generation, then number. @param {[number, number]} a @param {[number, number]} b */
+function compareBatches (a, b) {
+  return a[0] - b[0] || a[1] - b[1]
 }
 
 /**

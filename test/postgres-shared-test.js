@@ -390,6 +390,86 @@ writerLockTest(`${mode}: a read-only transaction committing while its database t
   }
 })
 
+writerLockTest(`${mode}: a read-only transaction that read another process's batch before hearing of it conflicts, though the listening connection answered (its notification still on its way)`, async t => {
+  // PostgreSQL makes a commit visible before it signals the listening
+  // sessions: the audit may read a transfer's new value and commit before
+  // the notification arrives, even after a round trip on the listening
+  // connection. Held here: the listening connections hear nothing of the
+  // batches until the test lets them, or (second run) until after the
+  // audit's first round trip to catch up.
+  for (const when of ['never', 'after the first catch-up']) {
+    const table = server.table()
+    const [p, q] = [await openShared(server.connectionString, table), await openShared(server.connectionString, table)]
+    const Client = /** @type {any} */ (pg.Client).prototype
+    const ownEmit = Object.prototype.hasOwnProperty.call(Client, 'emit')
+    const emit = Client.emit
+    const query = Client.query
+    /** @type {Array<() => void>} */
+    const heldNotes = []
+    let holdNotes = false
+    let catchUps = 0
+    const release = () => {
+      holdNotes = false
+      for (const note of heldNotes.splice(0)) note()
+    }
+    Client.emit = function (/** @type {string} */ event, /** @type {any[]} */ ...args) {
+      if (event === 'notification' && holdNotes && !String(args[0]?.payload).includes('"w":1')) {
+        heldNotes.push(() => emit.call(this, event, ...args))
+        return true
+      }
+      return emit.call(this, event, ...args)
+    }
+    Client.query = function (/** @type {any[]} */ ...args) {
+      if (args[0] === 'SELECT 1' && holdNotes) {
+        catchUps++
+        // Released once the answer is in: heard after the round trip, as a late signal would be.
+        if (when !== 'never') return query.apply(this, args).then((/** @type {any} */ result) => { release(); return result })
+      }
+      return query.apply(this, args)
+    }
+    try {
+      const accountsP = declareBank(p).accounts
+      const accountsQ = declareBank(q).accounts
+      for (let id = 1; id <= 2; id++) await accountsQ.insert({ balance: 100 })
+      /** @type {() => void} */
+      let readFirst = () => {}
+      const first = new Promise(resolve => { readFirst = () => resolve(undefined) })
+      /** @type {() => void} */
+      let goOn = () => {}
+      const go = new Promise(resolve => { goOn = () => resolve(undefined) })
+      let attempts = 0
+      holdNotes = true
+      const audit = p.transaction(async (/** @type {any} */ tx, /** @type {number} */ attempt) => {
+        attempts = attempt
+        const a = (await accountsP.in(tx).get(1)).balance
+        if (attempt === 1) {
+          readFirst()
+          await go
+        }
+        return a + (await accountsP.in(tx).get(2)).balance
+      })
+      await first
+      await q.write(async (/** @type {any} */ w) => {
+        await accountsQ.in(w).update(1, { balance: 90 })
+        await accountsQ.in(w).update(2, { balance: 110 })
+      })
+      goOn()
+      t.is(await audit, 200, `notifications held ${when}: the audit saw both accounts before the transfer, or both after`)
+      t.ok(catchUps >= 1, `notifications held ${when}: the audit caught up on the listening connection before it committed`)
+      t.is(attempts, 2, `notifications held ${when}: it ran again once`)
+      release()
+      await checkClean(t, p, `notifications held ${when}: after the audit`)
+    } finally {
+      release()
+      if (ownEmit) Client.emit = emit
+      else delete Client.emit
+      Client.query = query
+      await p.close()
+      await q.close()
+    }
+  }
+})
+
 test(`${mode}: 4 processes x 50 increments of one record, each read and written in a critical section: none lost`, async t => {
   const table = server.table()
   const db = await openShared(server.connectionString, table)
