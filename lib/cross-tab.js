@@ -39,6 +39,7 @@ export const WANT_REPEAT_MS = 100
  * @property {(message: RemoteMessage) => void} [ended] called with a holding's end, just before the lock is let go
  * @property {(listener: (message: RemoteMessage) => void) => void} listen
  * @property {() => Promise<boolean>} [catchUp] resolves once every message sent before is heard (false if that is not sure)
+ * @property {(ms: number) => Promise<void>} [nextMessage] resolves once the next message is heard (its listeners called), or after `ms`
  * @property {() => Promise<void>} [listening] resolves once every message sent from then on is heard
  * @property {boolean} [validatesByValue] whether transactions check again at commit the values they read (true unless false)
  * @property {boolean} [leased] whether the lock may be kept while idle, until another writer wants it (wanted() tells when)
@@ -77,6 +78,8 @@ function crossTab (locks, name) {
   const wantListeners = new Set()
   // This writer's own requests for the lock not granted yet.
   let waiting = 0
+  /** @type {Set<() => void>} nextMessage()'s callers */
+  const nextWaiters = new Set()
   const wantedNow = () => {
     for (const listener of wantListeners) listener()
   }
@@ -112,6 +115,8 @@ function crossTab (locks, name) {
       message.end = true
     }
     for (const listener of listeners) listener(message)
+    for (const waiter of nextWaiters) waiter()
+    nextWaiters.clear()
   }
 
   // A tab about to be frozen or put in the back/forward cache would hear no
@@ -173,7 +178,19 @@ function crossTab (locks, name) {
     listen (listener) {
       listeners.add(listener)
     },
+    nextMessage (ms) {
+      return new Promise(resolve => {
+        const timer = setTimeout(done, ms)
+        function done () {
+          clearTimeout(timer)
+          nextWaiters.delete(done)
+          resolve(undefined)
+        }
+        nextWaiters.add(done)
+      })
+    },
     close () {
+      for (const waiter of [...nextWaiters]) waiter()
       listeners.clear()
       wantListeners.clear()
       globalThis.document?.removeEventListener?.('freeze', wantedNow)

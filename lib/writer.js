@@ -22,6 +22,10 @@ const BATCH_KEY = new TextEncoder().encode('batch')
 // makes for the notifications of the last batch written, before it counts
 // them as unknown (PostgreSQL signals them a moment after the commit is seen).
 const SETTLE_TRIES = 3
+// How long a tab that took the lock waits for the last holders' messages
+// still on their way (a BroadcastChannel message may arrive after the Web
+// Lock is granted) before it forgets every cached value instead.
+const HAND_OVER_WAIT_MS = 100
 // How many times a section runs again because a unique claim of its group
 // was refused (each time a claim of another value, made for the first time,
 // failed): past that its write rejects with the refusal.
@@ -840,6 +844,12 @@ export class Writer {
     // Notifications are sent as batches commit, and may still be on their
     // way; those of a holding read open by ready() are all heard only then.
     if (!known && mine !== null && stored >= mine && lock.catchUp) known = await lock.catchUp() && this.#heardAll(mine, stored)
+    if (!known && mine !== null && stored > mine && !this.#generationOpen && lock.nextMessage) {
+      for (const deadline = Date.now() + HAND_OVER_WAIT_MS; !known && !this.#missed(mine, stored) && Date.now() < deadline;) {
+        await lock.nextMessage(deadline - Date.now())
+        known = this.#heardAll(mine, stored)
+      }
+    }
     if (!known) {
       for (const listener of this.#remoteListeners) listener(null)
       this.idb?.clearCache()
@@ -924,6 +934,18 @@ export class Writer {
       if (heard === undefined || !heard.whole || heard.end !== heard.batches) return false
     }
     return true
+  }
+
+  /**
+   * Whether a message of a holding after generation `from`, up to `to`,
+   * was missed: waiting for the others will not make them whole.
+   * @param {number} from @param {number} to
+   */
+  #missed (from, to) {
+    for (let generation = from + 1; generation <= to; generation++) {
+      if (this.#heardGenerations.get(generation)?.whole === false) return true
+    }
+    return false
   }
 
   /**
