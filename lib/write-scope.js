@@ -260,7 +260,8 @@ export class WriteScope {
    * sections of other processes checking it too do not wait for this one,
    * while one that deletes or rewrites it (it reads it first, exclusively)
    * waits until this transaction ends. Its value is not kept where get()
-   * would find it: a get() of the key later asks for the exclusive lock.
+   * would find it: a get() of the key later asks for the exclusive lock;
+   * the key transaction's later getShared()s find it (writer.sharedReads).
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
    * @returns {any}
    */

@@ -290,7 +290,8 @@ export class Writer {
   /**
    * Whether key locks can be taken shared (locking: 'keys'): a key read
    * only to check that it exists is then locked so, and its value kept
-   * out of the caches (lib/write-scope.js getShared()).
+   * out of the caches get() reads (lib/write-scope.js getShared()), in
+   * sharedReads for the key transaction's life.
    */
   get sharesLocks () {
     return this.#keyLocks !== null && this.#keyLocks.locksShared === true
