@@ -237,7 +237,7 @@ const sqlIdsList = option(() => {
   if (list.some(l => l !== 'serial' && l !== 'gapfree') || new Set(list).size !== list.length) throw new Error('--sql-ids lists serial and/or gapfree')
   return /** @type {Array<'serial' | 'gapfree'>} */ (list)
 })
-if (!writers.includes(1)) fail('--writers must include 1: every ratio is against the SQL store measured in the same run')
+if (!writers.includes(1) && !args['no-leveldb']) fail('--writers must include 1 (or --no-leveldb): levelkit on LevelDB is measured against the SQL store with one process')
 const sizes = {
   users: option(() => parseCount(args.users)),
   chats: option(() => parseCount(args.chats)),
