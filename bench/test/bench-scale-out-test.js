@@ -126,7 +126,7 @@ test('bench/scale-out.js --turns pairs --base-library', async t => {
     const { code, stdout, stderr } = await run([
       '--runs', '1', '--writers', '1', '--processes', '1', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
       '--n', String(N), '--concurrency', '3', '--slices', '1', '--ops', 'createUser', '--no-leveldb', '--base-library', root, '--out', out, '--db-dir', out
-    ])
+    ], 110000)
     t.is(code, 0, `exit 0${code ? `: ${stderr}\n${stdout}` : ''}`)
     t.match(stdout, /× base library/, 'a column against the base library')
     t.match(stdout, /\n {2}createUser +levelkit on PostgreSQL, base library ×1 +[\d,]+ /, 'a row of the base library\'s cell')
