@@ -23,7 +23,21 @@
 // (the total is the same for every P), --concurrency calls in flight per
 // process.
 //
-// --turns cells (the default): a run measures one cell at a time, from its
+// --turns pairs (the default): one cell at a time as with cells (below),
+// the two sides alternating: for each process count, the SQL cell(s), a
+// levelkit cell, the SQL cell(s) again, the next levelkit cell, ..., the
+// SQL cell(s) (odd runs by rising process counts, even runs the whole
+// order reversed). Each levelkit cell's ratio in a run is against the mean
+// of the SQL measurements just before and just after it, so a ratio is of
+// measurements minutes apart at most, not of the two ends of an
+// invocation (session 17: the SQL store moved 1.45× between two
+// invocations); a SQL cell's ops/s in a run is over all its measurements.
+// --base-library DIR adds, after each levelkit-on-PostgreSQL cell, the same
+// cell over another copy of levelkit (the root of a checkout whose
+// node_modules is a link to this one's, so that its statements are
+// counted), paired with the SQL cells alike: base and branch in one
+// invocation, their ratios same-run pairs.
+// --turns cells: a run measures one cell at a time, from its
 // start to its end: its processes are started for it, fill its fresh
 // tables, run every slice of every operation, are checked and end, and its
 // tables are dropped, before the next cell starts; the cells go in the
@@ -89,7 +103,7 @@
 //   [--processes 1,2,4] [--users 2000] [--chats 200] [--members 20]
 //   [--messages 20000] [--concurrency 16] [--scale 1] [--n N] [--slices 4] [--ops a,b]
 //   [--scrypt-n 2] [--seed 1] [--locking table] [--user-chats list] [--sql-ids serial] [--no-leveldb] [--out bench/out]
-//   [--db-dir <tmpdir>] [--turns cells] [--idle-ms N]
+//   [--db-dir <tmpdir>] [--turns pairs] [--idle-ms N] [--base-library DIR]
 
 import os from 'node:os'
 import fs from 'node:fs'
@@ -118,12 +132,17 @@ const OP_KEYS = OPERATIONS.map(op => op.key)
 
 const USAGE = `Usage: node bench/scale-out.js [options]
   --runs K           runs, fresh tables and processes for every cell (default 3)
-  --turns T          cells: one cell at a time, started, measured and ended before the next
-                     (odd runs in order, even runs reversed; the default); slices: every cell
+  --turns T          pairs: one cell at a time, the sides alternating per process count (SQL,
+                     levelkit, SQL, levelkit, ..., SQL): each levelkit cell's ratio is against
+                     the SQL measurements just before and after it (the default); cells: one
+                     cell at a time, all SQL cells then all levelkit cells (odd runs in order,
+                     even runs reversed); slices: every cell
                      open for the whole run, the cells taking turns slice by slice (idle
                      connections go after --idle-ms, so each slice opens new ones)
-  --idle-ms N        ms a pool keeps an idle connection (default 60000 with --turns cells,
-                     1000 with --turns slices)
+  --idle-ms N        ms a pool keeps an idle connection (default 60000 with --turns pairs or
+                     cells, 1000 with --turns slices)
+  --base-library DIR also run each levelkit-on-PostgreSQL cell over the levelkit at DIR (a
+                     checkout whose node_modules links to this one's), paired with SQL alike
   --writers L        process counts of the hand-written SQL store (default 1,2,4)
   --processes L      process counts of levelkit on PostgreSQL (default 1,2,4)
   --locking L        how levelkit's processes take turns: a list of table, keys, serializable
@@ -173,8 +192,9 @@ const args = parseCli('scale-out', USAGE, {
   seed: { type: 'string', default: '1' },
   out: { type: 'string', default: path.join(here, 'out') },
   'db-dir': { type: 'string', default: os.tmpdir() },
-  turns: { type: 'string', default: 'cells' },
-  'idle-ms': { type: 'string' }
+  turns: { type: 'string', default: 'pairs' },
+  'idle-ms': { type: 'string' },
+  'base-library': { type: 'string' }
 })
 
 /** @template T @param {() => T} parse @returns {T} */
@@ -189,10 +209,17 @@ const counts = (text, flag) => {
 
 const runs = option(() => parseCount(args.runs))
 const turns = option(() => {
-  if (args.turns !== 'cells' && args.turns !== 'slices') throw new Error('--turns is cells or slices')
+  if (args.turns !== 'pairs' && args.turns !== 'cells' && args.turns !== 'slices') throw new Error('--turns is pairs, cells or slices')
   return args.turns
 })
-const idleMs = args['idle-ms'] !== undefined ? option(() => parseCount(args['idle-ms'])) : turns === 'cells' ? 60000 : 1000
+const idleMs = args['idle-ms'] !== undefined ? option(() => parseCount(args['idle-ms'])) : turns === 'slices' ? 1000 : 60000
+const baseLibrary = args['base-library'] === undefined
+  ? null
+  : option(() => {
+    const root = path.resolve(args['base-library'])
+    if (!fs.existsSync(path.join(root, 'index.js')) || !fs.existsSync(path.join(root, 'chat.js'))) throw new Error(`--base-library: no levelkit at ${root} (index.js, chat.js)`)
+    return root
+  })
 const writers = option(() => counts(args.writers, '--writers'))
 const processes = option(() => counts(args.processes, '--processes'))
 const lockings = option(() => {
@@ -210,7 +237,7 @@ const sqlIdsList = option(() => {
   if (list.some(l => l !== 'serial' && l !== 'gapfree') || new Set(list).size !== list.length) throw new Error('--sql-ids lists serial and/or gapfree')
   return /** @type {Array<'serial' | 'gapfree'>} */ (list)
 })
-if (!writers.includes(1)) fail('--writers must include 1: every ratio is against the SQL store measured in the same run')
+if (!writers.includes(1) && !args['no-leveldb']) fail('--writers must include 1 (or --no-leveldb): levelkit on LevelDB is measured against the SQL store with one process')
 const sizes = {
   users: option(() => parseCount(args.users)),
   chats: option(() => parseCount(args.chats)),
@@ -234,7 +261,8 @@ const n = {}
 for (const op of OP_KEYS) n[op] = !ops.includes(op) ? 0 : args.n !== undefined ? option(() => parseCount(args.n)) : Math.max(10, Math.round(DEFAULT_N[/** @type {keyof typeof DEFAULT_N} */ (op)] * scale))
 
 /**
- * @typedef {{ key: string, kind: import('./lib/scale-out-worker.js').Kind, processes: number, label: string, against: string, againstEach: string[], one: string, userChats?: string, sqlIds?: 'serial' | 'gapfree' }} Cell
+ * @typedef {{ key: string, kind: import('./lib/scale-out-worker.js').Kind, processes: number, label: string, against: string, againstEach: string[], one: string, userChats?: string, sqlIds?: 'serial' | 'gapfree', library?: string, base?: string }} Cell
+ *   library: another copy of levelkit (--base-library); base: the key of this cell over it
  */
 const LOCKING_KINDS = /** @type {const} */ ([
   ['table', 'levelkit-pg', 'levelkit on PostgreSQL'],
@@ -254,7 +282,13 @@ const cells = [
     // With one --user-chats layout the cells keep their names of before.
     const suffix = userChatsList.length === 1 ? '' : `-${userChats}`
     const named = userChatsList.length === 1 ? '' : `, user's chats as ${userChats}`
-    return processes.map(p => ({ key: `${kind}${suffix}-${p}`, kind, processes: p, label: `${label}${named} ×${p}`, against: sqlKey(sqlIdsList[0], p), againstEach: againstEach(p), one: `${kind}${suffix}-1`, userChats }))
+    return processes.flatMap(p => {
+      const cell = { key: `${kind}${suffix}-${p}`, kind, processes: p, label: `${label}${named} ×${p}`, against: sqlKey(sqlIdsList[0], p), againstEach: againstEach(p), one: `${kind}${suffix}-1`, userChats }
+      if (baseLibrary === null) return [cell]
+      // The same over the base library, right after it.
+      const base = { ...cell, key: `${kind}${suffix}-base-${p}`, label: `${label}${named}, base library ×${p}`, one: `${kind}${suffix}-base-1`, library: baseLibrary }
+      return [{ ...cell, base: base.key }, base]
+    })
   })),
   ...(args['no-leveldb'] ? [] : [{ key: 'levelkit-leveldb-1', kind: /** @type {const} */ ('levelkit-leveldb'), processes: 1, label: 'levelkit on LevelDB ×1', against: sqlKey(sqlIdsList[0], 1), againstEach: againstEach(1), one: 'levelkit-leveldb-1' }])
 ]
@@ -275,7 +309,7 @@ const busy = cell => cell.processes * (cell.kind === 'sql' ? concurrency : cell.
 const kept = cells.reduce((sum, cell) => sum + (cell.kind === 'sql' || cell.kind === 'levelkit-leveldb' ? 0 : cell.processes * KEPT), 0)
 const busiest = cells.map(busy).sort((x, y) => y - x)
 // (+ this process's admin pool and PostgreSQL's reserved superuser connections)
-const connectionsNeeded = turns === 'cells' ? busiest[0] + 2 + 3 : kept + busiest[0] + (busiest[1] ?? 0) + 2 + 3
+const connectionsNeeded = turns !== 'slices' ? busiest[0] + 2 + 3 : kept + busiest[0] + (busiest[1] ?? 0) + 2 + 3
 // A throwaway cluster is started with enough; a server of the user's must allow them.
 const server = await postgres({ maxConnections: Math.max(200, connectionsNeeded) })
 const admin = new pg.Pool({ connectionString: server.connectionString, max: 2 })
@@ -295,7 +329,7 @@ const run0 = startRun('scale-out', args.out, ['pg', 'classic-level', 'abstract-l
 /** @type {Record<string, string>} */
 const versions = { ...run0.versions, postgresql: serverVersion }
 console.log(`scale-out: the chat workload on PostgreSQL ${serverVersion} with several writer processes, ${runs} run(s)`)
-console.log(`  cells: ${cells.map(c => c.label).join(', ')}; ${turns === 'cells' ? 'one at a time' : 'taking turns slice by slice'}`)
+console.log(`  cells: ${cells.map(c => c.label).join(', ')}; ${turns === 'pairs' ? 'one at a time, SQL between every two others' : turns === 'cells' ? 'one at a time' : 'taking turns slice by slice'}`)
 console.log(`  data: ${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats of ${sizes.members} members, ${fmt(sizes.messages)} messages; ${concurrency} calls in flight per process; scrypt N=${scryptN}`)
 console.log(`  PostgreSQL: ${server.throwaway ? 'a throwaway cluster' : 'LEVELKIT_PG_URL'}; fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit}, full_page_writes ${settings.full_page_writes}, shared_buffers ${settings.shared_buffers} (8 kB pages)`)
 printMachine({ ...run0, versions }, ['pg', 'classic-level'])
@@ -348,7 +382,7 @@ async function openCell (cell, run, work) {
   const location = path.join(args['db-dir'], `levelkit-scale-out-${process.pid}-${run}-${cell.key}`)
   fs.rmSync(location, { recursive: true, force: true })
   /** @param {number} rank */
-  const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN, userChats: cell.userChats, sqlIds: cell.sqlIds, idleMs })
+  const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN, userChats: cell.userChats, sqlIds: cell.sqlIds, idleMs, library: cell.library })
   /** @type {Worker[]} */
   const workers = []
   const handle = {
@@ -485,42 +519,131 @@ async function closeCell (h, results) {
 }
 
 /**
- * One run with --turns cells: one cell at a time (in order in odd runs,
- * reversed in even runs), each started, filled, measured through every
- * operation, checked and ended, its tables dropped, before the next: no
- * other cell's processes or connections while it is measured.
+ * Every slice of every operation through an opened cell: its accumulators
+ * and results by operation.
+ * @param {Awaited<ReturnType<typeof openCell>>} h @param {number} run @param {any} work @param {number} visits how many cells the run measures
+ */
+async function measureCell (h, run, work, visits) {
+  /** @type {Record<string, ReturnType<typeof newAcc>>} */
+  const accs = {}
+  /** @type {Record<string, any>} */
+  const results = {}
+  for (const op of ops) {
+    progress.label = `run ${run}/${runs}: ${h.cell.label}, ${op}`
+    const a = newAcc()
+    for (const [from, to] of slicesOf(work, op)) {
+      accumulate(a, await slice(h, op, from, to))
+      progress.update(slicesDone += 1 / visits)
+    }
+    accs[op] = a
+    results[op] = resultOf(a)
+  }
+  return { accs, results }
+}
+
+/** Two accumulators of one operation through one cell as one. @param {ReturnType<typeof newAcc>} a @param {ReturnType<typeof newAcc>} b */
+function mergeAcc (a, b) {
+  return {
+    ms: a.ms + b.ms,
+    ops: a.ops + b.ops,
+    latencies: [...a.latencies, ...b.latencies],
+    retries: a.retries === null || b.retries === null ? null : a.retries + b.retries,
+    queries: a.queries + b.queries,
+    connects: a.connects + b.connects,
+    slices: [...a.slices, ...b.slices],
+    wallMs: a.wallMs + b.wallMs,
+    nodeCpuMs: a.nodeCpuMs + b.nodeCpuMs,
+    pgCpuMs: a.pgCpuMs === null || b.pgCpuMs === null ? null : a.pgCpuMs + b.pgCpuMs,
+    machineBusyMs: a.machineBusyMs === null || b.machineBusyMs === null ? null : a.machineBusyMs + b.machineBusyMs,
+    lock: a.lock === null || b.lock === null ? null : addStats(a.lock, b.lock)
+  }
+}
+
+/**
+ * The order of the cells in one run with --turns pairs: for each process
+ * count, the SQL cells of that count between every two other cells of it
+ * and at both ends (S A S B S); rising counts in odd runs, the whole order
+ * reversed in even runs. With --turns cells, every cell once, in order in
+ * odd runs and reversed in even runs.
+ * @param {number} run @returns {Cell[]}
+ */
+function visitOrder (run) {
+  /** @type {Cell[]} */
+  let order = cells
+  if (turns === 'pairs') {
+    const counts = [...new Set(cells.map(c => c.processes))].sort((a, b) => a - b)
+    order = counts.flatMap(p => {
+      const sql = cells.filter(c => c.kind === 'sql' && c.processes === p)
+      const others = cells.filter(c => c.kind !== 'sql' && c.processes === p)
+      return sql.length === 0 ? others : [...sql, ...others.flatMap(c => [c, ...sql])]
+    })
+  }
+  return run % 2 === 1 ? order : [...order].reverse()
+}
+
+/**
+ * One run with --turns pairs or cells: one cell at a time (visitOrder()),
+ * each started, filled, measured through every operation, checked and
+ * ended, its tables dropped, before the next: no other cell's processes or
+ * connections while it is measured. A cell measured more than once (SQL,
+ * with pairs) is reported over all its measurements; with pairs, each
+ * other cell's `paired` holds, by SQL cell and operation, the mean ops/s
+ * of the SQL measurements next to it (before and after).
  * @param {number} run @param {any} work
  */
 async function runByCells (run, work) {
-  /** @type {Record<string, any>} */
-  const out = {}
-  const order = run % 2 === 1 ? cells : [...cells].reverse()
+  const order = visitOrder(run)
+  /** @type {Array<{ cell: Cell, out: any, accs: Record<string, ReturnType<typeof newAcc>> | null }>} */
+  const visits = []
   for (const cell of order) {
     progress.label = `run ${run}/${runs}: fill ${cell.label}`
     const h = await openCell(cell, run, work)
     try {
       if (h.na !== null) {
-        out[cell.key] = { na: h.na }
-        for (const op of ops) progress.update(slicesDone += slicesOf(work, op).length / cells.length)
+        visits.push({ cell, out: { na: h.na }, accs: null })
+        for (const op of ops) progress.update(slicesDone += slicesOf(work, op).length / order.length)
         continue
       }
-      /** @type {Record<string, any>} */
-      const results = {}
-      for (const op of ops) {
-        progress.label = `run ${run}/${runs}: ${cell.label}, ${op}`
-        const a = newAcc()
-        const parts = slicesOf(work, op)
-        for (const [from, to] of parts) {
-          accumulate(a, await slice(h, op, from, to))
-          progress.update(slicesDone += 1 / cells.length)
-        }
-        results[op] = resultOf(a)
-      }
+      const { accs, results } = await measureCell(h, run, work, order.length)
       progress.label = `run ${run}/${runs}: check ${cell.label}`
-      out[cell.key] = await closeCell(h, results)
+      visits.push({ cell, out: await closeCell(h, results), accs })
     } finally {
       await h.cleanup()
     }
+  }
+  /** @type {Record<string, any>} */
+  const out = {}
+  for (const cell of cells) {
+    const mine = visits.filter(v => v.cell === cell)
+    const first = mine[0].out
+    if (mine.length === 1 || first.na) {
+      out[cell.key] = first
+      continue
+    }
+    // Measured several times: one result over all, every check's problems.
+    const results = Object.fromEntries(ops.map(op => [op, resultOf(mine.map(v => /** @type {any} */ (v.accs)[op]).reduce(mergeAcc))]))
+    const problemsSeen = mine.flatMap(v => v.out.check?.problems ?? [])
+    mine.forEach((v, i) => {
+      if (v.out.sampleAnswer !== first.sampleAnswer) problemsSeen.push(`its measurement ${i + 1} answered the sample reads unlike its first`)
+      if (v.out.check && v.out.check.digest !== first.check.digest) problemsSeen.push(`its measurement ${i + 1}'s final state differs from its first's`)
+    })
+    out[cell.key] = { ...first, results, check: first.check && { ...first.check, problems: problemsSeen }, measured: mine.length }
+  }
+  if (turns === 'pairs') {
+    visits.forEach((v, i) => {
+      if (v.cell.kind === 'sql' || v.out.na) return
+      /** @type {Record<string, Record<string, number>>} */
+      const paired = {}
+      for (const against of v.cell.againstEach) {
+        // The nearest measurement of `against` before and after this one.
+        const before = visits.slice(0, i).reverse().find(x => x.cell.key === against && !x.out.na)
+        const after = visits.slice(i + 1).find(x => x.cell.key === against && !x.out.na)
+        const near = [before, after].filter(x => x !== undefined)
+        if (near.length === 0) continue
+        paired[against] = Object.fromEntries(ops.map(op => [op, near.reduce((sum, x) => sum + /** @type {any} */ (x).out.results[op].opsPerSec, 0) / near.length]))
+      }
+      out[v.cell.key].paired = paired
+    })
   }
   return out
 }
@@ -573,7 +696,7 @@ async function runBySlices (run, work) {
 
 /** One run, as --turns says. @param {number} run @param {any} work */
 function runOnce (run, work) {
-  return turns === 'cells' ? runByCells(run, work) : runBySlices(run, work)
+  return turns === 'slices' ? runBySlices(run, work) : runByCells(run, work)
 }
 
 /** @type {Array<{ run: number, loadAverage: number[], cells: Record<string, any> }>} */
@@ -610,6 +733,17 @@ function nullableMedian (values) {
   return values.some(v => v === null) ? null : median(/** @type {number[]} */ (values))
 }
 
+/**
+ * The SQL cell `against`'s ops/s for a cell's ratio in run `r`: the
+ * measurements next to the cell (`paired`, --turns pairs), else the run's.
+ * @param {any} r @param {Cell} cell @param {string} against @param {string} op @param {string} [key] the cell's key, if not cell.key
+ */
+function sqlRate (r, cell, against, op, key = cell.key) {
+  const paired = r.cells[key]?.paired?.[against]?.[op]
+  if (paired !== undefined) return paired
+  return r.cells[against]?.results?.[op] ? r.cells[against].results[op].opsPerSec : NaN
+}
+
 // Per operation and cell: medians over runs; ratios within each run.
 /** @type {Record<string, Record<string, any>>} */
 const summary = {}
@@ -623,7 +757,7 @@ for (const op of ops) {
     }
     const rate = measured.map(r => r.cells[cell.key].results[op].opsPerSec)
     /** @param {string} against */
-    const ratiosAgainst = against => measured.map(r => r.cells[against]?.results?.[op] ? r.cells[cell.key].results[op].opsPerSec / r.cells[against].results[op].opsPerSec : NaN).filter(Number.isFinite)
+    const ratiosAgainst = against => measured.map(r => r.cells[cell.key].results[op].opsPerSec / sqlRate(r, cell, against, op)).filter(Number.isFinite)
     const ratios = ratiosAgainst(cell.against)
     // Against each SQL variant with as many processes (--sql-ids), in the same run.
     const ratioEach = Object.fromEntries(cell.againstEach.map(against => {
@@ -634,6 +768,12 @@ for (const op of ops) {
     const one = cell.one
     const scalings = cell.processes === 1 ? [] : measured.map(r => r.cells[one]?.results?.[op] ? r.cells[cell.key].results[op].opsPerSec / r.cells[one].results[op].opsPerSec : NaN).filter(Number.isFinite)
     const retries = measured.map(r => r.cells[cell.key].results[op].retries)
+    // Against the same cell over the base library (--base-library): the
+    // ratio of their ratios to SQL in each run, then the median.
+    const base = cell.base
+    const againstBase = base === undefined
+      ? []
+      : measured.filter(r => r.cells[base] && !r.cells[base].na).map(r => (r.cells[cell.key].results[op].opsPerSec / sqlRate(r, cell, cell.against, op)) / (r.cells[base].results[op].opsPerSec / sqlRate(r, cell, cell.against, op, base))).filter(Number.isFinite)
     summary[op][cell.key] = {
       label: cell.label,
       processes: cell.processes,
@@ -646,6 +786,8 @@ for (const op of ops) {
       ratioPerRun: ratios,
       ratioEach,
       scaling: scalings.length > 0 ? median(scalings) : null,
+      againstBase: againstBase.length > 0 ? median(againstBase) : null,
+      againstBasePerRun: againstBase,
       retries: retries.includes(null) ? null : retries.reduce((a, b) => a + b, 0),
       roundTrips: median(measured.map(r => r.cells[cell.key].results[op].roundTrips)),
       connectsPerOp: median(measured.map(r => r.cells[cell.key].results[op].connectsPerOp)),
@@ -660,15 +802,18 @@ for (const op of ops) {
   }
 }
 
+const CSV_COLUMNS = ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'connects_per_op', 'node_cores', 'pg_cores', 'machine_cores', 'ratio_vs_sql']
 const cores = (/** @type {number | null} */ x) => x === null ? '?' : x.toFixed(2)
 // One ratio column per SQL variant (--sql-ids).
 const ratioHeads = sqlIdsList.length === 1 ? ['× SQL (same processes)'] : sqlIdsList.map(ids => ids === 'serial' ? '× SQL serial ids' : '× SQL gap-free ids')
-const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', ...ratioHeads, '× one process', 'retries', 'round trips/op', 'connections opened/op', 'cores: node / PG / machine']]
+// With --base-library, a column of each cell against the same over the base.
+const baseHeads = baseLibrary === null ? [] : ['× base library']
+const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', ...ratioHeads, ...baseHeads, '× one process', 'retries', 'round trips/op', 'connections opened/op', 'cores: node / PG / machine']]
 for (const op of ops) {
   const label = OPERATIONS.find(o => o.key === op)?.label ?? op
   for (const cell of cells) {
     const s = summary[op][cell.key]
-    if (s.na) table.push([label, cell.label, s.na, '', '', ...ratioHeads.map(() => ''), '', '', '', '', ''])
+    if (s.na) table.push([label, cell.label, s.na, '', '', ...ratioHeads.map(() => ''), ...baseHeads.map(() => ''), '', '', '', '', ''])
     else {
       const levelkitPg = cell.kind === 'levelkit-pg' || cell.kind === 'levelkit-pg-keys' || cell.kind === 'levelkit-pg-serializable'
       const ratios = cell.againstEach.map(against => {
@@ -678,7 +823,8 @@ for (const op of ops) {
         const goal = levelkitPg ? (r >= 0.7 ? ' (≥0.7 met)' : ' (≥0.7 MISSED)') : ''
         return `${r.toFixed(2)}×${goal}`
       })
-      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ...ratios, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries), cell.kind === 'levelkit-leveldb' ? '–' : s.roundTrips.toFixed(2), cell.kind === 'levelkit-leveldb' ? '–' : s.connectsPerOp.toFixed(2), `${cores(s.nodeCores)} / ${cores(s.pgCores)} / ${cores(s.machineCores)}`])
+      const againstBase = baseHeads.map(() => s.againstBase === null ? '–' : `${s.againstBase.toFixed(2)}×`)
+      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ...ratios, ...againstBase, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries), cell.kind === 'levelkit-leveldb' ? '–' : s.roundTrips.toFixed(2), cell.kind === 'levelkit-leveldb' ? '–' : s.connectsPerOp.toFixed(2), `${cores(s.nodeCores)} / ${cores(s.pgCores)} / ${cores(s.machineCores)}`])
     }
   }
 }
@@ -686,11 +832,14 @@ console.log()
 printTable(table, 2)
 console.log()
 console.log(`  Medians over ${runs} run(s); ops/s = every process's ops / (last end - first start); p50/p99 over every call of every process.`)
-console.log('  × SQL = ops/s / the hand-written SQL store\'s ops/s with as many processes, in the same run, then the median (levelkit on LevelDB: against SQL ×1).')
+console.log(turns === 'pairs'
+  ? '  × SQL = ops/s / the hand-written SQL store\'s ops/s with as many processes, measured just before and after the cell (the mean of the two) in the same run, then the median over runs (levelkit on LevelDB: against SQL ×1). A SQL cell\'s ops/s is over all its measurements of the run.'
+  : '  × SQL = ops/s / the hand-written SQL store\'s ops/s with as many processes, in the same run, then the median (levelkit on LevelDB: against SQL ×1).')
+if (baseLibrary !== null) console.log(`  × base library = the cell's × SQL / the same cell's over ${baseLibrary} (× SQL, its own SQL neighbours), in the same run, then the median.`)
 if (sqlIdsList.length > 1) console.log('  SQL serial ids: user and chat ids from identity columns (a sequence: gaps, as nextval is not transactional); gap-free ids: from a counters row bumped in the inserting statement (no gap, levelkit\'s guarantee; inserts of one id space take turns on the row\'s lock).')
 console.log('  retries: the SQL store\'s operations PostgreSQL aborted (deadlock, serialization failure) and it ran again; levelkit with the table lock retries none (its writes are serialized by the shared writer lock); with key locks, the critical sections run again on a busy key; serializable, the critical sections run again after a serialization failure or deadlock (40001, 40P01).')
 console.log('  round trips/op: statements sent to PostgreSQL by every process of the cell (a query of several statements counts once) / ops, the median over runs.')
-console.log(`  connections opened/op: connections to PostgreSQL every process of the cell opened during its slices / ops, the median over runs (a new backend, cold caches). Turns: ${turns === 'cells' ? `one cell at a time (its processes started for it and ended after it; pools keep idle connections ${idleMs} ms)` : `the cells took turns slice by slice, all open for the whole run (pools let idle connections go after ${idleMs} ms)`}.`)
+console.log(`  connections opened/op: connections to PostgreSQL every process of the cell opened during its slices / ops, the median over runs (a new backend, cold caches). Turns: ${turns === 'pairs' ? `one cell at a time, SQL and the other side alternating (its processes started for it and ended after it; pools keep idle connections ${idleMs} ms)` : turns === 'cells' ? `one cell at a time (its processes started for it and ended after it; pools keep idle connections ${idleMs} ms)` : `the cells took turns slice by slice, all open for the whole run (pools let idle connections go after ${idleMs} ms)`}.`)
 console.log('  × one process = ops/s / the same store\'s with one process, in the same run, then the median: how throughput rises with processes.')
 console.log(`  cores: CPU seconds per wall second over the cell's slices (medians over runs): its Node processes' (process.cpuUsage()), PostgreSQL's (the postmaster and its backends, /proc${postmaster === null ? ': not measured, the server is not on this machine' : ''}), and the whole machine's busy time (/proc/stat: other work included), of ${os.cpus().length}.`)
 // Where the processes wait for each other, per operation: the lock's counters summed over the runs, per op.
@@ -724,10 +873,12 @@ if (problems.length === 0) {
     : '  Every cell answered the sample reads alike after being filled (the final check needs every operation: not run).')
 }
 
-writeCsv(path.join(run0.outDir, 'results.csv'), ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'connects_per_op', 'node_cores', 'pg_cores', 'machine_cores'],
+writeCsv(path.join(run0.outDir, 'results.csv'), CSV_COLUMNS,
   perRun.flatMap(r => ops.flatMap(op => cells.filter(c => !r.cells[c.key].na).map(c => {
     const x = r.cells[c.key].results[op]
-    return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries, x.roundTrips, x.connectsPerOp, x.nodeCores, x.pgCores, x.machineCores]
+    // This run's ratio against SQL (paired with --turns pairs); empty for SQL itself.
+    const ratio = c.kind === 'sql' ? '' : x.opsPerSec / sqlRate(r, c, c.against, op)
+    return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries, x.roundTrips, x.connectsPerOp, x.nodeCores, x.pgCores, x.machineCores, ratio]
   }))))
 
 const colors = { sql: ['#1f77b4', '#6baed6', '#c6dbef', '#08519c'], 'sql-gapfree': ['#17becf', '#9edae5', '#d9f2f5', '#0e7c87'], 'levelkit-pg': ['#d62728', '#fb6a4a', '#fcbba1', '#a50f15'], 'levelkit-pg-keys': ['#9467bd', '#bcbddc', '#dadaeb', '#54278f'], 'levelkit-pg-serializable': ['#8c564b', '#c49c94', '#e7cbc1', '#5b3a32'], 'levelkit-leveldb': ['#2ca02c'] }
@@ -751,15 +902,15 @@ const loadAfter = os.loadavg()
 printProblems(problems)
 finishRun(run0.outDir, { name: 'scale-out', startedAt: run0.startedAt, machine: run0.machine, versions, loadBefore: run0.loadBefore, loadAfter }, {
   postgres: { throwaway: server.throwaway, settings },
-  options: { runs, turns, idleMs, writers, processes, sqlIds: sqlIdsList, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
+  options: { runs, turns, idleMs, baseLibrary, writers, processes, sqlIds: sqlIdsList, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
   cells,
-  csvColumns: ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'connects_per_op', 'node_cores', 'pg_cores', 'machine_cores'],
+  csvColumns: CSV_COLUMNS,
   summary,
   problems,
   runs: perRun.map(r => ({
     run: r.run,
     loadAverage: r.loadAverage,
-    cells: Object.fromEntries(Object.entries(r.cells).map(([key, c]) => [key, c.na ? { na: c.na } : { populateMs: c.populateMs, peakRssBytes: c.peakRssBytes, check: c.check && { problems: c.check.problems }, results: c.results }]))
+    cells: Object.fromEntries(Object.entries(r.cells).map(([key, c]) => [key, c.na ? { na: c.na } : { populateMs: c.populateMs, peakRssBytes: c.peakRssBytes, check: c.check && { problems: c.check.problems }, results: c.results, ...(c.measured ? { measured: c.measured } : {}), ...(c.paired ? { paired: c.paired } : {}) }]))
   }))
 }, ['results.csv', 'scale-out.svg'])
 if (problems.length > 0) process.exitCode = 1

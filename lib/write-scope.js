@@ -260,7 +260,8 @@ export class WriteScope {
    * sections of other processes checking it too do not wait for this one,
    * while one that deletes or rewrites it (it reads it first, exclusively)
    * waits until this transaction ends. Its value is not kept where get()
-   * would find it: a get() of the key later asks for the exclusive lock.
+   * would find it: a get() of the key later asks for the exclusive lock;
+   * the key transaction's later getShared()s find it (writer.sharedReads).
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
    * @returns {any}
    */
@@ -284,6 +285,9 @@ export class WriteScope {
       const hit = this.writer.sectionCache?.lookup(id)
       if (hit !== undefined) return hit[0]
     }
+    // Read under a shared lock earlier in this key transaction, which still holds it.
+    const kept = this.writer.sharedReads?.lookup(id)
+    if (kept !== undefined) return kept[0]
     const shared = this.#sharedReads ??= new Map()
     const known = shared.get(id)
     if (known !== undefined) return known
@@ -297,13 +301,17 @@ export class WriteScope {
    * @returns {Promise<any>}
    */
   #readShared (namespace, key, id, shared) {
+    const kept = this.writer.sharedReads
+    // Before the lock is asked for: a transaction that ends meanwhile (its
+    // locks gone) leaves the value out of kept.
+    const mark = kept !== null ? kept.start(id) : null
     const locked = this.writer.lockKeys(namespace, [key], true)
     const read = locked !== null ? locked.then(() => namespace.read(key, false)) : Promise.resolve(namespace.read(key, false))
     // As get() of a cached namespace settles what it reads (#read() of others does not).
     const settle = namespace.cache !== null ? namespace.settle : null
     const settled = settle !== null ? read.then(v => settle(key, v)) : read
     shared.set(id, settled)
-    settled.catch(() => { if (shared.get(id) === settled) shared.delete(id) })
+    settled.then(value => { if (kept !== null && mark !== null) kept.keep(id, value, mark) }, () => { if (shared.get(id) === settled) shared.delete(id) })
     return settled
   }
 
@@ -435,7 +443,7 @@ export class WriteScope {
     const shared = this.#sharedReads ??= new Map()
     for (const key of keys) {
       const id = namespace.keyId(key)
-      if (shared.has(id) || this.#reads?.has(id) || (this.#absent !== null && this.#absent.has(id)) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
+      if (shared.has(id) || this.#reads?.has(id) || this.writer.sharedReads?.has(id) || (this.#absent !== null && this.#absent.has(id)) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
       this.#readShared(namespace, key, id, shared)
     }
     return true

@@ -9,6 +9,7 @@ import { LockManager } from './lock-manager.js'
 import { idbDirectFor } from './idb-direct.js'
 import { WANT_REPEAT_MS } from './cross-tab.js'
 import { placeholderAt, isPlaceholder, holdsPlaceholder, substitute } from './deferred-ids.js'
+import { SharedReads } from './shared-reads.js'
 
 // How long one tab (or process) may keep the shared writer lock while it
 // has more to write, before it lets a waiting one in.
@@ -244,6 +245,12 @@ export class Writer {
      * @type {import('./section-cache.js').SectionCache | null}
      */
     this.sectionCache = !syncReads && this.idb === null ? (/** @type {any} */ (root).db ?? root).createSectionCache?.() ?? null : null
+    /**
+     * With key locks taken shared: the values read under shared locks, for
+     * the key transaction's life (lib/shared-reads.js; getShared() only).
+     * @type {SharedReads | null}
+     */
+    this.sharedReads = null
     if (crossTab) {
       this.#generationSpace = new Namespace(root, layout.writes(), 'utf8')
       crossTab.listen(message => this.#heard(message))
@@ -252,8 +259,10 @@ export class Writer {
       if (keyLocks !== null) {
         this.#keyLocks = keyLocks
         // What a section read is known right only while its key is locked.
+        if (keyLocks.locksShared === true) this.sharedReads = new SharedReads()
         keyLocks.onEnd(() => {
           this.sectionCache?.clear()
+          this.sharedReads?.clear()
           for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
         })
       }
@@ -299,7 +308,8 @@ export class Writer {
   /**
    * Whether key locks can be taken shared (locking: 'keys'): a key read
    * only to check that it exists is then locked so, and its value kept
-   * out of the caches (lib/write-scope.js getShared()).
+   * out of the caches get() reads (lib/write-scope.js getShared()), in
+   * sharedReads for the key transaction's life.
    */
   get sharesLocks () {
     return this.#keyLocks !== null && this.#keyLocks.locksShared === true
@@ -856,6 +866,7 @@ export class Writer {
       for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
       for (const namespace of namespacesOf(this.#root)) namespace.clearReadCaches()
       this.sectionCache?.clear()
+      this.sharedReads?.clear()
       // (On IndexedDB, transactions compare the values they read instead.)
       if (this.#transactions.size > 0 && !this.validatesByValue) this.#unknownAt = ++this.#decisions
     }
@@ -1064,9 +1075,12 @@ export class Writer {
     const sections = this.sectionCache
     // A bulk load's values would only push out the others.
     if (sections !== null && scope.bulk) sections.clear()
+    const shared = this.sharedReads
     for (const op of scope.ops) {
       group.ops.push(op)
       this.#unindexed.push(op)
+      // Looked up in the ops and the overlay until written; not here after.
+      if (shared !== null) shared.delete(op.id ?? (op.id = op.namespace.keyId(op.key)))
       if (op.unstored === true) group.unstored = true
       if (op.deferred === true) {
         if (op.namespace.cache !== null) op.namespace.cache.delete(bytesToBinaryString(op.key))
@@ -1350,6 +1364,7 @@ export class Writer {
           op.namespace.cache?.delete(bytesToBinaryString(op.key))
           const id = op.id ?? (op.id = op.namespace.keyId(op.key))
           this.sectionCache?.delete(id)
+          this.sharedReads?.delete(id)
           this.idb?.forget(id)
         }
       }
@@ -1359,6 +1374,7 @@ export class Writer {
     this.idb?.clearCache()
     for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
     this.sectionCache?.clear()
+    this.sharedReads?.clear()
   }
 
   /**
@@ -1445,6 +1461,7 @@ export class Writer {
         namespace.cache?.delete(bytesToBinaryString(key))
         if (namespace.readCache !== null || namespace.listCache !== null) namespace.clearReadCaches()
         this.sectionCache?.delete(namespace.keyId(key))
+        this.sharedReads?.delete(namespace.keyId(key))
       }
     } else {
       const namespaces = message.prefixes === null ? [...namespacesOf(this.#root)] : message.prefixes.map(prefix => namespaceByPrefix(this.#root, prefix))
@@ -1455,6 +1472,7 @@ export class Writer {
         namespace.cache?.clear()
         namespace.clearReadCaches()
         this.sectionCache?.clear()
+        this.sharedReads?.clear()
       }
     }
     // With key locks, a transaction checks the values it read again under

@@ -10,6 +10,7 @@
 // it, never an edge to a deleted user.
 import test from 'tape'
 import { fork } from 'node:child_process'
+import pg from 'pg'
 import { fileURLToPath } from 'node:url'
 import { open } from '../index.js'
 import { postgresForTests } from './util/postgres.js'
@@ -137,3 +138,126 @@ for (const onDelete of /** @type {const} */ (['restrict', 'cascade'])) {
     }
   })
 }
+
+// What a key transaction read under a shared lock is kept for the
+// transaction's life (lib/shared-reads.js): the sections of one group that
+// check the same record read it once.
+
+/**
+ * Run, in one key transaction, a first section that checks `first` and
+ * waits at a gate, then `rest` (each its own section, queued behind it);
+ * answer how many statements the process sent once the gate opened.
+ * @param {any} db @param {(w: any) => Promise<unknown>} first @param {Array<() => Promise<unknown>>} rest
+ */
+async function oneTransaction (db, first, rest) {
+  /** @type {() => void} */
+  let letGo = () => {}
+  const gate = new Promise(resolve => { letGo = () => resolve(undefined) })
+  /** @type {() => void} */
+  let hasChecked = () => {}
+  const checked = new Promise(resolve => { hasChecked = () => resolve(undefined) })
+  const lock = db.level.sharedWriterLock()
+  const transactions = lock.stats.transactions
+  const requests = lock.requests
+  const holding = db.write(async (/** @type {any} */ w) => {
+    await first(w)
+    hasChecked()
+    await gate
+  })
+  await checked
+  // Queued behind the first section: they run before its group is written.
+  const queued = rest.map(fn => fn())
+  const before = countStatements()
+  letGo()
+  const results = await Promise.allSettled([holding, ...queued])
+  return { statements: countStatements() - before, requests: lock.requests - requests, transactions: lock.stats.transactions - transactions, results }
+}
+
+// Every statement this process sends (pg's Pool runs its queries through Client#query).
+let statementsSent = 0
+const clientQuery = pg.Client.prototype.query
+pg.Client.prototype.query = /** @type {any} */ (countQuery)
+/** @this {any} @param {...any} args */
+function countQuery (...args) {
+  statementsSent++
+  return clientQuery.apply(this, /** @type {any} */ (args))
+}
+const countStatements = () => statementsSent
+
+test('postgres shared key locks: the sections of one key transaction check a record once', async t => {
+  const table = server.table()
+  const db = await open({ backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking: 'keys', poolSize: 2 })
+  try {
+    const { users, chats, members } = declare(db, 'cascade')
+    const ann = await users.insert({ name: 'ann' })
+    /** @type {unknown[]} */
+    const others = []
+    for (let i = 0; i < 5; i++) others.push(await users.insert({ name: `u${i}` }))
+    /** @type {unknown[]} */
+    const chatIds = []
+    for (let i = 0; i < 12; i++) chatIds.push(await chats.insert({ name: `c${i}` }))
+    // Six sections checking ann, against six checking ann then five others.
+    const same = await oneTransaction(db, w => members.in(w).add(chatIds[0], ann), [1, 2, 3, 4, 5].map(i => () => members.add(chatIds[i], ann)))
+    const different = await oneTransaction(db, w => members.in(w).add(chatIds[6], ann), others.map((id, i) => () => members.add(chatIds[7 + i], id)))
+    t.same([same.transactions, different.transactions], [1, 1], 'each set of sections ran in one key transaction')
+    t.ok(same.results.every(r => r.status === 'fulfilled') && different.results.every(r => r.status === 'fulfilled'), 'every edge added')
+    t.is(different.requests - same.requests, 5, `the five later checks of ann ask for no lock (${same.requests} lock requests, against ${different.requests} checking five other users)`)
+    // A later section's check of a user not yet locked is its lock's try and
+    // its read (the sections run one at a time: nothing to coalesce); of ann,
+    // locked shared and read by the first section, nothing.
+    t.is(different.statements - same.statements, 2 * 5, `nor read her again (${same.statements} statements, against ${different.statements})`)
+    t.same(await members.from(ann).all(), chatIds.slice(0, 7), 'ann has her chats')
+    t.same((await db.check()).problems, [], 'check() is clean')
+  } finally {
+    await db.close()
+  }
+})
+
+// The deletion reads the user's edges (a range): it runs again in a
+// transaction of its own, after the first section's ends.
+test('postgres shared key locks: a record checked, then deleted by a section queued behind, is not found by the next', async t => {
+  const table = server.table()
+  const db = await open({ backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking: 'keys', poolSize: 2 })
+  try {
+    const { users, chats, members } = declare(db, 'cascade')
+    const ann = await users.insert({ name: 'ann' })
+    const c1 = await chats.insert({ name: 'c1' })
+    const c2 = await chats.insert({ name: 'c2' })
+    const run = await oneTransaction(db, w => members.in(w).add(c1, ann), [() => users.del(ann), () => members.add(c2, ann)])
+    t.is(run.results[1].status, 'fulfilled', 'the deletion is made')
+    const refused = run.results[2]
+    t.is(refused.status === 'rejected' && refused.reason.code, 'LEVELKIT_NOT_FOUND', 'the later check does not find the user')
+    t.is(await users.get(ann), undefined, 'the user is gone')
+    t.same(await members.to(c1).all(), [], 'with her edge')
+    t.same(await members.to(c2).all(), [], 'and no new one')
+    t.same((await db.check()).problems, [], 'check() is clean')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres shared key locks: a record checked in one key transaction and deleted by another process after it is not found by the next', async t => {
+  const table = server.table()
+  const options = { backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking: 'keys', poolSize: 2 }
+  const a = await open(options)
+  const b = await open(options)
+  try {
+    const modelA = declare(a, 'cascade')
+    const modelB = declare(b, 'cascade')
+    const ann = await modelA.users.insert({ name: 'ann' })
+    const c1 = await modelA.chats.insert({ name: 'c1' })
+    const c2 = await modelA.chats.insert({ name: 'c2' })
+    // A checks ann in a key transaction that ends, written.
+    await modelA.members.add(c1, ann)
+    // B deletes her (its exclusive read waits for no lock now).
+    await modelB.users.del(ann)
+    // A's next transaction must not answer from what the last one read.
+    const refused = await modelA.members.add(c2, ann).then(() => null, err => err)
+    t.is(refused?.code, 'LEVELKIT_NOT_FOUND', 'the next key transaction does not find the user another process deleted')
+    t.same(await modelA.members.to(c2).all(), [], 'no edge to the deleted user')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})

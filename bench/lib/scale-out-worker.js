@@ -6,10 +6,12 @@
 // reads that must agree across stores, check the final state, close.
 // Every answer is one message { ok, result } or { ok: false, code, error }.
 
+import path from 'node:path'
 import { performance } from 'node:perf_hooks'
+import { pathToFileURL } from 'node:url'
 import pg from 'pg'
-import { open } from 'levelkit'
-import { ChatStore } from 'levelkit/chat'
+import { open as openLevelkit } from 'levelkit'
+import { ChatStore as LevelkitChatStore } from 'levelkit/chat'
 import { prng } from 'levelkit-testkit/prng'
 import { PgChatStore } from './pg-chat-store.js'
 
@@ -18,8 +20,9 @@ import { PgChatStore } from './pg-chat-store.js'
  * @typedef {{
  *   kind: Kind, rank: number, processes: number, connectionString?: string, schema?: string, table?: string,
  *   location?: string, concurrency: number, scryptN: number, userChats?: 'list' | 'edges', sqlIds?: 'serial' | 'gapfree',
- *   idleMs?: number
+ *   idleMs?: number, library?: string
  * }} OpenConfig
+ *   library: the root of another copy of levelkit to load (scale-out.js --base-library), else this one's
  * @typedef {ReturnType<typeof import('./chat-workload-worker.js').makeWorkload>} Work (a type only: this process does not load that module)
  */
 
@@ -94,6 +97,11 @@ async function openStore (config) {
   }
   // Shared in every cell, one process too: the curve over 1, 2, 4 processes
   // is then of one configuration.
+  // Another copy of levelkit (a base to compare with): its `pg` must be
+  // this one's (its node_modules a link to ours), or no statement it sends is counted.
+  const { open, ChatStore } = config.library === undefined
+    ? { open: openLevelkit, ChatStore: LevelkitChatStore }
+    : { open: (await import(pathToFileURL(path.join(config.library, 'index.js')).href)).open, ChatStore: (await import(pathToFileURL(path.join(config.library, 'chat.js')).href)).ChatStore }
   const locking = config.kind === 'levelkit-pg-keys' ? 'keys' : config.kind === 'levelkit-pg-serializable' ? 'serializable' : 'table'
   const db = config.kind !== 'levelkit-leveldb'
     ? await open({ backend: 'postgres', connectionString: config.connectionString, table: config.table, poolSize: config.concurrency, shared: true, locking, pg: { idleTimeoutMillis: config.idleMs ?? IDLE_MS } })

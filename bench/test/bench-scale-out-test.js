@@ -1,4 +1,5 @@
-// Smoke test of bench/scale-out.js: one run with a tiny data set, both SQL
+// Smoke test of bench/scale-out.js: one run with a tiny data set (--turns
+// cells: every cell once), both SQL
 // variants (serial and gap-free ids), 1 and 2
 // processes of each store on PostgreSQL (the tests' server, passed on as
 // LEVELKIT_PG_URL: one throwaway cluster for every test file of the tape
@@ -41,7 +42,7 @@ function runTiny () {
     test.onFinish(() => rmSync(out, { recursive: true, force: true }))
     tiny = run([
       '--runs', '1', '--writers', '1,2', '--processes', '1,2', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
-      '--n', String(N), '--concurrency', '3', '--slices', '2', '--sql-ids', 'serial,gapfree', '--out', out, '--db-dir', out
+      '--n', String(N), '--concurrency', '3', '--slices', '2', '--sql-ids', 'serial,gapfree', '--turns', 'cells', '--out', out, '--db-dir', out
     ], 110000).then(result => ({ ...result, out }))
   }
   return tiny
@@ -87,7 +88,7 @@ test('bench/scale-out.js with a tiny data set', async t => {
   t.is(summary.loadAverage.before.length, 3, 'load average recorded')
 
   const lines = readFileSync(join(dir, 'results.csv'), 'utf8').trimEnd().split('\n')
-  t.is(lines[0], 'run,operation,cell,kind,processes,ops,ms,ops_per_sec,p50_ms,p99_ms,retries,round_trips_per_op,connects_per_op,node_cores,pg_cores,machine_cores', 'CSV header')
+  t.is(lines[0], 'run,operation,cell,kind,processes,ops,ms,ops_per_sec,p50_ms,p99_ms,retries,round_trips_per_op,connects_per_op,node_cores,pg_cores,machine_cores,ratio_vs_sql', 'CSV header')
   t.is(lines.length - 1, OPS.length * (lockedOut ? CELLS.length - 1 : CELLS.length), 'one row per operation and measured cell')
 
   const svg = readFileSync(join(dir, 'scale-out.svg'), 'utf8')
@@ -115,13 +116,47 @@ test('bench/scale-out.js --sql-ids serial,gapfree', async t => {
   }
 })
 
+// --turns pairs (the default) with --base-library: SQL, levelkit, SQL,
+// levelkit over the base library, SQL; each levelkit cell's ratio against
+// the SQL measurements next to it. The base library is this checkout.
+test('bench/scale-out.js --turns pairs --base-library', async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-scale-out-'))
+  try {
+    const root = fileURLToPath(new URL('../..', import.meta.url))
+    const { code, stdout, stderr } = await run([
+      '--runs', '1', '--writers', '1', '--processes', '1', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
+      '--n', String(N), '--concurrency', '3', '--slices', '1', '--ops', 'createUser', '--no-leveldb', '--base-library', root, '--out', out, '--db-dir', out
+    ], 110000)
+    t.is(code, 0, `exit 0${code ? `: ${stderr}\n${stdout}` : ''}`)
+    t.match(stdout, /× base library/, 'a column against the base library')
+    t.match(stdout, /\n {2}createUser +levelkit on PostgreSQL, base library ×1 +[\d,]+ /, 'a row of the base library\'s cell')
+    const dir = join(out, readdirSync(out).filter(name => name.startsWith('scale-out-'))[0])
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+    t.same(summary.cells.map((/** @type {any} */ c) => c.key), ['sql-1', 'levelkit-pg-1', 'levelkit-pg-base-1'], 'the cells')
+    t.is(summary.options.turns, 'pairs', 'pairs by default')
+    const cells = summary.runs[0].cells
+    t.is(cells['sql-1'].measured, 3, 'the SQL cell measured before, between and after the two others')
+    for (const key of ['levelkit-pg-1', 'levelkit-pg-base-1']) {
+      const paired = cells[key].paired['sql-1'].createUser
+      t.ok(paired > 0, `${key}: paired with the SQL measurements next to it`)
+      t.ok(Math.abs(summary.summary.createUser[key].ratio - cells[key].results.createUser.opsPerSec / paired) < 1e-9, `${key}: its ratio is against them`)
+    }
+    t.ok(summary.summary.createUser['levelkit-pg-1'].againstBase > 0, 'a ratio against the base library')
+    const lines = readFileSync(join(dir, 'results.csv'), 'utf8').trimEnd().split('\n')
+    t.ok(lines.slice(1).every(line => line.includes(',sql,') ? line.endsWith(',') : Number(line.split(',').at(-1)) > 0), 'the CSV\'s ratio_vs_sql, empty for SQL')
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
+
 test('bench/scale-out.js refuses bad options', async t => {
   for (const [options, message] of /** @type {Array<[string[], RegExp]>} */ ([
     [['--ops', 'nope'], /Unknown operation "nope"/],
     [['--writers', '2,4'], /--writers must include 1/],
     [['--processes', '1,1'], /--processes lists a count twice/],
     [['--sql-ids', 'serial,uuid'], /--sql-ids lists serial and\/or gapfree/],
-    [['--turns', 'slice'], /--turns is cells or slices/]
+    [['--turns', 'slice'], /--turns is pairs, cells or slices/],
+    [['--base-library', '/nonexistent'], /--base-library: no levelkit at/]
   ])) {
     const { code, stderr } = await run(options)
     t.is(code, 2, `${options.join(' ')}: exit 2`)

@@ -24,8 +24,10 @@
 // key held shared that a section then reads to decide on is locked
 // exclusively in the same transaction, with a try like any other (busy while
 // another transaction holds it shared too). Values read under a shared lock
-// are kept out of the caches (lib/write-scope.js getShared()), so that a
-// later exclusive read of the key asks for its lock.
+// are kept out of the caches that get() reads (lib/write-scope.js
+// getShared()), so that a later exclusive read of the key asks for its
+// lock; getShared() alone finds them again, for the key transaction's life
+// (lib/shared-reads.js, cleared by onEnd()).
 //
 // Range reads (a child list, the edges of a relation) cannot lock the keys
 // they would see: every key transaction holds the table's range lock in
