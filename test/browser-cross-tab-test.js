@@ -678,3 +678,56 @@ test('a tab that opens while the other writes without posting: its watcher sees 
     t.same(report, { ok: true, problems: [] }, 'check() is clean')
   })
 })
+
+test('a tab that opens second and writes: the first tab, which wrote nothing, hears its writes (the answer to its hello)', { timeout: 120000 }, async t => {
+  await withTabs(2, async ([a, b]) => {
+    const location = 'cross-tab-here'
+    // Room 1, made by tab B, which then closes.
+    await openCounted(b, location, false)
+    await b.evaluate(async () => {
+      const { db, rooms } = /** @type {any} */ (window).alone
+      await rooms.insert({ name: 'r' })
+      await db.close()
+    })
+    // Tab A opens and watches room 1, writing nothing: no batch, no end of
+    // a holding, no gap notice tells tab B, opened next, that A is there.
+    await openCounted(a, location, false)
+    await a.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      w.seen = []
+      w.stop = new AbortController()
+      ;(async () => {
+        for await (const [seq, note] of w.alone.notes.watch(1, { after: 0, signal: w.stop.signal })) w.seen.push([seq, note])
+      })().catch((/** @type {any} */ err) => { if (err.name !== 'AbortError') w.watchError = String(err) })
+      await new Promise(resolve => setTimeout(resolve, 200))
+    })
+    const quiet = await postedIn(a)
+    t.is(quiet.batch + quiet.end + quiet.gap, 0, 'tab A has posted no batch, end or gap notice')
+
+    await openCounted(b, location, false)
+    await b.evaluate(async () => {
+      const { notes } = /** @type {any} */ (window).alone
+      for (let i = 1; i <= 3; i++) await notes.append(1, `from B ${i}`)
+    })
+    t.ok((await postedIn(b)).batch >= 3, 'tab B posts its batches: it knows tab A from A\'s answer')
+    let seen = []
+    for (let waited = 0; seen.length < 3 && waited < 5000; waited += 20) {
+      await new Promise(resolve => setTimeout(resolve, 20))
+      seen = await a.evaluate(() => /** @type {any} */ (window).seen)
+    }
+    t.same(seen, [[1, 'from B 1'], [2, 'from B 2'], [3, 'from B 3']], 'tab A\'s watcher delivers the 3 notes')
+    t.is(await a.evaluate(() => /** @type {any} */ (window).watchError ?? null), null, 'the watcher did not fail')
+    await a.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      w.stop.abort()
+      await w.alone.db.close()
+    })
+    const report = await b.evaluate(async () => {
+      const { db } = /** @type {any} */ (window).alone
+      const { ok, problems } = await db.check()
+      await db.close()
+      return { ok, problems }
+    })
+    t.same(report, { ok: true, problems: [] }, 'check() is clean')
+  })
+})
