@@ -16,8 +16,11 @@
 // lets go once idle, if a request for the lock is still pending then (a
 // 'want' can arrive after its sender got the lock). The Web Lock alone
 // still keeps the writers apart: a missed 'want' only delays its sender.
+// What a tab writes is posted only while another tab may hear it (a tab
+// alone posts nothing per batch; lib/cross-tab-peers.js).
 
 import { noop } from './common.js'
+import { peersOn, tabId } from './cross-tab-peers.js'
 
 // How often a tab waiting for a leased lock says again that it wants it.
 export const WANT_REPEAT_MS = 100
@@ -83,7 +86,17 @@ function crossTab (locks, name) {
   const wantedNow = () => {
     for (const listener of wantListeners) listener()
   }
+  /** @param {object} data */
+  const send = data => {
+    try {
+      channel.postMessage(data)
+    } catch {} // closed meanwhile
+  }
+  // What it writes is posted only while another tab may listen (lib/cross-tab-peers.js).
+  const self = tabId()
+  const peers = peersOn(send, () => send({ tab: self, gap: true }), self)
   channel.onmessage = (event) => {
+    if (peers.heard(event.data)) return
     if (event.data?.want === true) {
       // A 'want' is said again while its tab waits, so one may arrive after
       // that tab got the lock and let it go: heard only while a request for
@@ -99,6 +112,13 @@ function crossTab (locks, name) {
     }
     const data = event.data
     const end = data?.end === true
+    if (data?.gap === true) {
+      // Another tab wrote what it did not tell: nothing is known of it.
+      /** @type {RemoteMessage} */
+      const gap = { generation: null, ops: null, prefixes: null }
+      deliver(gap)
+      return
+    }
     /** @type {RemoteOp[] | null} */
     let ops = null
     if (!end) {
@@ -114,6 +134,10 @@ function crossTab (locks, name) {
       if (message.sequence === undefined) return
       message.end = true
     }
+    deliver(message)
+  }
+  /** @param {RemoteMessage} message */
+  const deliver = (message) => {
     for (const listener of listeners) listener(message)
     for (const waiter of nextWaiters) waiter()
     nextWaiters.clear()
@@ -139,11 +163,10 @@ function crossTab (locks, name) {
         })
         // Ask whoever holds it (maybe idle, keeping it) to let go, until
         // granted; asked once the request is queued, where the holder looks.
-        const want = () => {
-          try {
-            channel.postMessage({ want: true })
-          } catch {} // closed meanwhile: the request still waits its turn
-        }
+        // Said even with no other tab known: a tab of an earlier levelkit
+        // says no 'hello', and may hold the lock (a closed channel: the
+        // request still waits its turn).
+        const want = () => send({ want: true, tab: self })
         /** @type {ReturnType<typeof setInterval> | undefined} */
         let repeat
         let granted = false
@@ -168,12 +191,14 @@ function crossTab (locks, name) {
       wantListeners.add(listener)
     },
     post (message) {
+      if (!peers.any()) return peers.skipped()
       const ops = /** @type {RemoteOp[]} */ (message.ops)
       const { prefixes, keys } = packOps(ops)
-      channel.postMessage({ generation: message.generation, sequence: message.sequence, p: prefixes, k: keys })
+      channel.postMessage({ tab: self, generation: message.generation, sequence: message.sequence, p: prefixes, k: keys })
     },
     ended (message) {
-      channel.postMessage({ generation: message.generation, sequence: message.sequence, end: true })
+      if (!peers.any()) return peers.skipped()
+      channel.postMessage({ tab: self, generation: message.generation, sequence: message.sequence, end: true })
     },
     listen (listener) {
       listeners.add(listener)
@@ -195,6 +220,7 @@ function crossTab (locks, name) {
       wantListeners.clear()
       globalThis.document?.removeEventListener?.('freeze', wantedNow)
       globalThis.removeEventListener?.('pagehide', wantedNow)
+      peers.close()
       channel.close()
     }
   }

@@ -520,3 +520,214 @@ test('the lease cache after a holder that died mid-holding: batches heard, one n
     t.same(report, { ok: true, problems: [] }, 'check() is clean')
   })
 })
+
+/**
+ * In tab `page`: count what levelkit posts on its channels by kind, open
+ * `location` as window.alone (a counter 'hits', rooms and their children
+ * 'notes'). With `hold`, the tab hears nothing another tab posts until
+ * window.release() (then all of it, in order): as a tab that has not yet
+ * run the task that delivers another tab's 'hello'.
+ * @param {any} page @param {string} location @param {boolean} hold
+ */
+function openCounted (page, location, hold) {
+  return page.evaluate(async ({ location, hold }) => {
+    const w = /** @type {any} */ (window)
+    w.posted = { hello: 0, here: 0, bye: 0, want: 0, batch: 0, end: 0, gap: 0 }
+    const post = BroadcastChannel.prototype.postMessage
+    BroadcastChannel.prototype.postMessage = function (/** @type {any} */ data) {
+      const kind = ['hello', 'here', 'bye', 'want', 'end', 'gap'].find(k => data?.[k] !== undefined) ?? 'batch'
+      w.posted[kind]++
+      return post.call(this, data)
+    }
+    if (hold) {
+      /** @type {Array<() => void>} */
+      const held = []
+      let holding = true
+      w.release = () => {
+        holding = false
+        for (const deliver of held.splice(0)) deliver()
+      }
+      const onmessage = /** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(BroadcastChannel.prototype, 'onmessage'))
+      Object.defineProperty(BroadcastChannel.prototype, 'onmessage', {
+        configurable: true,
+        get () { return onmessage.get?.call(this) },
+        set (/** @type {any} */ listener) {
+          onmessage.set?.call(this, (/** @type {MessageEvent} */ event) => {
+            if (holding) held.push(() => listener(event))
+            else listener(event)
+          })
+        }
+      })
+    }
+    const db = await w.levelkit.open({ location })
+    const rooms = db.collection('rooms')
+    w.alone = { db, hits: db.counter('hits'), rooms, notes: db.children('notes', { parent: rooms }) }
+  }, { location, hold })
+}
+
+/** @param {any} page @returns {Promise<Record<string, number>>} */
+const postedIn = page => page.evaluate(() => ({ ...(/** @type {any} */ (window).posted) }))
+
+/** In tab `page`: `n` counter writes awaited one by one; the value after. @param {any} page @param {number} n */
+function addHits (page, n) {
+  return page.evaluate(async (n) => {
+    const { hits } = /** @type {any} */ (window).alone
+    let value = 0
+    for (let i = 0; i < n; i++) value = await hits.add('k')
+    return value
+  }, n)
+}
+
+test('a tab alone posts nothing of what it writes; it posts while another tab listens, and stops once that tab closes', { timeout: 120000 }, async t => {
+  await withTabs(2, async ([a, b]) => {
+    const location = 'cross-tab-alone'
+    await openCounted(a, location, false)
+    t.is(await addHits(a, 20), 20, 'tab A, alone, counts to 20')
+    const alone = await postedIn(a)
+    t.is(alone.batch + alone.end + alone.gap, 0, 'and posts none of its 20 batches (nor an end, nor a gap notice)')
+    t.is(alone.hello, 1, 'only its hello (and its want of the lock: ' + alone.want + ')')
+
+    await openCounted(b, location, false)
+    // B's hello and A's answer cross the browser: wait until A knows B.
+    for (let waited = 0; (await postedIn(a)).here === 0 && waited < 5000; waited += 20) await new Promise(resolve => setTimeout(resolve, 20))
+    const known = await postedIn(a)
+    t.is(known.here, 1, 'tab A answers tab B\'s hello')
+    t.is(known.gap, 1, 'with one gap notice (it wrote unheard before)')
+    t.is(await addHits(a, 5), 25, 'tab A counts 5 more')
+    t.is((await postedIn(a)).batch - known.batch, 5, 'and posts each of the 5 batches, tab B listening')
+    t.is(await b.evaluate(() => /** @type {any} */ (window).alone.hits.get('k')), 25, 'tab B reads 25')
+
+    await b.evaluate(() => /** @type {any} */ (window).alone.db.close())
+    t.is((await postedIn(b)).bye, 1, 'tab B says bye as it closes')
+    await new Promise(resolve => setTimeout(resolve, 200))
+    const before = await postedIn(a)
+    t.is(await addHits(a, 5), 30, 'tab A counts 5 more')
+    t.is((await postedIn(a)).batch - before.batch, 0, 'and posts none of them: tab B is gone')
+    const report = await a.evaluate(async () => {
+      const { db } = /** @type {any} */ (window).alone
+      const { ok, problems } = await db.check()
+      await db.close()
+      return { ok, problems }
+    })
+    t.same(report, { ok: true, problems: [] }, 'check() is clean')
+  })
+})
+
+test('a tab that opens while the other writes without posting: its watcher sees every write (the gap notice)', { timeout: 120000 }, async t => {
+  await withTabs(2, async ([a, b]) => {
+    const location = 'cross-tab-gap'
+    await openCounted(a, location, true)
+    const room = await a.evaluate(async () => {
+      const { rooms, notes } = /** @type {any} */ (window).alone
+      const room = await rooms.insert({ name: 'r' })
+      await notes.append(room, 'before B')
+      return room
+    })
+    t.is((await postedIn(a)).batch, 0, 'tab A, alone, posts nothing')
+
+    // Tab B opens and watches the room; tab A hears nothing of it yet. (A
+    // lets its lease go first, as on pagehide: it would not hear B's want.)
+    await a.evaluate(() => window.dispatchEvent(new Event('pagehide')))
+    await openCounted(b, location, false)
+    await b.evaluate(async (room) => {
+      const w = /** @type {any} */ (window)
+      w.seen = []
+      w.stop = new AbortController()
+      ;(async () => {
+        for await (const [seq, note] of w.alone.notes.watch(room, { after: 1, signal: w.stop.signal })) w.seen.push([seq, note])
+      })().catch((/** @type {any} */ err) => { if (err.name !== 'AbortError') w.watchError = String(err) })
+      // The watcher reads what is there before it waits for news.
+      await new Promise(resolve => setTimeout(resolve, 200))
+    }, room)
+    await a.evaluate(async (room) => {
+      const { notes } = /** @type {any} */ (window).alone
+      for (let i = 2; i <= 4; i++) await notes.append(room, `unheard ${i}`)
+    }, room)
+    t.is((await postedIn(a)).batch, 0, 'tab A takes the lock back and writes 3 notes, posting nothing (it knows no other tab)')
+    await new Promise(resolve => setTimeout(resolve, 300))
+    t.same(await b.evaluate(() => /** @type {any} */ (window).seen), [], 'tab B\'s watcher has seen nothing of them yet')
+
+    // Tab A hears B's hello: it answers, and tells of the gap.
+    await a.evaluate(() => /** @type {any} */ (window).release())
+    let seen = []
+    for (let waited = 0; seen.length < 3 && waited < 5000; waited += 20) {
+      await new Promise(resolve => setTimeout(resolve, 20))
+      seen = await b.evaluate(() => /** @type {any} */ (window).seen)
+    }
+    t.same(seen, [[2, 'unheard 2'], [3, 'unheard 3'], [4, 'unheard 4']], 'then tab B\'s watcher delivers the 3 notes, with no further write')
+    t.is((await postedIn(a)).gap, 1, 'tab A posted one gap notice')
+
+    await a.evaluate(async (room) => { await /** @type {any} */ (window).alone.notes.append(room, 'heard 5') }, room)
+    for (let waited = 0; seen.length < 4 && waited < 5000; waited += 20) {
+      await new Promise(resolve => setTimeout(resolve, 20))
+      seen = await b.evaluate(() => /** @type {any} */ (window).seen)
+    }
+    t.same(seen.slice(3), [[5, 'heard 5']], 'and the next note, posted')
+    t.is(await b.evaluate(() => /** @type {any} */ (window).watchError ?? null), null, 'the watcher did not fail')
+    await b.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      w.stop.abort()
+      await w.alone.db.close()
+    })
+    const report = await a.evaluate(async () => {
+      const { db } = /** @type {any} */ (window).alone
+      const { ok, problems } = await db.check()
+      await db.close()
+      return { ok, problems }
+    })
+    t.same(report, { ok: true, problems: [] }, 'check() is clean')
+  })
+})
+
+test('a tab that opens second and writes: the first tab, which wrote nothing, hears its writes (the answer to its hello)', { timeout: 120000 }, async t => {
+  await withTabs(2, async ([a, b]) => {
+    const location = 'cross-tab-here'
+    // Room 1, made by tab B, which then closes.
+    await openCounted(b, location, false)
+    await b.evaluate(async () => {
+      const { db, rooms } = /** @type {any} */ (window).alone
+      await rooms.insert({ name: 'r' })
+      await db.close()
+    })
+    // Tab A opens and watches room 1, writing nothing: no batch, no end of
+    // a holding, no gap notice tells tab B, opened next, that A is there.
+    await openCounted(a, location, false)
+    await a.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      w.seen = []
+      w.stop = new AbortController()
+      ;(async () => {
+        for await (const [seq, note] of w.alone.notes.watch(1, { after: 0, signal: w.stop.signal })) w.seen.push([seq, note])
+      })().catch((/** @type {any} */ err) => { if (err.name !== 'AbortError') w.watchError = String(err) })
+      await new Promise(resolve => setTimeout(resolve, 200))
+    })
+    const quiet = await postedIn(a)
+    t.is(quiet.batch + quiet.end + quiet.gap, 0, 'tab A has posted no batch, end or gap notice')
+
+    await openCounted(b, location, false)
+    await b.evaluate(async () => {
+      const { notes } = /** @type {any} */ (window).alone
+      for (let i = 1; i <= 3; i++) await notes.append(1, `from B ${i}`)
+    })
+    t.ok((await postedIn(b)).batch >= 3, 'tab B posts its batches: it knows tab A from A\'s answer')
+    let seen = []
+    for (let waited = 0; seen.length < 3 && waited < 5000; waited += 20) {
+      await new Promise(resolve => setTimeout(resolve, 20))
+      seen = await a.evaluate(() => /** @type {any} */ (window).seen)
+    }
+    t.same(seen, [[1, 'from B 1'], [2, 'from B 2'], [3, 'from B 3']], 'tab A\'s watcher delivers the 3 notes')
+    t.is(await a.evaluate(() => /** @type {any} */ (window).watchError ?? null), null, 'the watcher did not fail')
+    await a.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      w.stop.abort()
+      await w.alone.db.close()
+    })
+    const report = await b.evaluate(async () => {
+      const { db } = /** @type {any} */ (window).alone
+      const { ok, problems } = await db.check()
+      await db.close()
+      return { ok, problems }
+    })
+    t.same(report, { ok: true, problems: [] }, 'check() is clean')
+  })
+})
