@@ -37,14 +37,14 @@ export function nativeLevelClass (BrowserLevel, nativeLayout) {
     async _get (key, options) {
       const segment = nativeLayout.segmentOf(key)
       if (segment === null) return super._get(key, options)
-      return done(this._transaction('readonly'), tx => nativeLayout.get(tx, plainIo, segment, key))
+      return done(this._transaction('readonly'), tx => nativeLayout.get(tx, plainIo, segment, key).then(fromStore))
     }
 
     /** @param {Uint8Array[]} keys @param {any} options */
     async _getMany (keys, options) {
       return done(this._transaction('readonly'), tx => Promise.all(keys.map(key => {
         const segment = nativeLayout.segmentOf(key)
-        if (segment !== null) return nativeLayout.get(tx, plainIo, segment, key)
+        if (segment !== null) return nativeLayout.get(tx, plainIo, segment, key).then(fromStore)
         return plainIo.settle(tx.objectStore(this.location).get(asKey(key))).then(fromStore)
       })))
     }
@@ -111,9 +111,16 @@ export function nativeLevelClass (BrowserLevel, nativeLayout) {
   }
 }
 
-/** @param {any} value */
+const textEncoder = new TextEncoder()
+
+/**
+ * A value as browser-level's side gives it to abstract-level: bytes. A
+ * native record's may be stored as text (NativeLayout#recordObject()).
+ * @param {any} value
+ */
 function fromStore (value) {
-  return value === undefined || value instanceof Uint8Array ? value : new Uint8Array(value)
+  if (value === undefined || value instanceof Uint8Array) return value
+  return typeof value === 'string' ? textEncoder.encode(value) : new Uint8Array(value)
 }
 
 /**
@@ -199,7 +206,7 @@ class NativeIterator extends AbstractIterator {
       sources.push(plainIo.cursor(request, size, cursor => [bytesOf(cursor.key), values ? fromStore(cursor.value) : undefined]))
     }
     for (const segment of this.#layout.segmentsIn(range)) {
-      sources.push(this.#layout.entries(tx, plainIo, segment, range, reverse, size, values))
+      sources.push(values ? this.#layout.entries(tx, plainIo, segment, range, reverse, size, true).then(entries => entries.map(([key, value]) => [key, fromStore(value)])) : this.#layout.entries(tx, plainIo, segment, range, reverse, size, false))
     }
     const found = (await done(tx, () => Promise.all(sources))).flat()
     found.sort((a, b) => reverse ? compareBytes(b[0], a[0]) : compareBytes(a[0], b[0]))

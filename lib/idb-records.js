@@ -6,7 +6,9 @@ import { RECORDS_STORES } from './native-layouts.js'
 
 // Layout C on IndexedDB: a collection's records in an object store of their
 // own, `<location>/levelkit-records/<collection>`, as `{ v, k0, k1, ... }`
-// (v: the record as stored; kN: the full keys of its entries in its Nth
+// (v: the record as stored, its JSON text (bytes where written through
+// db.level, or by levelkit before 0.2: both are read; see recordObject());
+// kN: the full keys of its entries in its Nth
 // index, an array: one native index kind serves indexes with one entry per
 // record and multi ones), with one multiEntry native index per declared
 // index over kN (binary keys:
@@ -49,12 +51,15 @@ const MAX_COUNT = 2 ** 32 - 1
  *
  * What the model gives an index once the collection is declared:
  * `keys`: the entry keys (in the index's namespace) of the record stored
- * under `key` (in the records' namespace) with `value` (`computed`: the
+ * under `key` (in the records' namespace) with `value` (its JSON, text or bytes; `computed`: the
  * record's entries by index, as the model computed them for the put, else
  * computed here from `value`);
  * `value`: what an entry holds; `owner`: the key of the record an entry
  * (key, value as written) belongs to.
- * @typedef {{ keys: (value: Uint8Array, key: Uint8Array, computed?: Entries) => Uint8Array[], value: 'record' | 'id' | 'empty', owner: (key: Uint8Array, value: Uint8Array) => Uint8Array }} IndexBinding
+ * @typedef {{ keys: (value: StoredValue, key: Uint8Array, computed?: Entries) => Uint8Array[], value: 'record' | 'id' | 'empty', owner: (key: Uint8Array, value: StoredValue) => Uint8Array }} IndexBinding
+ *
+ * A record's value as a native store holds it: text, or bytes (see recordObject()).
+ * @typedef {string | Uint8Array} StoredValue
  *
  * @typedef {import('./write-scope.js').Op['entries']} Entries
  * @typedef {{ name: string, native: string, field: string, prefix: Uint8Array, upper: Uint8Array, binding: IndexBinding | null, collection: NativeCollection }} NativeIndex
@@ -81,6 +86,11 @@ export function asKey (key) {
 /** @param {any} key an IndexedDB binary key as it comes back @returns {Uint8Array} */
 export function bytesOf (key) {
   return key instanceof Uint8Array ? key : new Uint8Array(key)
+}
+
+/** A record's `v` as it comes back: text, or bytes (an ArrayBuffer from a store written otherwise). @param {any} v @returns {StoredValue} */
+export function storedValue (v) {
+  return typeof v === 'string' ? v : bytesOf(v)
 }
 
 /** @param {string} message @param {any} [details] */
@@ -222,7 +232,13 @@ export class NativeLayout {
 
   /**
    * The object a record is stored as: its value and its entries' keys.
-   * @param {NativeCollection} collection @param {Uint8Array} key full @param {Uint8Array} value
+   * The value is kept as it comes: levelkit's write path hands over the
+   * record's JSON text, which is cheaper than bytes at both ends (no
+   * TextEncoder on the way in, no TextDecoder on the way out, and V8 clones
+   * a one-byte string for less main-thread time than a Uint8Array in an
+   * object); db.level's puts (abstract-level encodes them) and rewrites of
+   * records stored before bring bytes, kept as bytes: every reader takes both.
+   * @param {NativeCollection} collection @param {Uint8Array} key full @param {StoredValue} value
    * @param {Entries} [computed] the entries the model computed for this put (Op.entries)
    */
   recordObject (collection, key, value, computed) {
@@ -241,9 +257,9 @@ export class NativeLayout {
   }
 
   /**
-   * The value of the routed key `key` in transaction `tx`.
+   * The value of the routed key `key` in transaction `tx` (a record's: text or bytes, as stored).
    * @param {IDBTransaction} tx @param {Io} io @param {Segment} segment @param {Uint8Array} key
-   * @returns {Promise<Uint8Array | undefined>}
+   * @returns {Promise<StoredValue | undefined>}
    */
   get (tx, io, segment, key) {
     const store = tx.objectStore(segment.collection.store)
@@ -266,7 +282,8 @@ export class NativeLayout {
 
   /**
    * The entries of `segment` within `range`, in order or reversed, at most
-   * `count`, as full keys and values (undefined without `values`).
+   * `count`, as full keys and values (undefined without `values`; a
+   * record's: text or bytes, as stored).
    * @param {IDBTransaction} tx @param {Io} io @param {Segment} segment @param {Range} range
    * @param {boolean} reverse @param {number} count @param {boolean} values
    * @returns {Promise<Array<[Uint8Array, any]>>}
@@ -317,7 +334,7 @@ export class NativeLayout {
    * record itself. Resolves once every request made was answered (entries'
    * records are read first); a refused request aborts `tx`.
    * @param {IDBTransaction} tx @param {Io} io
-   * @param {Array<{ type: 'put' | 'del', key: Uint8Array, value?: Uint8Array, claim?: boolean, entries?: Entries, own?: Uint8Array, segment: Segment }>} ops
+   * @param {Array<{ type: 'put' | 'del', key: Uint8Array, value?: StoredValue, claim?: boolean, entries?: Entries, own?: Uint8Array, segment: Segment }>} ops
    *   `own`: an entry's key in its index's namespace, as the model made it (the object)
    * @returns {{ made: number, done: Promise<void> }}
    */
@@ -325,7 +342,7 @@ export class NativeLayout {
     let made = 0
     /** @type {Array<[NativeCollection, Uint8Array]>} records the batch writes */
     const records = []
-    /** @type {Array<{ segment: Segment, key: Uint8Array, value?: Uint8Array, type: 'put' | 'del' }>} */
+    /** @type {Array<{ segment: Segment, key: Uint8Array, value?: StoredValue, type: 'put' | 'del' }>} */
     const entryOps = []
     /**
      * The keys (the objects) of the entries that the batch's record puts
@@ -352,7 +369,7 @@ export class NativeLayout {
       records.push([collection, op.key])
       if (op.type === 'del') store.delete(asKey(op.key))
       else {
-        const object = this.recordObject(collection, op.key, /** @type {Uint8Array} */ (op.value), op.entries)
+        const object = this.recordObject(collection, op.key, /** @type {StoredValue} */ (op.value), op.entries)
         if (op.claim === true) store.add(object, asKey(op.key))
         else store.put(object, asKey(op.key))
       }
@@ -370,7 +387,7 @@ export class NativeLayout {
       const collection = segment.collection
       const store = tx.objectStore(collection.store)
       if (op.type === 'put') {
-        const own = this.#binding(index).owner(op.key.subarray(index.prefix.length), /** @type {Uint8Array} */ (op.value))
+        const own = this.#binding(index).owner(op.key.subarray(index.prefix.length), /** @type {StoredValue} */ (op.value))
         owners.push(Promise.resolve(concatBytes(collection.prefix, own)))
       } else {
         owners.push(io.settle(store.index(index.native).getKey(asKey(op.key))).then(primary => primary === undefined ? undefined : bytesOf(primary)))
@@ -387,7 +404,7 @@ export class NativeLayout {
         written.add(name)
         const store = tx.objectStore(collection.store)
         rewrites.push(io.settle(store.get(key)).then(object => {
-          if (object !== undefined) return io.settle(store.put(this.recordObject(collection, key, bytesOf(object.v)), key))
+          if (object !== undefined) return io.settle(store.put(this.recordObject(collection, key, storedValue(object.v)), key))
         }))
       })
       return Promise.all(rewrites).then(() => {})

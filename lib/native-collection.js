@@ -9,6 +9,11 @@ import { encode, decode } from './tuple.js'
 
 const textDecoder = new TextDecoder()
 
+/** A record's JSON as a native store holds it (text, or bytes: see NativeLayout#recordObject()). @param {string | Uint8Array} value */
+function textOf (value) {
+  return typeof value === 'string' ? value : textDecoder.decode(value)
+}
+
 /**
  * Give the native layout of the collection's database, if it keeps the
  * collection native, the collection's indexes (and have its record puts
@@ -35,7 +40,7 @@ export function bindNative (collection) {
           for (const [own, entries] of computed) if (own === index) return entries.map(entry => entry.key)
           return []
         }
-        const json = textDecoder.decode(value)
+        const json = textOf(value)
         const record = parseRecord(json, collection.records, key)
         return index.entries(record, decode(key), key, json).map(entry => entry.key)
       },
@@ -43,8 +48,8 @@ export function bindNative (collection) {
       owner (key, value) {
         // A covering entry holds the record; a unique one its id's key; a
         // non-unique one's key ends with the id.
-        if (index.covering) return encode(collection.idOf(parseRecord(textDecoder.decode(value), index.namespace, key)))
-        if (index.unique) return value
+        if (index.covering) return encode(collection.idOf(parseRecord(textOf(value), index.namespace, key)))
+        if (index.unique) return /** @type {Uint8Array} */ (value)
         const items = /** @type {unknown[]} */ (decode(key))
         return encode(items[items.length - 1])
       }

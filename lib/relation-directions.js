@@ -164,6 +164,30 @@ export class ListDirection {
   }
 
   /**
+   * Add each of `others` to the list of `head`, in order, with one read and
+   * at most one put of the list (add() of each in turn reads and puts it
+   * each time): the same list as they would leave.
+   * @param {WriteScope} scope @param {unknown} head @param {unknown[]} others
+   * @returns {unknown[] | Promise<unknown[]>} those that were not there already, in order
+   */
+  addAll (scope, head, others) {
+    const key = encode(head)
+    return after(scope.get(this.namespace, key), (/** @type {Uint8Array | undefined} */ value) => {
+      if (this.sequenceIds && value !== undefined) checkNumberList(value, NUMBER_BYTES, this.namespace, key)
+      const ids = this.#ids(value, key)
+      const added = []
+      for (const other of others) {
+        const at = insertionPoint(ids, other)
+        if (at < ids.length && compareIds(ids[at], other) === 0) continue
+        ids.splice(at, 0, other)
+        added.push(other)
+      }
+      if (added.length > 0) scope.put(this.namespace, key, encode(ids))
+      return added
+    })
+  }
+
+  /**
    * Remove `other` from the list of `head`, deleting a list left empty.
    * @param {WriteScope} scope @param {unknown} head @param {unknown} other
    * @returns {boolean | Promise<boolean>} false if it was not there

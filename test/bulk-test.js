@@ -13,6 +13,7 @@ import { MemoryLevel } from 'memory-level'
 import { open } from '../index.js'
 import { encodeJson, encodeJsonWithCopy } from '../lib/json-value.js'
 import { increasingKeys } from '../lib/writer.js'
+import { encode as encodeTupleOf } from '../lib/tuple.js'
 import { killCycle } from './util/worker.js'
 
 const WORKER = fileURLToPath(new URL('./fixtures/bulk-worker.js', import.meta.url))
@@ -455,6 +456,69 @@ test('relation.addMany: ids from an array, an iterable or an async iterable, in 
   t.ok(await members.has(g, 30))
   t.ok((await db.check()).ok, 'check() is clean')
   await db.close()
+})
+
+test('relation.addMany with the forward direction as lists (lists: [\'to\']): the list read and put once per batch, the same lists, answers and refusals as add() one by one', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-bulk-addall-'))
+  try {
+    for (const backend of ['leveldb', 'memory']) {
+      const db = await open(backend === 'leveldb' ? { backend, location: dir } : { backend })
+      const groups = db.collection('groups')
+      const docs = db.collection('docs')
+      // Sequence ids, and function ids (strings: a list decoded, not searched as bytes).
+      const tags = db.collection('tags', { id: (/** @type {any} */ tag) => tag.name })
+      const bulk = db.relation('bulk', { from: groups, to: docs, lists: ['to'] })
+      const single = db.relation('single', { from: groups, to: docs, lists: ['to'] })
+      const tagged = db.relation('tagged', { from: groups, to: tags, lists: ['to'] })
+      const taggedSingle = db.relation('taggedSingle', { from: groups, to: tags, lists: ['to'] })
+      t.is(await docs.insertMany(Array.from({ length: 40 }, (_, i) => ({ i }))), 40)
+      await tags.insertMany(['b', 'a', 'é', 'c', 'aa'].map(name => ({ name })))
+      const g = await groups.insert({})
+      const h = await groups.insert({})
+      const batches = [[7, 3, 3, 12, 1], [5, 3, 40, 2, 12], [39]]
+      for (const ids of batches) {
+        let listPuts = -1
+        const added = await db.write(async (/** @type {any} */ w) => {
+          const n = await bulk.in(w).addMany(g, ids)
+          listPuts = w.ops.filter((/** @type {any} */ op) => op.namespace.name === 'bulk.list.to').length
+          return n
+        })
+        t.is(listPuts, 1, `${backend}: addMany(${ids}) puts the list once`)
+        let one = 0
+        for (const id of ids) if (await single.add(g, id)) one++
+        t.is(added, one, `${backend}: as many new edges as add() one by one`)
+      }
+      t.same(await bulk.to(g).all(), await single.to(g).all(), `${backend}: the same list, in order`)
+      t.same(await db.level.get(new Uint8Array([...new TextEncoder().encode('!bulk.list.to!'), ...encodeTupleOf(g)]), { keyEncoding: 'view', valueEncoding: 'view' }),
+        await db.level.get(new Uint8Array([...new TextEncoder().encode('!single.list.to!'), ...encodeTupleOf(g)]), { keyEncoding: 'view', valueEncoding: 'view' }), `${backend}: the same bytes stored`)
+      t.same(await bulk.from(3).all(), [g], `${backend}: the reverse direction has each edge`)
+      t.is(await tagged.addMany(h, ['c', 'a', 'é', 'a']), 3, `${backend}: string ids, one twice`)
+      for (const name of ['c', 'a', 'é', 'a']) await taggedSingle.add(h, name)
+      t.same(await tagged.to(h).all(), await taggedSingle.to(h).all(), `${backend}: the same list of string ids`)
+      t.is(await tagged.addMany(h, ['aa', 'c']), 1, `${backend}: an id already listed is not new`)
+      // Refusals: the first missing endpoint, in order, and nothing of its batch.
+      const before = await bulk.to(g).all()
+      const missing = await rejection(bulk.addMany(g, [20, 41, 42, 21]))
+      t.is(missing && missing.code, 'LEVELKIT_NOT_FOUND', `${backend}: a missing doc is refused`)
+      t.is(missing && missing.id, 41, `${backend}: the first missing one`)
+      t.same(await bulk.to(g).all(), before, `${backend}: nothing of its batch is written`)
+      t.same(await bulk.from(20).all(), [], `${backend}: not its reverse half either`)
+      const noGroup = await rejection(bulk.addMany(99, [1, 2]))
+      t.is(noGroup && noGroup.code, 'LEVELKIT_NOT_FOUND', `${backend}: a missing group is refused`)
+      t.is(noGroup && noGroup.id, 99)
+      t.same(await bulk.from(1).all(), [g], `${backend}: nothing written for it`)
+      const inScope = await rejection(db.write(async (/** @type {any} */ w) => {
+        await bulk.in(w).addMany(g, [30, 31])
+        throw new Error('the scope fails')
+      }))
+      t.is(inScope && inScope.message, 'the scope fails')
+      t.notOk(await bulk.has(g, 30), `${backend}: in a failed scope, nothing`)
+      t.ok((await db.check()).ok, `${backend}: check() is clean`)
+      await db.close()
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test('relation.addMany in flight: a list read meanwhile is not cached behind it', async t => {

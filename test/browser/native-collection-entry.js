@@ -38,6 +38,9 @@ function usersOf (db) {
 /** @param {any} err */
 const codeOf = err => err?.code
 
+/** A stored record's JSON: its `v`, text (or bytes, as stored before). @param {any} object */
+const jsonOf = object => typeof object.v === 'string' ? object.v : new TextDecoder().decode(object.v)
+
 /**
  * The records the native store of `name` holds, raw: [key bytes, object].
  * @param {string} name
@@ -97,6 +100,53 @@ test('native: the records are in their own store, with a unique multiEntry nativ
   const raw = await rawRecords(name)
   t.is(raw.length, 1, 'one record in the native store')
   t.same(Object.keys(raw[0][1]).sort(), ['k0', 'k1', 'v'], 'stored as its value and its entries\' keys')
+})
+
+test('native: a record is stored as its JSON text; records stored as bytes (levelkit before 0.2, db.level) read, query, update, refuse and check() as before', async (/** @type {any} */ t) => {
+  const name = fresh()
+  let db = await open({ location: name, native: NATIVE })
+  let users = usersOf(db)
+  const ada = await users.insert({ username: 'ada', tags: ['x'] })
+  await users.insertMany(Array.from({ length: 30 }, (_, i) => ({ username: `bulk${i}`, tags: [`t${i % 3}`] })), { batchSize: 10 })
+  await db.write(async (/** @type {any} */ w) => users.in(w).insert({ username: 'café 👍', tags: ['x'] }))
+  let raw = await rawRecords(name)
+  t.is(raw.length, 32, 'every record in the native store')
+  t.ok(raw.every(([, object]) => typeof object.v === 'string'), 'insert(), insertMany() and a db.write() store each record\'s JSON as text')
+  t.is(JSON.parse(raw.find(([, o]) => o.v.includes('café'))?.[1].v).username, 'café 👍', 'non-ASCII text as it is')
+  await db.close()
+
+  // Rewrite every stored record as levelkit before 0.2 stored it (its JSON's
+  // UTF-8 bytes, the same entries' keys), then open it again.
+  const idb = await openIdb(name)
+  const store = recordsStoreOf(name, 'users')
+  const tx = idb.transaction([store], 'readwrite')
+  for (const [key, object] of raw) tx.objectStore(store).put({ ...object, v: new TextEncoder().encode(object.v) }, key)
+  await new Promise((resolve, reject) => { tx.oncomplete = resolve; tx.onabort = () => reject(tx.error) })
+  idb.close()
+  raw = await rawRecords(name)
+  t.ok(raw.every(([, object]) => object.v instanceof Uint8Array), 'the store now holds bytes, as before')
+  db = await open({ location: name, native: NATIVE })
+  users = usersOf(db)
+  t.is((await users.get(ada))?.username, 'ada', 'get() reads a record stored as bytes')
+  t.is((await users.getBy('username', 'café 👍'))?.tags[0], 'x', 'getBy() reads it through the covering index')
+  t.same((await users.query({ index: 'tags', eq: 't1' }).all()).map((/** @type {any} */ u) => u.username), ['bulk1', 'bulk4', 'bulk7', 'bulk10', 'bulk13', 'bulk16', 'bulk19', 'bulk22', 'bulk25', 'bulk28'], 'a query reads them in order')
+  const levelValue = await db.level.get(raw[0][0], { keyEncoding: 'view', valueEncoding: 'view' })
+  t.same(levelValue, raw[0][1].v, 'db.level hands them out as the bytes they are')
+  t.same((await db.check()).problems, [], 'check() is clean over them')
+  const refused = await users.insertMany([{ username: 'new', tags: [] }, { username: 'bulk3', tags: [] }]).catch((/** @type {any} */ e) => e)
+  t.is(codeOf(refused), 'LEVELKIT_UNIQUE', 'a bulk load of a value a bytes record holds is refused')
+  t.is(await users.getBy('username', 'new'), undefined, 'and writes nothing of its batch')
+  t.is(codeOf(await users.insert({ username: 'ada', tags: [] }).catch((/** @type {any} */ e) => e)), 'LEVELKIT_UNIQUE', 'an insert of it too')
+  await users.update(ada, (/** @type {any} */ u) => ({ ...u, username: 'ada2' }))
+  t.is((await users.getBy('username', 'ada2'))?.id, ada, 'an update moves its unique value')
+  t.is(await users.getBy('username', 'ada'), undefined, 'and frees the old one')
+  await users.del((await users.getBy('username', 'bulk0')).id)
+  t.is(await users.getBy('username', 'bulk0'), undefined, 'a delete frees its value')
+  raw = await rawRecords(name)
+  t.is(typeof raw.find(([, o]) => jsonOf(o).includes('"ada2"'))?.[1].v, 'string', 'the updated record is stored as text again')
+  t.is(raw.filter(([, o]) => o.v instanceof Uint8Array).length, 30, 'the others stay as they were')
+  t.same((await db.check()).problems, [], 'check() is clean over both forms')
+  await db.close()
 })
 
 test('native: createUser is one request (a put: the username rides on it), no claim, no read', async (/** @type {any} */ t) => {
@@ -213,8 +263,8 @@ test('native: check() is clean, finds an entry planted behind levelkit\'s back, 
   const idb = /** @type {IDBDatabase} */ (db.level.db)
   const store = recordsStoreOf(name, 'users')
   const raw = await rawRecords(name)
-  const [key, object] = /** @type {[Uint8Array, any]} */ (raw.find(([, o]) => new TextDecoder().decode(o.v).includes('"bob"')))
-  const ada = raw.find(([, o]) => new TextDecoder().decode(o.v).includes('"ada"'))
+  const [key, object] = /** @type {[Uint8Array, any]} */ (raw.find(([, o]) => jsonOf(o).includes('"bob"')))
+  const ada = raw.find(([, o]) => jsonOf(o).includes('"ada"'))
   const planted = { ...object, k0: [new Uint8Array([...new TextEncoder().encode('!users.idx.username!'), ...encode(['mallory'])])] }
   await settle(idb.transaction([store], 'readwrite').objectStore(store).put(planted, key))
   t.same(raw.length, 2, 'two records')
@@ -266,13 +316,13 @@ test('native: a new record\'s entries are computed once (its put takes the model
   const raw = await rawRecords(name)
   t.is(raw.length, 53, 'every record in the native store')
   const wrong = raw.filter(([, object]) => {
-    const record = JSON.parse(new TextDecoder().decode(object.v))
+    const record = JSON.parse(jsonOf(object))
     const keys = (/** @type {any} */ field) => (field ?? []).map((/** @type {Uint8Array} */ k) => Array.from(k).join(',')).sort()
     const expected = (/** @type {string} */ index, /** @type {unknown[]} */ values) => values.map(v => Array.from(new TextEncoder().encode(`!users.idx.${index}!`)).concat(Array.from(encode(index === 'username' ? [v] : [v, record.id]))).join(',')).sort()
     return JSON.stringify(keys(object.k0)) !== JSON.stringify(expected('username', [record.username])) ||
       JSON.stringify(keys(object.k1)) !== JSON.stringify(expected('tags', record.tags))
   })
-  t.same(wrong.map(([, object]) => new TextDecoder().decode(object.v)), [], 'each stored record carries exactly its entries\' keys')
+  t.same(wrong.map(([, object]) => jsonOf(object)), [], 'each stored record carries exactly its entries\' keys')
   t.same((await users.query({ index: 'tags', eq: 't0' }).all()).map((/** @type {any} */ u) => u.username).sort(), Array.from({ length: 50 }, (_, i) => i).filter(i => i % 2 === 0 && i % 3 === 0).map(i => `bulk${i}`).sort(), 'a multi index query finds them')
   t.is(codeOf(await users.insertMany([{ username: 'new', tags: [] }, { username: 'bulk7', tags: [] }]).catch((/** @type {any} */ e) => e)), 'LEVELKIT_UNIQUE', 'a taken value is still refused')
   t.is(await users.getBy('username', 'new'), undefined, 'with nothing of its batch written')
