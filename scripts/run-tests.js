@@ -2,7 +2,7 @@
 // The test suites of `npm test`, two at a time: each root test file in a
 // tape process of its own (many files in one process sometimes hung there,
 // while each passes alone: an interaction not found yet) and each
-// workspace's own tests. Most of
+// workspace's test files the same way (below). Most of
 // the time goes to waiting (Chromium, child processes killed and reopened,
 // PostgreSQL, timers) on a disk, but with the files on RAM (below) the run
 // is nearly CPU-bound: on a 2-core CI machine three at a time took 830 s
