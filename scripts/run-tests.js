@@ -36,6 +36,7 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { parseArgs } from 'node:util'
 import { postgresTemplate } from 'levelkit-testkit/postgres'
 import { ramTmpdir } from './test-tmpdir.js'
+import { cpuSeconds, withTimes, workspaceSuites } from './test-suites.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '900' }, record: { type: 'boolean', default: false } } })
@@ -61,27 +62,9 @@ suites.push(
   { name: 'tsc -p tsconfig.json', command: bin('tsc'), args: ['-p', 'tsconfig.json'] },
   { name: 'tsc -p tsconfig.lib.json', command: bin('tsc'), args: ['-p', 'tsconfig.lib.json'] }
 )
+// Each workspace's test files, as suites of their own (scripts/test-suites.js).
 const { workspaces = [] } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
-for (const workspace of workspaces) {
-  const manifest = JSON.parse(readFileSync(join(root, workspace, 'package.json'), 'utf8'))
-  const script = manifest.scripts && manifest.scripts.test
-  if (!script) continue
-  // A workspace whose tests are the usual tape glob (after a type check)
-  // runs each file as a suite of its own, like the root's: the longest
-  // start first and fill both jobs instead of one job spending minutes on a
-  // whole workspace, and the summary names the file that took the time.
-  // Any other test script runs as it is, `npm test -w`.
-  const usual = /^(tsc -p tsconfig\.json && )?tape 'test\/\*-test\.js'$/.exec(script)
-  if (!usual) {
-    suites.push({ name: `${workspace}/`, command: 'npm', args: ['test', '-w', workspace] })
-    continue
-  }
-  const cwd = join(root, workspace)
-  if (usual[1]) suites.push({ name: `tsc -p ${workspace}/tsconfig.json`, command: bin('tsc'), args: ['-p', 'tsconfig.json'], cwd })
-  for (const name of readdirSync(join(cwd, 'test')).filter(name => name.endsWith('-test.js')).sort()) {
-    suites.push({ name: `${workspace}/test/${name}`, command: process.execPath, args: [tape, join('test', name)], cwd })
-  }
-}
+for (const workspace of workspaces) suites.push(...workspaceSuites(root, workspace, { tape, tsc: bin('tsc') }))
 
 // Longest first. A suite with no recorded time (a new file) counts as the
 // longest: it may be, and starting it early costs little if it is not.
@@ -109,25 +92,8 @@ for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
   })
 }
 
-// Each suite runs under bash, which writes to fd 3 at the end what `times`
-// says of its children: the CPU time (user, system) of every process of the
-// suite that was waited for, Chromium's and the child processes' included,
-// not a daemon's (a PostgreSQL server started with pg_ctl). On a loaded
-// machine a suite's seconds grow with the load; its CPU seconds hardly do,
-// and on CI's two cores they are what the run's wall time is made of.
-const withTimes = ['-c', '"$@"; status=$?; times >&3; exit $status', 'bash']
-
-/**
- * The children's line of bash's `times` ("0m1.250s 0m0.310s"), in seconds,
- * or null when it is not there (the suite was killed with its bash).
- * @param {string} text
- */
-function cpuSeconds (text) {
-  const line = text.trim().split('\n')[1] ?? ''
-  const parts = [...line.matchAll(/(\d+)m([\d.]+)s/g)].map(match => Number(match[1]) * 60 + Number(match[2]))
-  return parts.length === 2 ? parts[0] + parts[1] : null
-}
-
+// Each suite runs under bash, which writes its CPU time to fd 3 at the end
+// (scripts/test-suites.js).
 /** @param {{ name: string, command: string, args: string[], cwd?: string }} suite */
 function run (suite) {
   const started = Date.now()
