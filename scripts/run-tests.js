@@ -2,7 +2,7 @@
 // The test suites of `npm test`, two at a time: each root test file in a
 // tape process of its own (many files in one process sometimes hung there,
 // while each passes alone: an interaction not found yet) and each
-// workspace's own tests. Most of
+// workspace's test files the same way (below). Most of
 // the time goes to waiting (Chromium, child processes killed and reopened,
 // PostgreSQL, timers) on a disk, but with the files on RAM (below) the run
 // is nearly CPU-bound: on a 2-core CI machine three at a time took 830 s
@@ -32,10 +32,11 @@ import { spawn } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { parseArgs } from 'node:util'
 import { postgresTemplate } from 'levelkit-testkit/postgres'
 import { ramTmpdir } from './test-tmpdir.js'
+import { cpuSeconds, withTimes, workspaceSuites } from './test-suites.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '900' }, record: { type: 'boolean', default: false } } })
@@ -49,7 +50,7 @@ if (!Number.isSafeInteger(jobs) || jobs < 1 || !(suiteTimeout > 0)) {
 const tape = join(root, 'node_modules', 'tape', 'bin', 'tape')
 const files = readdirSync(join(root, 'test')).filter(name => name.endsWith('-test.js')).sort()
 
-/** @type {Array<{ name: string, command: string, args: string[] }>} */
+/** @type {Array<{ name: string, command: string, args: string[], cwd?: string }>} */
 const suites = files.map(name => ({ name: `test/${name}`, command: process.execPath, args: [tape, join('test', name)] }))
 // The lint and type checks are suites too, run beside the others rather than
 // before them: they are ~1 min of CPU on a loaded 2-core CI machine, and the
@@ -61,11 +62,9 @@ suites.push(
   { name: 'tsc -p tsconfig.json', command: bin('tsc'), args: ['-p', 'tsconfig.json'] },
   { name: 'tsc -p tsconfig.lib.json', command: bin('tsc'), args: ['-p', 'tsconfig.lib.json'] }
 )
+// Each workspace's test files, as suites of their own (scripts/test-suites.js).
 const { workspaces = [] } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
-for (const workspace of workspaces) {
-  const manifest = JSON.parse(readFileSync(join(root, workspace, 'package.json'), 'utf8'))
-  if (manifest.scripts && manifest.scripts.test) suites.push({ name: `${workspace}/`, command: 'npm', args: ['test', '-w', workspace] })
-}
+for (const workspace of workspaces) suites.push(...workspaceSuites(root, workspace, { tape, tsc: bin('tsc') }))
 
 // Longest first. A suite with no recorded time (a new file) counts as the
 // longest: it may be, and starting it early costs little if it is not.
@@ -93,12 +92,18 @@ for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
   })
 }
 
-/** @param {{ name: string, command: string, args: string[] }} suite */
+// Each suite runs under bash, which writes its CPU time to fd 3 at the end
+// (scripts/test-suites.js).
+/** @param {{ name: string, command: string, args: string[], cwd?: string }} suite */
 function run (suite) {
   const started = Date.now()
   return new Promise(resolve => {
-    const child = spawn(suite.command, suite.args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const child = spawn('bash', [...withTimes, suite.command, ...suite.args], { cwd: suite.cwd ?? root, env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true })
     running.add(/** @type {number} */ (child.pid))
+    /** @type {Buffer[]} */
+    const usage = []
+    const times = /** @type {import('node:stream').Readable} */ (child.stdio[3])
+    times.on('data', chunk => usage.push(chunk))
     /** @type {Buffer[]} */
     const output = []
     /** @type {Buffer[]} */
@@ -118,10 +123,11 @@ function run (suite) {
       const seconds = (Date.now() - started) / 1000
       const ok = code === 0 && !timedOut
       const why = timedOut ? `killed after ${suiteTimeout} s` : signal || `exit ${code}`
-      process.stdout.write(`\n=== ${suite.name}: ${ok ? 'passed' : `FAILED (${why})`} in ${seconds.toFixed(0)} s ===\n`)
+      const cpu = cpuSeconds(Buffer.concat(usage).toString())
+      process.stdout.write(`\n=== ${suite.name}: ${ok ? 'passed' : `FAILED (${why})`} in ${seconds.toFixed(0)} s${cpu === null ? '' : ` (CPU ${cpu.toFixed(1)} s)`} ===\n`)
       const text = Buffer.concat(output).toString()
       process.stdout.write(text)
-      resolve({ name: suite.name, ok, seconds, why, failures: ok ? '' : failures(text, Buffer.concat(errors).toString()) })
+      resolve({ name: suite.name, ok, seconds, cpu, why, failures: ok ? '' : failures(text, Buffer.concat(errors).toString()) })
     })
   })
 }
@@ -158,7 +164,7 @@ const template = await postgresTemplate().catch(err => {
 /** @type {NodeJS.ProcessEnv} */
 const env = template ? { ...process.env, LEVELKIT_PG_TEMPLATE: template.data } : process.env
 const queue = suites.slice()
-/** @type {Array<{ name: string, ok: boolean, seconds: number, why: string, failures: string }>} */
+/** @type {Array<{ name: string, ok: boolean, seconds: number, cpu: number | null, why: string, failures: string }>} */
 const results = []
 await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, async () => {
   while (queue.length > 0) results.push(await run(/** @type {any} */ (queue.shift())))
@@ -167,7 +173,7 @@ await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, async () 
 template?.remove()
 tmp?.remove()
 console.log('\n=== summary ===')
-for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds.toFixed(0)} s${result.ok ? '' : `, ${result.why}`})`)
+for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds.toFixed(0)} s${result.cpu === null ? '' : `, CPU ${result.cpu.toFixed(1)} s`}${result.ok ? '' : `, ${result.why}`})`)
 // The wall time beside its floor (the suites' seconds shared evenly among
 // the jobs, or the longest suite if longer), and the suites to trim first.
 const wall = (Date.now() - runStarted) / 1000
@@ -176,6 +182,12 @@ const slowest = results.slice().sort((a, b) => b.seconds - a.seconds)
 const floor = Math.max(total / Math.min(jobs, results.length), slowest[0]?.seconds ?? 0)
 console.log(`\n${results.length} suites in ${wall.toFixed(0)} s (${jobs} at a time; their seconds add up to ${total.toFixed(0)}, so no order ends before ${floor.toFixed(0)} s)`)
 console.log(`slowest: ${slowest.slice(0, 3).map(result => `${result.name} ${result.seconds.toFixed(0)} s`).join(', ')}`)
+// CPU time is what the two jobs share on a 2-core CI machine: its sum over
+// the cores is the floor of the wall time whatever the load, and the suites
+// using most of it are the ones worth trimming.
+const cpuTotal = results.reduce((sum, result) => sum + (result.cpu ?? 0), 0)
+const busiest = results.filter(result => result.cpu !== null).sort((a, b) => /** @type {number} */ (b.cpu) - /** @type {number} */ (a.cpu))
+console.log(`CPU: ${cpuTotal.toFixed(0)} s over the suites (${(cpuTotal / availableParallelism()).toFixed(0)} s on ${availableParallelism()} cores; PostgreSQL's servers not counted); most: ${busiest.slice(0, 3).map(result => `${result.name} ${/** @type {number} */ (result.cpu).toFixed(0)} s`).join(', ')}`)
 if (values.record) {
   // Failed suites keep their recorded time (a failure may end early); suites
   // gone from the tree drop out.
