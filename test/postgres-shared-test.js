@@ -313,34 +313,16 @@ writerLockTest(`${mode}: a read-only transaction committing while its database t
   // 210), but catch up and run again.
   const table = server.table()
   const [p, q] = [await openShared(server.connectionString, table), await openShared(server.connectionString, table)]
-  const Client = /** @type {any} */ (pg.Client).prototype
-  const ownEmit = Object.prototype.hasOwnProperty.call(Client, 'emit')
-  const emit = Client.emit
-  const query = Client.query
-  /** @type {Array<() => void>} */
-  const heldNotes = []
-  let holdNotes = false
   /** @type {(() => void) | null} */
   let heldSelect = null
   let holdSelect = false
-  Client.emit = function (/** @type {string} */ event, /** @type {any[]} */ ...args) {
-    // Batches and ends, not the 'want' that lets the other database give the lock up.
-    if (event === 'notification' && holdNotes && !String(args[0]?.payload).includes('"w":1')) {
-      heldNotes.push(() => emit.call(this, event, ...args))
-      return true
-    }
-    return emit.call(this, event, ...args)
-  }
-  Client.query = function (/** @type {any[]} */ ...args) {
-    if (holdSelect && args[0] === 'SELECT 1') {
-      holdSelect = false
-      return new Promise(resolve => { heldSelect = () => resolve(query.apply(this, args)) })
-    }
-    return query.apply(this, args)
-  }
+  const notes = holdNotifications(send => {
+    if (!holdSelect) return send()
+    holdSelect = false
+    return new Promise(resolve => { heldSelect = () => resolve(send()) })
+  })
   const release = () => {
-    holdNotes = false
-    for (const note of heldNotes.splice(0)) note()
+    notes.release()
     const select = heldSelect
     heldSelect = null
     select?.()
@@ -355,7 +337,7 @@ writerLockTest(`${mode}: a read-only transaction committing while its database t
     /** @type {() => void} */
     let goOn = () => {}
     const go = new Promise(resolve => { goOn = () => resolve(undefined) })
-    holdNotes = true
+    notes.holding = true
     const audit = p.transaction(async (/** @type {any} */ tx, /** @type {number} */ attempt) => {
       const a = (await accountsP.in(tx).get(1)).balance
       if (attempt === 1) {
@@ -382,9 +364,7 @@ writerLockTest(`${mode}: a read-only transaction committing while its database t
     await checkClean(t, p, 'after the audit')
   } finally {
     release()
-    if (ownEmit) Client.emit = emit
-    else delete Client.emit
-    Client.query = query
+    notes.restore()
     await p.close()
     await q.close()
   }
@@ -400,33 +380,13 @@ writerLockTest(`${mode}: a read-only transaction that read another process's bat
   for (const when of ['never', 'after the first catch-up']) {
     const table = server.table()
     const [p, q] = [await openShared(server.connectionString, table), await openShared(server.connectionString, table)]
-    const Client = /** @type {any} */ (pg.Client).prototype
-    const ownEmit = Object.prototype.hasOwnProperty.call(Client, 'emit')
-    const emit = Client.emit
-    const query = Client.query
-    /** @type {Array<() => void>} */
-    const heldNotes = []
-    let holdNotes = false
     let catchUps = 0
-    const release = () => {
-      holdNotes = false
-      for (const note of heldNotes.splice(0)) note()
-    }
-    Client.emit = function (/** @type {string} */ event, /** @type {any[]} */ ...args) {
-      if (event === 'notification' && holdNotes && !String(args[0]?.payload).includes('"w":1')) {
-        heldNotes.push(() => emit.call(this, event, ...args))
-        return true
-      }
-      return emit.call(this, event, ...args)
-    }
-    Client.query = function (/** @type {any[]} */ ...args) {
-      if (args[0] === 'SELECT 1' && holdNotes) {
-        catchUps++
-        // Released once the answer is in: heard after the round trip, as a late signal would be.
-        if (when !== 'never') return query.apply(this, args).then((/** @type {any} */ result) => { release(); return result })
-      }
-      return query.apply(this, args)
-    }
+    const notes = holdNotifications(send => {
+      if (!notes.holding) return send()
+      catchUps++
+      // Released once the answer is in: heard after the round trip, as a late signal would be.
+      return when === 'never' ? send() : send().then((/** @type {any} */ result) => { notes.release(); return result })
+    })
     try {
       const accountsP = declareBank(p).accounts
       const accountsQ = declareBank(q).accounts
@@ -438,7 +398,7 @@ writerLockTest(`${mode}: a read-only transaction that read another process's bat
       let goOn = () => {}
       const go = new Promise(resolve => { goOn = () => resolve(undefined) })
       let attempts = 0
-      holdNotes = true
+      notes.holding = true
       const audit = p.transaction(async (/** @type {any} */ tx, /** @type {number} */ attempt) => {
         attempts = attempt
         const a = (await accountsP.in(tx).get(1)).balance
@@ -457,13 +417,10 @@ writerLockTest(`${mode}: a read-only transaction that read another process's bat
       t.is(await audit, 200, `notifications held ${when}: the audit saw both accounts before the transfer, or both after`)
       t.ok(catchUps >= 1, `notifications held ${when}: the audit caught up on the listening connection before it committed`)
       t.is(attempts, 2, `notifications held ${when}: it ran again once`)
-      release()
+      notes.release()
       await checkClean(t, p, `notifications held ${when}: after the audit`)
     } finally {
-      release()
-      if (ownEmit) Client.emit = emit
-      else delete Client.emit
-      Client.query = query
+      notes.restore()
       await p.close()
       await q.close()
     }
@@ -684,3 +641,44 @@ writerLockTest(`${mode}: a holder whose listening connection is lost (and cannot
   holder.child.send({ close: true })
   await holder.exited
 })
+
+/**
+ * Hold the notifications of batches and holdings' ends (not the 'want's,
+ * which let another database give the lock up) that the pg clients of this
+ * process receive while `holding` is set, as if PostgreSQL signalled the
+ * listening sessions late; `onSelect` is called with the send of each
+ * catch-up's round trip (`SELECT 1`) and returns what it answers.
+ * @param {(send: () => Promise<any>) => any} onSelect
+ */
+function holdNotifications (onSelect) {
+  const Client = /** @type {any} */ (pg.Client).prototype
+  const ownEmit = Object.prototype.hasOwnProperty.call(Client, 'emit')
+  const emit = Client.emit
+  const query = Client.query
+  /** @type {Array<() => void>} */
+  const held = []
+  const control = {
+    holding: false,
+    release () {
+      control.holding = false
+      for (const note of held.splice(0)) note()
+    },
+    restore () {
+      control.release()
+      if (ownEmit) Client.emit = emit
+      else delete Client.emit
+      Client.query = query
+    }
+  }
+  Client.emit = function (/** @type {string} */ event, /** @type {any[]} */ ...args) {
+    if (event === 'notification' && control.holding && !String(args[0]?.payload).includes('"w":1')) {
+      held.push(() => emit.call(this, event, ...args))
+      return true
+    }
+    return emit.call(this, event, ...args)
+  }
+  Client.query = function (/** @type {any[]} */ ...args) {
+    return args[0] === 'SELECT 1' ? onSelect(() => query.apply(this, args)) : query.apply(this, args)
+  }
+  return control
+}
