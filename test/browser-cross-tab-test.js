@@ -461,13 +461,7 @@ for (const deaf of [false, true]) {
       t.not(changed.value, first.value, 'tab B changes item 1')
       t.is((await leased(a, 'add')).value, 4, 'tab A takes the lock again (counts 4)')
       t.is((await leased(a, 'item')).value, changed.value, 'tab A reads item 1 as B left it')
-      const report = await a.evaluate(async () => {
-        const { db } = /** @type {any} */ (window).lease
-        const { ok, problems } = await db.check()
-        await db.close()
-        return { ok, problems }
-      })
-      t.same(report, { ok: true, problems: [] }, 'check() is clean')
+      t.same(await checkAndClose(a, 'lease'), { ok: true, problems: [] }, 'check() is clean')
       await b.evaluate(() => /** @type {any} */ (window).lease.db.close())
     })
   })
@@ -511,15 +505,23 @@ test('the lease cache after a holder that died mid-holding: batches heard, one n
     t.is((await leased(b, 'add')).value, 4, 'tab B takes the lock (counts 4)')
     await leased(b, 'settle')
     t.is((await leased(b, 'item')).value, unheard.value, 'tab B reads item 1 as A left it, not from its cache')
-    const report = await b.evaluate(async () => {
-      const { db } = /** @type {any} */ (window).lease
-      const { ok, problems } = await db.check()
-      await db.close()
-      return { ok, problems }
-    })
-    t.same(report, { ok: true, problems: [] }, 'check() is clean')
+    t.same(await checkAndClose(b, 'lease'), { ok: true, problems: [] }, 'check() is clean')
   })
 })
+
+/**
+ * Check the database a page keeps at `window[name].db`, then close it.
+ * @param {any} page @param {string} name
+ * @returns {Promise<{ ok: boolean, problems: unknown[] }>}
+ */
+function checkAndClose (page, name) {
+  return page.evaluate(async (name) => {
+    const { db } = /** @type {any} */ (window)[name]
+    const { ok, problems } = await db.check()
+    await db.close()
+    return { ok, problems }
+  }, name)
+}
 
 /**
  * In tab `page`: count what levelkit posts on its channels by kind, open
@@ -603,13 +605,7 @@ test('a tab alone posts nothing of what it writes; it posts while another tab li
     const before = await postedIn(a)
     t.is(await addHits(a, 5), 30, 'tab A counts 5 more')
     t.is((await postedIn(a)).batch - before.batch, 0, 'and posts none of them: tab B is gone')
-    const report = await a.evaluate(async () => {
-      const { db } = /** @type {any} */ (window).alone
-      const { ok, problems } = await db.check()
-      await db.close()
-      return { ok, problems }
-    })
-    t.same(report, { ok: true, problems: [] }, 'check() is clean')
+    t.same(await checkAndClose(a, 'alone'), { ok: true, problems: [] }, 'check() is clean')
   })
 })
 
@@ -669,13 +665,7 @@ test('a tab that opens while the other writes without posting: its watcher sees 
       w.stop.abort()
       await w.alone.db.close()
     })
-    const report = await a.evaluate(async () => {
-      const { db } = /** @type {any} */ (window).alone
-      const { ok, problems } = await db.check()
-      await db.close()
-      return { ok, problems }
-    })
-    t.same(report, { ok: true, problems: [] }, 'check() is clean')
+    t.same(await checkAndClose(a, 'alone'), { ok: true, problems: [] }, 'check() is clean')
   })
 })
 
@@ -722,12 +712,6 @@ test('a tab that opens second and writes: the first tab, which wrote nothing, he
       w.stop.abort()
       await w.alone.db.close()
     })
-    const report = await b.evaluate(async () => {
-      const { db } = /** @type {any} */ (window).alone
-      const { ok, problems } = await db.check()
-      await db.close()
-      return { ok, problems }
-    })
-    t.same(report, { ok: true, problems: [] }, 'check() is clean')
+    t.same(await checkAndClose(b, 'alone'), { ok: true, problems: [] }, 'check() is clean')
   })
 })

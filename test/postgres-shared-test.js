@@ -331,32 +331,14 @@ writerLockTest(`${mode}: a read-only transaction committing while its database t
     const accountsP = declareBank(p).accounts
     const accountsQ = declareBank(q).accounts
     for (let id = 1; id <= 3; id++) await accountsQ.insert({ balance: 100 })
-    /** @type {() => void} */
-    let readFirst = () => {}
-    const first = new Promise(resolve => { readFirst = () => resolve(undefined) })
-    /** @type {() => void} */
-    let goOn = () => {}
-    const go = new Promise(resolve => { goOn = () => resolve(undefined) })
     notes.holding = true
-    const audit = p.transaction(async (/** @type {any} */ tx, /** @type {number} */ attempt) => {
-      const a = (await accountsP.in(tx).get(1)).balance
-      if (attempt === 1) {
-        readFirst()
-        await go
-      }
-      return a + (await accountsP.in(tx).get(2)).balance
-    })
-    await first
-    await q.write(async (/** @type {any} */ w) => {
-      await accountsQ.in(w).update(1, { balance: 90 })
-      await accountsQ.in(w).update(2, { balance: 110 })
-    })
+    const { audit, go } = await auditAcrossTransfer(p, accountsP, q, accountsQ)
     holdSelect = true
     const write = accountsP.update(3, { balance: 101 })
     const catching = () => heldSelect !== null
     for (let waited = 0; !catching() && waited < 2000; waited++) await new Promise(resolve => setTimeout(resolve, 5))
     t.ok(catching(), 'the audit\'s database took the writer lock and catches up')
-    goOn()
+    go()
     await new Promise(resolve => setTimeout(resolve, 100))
     release()
     t.is(await audit, 200, 'the audit saw both accounts before the transfer, or both after')
@@ -391,32 +373,12 @@ writerLockTest(`${mode}: a read-only transaction that read another process's bat
       const accountsP = declareBank(p).accounts
       const accountsQ = declareBank(q).accounts
       for (let id = 1; id <= 2; id++) await accountsQ.insert({ balance: 100 })
-      /** @type {() => void} */
-      let readFirst = () => {}
-      const first = new Promise(resolve => { readFirst = () => resolve(undefined) })
-      /** @type {() => void} */
-      let goOn = () => {}
-      const go = new Promise(resolve => { goOn = () => resolve(undefined) })
-      let attempts = 0
       notes.holding = true
-      const audit = p.transaction(async (/** @type {any} */ tx, /** @type {number} */ attempt) => {
-        attempts = attempt
-        const a = (await accountsP.in(tx).get(1)).balance
-        if (attempt === 1) {
-          readFirst()
-          await go
-        }
-        return a + (await accountsP.in(tx).get(2)).balance
-      })
-      await first
-      await q.write(async (/** @type {any} */ w) => {
-        await accountsQ.in(w).update(1, { balance: 90 })
-        await accountsQ.in(w).update(2, { balance: 110 })
-      })
-      goOn()
+      const { audit, go, attempts } = await auditAcrossTransfer(p, accountsP, q, accountsQ)
+      go()
       t.is(await audit, 200, `notifications held ${when}: the audit saw both accounts before the transfer, or both after`)
       t.ok(catchUps >= 1, `notifications held ${when}: the audit caught up on the listening connection before it committed`)
-      t.is(attempts, 2, `notifications held ${when}: it ran again once`)
+      t.is(attempts(), 2, `notifications held ${when}: it ran again once`)
       notes.release()
       await checkClean(t, p, `notifications held ${when}: after the audit`)
     } finally {
@@ -681,4 +643,36 @@ function holdNotifications (onSelect) {
     return args[0] === 'SELECT 1' ? onSelect(() => query.apply(this, args)) : query.apply(this, args)
   }
   return control
+}
+
+/**
+ * An audit transaction of `p` summing accounts 1 and 2 (`accountsP`):
+ * its first attempt reads account 1, then waits for `go()` before it reads
+ * account 2; meanwhile `q` moves 10 from account 1 to account 2 (both at 100).
+ * Resolves once that transfer is written.
+ * @param {any} p @param {any} accountsP @param {any} q @param {any} accountsQ
+ */
+async function auditAcrossTransfer (p, accountsP, q, accountsQ) {
+  let attempts = 0
+  /** @type {() => void} */
+  let readFirst = () => {}
+  const first = new Promise(resolve => { readFirst = () => resolve(undefined) })
+  /** @type {() => void} */
+  let go = () => {}
+  const going = new Promise(resolve => { go = () => resolve(undefined) })
+  const audit = p.transaction(async (/** @type {any} */ tx, /** @type {number} */ attempt) => {
+    attempts = attempt
+    const a = (await accountsP.in(tx).get(1)).balance
+    if (attempt === 1) {
+      readFirst()
+      await going
+    }
+    return a + (await accountsP.in(tx).get(2)).balance
+  })
+  await first
+  await q.write(async (/** @type {any} */ w) => {
+    await accountsQ.in(w).update(1, { balance: 90 })
+    await accountsQ.in(w).update(2, { balance: 110 })
+  })
+  return { audit, go, attempts: () => attempts }
 }
