@@ -483,13 +483,22 @@ export class IdbDirect {
     const epoch = this.#epoch
     /** @type {(store: IDBObjectStore) => void} */
     const put = store => {
-      /** @type {any[] | null} ops of native collections (lib/idb-records.js) */
+      /**
+       * Ops of native collections (lib/idb-records.js), each value as it is:
+       * a record's JSON text is stored so (NativeLayout#recordObject()); an
+       * index entry's value is never stored (the native index derives it
+       * from the record), it only names the entry's record where the entry
+       * is written without it (IndexBinding#owner() takes text or bytes):
+       * encoding a covering entry's copy of the record would cost a
+       * TextEncoder call per record, for nothing.
+       * @type {any[] | null}
+       */
       let routed = null
       if (claims !== null) {
         for (const op of claims) {
           const key = this.#prefixed(op.namespace, op.key)
           const { segment } = this.#prefixOf(op.namespace)
-          if (segment !== null) (routed ??= []).push({ type: 'put', key, value: routedValue(op.value, segment), claim: true, entries: op.entries, segment })
+          if (segment !== null) (routed ??= []).push({ type: 'put', key, value: op.value, claim: true, entries: op.entries, segment })
           else {
             store.add(encodeValue(op.value), key)
             made++
@@ -501,7 +510,7 @@ export class IdbDirect {
         const key = this.#prefixed(op.namespace, op.key)
         const { segment } = this.#prefixOf(op.namespace)
         if (segment !== null) {
-          (routed ??= []).push({ type: op.type, key, value: op.type === 'put' ? routedValue(op.value, segment) : undefined, claim: op.claim, entries: op.entries, own: op.key, segment })
+          (routed ??= []).push({ type: op.type, key, value: op.type === 'put' ? op.value : undefined, claim: op.claim, entries: op.entries, own: op.key, segment })
           continue
         }
         if (op.type === 'put') {
@@ -1445,15 +1454,6 @@ function bytesKey (key) {
 /** As browser-level stores it: bytes. @param {any} value */
 function encodeValue (value) {
   return typeof value === 'string' ? textEncoder.encode(value) : value
-}
-
-/**
- * A routed put's value: a native record's JSON as it is, text (see
- * NativeLayout#recordObject()); an index entry's as browser-level stores it.
- * @param {any} value @param {import('./idb-records.js').Segment} segment
- */
-function routedValue (value, segment) {
-  return segment.index === null && typeof value === 'string' ? value : encodeValue(value)
 }
 
 /**

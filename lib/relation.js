@@ -266,7 +266,11 @@ export class RelationModel {
       // written blind, but each `to` record is read (exists()): all at once
       // (one statement where reads made together go so), not a round trip
       // per edge, one after the other.
-      scope.prefetch(this.to.records, toIds.map(id => encode(id)), true)
+      const keys = toIds.map(id => encode(id))
+      scope.prefetch(this.to.records, keys, true)
+      // The checks take the keys just encoded: a chat's 20 members are 20
+      // encodings fewer (most of a preload's chat is such bookkeeping).
+      if (this.forward.kind === 'lists') return this.#addToList(scope, fromId, toIds, keys)
     }
     let added = 0
     /** @param {number} i @returns {number | Promise<number>} */
@@ -278,7 +282,7 @@ export class RelationModel {
       }
       return added
     }
-    if (lists === null) return this.forward.kind === 'lists' && this.reverse.kind !== 'lists' ? this.#addToList(scope, fromId, toIds) : from(0)
+    if (lists === null) return from(0)
     // Not one by one as the edges go.
     const { namespace, keys } = lists
     return Promise.all(keys.map(key => scope.get(namespace, key))).then(values => {
@@ -296,16 +300,17 @@ export class RelationModel {
    * each). The endpoints are checked in the same order and refused with
    * the same error; the edges new to the list get their reverse half, in order.
    * @param {WriteScope} scope @param {unknown} fromId @param {unknown[]} toIds checked by the caller
+   * @param {Uint8Array[]} toKeys the encodings of `toIds`
    * @returns {number | Promise<number>} how many edges are new
    */
-  #addToList (scope, fromId, toIds) {
+  #addToList (scope, fromId, toIds, toKeys) {
     if (toIds.length === 0) return 0
     const forward = /** @type {import('./relation-directions.js').ListDirection} */ (this.forward)
     /** @param {number} i @returns {void | Promise<void>} */
     const check = i => {
       for (; i < toIds.length; i++) {
         const toId = toIds[i]
-        const exists = this.exists(scope, this.to, this.reverse, toId)
+        const exists = this.exists(scope, this.to, this.reverse, toId, toKeys[i])
         if (exists instanceof Promise) {
           return exists.then(found => {
             if (!found) throw this.missing(this.to, toId)
@@ -357,10 +362,10 @@ export class RelationModel {
    * restrict), so a list means a record, and the record need not be read.
    * @param {WriteScope} scope @param {CollectionModel} collection
    * @param {Direction} direction keyed by ids of `collection` @param {unknown} id
+   * @param {Uint8Array} [key] the encoding of `id`, where the caller has it
    * @returns {boolean | Promise<boolean>}
    */
-  exists (scope, collection, direction, id) {
-    const key = encode(id)
+  exists (scope, collection, direction, id, key = encode(id)) {
     if (direction.kind === 'lists') {
       return after(scope.get(direction.namespace, key), list => list !== undefined || after(scope.getShared(collection.records, key), isDefined))
     }

@@ -223,19 +223,22 @@ export class WriteScope {
    */
   get (namespace, key) {
     if (!this.open) this.assertOpen()
+    /** @type {string | undefined} the lookup key, once built */
+    let id
     // Nothing decided and unwritten: skip building the lookup key.
     if (this.ops.length > 0 || this.writer.pending) {
-      const id = namespace.keyId(key)
+      id = namespace.keyId(key)
       if (this.indexed < this.ops.length) this.index()
       const op = this.local.get(id) || this.writer.lookup(id)
       if (op !== undefined) return op.type === 'put' ? op.value : undefined
       if (this.#absent !== null && this.#absent.has(id)) return undefined
-    } else if (this.#absent !== null && this.#absent.has(namespace.keyId(key))) {
+    } else if (this.#absent !== null && this.#absent.has(id = namespace.keyId(key))) {
       return undefined
     }
     if (namespace.cache === null) {
       if (this.writer.syncReads) return namespace.read(key, true)
-      return this.#readOnce(namespace, key)
+      // The lookup key built once per read (a relation's endpoint checks make many).
+      return this.#readOnce(namespace, key, id)
     }
     // A cached namespace: what is not in the cache is read once and remembered.
     // Nothing is pending for the key here, so the stored value is current.
@@ -321,11 +324,11 @@ export class WriteScope {
    * keeps one (lib/section-cache.js): then a value, not a promise. A failed
    * read is not kept.
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @param {string} [id] its lookup key, where the caller built it
    * @returns {any}
    */
-  #readOnce (namespace, key) {
+  #readOnce (namespace, key, id = namespace.keyId(key)) {
     const reads = this.#reads || (this.#reads = new Map())
-    const id = namespace.keyId(key)
     const read = reads.get(id)
     if (read !== undefined) return read
     const sections = this.writer.sectionCache

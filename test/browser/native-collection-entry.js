@@ -330,6 +330,37 @@ test('native: a new record\'s entries are computed once (its put takes the model
   await db.close()
 })
 
+test('native: a new record\'s covering entry goes to the store unencoded (no TextEncoder call per record), and reads, refuses and checks as before', async (/** @type {any} */ t) => {
+  const name = fresh()
+  const db = await open({ location: name, native: NATIVE })
+  const users = usersOf(db)
+  await users.insert({ username: 'warm', tags: [] })
+  // The covering entry's value (the record's JSON) is never stored: the
+  // native index derives the entry from the record's put.
+  const encode = TextEncoder.prototype.encode
+  let encodes = 0
+  TextEncoder.prototype.encode = function (/** @type {any[]} */ ...args) {
+    encodes++
+    return encode.apply(this, /** @type {any} */ (args))
+  }
+  let loaded
+  let id
+  try {
+    loaded = await users.insertMany(Array.from({ length: 40 }, (_, i) => ({ username: `plain${i}`, tags: [`t${i % 2}`] })), { batchSize: 40 })
+    id = await users.insert({ username: 'single', tags: [] })
+  } finally {
+    TextEncoder.prototype.encode = encode
+  }
+  t.is(loaded, 40, 'insertMany writes every record')
+  t.ok(encodes < 40, `fewer TextEncoder calls than records: ${encodes} for 41 records`)
+  t.is((await users.getBy('username', 'plain39'))?.tags[0], 't1', 'getBy answers from the covering index')
+  t.is((await users.getBy('username', 'single'))?.id, id, 'the single insert too')
+  t.is(codeOf(await users.insert({ username: 'plain3', tags: [] }).catch((/** @type {any} */ e) => e)), 'LEVELKIT_UNIQUE', 'a taken value is refused')
+  t.is((await rawRecords(name)).length, 42, 'with nothing of it written')
+  t.same((await db.check()).problems, [], 'check() is clean')
+  await db.close()
+})
+
 test('native: bulk loads, transactions, a second tab\'s reads and an index rebuilt for a new key function', async (/** @type {any} */ t) => {
   const name = fresh()
   const db = await open({ location: name, native: NATIVE })
