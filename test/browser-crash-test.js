@@ -182,12 +182,15 @@ async function crashCycles (t, native, cycles) {
       /** @type {string[]} */
       const took = []
       // Playwright's own bounds off (timeout 0): step() bounds each wait.
-      const context = await step('launch', 20, () => launchPersistentChromium(profile, { timeout: 0 }), took)
-      const page = context.pages()[0] || await context.newPage()
-      await page.exposeFunction('ack', (/** @type {any} */ entry) => {
-        acked.push({ ...entry, cycle })
-        if (acked.length >= waiter.count) waiter.reached()
-      })
+      const { context, page } = await step('launch', 20, async () => {
+        const context = await launchPersistentChromium(profile, { timeout: 0 })
+        const page = context.pages()[0] || await context.newPage()
+        await page.exposeFunction('ack', (/** @type {any} */ entry) => {
+          acked.push({ ...entry, cycle })
+          if (acked.length >= waiter.count) waiter.reached()
+        })
+        return { context, page }
+      }, took)
       await step('load', 15, async () => {
         await page.goto(server.url + '/', { timeout: 0 })
         await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined, undefined, { timeout: 0 })
@@ -220,8 +223,10 @@ async function crashCycles (t, native, cycles) {
       }
       t.ok(acked.length > before, `cycle ${cycle}: killed after ${acked.length - before} acknowledged writes`)
 
-      const reopened = await step('relaunch', 20, () => launchPersistentChromium(profile, { timeout: 0 }), took)
-      const check = reopened.pages()[0] || await reopened.newPage()
+      const { reopened, check } = await step('relaunch', 20, async () => {
+        const reopened = await launchPersistentChromium(profile, { timeout: 0 })
+        return { reopened, check: reopened.pages()[0] || await reopened.newPage() }
+      }, took)
       await step('reload', 15, async () => {
         await check.goto(server.url + '/', { timeout: 0 })
         await check.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined, undefined, { timeout: 0 })
