@@ -21,7 +21,7 @@
 
 import test from 'tape'
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { bundlePath, launchPersistentChromium, serve, LEVELKIT_PAGE } from './util/browser.js'
 import { prng } from './util/prng.js'
@@ -129,11 +129,42 @@ function leveldbLogs (profile) {
   return logs
 }
 
+/**
+ * A step of a cycle, bounded: `seconds` on a machine with a core per
+ * runnable process, stretched by the load average beyond the cores (at
+ * load 40 on 2 cores, 20 times). What a cycle waits on (two Chromium
+ * launches, page loads, the workload's acknowledgements, a check() over
+ * the database) is CPU the machine shares out: one bound for the whole
+ * cycle (60 s) was exceeded at load 35-48 with nothing hung. A step that
+ * does not end within its bound fails the test naming the step, the bound
+ * and the load: a hang is still caught, and said where it is. Each step's
+ * seconds are kept in `took` for the cycle's comment.
+ * @template T
+ * @param {string} name @param {number} seconds @param {() => Promise<T>} fn @param {string[]} took
+ * @returns {Promise<T>}
+ */
+async function step (name, seconds, fn, took) {
+  const ms = seconds * 1000 * Math.max(1, loadavg()[0] / availableParallelism())
+  const started = Date.now()
+  /** @type {any} */
+  let timer
+  const bound = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${name} did not end within ${Math.round(ms / 1000)} s (load ${loadavg()[0].toFixed(1)})`)), ms)
+  })
+  try {
+    return /** @type {T} */ (await Promise.race([fn(), bound]))
+  } finally {
+    clearTimeout(timer)
+    took.push(`${name} ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  }
+}
+
 // Native collections: fewer cycles (the one-store layout runs the most).
 const NATIVE_CYCLES = Number(process.env.CRASH_NATIVE_CYCLES) || 2
 
+// No timeout for the whole test: each step of a cycle has its own (step()).
 for (const [native, cycles] of /** @type {Array<[boolean, number]>} */ ([[false, CYCLES], [true, NATIVE_CYCLES]])) {
-  test(`crash: Chromium killed with SIGKILL mid-workload on IndexedDB${native ? ', users native' : ''}, ${cycles} times (seed ${SEED})`, { timeout: 60000 * cycles }, t => crashCycles(t, native, cycles))
+  test(`crash: Chromium killed with SIGKILL mid-workload on IndexedDB${native ? ', users native' : ''}, ${cycles} times (seed ${SEED})`, t => crashCycles(t, native, cycles))
 }
 
 /** @param {any} t @param {boolean} native @param {number} cycles */
@@ -144,20 +175,37 @@ async function crashCycles (t, native, cycles) {
   const profile = mkdtempSync(join(tmpdir(), 'levelkit-chromium-crash-'))
   /** @type {Array<any>} */
   const acked = []
+  /** Called once `acked` holds `count` entries. @type {{ count: number, reached: () => void }} */
+  const waiter = { count: Infinity, reached: () => {} }
   try {
     for (let cycle = 0; cycle < cycles; cycle++) {
-      const context = await launchPersistentChromium(profile)
-      const page = context.pages()[0] || await context.newPage()
-      await page.exposeFunction('ack', (/** @type {any} */ entry) => { acked.push({ ...entry, cycle }) })
-      await page.goto(server.url + '/')
-      await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
+      /** @type {string[]} */
+      const took = []
+      // Playwright's own bounds off (timeout 0): step() bounds each wait.
+      const { context, page } = await step('launch', 20, async () => {
+        const context = await launchPersistentChromium(profile, { timeout: 0 })
+        const page = context.pages()[0] || await context.newPage()
+        await page.exposeFunction('ack', (/** @type {any} */ entry) => {
+          acked.push({ ...entry, cycle })
+          if (acked.length >= waiter.count) waiter.reached()
+        })
+        return { context, page }
+      }, took)
+      await step('load', 15, async () => {
+        await page.goto(server.url + '/', { timeout: 0 })
+        await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined, undefined, { timeout: 0 })
+      }, took)
       const before = acked.length
+      // Killed after 20-169 acknowledged writes, or 5 s of writing (longer
+      // under load, as each step), whichever comes first.
+      const target = before + 20 + random.int(150)
+      const reached = new Promise(resolve => { Object.assign(waiter, { count: target, reached: resolve }) })
       page.evaluate(pageWorkload, { run: true, seed: 1 + random.int(2 ** 30), native }).catch(() => {})
-      const deadline = Date.now() + 5000
-      while (acked.length < before + 20 + random.int(150) && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
+      await step('workload', 5, () => reached, took).catch(() => {})
+      waiter.count = Infinity
       // Every process of this profile, at once, with no chance to clean up.
       t.ok(killAll(profile) > 0, `cycle ${cycle}: Chromium killed with SIGKILL`)
-      await context.close().catch(() => {})
+      await step('close', 10, () => context.close().catch(() => {}), took)
       // Every time, as a kill between a record's header and its payload
       // leaves it (unless this kill did).
       const wal = leveldbLogs(profile).filter(log => log.endsWith('.log')).sort().pop()
@@ -175,12 +223,17 @@ async function crashCycles (t, native, cycles) {
       }
       t.ok(acked.length > before, `cycle ${cycle}: killed after ${acked.length - before} acknowledged writes`)
 
-      const reopened = await launchPersistentChromium(profile)
-      const check = reopened.pages()[0] || await reopened.newPage()
-      await check.goto(server.url + '/')
-      await check.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
-      const { problems, stored } = await check.evaluate(pageWorkload, { run: false, seed: 0, native })
-      await reopened.close()
+      const { reopened, check } = await step('relaunch', 20, async () => {
+        const reopened = await launchPersistentChromium(profile, { timeout: 0 })
+        return { reopened, check: reopened.pages()[0] || await reopened.newPage() }
+      }, took)
+      await step('reload', 15, async () => {
+        await check.goto(server.url + '/', { timeout: 0 })
+        await check.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined, undefined, { timeout: 0 })
+      }, took)
+      const { problems, stored } = await step('check', 30, () => check.evaluate(pageWorkload, { run: false, seed: 0, native }), took)
+      await step('close after check', 10, () => reopened.close(), took)
+      t.comment(`cycle ${cycle}: ${took.join(', ')} (load ${loadavg()[0].toFixed(1)})`)
 
       t.same(problems, [], `cycle ${cycle}: check() finds nothing after the restart`)
       // A database recreated empty then written again can hold every id
@@ -203,6 +256,8 @@ async function crashCycles (t, native, cycles) {
       t.same(acked.filter(a => a.type === 'error'), [], `cycle ${cycle}: no unexpected error in the page`)
     }
   } finally {
+    // A step that timed out leaves its Chromium running.
+    killAll(profile)
     await server.close()
     rmSync(profile, { recursive: true, force: true })
   }

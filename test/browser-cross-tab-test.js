@@ -567,6 +567,42 @@ function openCounted (page, location, hold) {
   }, { location, hold })
 }
 
+/**
+ * In tab `page`: watch room `room`'s notes after `after` into window.seen
+ * (window.stop ends it), and resolve once the watcher has read what is
+ * there and waits for news. The watcher's read of the room's last sequence
+ * number is its last read before it waits (with nothing new, it reads no
+ * child): once that read has answered and the page's microtasks have run,
+ * it is waiting. A fixed sleep stood for that read before, and a loaded
+ * machine could outlast it: the watcher then read the other tab's writes
+ * from the database instead of hearing of them.
+ * @param {any} page @param {number} room @param {number} after
+ */
+function watchNotes (page, room, after) {
+  return page.evaluate(async ({ room, after }) => {
+    const w = /** @type {any} */ (window)
+    const { notes } = w.alone
+    w.seen = []
+    w.stop = new AbortController()
+    /** @type {() => void} */
+    let answered = () => {}
+    const read = new Promise(resolve => { answered = () => resolve(undefined) })
+    const lastSeq = notes.lastSeq
+    // An own property in front of the method the watcher calls as this.lastSeq.
+    notes.lastSeq = function (/** @type {any[]} */ ...args) {
+      const seq = lastSeq.apply(this, args)
+      Promise.resolve(seq).then(answered, answered)
+      return seq
+    }
+    ;(async () => {
+      for await (const [seq, note] of notes.watch(room, { after, signal: w.stop.signal })) w.seen.push([seq, note])
+    })().catch((/** @type {any} */ err) => { if (err.name !== 'AbortError') w.watchError = String(err) })
+    await read
+    delete notes.lastSeq
+    await new Promise(resolve => setTimeout(resolve, 0))
+  }, { room, after })
+}
+
 /** @param {any} page @returns {Promise<Record<string, number>>} */
 const postedIn = page => page.evaluate(() => ({ ...(/** @type {any} */ (window).posted) }))
 
@@ -625,16 +661,7 @@ test('a tab that opens while the other writes without posting: its watcher sees 
     // lets its lease go first, as on pagehide: it would not hear B's want.)
     await a.evaluate(() => window.dispatchEvent(new Event('pagehide')))
     await openCounted(b, location, false)
-    await b.evaluate(async (room) => {
-      const w = /** @type {any} */ (window)
-      w.seen = []
-      w.stop = new AbortController()
-      ;(async () => {
-        for await (const [seq, note] of w.alone.notes.watch(room, { after: 1, signal: w.stop.signal })) w.seen.push([seq, note])
-      })().catch((/** @type {any} */ err) => { if (err.name !== 'AbortError') w.watchError = String(err) })
-      // The watcher reads what is there before it waits for news.
-      await new Promise(resolve => setTimeout(resolve, 200))
-    }, room)
+    await watchNotes(b, room, 1)
     await a.evaluate(async (room) => {
       const { notes } = /** @type {any} */ (window).alone
       for (let i = 2; i <= 4; i++) await notes.append(room, `unheard ${i}`)
@@ -682,15 +709,7 @@ test('a tab that opens second and writes: the first tab, which wrote nothing, he
     // Tab A opens and watches room 1, writing nothing: no batch, no end of
     // a holding, no gap notice tells tab B, opened next, that A is there.
     await openCounted(a, location, false)
-    await a.evaluate(async () => {
-      const w = /** @type {any} */ (window)
-      w.seen = []
-      w.stop = new AbortController()
-      ;(async () => {
-        for await (const [seq, note] of w.alone.notes.watch(1, { after: 0, signal: w.stop.signal })) w.seen.push([seq, note])
-      })().catch((/** @type {any} */ err) => { if (err.name !== 'AbortError') w.watchError = String(err) })
-      await new Promise(resolve => setTimeout(resolve, 200))
-    })
+    await watchNotes(a, 1, 0)
     const quiet = await postedIn(a)
     t.is(quiet.batch + quiet.end + quiet.gap, 0, 'tab A has posted no batch, end or gap notice')
 

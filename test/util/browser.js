@@ -39,10 +39,11 @@ export async function launchChromium () {
  * Launch headless Chromium on a profile folder that outlives it (IndexedDB
  * data stays there), as a browser context.
  * @param {string} userDataDir
+ * @param {{ timeout?: number }} [options] Playwright's bound on the launch in ms (30,000; 0: none, for a caller that bounds it)
  */
-export async function launchPersistentChromium (userDataDir) {
+export async function launchPersistentChromium (userDataDir, options = {}) {
   assertChromium()
-  return chromium.launchPersistentContext(userDataDir, { executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS })
+  return chromium.launchPersistentContext(userDataDir, { executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS, ...options })
 }
 
 /** A page that loads the bundle as `window.levelkit`. */
