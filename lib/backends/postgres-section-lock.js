@@ -40,8 +40,9 @@ export class PostgresSectionLock extends PostgresWriterLock {
   /**
    * Counters, for tests and the benchmark: failures counts COMMITs refused
    * by a failure busy() tells, failedOn the failures by where and kind;
-   * with locking: 'keys', busyOn the busy keys found by namespace prefix and
-   * firstStatementMs the time first statements took (they wait for locks);
+   * with locking: 'keys', busyOn the busy keys found by namespace prefix;
+   * firstStatementMs the time first statements took (they wait for locks;
+   * with 'serializable', the opening's locks, BEGIN and first statement);
    * with locking: 'serializable', contended the transactions that began in
    * contention mode (postgres-serializable.js), sequenceLocked those that
    * took the lock of a sequence key their first statement reads,

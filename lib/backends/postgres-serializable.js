@@ -225,8 +225,11 @@ export class PostgresSerializable extends PostgresSectionLock {
       return super.query(statement, values)
     }
     const rowMode = /** @type {any} */ (config).rowMode
+    const sent = performance.now()
     // The results of the opening's statements, then the statement's.
     return super.query(rowMode === undefined ? `${opening}; ${text}` : /** @type {import('pg').QueryConfig} */ ({ text: `${opening}; ${text}`, rowMode })).then(results => {
+      // How long the first statement took: its round trip, behind the statements queued before it, and any wait for its locks.
+      this.stats.firstStatementMs += performance.now() - sent
       this.opened(/** @type {any} */ (results))
       return /** @type {any} */ (results).at(-1)
     })
