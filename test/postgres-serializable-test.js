@@ -377,7 +377,7 @@ test('postgres serializable: createChat in contention mode holds the chats\' seq
     const hex = (/** @type {string} */ text) => Buffer.from(text).toString('hex')
     t.match(writer[0] ?? '', /pg_try_advisory_lock.*; COMMIT; BEGIN ISOLATION LEVEL SERIALIZABLE; SELECT key, value FROM/, 'the first takes the lock, then begins and reads')
     t.ok((writer[0] ?? '').includes(hex('chats.seq')) && (writer[0] ?? '').includes(hex('members.list')), 'reading the sequence and the members\' lists at once')
-    t.match(writer[1] ?? '', /; COMMIT; SELECT count\(pg_advisory_unlock\(k\)\)/, 'the second writes, commits and lets the lock go')
+    t.match(writer[1] ?? '', /; COMMIT; SELECT (count\()?pg_advisory_unlock\(/, 'the second writes, commits and lets the lock go')
     t.same((await stores[other].getChat(id))?.members, users.slice(6), 'the chat is written')
     const { rows } = await server.pool.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1")
     t.is(rows[0].n, 0, 'no key lock is left held')
