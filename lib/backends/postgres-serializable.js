@@ -48,7 +48,9 @@
 // opening's query and an unlock in the COMMIT's, no round trip. Contention
 // mode stays for what this misses: a group that reads the sequence only
 // after its first statement (its snapshot is taken by then). A wait for
-// such a lock enters the key in the mode, as a failure does.
+// such a lock keeps a key already in the mode in it, but does not enter
+// it: the mode locks the key for every transaction of the process, those
+// that never touch it too, so only a failure enters it, as before.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { PostgresSectionLock, keyLockOf, noop } from './postgres-section-lock.js'
 import { inlineValues } from './postgres-literal.js'
@@ -185,7 +187,8 @@ export class PostgresSerializable extends PostgresSectionLock {
     const waited = /** @type {string[] | null} */ (row.waited)
     if (waited === null || waited.length === 0) return
     this.stats.contentionWaits++
-    this.#contend(waited)
+    // (A key locked only for a first read is not entered in the mode: see above.)
+    this.#contend(waited.filter(lock => this.#hot.has(lock)))
   }
 
   /** The lock keys of contention mode now, sorted (one order: no two transactions wait for each other). */
