@@ -291,6 +291,7 @@ test('postgres serializable: a transaction whose first statement reads a sequenc
     t.same(locks.map((lock, i) => lock.stats.failures - before[i].failures), [0, 0], 'no batch failed')
     t.same(locks.map((lock, i) => lock.stats.sequenceLocked - before[i].sequenceLocked), [1, 1], 'each transaction took the sequence key\'s lock before it began')
     t.same(locks.map((lock, i) => lock.stats.contentionWaits - before[i].contentionWaits), [0, 1], 'the second waited for it')
+    t.same(locks.map((lock, i) => lock.stats.contentionEntered - before[i].contentionEntered), [0, 0], 'a wait for a first read\'s lock enters no key in contention mode (only a failure does)')
     const stored = (await peopleA.query().all()).map((/** @type {any} */ record) => record.id)
     t.same(stored, [1, 2, 3, 4], 'ids 1..4 without gap')
     t.same((await a.check()).problems, [], 'check() is clean')
