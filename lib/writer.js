@@ -298,11 +298,14 @@ export class Writer {
    * With key locks (see #keyLocks): lock `keys` of `namespace` before a
    * critical section reads them; null when there is nothing to wait for.
    * Shared (see sharesLocks): the section only checks that they exist.
+   * Whether they are sequence keys (a cached namespace's) is told too:
+   * with locking: 'serializable' a transaction that begins by reading one
+   * takes its lock first (lib/backends/postgres-serializable.js).
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys @param {boolean} [shared]
    * @returns {Promise<void> | null}
    */
   lockKeys (namespace, keys, shared = false) {
-    return this.#keyLocks === null ? null : this.#keyLocks.lock(namespace.prefix, keys, shared)
+    return this.#keyLocks === null ? null : this.#keyLocks.lock(namespace.prefix, keys, shared, namespace.cache !== null)
   }
 
   /**
@@ -1631,7 +1634,7 @@ const SYNC = Object.freeze({ sync: true })
 
 /**
  * @typedef {object} KeyLocks the key locks of lib/backends/postgres-keylocks.js, as the write path uses them
- * @property {(prefix: string, keys: Uint8Array[], shared?: boolean) => Promise<void> | null} lock
+ * @property {(prefix: string, keys: Uint8Array[], shared?: boolean, sequence?: boolean) => Promise<void> | null} lock `sequence`: the keys are sequence keys (a cached namespace's)
  * @property {boolean} [locksShared] whether lock() takes `shared` locks (locking: 'keys'; otherwise every lock is exclusive)
  * @property {() => Promise<void> | null} lockRanges
  * @property {(err: unknown) => boolean} busy whether `err` asks for the critical section to run again

@@ -40,15 +40,17 @@ export class PostgresSectionLock extends PostgresWriterLock {
   /**
    * Counters, for tests and the benchmark: failures counts COMMITs refused
    * by a failure busy() tells, failedOn the failures by where and kind;
-   * with locking: 'keys', busyOn the busy keys found by namespace prefix and
-   * firstStatementMs the time first statements took (they wait for locks);
+   * with locking: 'keys', busyOn the busy keys found by namespace prefix;
+   * firstStatementMs the time first statements took (they wait for locks;
+   * with 'serializable', the opening's locks, BEGIN and first statement);
    * with locking: 'serializable', contended the transactions that began in
-   * contention mode (postgres-serializable.js), contentionWaits those whose
-   * locks were held by another process (they waited), contentionEntered
-   * and contentionLeft how many times a sequence key entered and left the
-   * mode.
+   * contention mode (postgres-serializable.js), sequenceLocked those that
+   * took the lock of a sequence key their first statement reads,
+   * contentionWaits those whose locks (either) were held by another process
+   * (they waited), contentionEntered and contentionLeft how many times a
+   * sequence key entered and left the mode.
    */
-  stats = { statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0, contended: 0, contentionWaits: 0, contentionEntered: 0, contentionLeft: 0 }
+  stats = { statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0, contended: 0, sequenceLocked: 0, contentionWaits: 0, contentionEntered: 0, contentionLeft: 0 }
 
   /**
    * @param {import('./postgres-shared.js').SharedWriterHost} host
