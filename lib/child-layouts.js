@@ -193,6 +193,33 @@ export class ChildBlocks {
     return i >= 0 ? pairs[i][1] : undefined
   }
 
+  /**
+   * Append `jsons` as the children from seq `from` on: what append() one by
+   * one stores, each block read, checked and built once. Appending one by
+   * one rebuilt a block's whole text per child (a block of n children made
+   * n texts of up to n children each, all but the last dropped at once):
+   * the garbage that made appendMany()'s bulk loads GC-bound.
+   * @param {WriteScope} scope @param {unknown} parentId @param {number} from @param {string[]} jsons
+   */
+  async appendMany (scope, parentId, from, jsons) {
+    let i = 0
+    while (i < jsons.length) {
+      const seq = from + i
+      const first = this.first(seq)
+      // The children of this block: up to its end, or the last given.
+      const end = Math.min(jsons.length, i + this.blockSize - (seq - first))
+      const pairs = []
+      for (let k = i; k < end; k++) pairs.push(`[${from + k},${jsons[k]}]`)
+      const key = encode([parentId, first])
+      const name = bytesToBinaryString(key)
+      // As in append(): a block starting here is new, nothing to read.
+      const block = first === seq ? undefined : await scope.get(this.namespace, key)
+      if (block !== undefined && this.#sound.get(name) !== block) this.parse(block, parentId, key)
+      this.#put(scope, key, name, block === undefined ? `[${pairs.join(',')}]` : `${block.slice(0, -1)},${pairs.join(',')}]`)
+      i = end
+    }
+  }
+
   /** @param {WriteScope} scope @param {unknown} parentId @param {number} seq @param {string} json */
   async append (scope, parentId, seq, json) {
     const first = this.first(seq)

@@ -276,7 +276,12 @@ export class ChildrenModel {
       })
     }
     let seq = await this.lastSeq(scope, parentId)
-    for (const json of jsons) await this.storage.append(scope, parentId, ++seq, json)
+    if (this.storage === this.blocks) {
+      await this.blocks.appendMany(scope, parentId, seq + 1, jsons)
+      seq += jsons.length
+    } else {
+      for (const json of jsons) await this.storage.append(scope, parentId, ++seq, json)
+    }
     scope.put(this.sequence, parentKey, String(seq))
   }
 

@@ -15,6 +15,8 @@ import { encodeJson, encodeJsonWithCopy } from '../lib/json-value.js'
 import { increasingKeys } from '../lib/writer.js'
 import { encode as encodeTupleOf } from '../lib/tuple.js'
 import { killCycle } from './util/worker.js'
+import { WriteScope } from '../lib/write-scope.js'
+import { ClassicLevel } from 'classic-level'
 
 const WORKER = fileURLToPath(new URL('./fixtures/bulk-worker.js', import.meta.url))
 
@@ -300,6 +302,62 @@ test('appendMany: gap-free sequence numbers per parent, in batches', async t => 
   t.is(await messages.append(chat, 'after'), 30, 'no seq of the refused batch was used')
   t.ok((await db.check()).ok, 'check() is clean')
   await db.close()
+})
+
+test('appendMany into blocks: each block built and put once per batch, and the database byte for byte what append() one by one stores (LevelDB)', async t => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-bulk-blocks-'))
+  // Mid-block starts, a batch spanning several blocks, batches of one and of none.
+  const plan = [['one', 2], ['many', 11], ['many', 1], ['many', 0], ['one', 1], ['many', 9]]
+  const texts = (/** @type {number} */ from, /** @type {number} */ n) => Array.from({ length: n }, (_, i) => ({ text: `m${from + i}`, at: from + i }))
+  const puts = { count: 0 }
+  const put = WriteScope.prototype.put
+  /** @param {string} name @param {boolean} bulk */
+  async function load (name, bulk) {
+    const location = path.join(dir, name)
+    const db = await open({ backend: 'leveldb', location })
+    const chats = db.collection('chats')
+    const messages = db.children('messages', { parent: chats, blockSize: 4 })
+    const chat = await chats.insert({})
+    let n = 0
+    let blockPuts = 0
+    for (const [how, count] of plan) {
+      const values = texts(n, count)
+      n += count
+      puts.count = 0
+      if (how === 'many' && bulk) await messages.appendMany(chat, values, { batchSize: 100 })
+      else for (const value of values) await messages.append(chat, value)
+      blockPuts += puts.count
+    }
+    t.same(await messages.range(chat).all(), texts(0, n), `${name}: the children in order`)
+    t.ok((await db.check()).ok, `${name}: check() is clean`)
+    await db.close()
+    return { location, blockPuts }
+  }
+  WriteScope.prototype.put = function (namespace, key, value) {
+    if (namespace.name.includes('messages') && typeof value === 'string' && value.startsWith('[[')) puts.count++
+    return put.call(this, namespace, key, value)
+  }
+  try {
+    const bulk = await load('bulk', true)
+    const one = await load('one', false)
+    // 2 + 11 + 1 + 1 + 9 appended: blocks [1-4] [5-8] [9-12] [13-16] [17-20] [21-24];
+    // one by one, one put per child (24); in bulk, one per block a batch touches:
+    // 2 (one by one) + 4 (3-13: blocks 1, 2, 3, 4) + 1 (14) + 1 (15, one) + 3 (16-24: blocks 4, 5, 6).
+    t.is(one.blockPuts, 24, 'append() one by one: a put per child')
+    t.is(bulk.blockPuts, 11, 'appendMany(): a put per block per batch')
+    const dump = async (/** @type {string} */ location) => {
+      const level = new ClassicLevel(location, { keyEncoding: 'hex', valueEncoding: 'hex' })
+      const all = await level.iterator().all()
+      await level.close()
+      return all
+    }
+    const [a, b] = [await dump(bulk.location), await dump(one.location)]
+    t.is(a.filter(([, value]) => Buffer.from(value, 'hex').toString().startsWith('[[')).length, 6, 'six blocks stored')
+    t.same(a, b, 'the same keys and values, byte for byte')
+  } finally {
+    WriteScope.prototype.put = put
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test('crash: SIGKILL mid-load leaves whole batches only and a clean check()', async t => {
