@@ -29,6 +29,14 @@
 // lock; getShared() alone finds them again, for the key transaction's life
 // (lib/shared-reads.js, cleared by onEnd()).
 //
+// Reads behind the locks: a section reads a key once its lock is held, and
+// the sections of a key transaction run one at a time, so a lock statement
+// and then a read were two round trips per section. A read asked for with a
+// lock of this turn (readAfter(), from postgres-level.js _get()) goes in the
+// lock statement's query, as a statement of its own behind it: in read
+// committed it takes its snapshot once the locks are held, and sees what
+// their last holders committed.
+//
 // Range reads (a child list, the edges of a relation) cannot lock the keys
 // they would see: every key transaction holds the table's range lock in
 // shared mode, and a critical section that reads a range runs in a
