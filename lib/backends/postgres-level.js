@@ -490,8 +490,10 @@ export class PostgresLevel extends AbstractLevel {
     // 'keys', lib/write-scope.js): in the lock's statement, behind it.
     const locked = options.levelkitLocked
     const keyLocks = this.#writerLock
-    if (locked !== undefined && keyLocks instanceof PostgresKeyLocks && !keyLocks.closed) {
-      return keyLocks.readAfter(locked, key, async () => (await this.#coalesce([key]))[0])
+    if (locked !== undefined) {
+      if (keyLocks instanceof PostgresKeyLocks && !keyLocks.closed) return keyLocks.readAfter(locked, key, async () => (await this.#coalesce([key]))[0])
+      // (Its lock gone with a closed writer lock: still never read before the lock answered.)
+      await locked
     }
     const [value] = await this.#coalesce([key], this.#sectionTransaction())
     return value
