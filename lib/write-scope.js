@@ -309,7 +309,7 @@ export class WriteScope {
     // locks gone) leaves the value out of kept.
     const mark = kept !== null ? kept.start(id) : null
     const locked = this.writer.lockKeys(namespace, [key], true)
-    const read = locked !== null ? locked.then(() => namespace.read(key, false)) : Promise.resolve(namespace.read(key, false))
+    const read = locked !== null ? this.#readLocked(namespace, key, locked) : Promise.resolve(namespace.read(key, false))
     // As get() of a cached namespace settles what it reads (#read() of others does not).
     const settle = namespace.cache !== null ? namespace.settle : null
     const settled = settle !== null ? read.then(v => settle(key, v)) : read
@@ -363,11 +363,24 @@ export class WriteScope {
     const locked = this.writer.lockKeys(namespace, [key])
     // On IndexedDB, in the transaction the section's batch is written in.
     const read = locked !== null
-      ? locked.then(() => namespace.read(key, false))
+      ? this.#readLocked(namespace, key, locked)
       : Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, false))
     reads.set(id, read)
     read.then(value => { if (sections !== null) sections.keep(id, value, version) }, () => { if (reads.get(id) === read) reads.delete(id) })
     return read
+  }
+
+  /**
+   * `key` read once `locked` (its key lock asked for) resolves: where the
+   * backend can (postgres with locking: 'keys'), in the same query as the
+   * lock's statement, right behind it, one round trip for both.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {Promise<void>} locked
+   * @returns {Promise<any>}
+   */
+  #readLocked (namespace, key, locked) {
+    // (Caught here: the read rejects alike, and a section that let it go is handled as before.)
+    locked.catch(() => {})
+    return namespace.read(key, false, { levelkitLocked: locked })
   }
 
   /**

@@ -21,6 +21,8 @@ import { startWorker } from './util/shared-workers.js'
 import { range } from './util/common.js'
 import { FAST, openShared } from './fixtures/postgres-shared-worker.js'
 import { PLACEHOLDER_BASE, findPlaceholders, substitute, isPlaceholder } from '../lib/deferred-ids.js'
+import { deferredStatement, basesOf } from '../lib/backends/postgres-deferred.js'
+import { inlineValues } from '../lib/backends/postgres-literal.js'
 import pg from 'pg'
 
 const server = await postgresForTests(test)
@@ -82,6 +84,76 @@ test('placeholder ids: found where levelkit writes an id (a key\'s element, a li
   t.is(substitute(String(p + 1), ids), '13', 'a sequence\'s value')
   t.throws(() => substitute(encode([p + 2]), ids), /placeholder id/, 'a placeholder no insert took: an error, not a guess')
   t.end()
+})
+
+/**
+ * A group's ops as the write path hands them to the deferred statement: `n`
+ * inserts of placeholder ids (a record keyed by its id, holding it in its
+ * JSON; a list entry holding it in its key and value), a plain put, the
+ * sequence raised to the last placeholder; and a notice naming every key.
+ * @param {number} n
+ */
+function deferredGroup (n) {
+  const ps = range(0, n - 1).map(i => PLACEHOLDER_BASE + 5 + i)
+  /** @type {any[]} */
+  const ops = []
+  for (const p of ps) {
+    ops.push({ type: 'put', key: Buffer.from(encode(['c', p])), value: Buffer.from(`{"id":${p},"name":"n"}`) })
+    ops.push({ type: 'put', key: Buffer.from(encode(['u', 1, p])), value: Buffer.from(encode([[7, p]])) })
+  }
+  ops.push({ type: 'put', key: Buffer.from(encode(['plain'])), value: Buffer.from('v') })
+  ops.push({ type: 'put', key: Buffer.from('seq'), value: Buffer.from(String(ps[n - 1])), deferredSequence: true })
+  // '~0~' elsewhere in the payload: only the keys are replaced.
+  const notice = JSON.stringify({ f: 'a~0~b~~1~', g: 1, s: 1, n: 1, o: ops.filter(op => op.deferredSequence !== true).map(op => ['!x!', 1, op.key.toString('base64')]) })
+  return { ops, deferred: { sequences: [ps], bases: null }, notices: [notice] }
+}
+
+test('postgres keys: a group\'s deferred batch statement has one text whatever the group holds, and writes the real ids in keys, values and its notification', async t => {
+  const table = server.table()
+  const quoted = pg.escapeIdentifier(table)
+  const one = deferredGroup(1)
+  const many = deferredGroup(16)
+  const small = deferredStatement(quoted, 'chan', one.ops, one.deferred, one.notices)
+  const big = deferredStatement(quoted, 'chan', many.ops, many.deferred, many.notices)
+  // Its planning cost grew with the ops when each placeholder was an expression (session 19).
+  t.is(big.text, small.text, 'the text for 16 inserts is the text for 1: only the values grow')
+  const client = new pg.Client({ connectionString: server.connectionString })
+  const listener = new pg.Client({ connectionString: server.connectionString })
+  try {
+    await client.connect()
+    await listener.connect()
+    /** @type {string[]} */
+    const heard = []
+    listener.on('notification', message => heard.push(String(message.payload)))
+    await listener.query('LISTEN chan')
+    await client.query(`CREATE TABLE ${quoted} (key bytea PRIMARY KEY, value bytea)`)
+    await client.query({ text: `INSERT INTO ${quoted} (key, value) VALUES ($1, $2)`, values: [Buffer.from('seq'), Buffer.from('40')] })
+    // As the key transaction sends it: values as literals, with its COMMIT.
+    const inlined = inlineValues(big.text, big.values)
+    t.is(typeof inlined, 'string', 'its values can be written as literals (BEGIN and COMMIT in the same query)')
+    const results = await client.query(`BEGIN; ${inlined}; COMMIT`)
+    t.deepEqual(basesOf(results), [41], 'it answers the first id the sequence gave: 41')
+    const rows = new Map((await client.query(`SELECT key, value FROM ${quoted}`)).rows.map(row => [row.key.toString('hex'), row.value]))
+    t.is(rows.get(Buffer.from('seq').toString('hex'))?.toString(), '56', 'the sequence row is raised by 16, to 56')
+    let wrong = 0
+    for (let i = 0; i < 16; i++) {
+      const id = 41 + i
+      if (rows.get(Buffer.from(encode(['c', id])).toString('hex'))?.toString() !== `{"id":${id},"name":"n"}`) wrong++
+      if (!rows.get(Buffer.from(encode(['u', 1, id])).toString('hex'))?.equals(Buffer.from(encode([[7, id]])))) wrong++
+    }
+    t.is(wrong, 0, 'every record and list entry is stored under its real id, holding it (text and binary forms)')
+    t.is(rows.size, 16 * 2 + 2, 'no key holding a placeholder is stored')
+    for (let i = 0; i < 100 && heard.length === 0; i++) await sleep(10)
+    t.is(heard.length, 1, 'one notification')
+    const message = JSON.parse(heard[0] ?? '{}')
+    t.is(message.f, 'a~0~b~~1~', 'the rest of the payload is as it was')
+    const expected = many.ops.filter(op => op.deferredSequence !== true).map(op => Buffer.from(substitute(op.key, new Map(many.deferred.sequences[0].map((p, i) => [p, 41 + i])))).toString('base64'))
+    t.deepEqual((message.o ?? []).map((/** @type {any} */ op) => op[2]), expected, 'it names every key as written, in order')
+  } finally {
+    await client.query(`DROP TABLE IF EXISTS ${quoted}`).catch(() => {})
+    await client.end().catch(() => {})
+    await listener.end().catch(() => {})
+  }
 })
 
 for (const locking of MODES) {

@@ -8,6 +8,7 @@
 // on one table (test/postgres-shared-test.js) and the conformance and chat
 // suites (test/postgres-shared-suites-test.js), with key locks.
 import test from 'tape'
+import pg from 'pg'
 import { open } from '../index.js'
 import { postgresForTests, twoDatabases, lockWaited } from './util/postgres.js'
 import { lostBetweenSections } from './util/pg-lost-transaction.js'
@@ -63,6 +64,67 @@ test('postgres key locks: a write of another key goes on while a critical sectio
 // which a transaction holding locks cannot (KeyLockBusy: the section runs
 // again in a new transaction). A callback that caught that error went on
 // and its group was written without the delete.
+test('postgres key locks: a critical section\'s key locks and its reads of those keys go in one query', { skip: locking !== 'keys' }, async t => {
+  await twoDatabases(server, { locking, poolSize: 2 }, async (a) => {
+    const accounts = a.collection('accounts')
+    await accounts.insert({ balance: 1 })
+    await accounts.insert({ balance: 2 })
+    // Every query any connection of this process sends (pg's Pool goes through Client#query).
+    let queries = 0
+    const query = pg.Client.prototype.query
+    /** @this {any} @param {...any} args */
+    function counted (...args) {
+      queries++
+      return query.apply(this, /** @type {any} */ (args))
+    }
+    pg.Client.prototype.query = /** @type {any} */ (counted)
+    try {
+      await a.write(async (/** @type {any} */ w) => {
+        const [x, y] = await Promise.all([accounts.in(w).get(1), accounts.in(w).get(2)])
+        await accounts.in(w).update(1, { balance: x.balance + y.balance })
+      })
+    } finally {
+      pg.Client.prototype.query = query
+    }
+    // Were the reads sent once the locks were answered, three: locks, reads, batch.
+    t.is(queries, 2, 'two queries: BEGIN, the locks and the reads behind them; the batch and its COMMIT')
+    t.is((await accounts.get(1)).balance, 3, 'the section read both values')
+  })
+})
+
+test('postgres key locks: a read sent with its lock sees what the holder committed while it waited', { skip: locking !== 'keys' }, async t => {
+  await twoDatabases(server, { locking, poolSize: 2 }, async (a, b) => {
+    const accountsA = a.collection('accounts')
+    const accountsB = b.collection('accounts')
+    await accountsA.insert({ balance: 1 })
+    /** @type {() => void} */
+    let letGo = () => {}
+    const gate = new Promise(resolve => { letGo = () => resolve(undefined) })
+    /** @type {() => void} */
+    let hasRead = () => {}
+    const read = new Promise(resolve => { hasRead = () => resolve(undefined) })
+    const holding = a.write(async (/** @type {any} */ w) => {
+      const { balance } = await accountsA.in(w).get(1)
+      hasRead()
+      await gate
+      await accountsA.in(w).update(1, { balance: balance + 10 })
+    })
+    await read
+    // Its first statement waits for account 1's lock, and its read is in the same query.
+    const adding = b.write(async (/** @type {any} */ w) => {
+      const { balance } = await accountsB.in(w).get(1)
+      await accountsB.in(w).update(1, { balance: balance + 100 })
+    })
+    t.ok(await lockWaited(server.pool, 'locktype = \'advisory\' AND objsubid = 1', [], 5000), 'the other database\'s section waits for account 1\'s lock')
+    letGo()
+    await holding
+    await adding
+    // A read made with the statement's snapshot taken before the wait would lose the first update.
+    t.is((await accountsB.get(1)).balance, 111, 'both updates hold: 1 + 10 + 100')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  })
+})
+
 test('postgres key locks: an operation whose lock is found busy inside a db.write() callback that catches its error still runs again', async t => {
   const db = await open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), shared: true, locking, poolSize: 2 })
   try {

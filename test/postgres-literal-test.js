@@ -36,6 +36,23 @@ test('postgres literals: values written into the text answer as the values do', 
   await sameAnswer(t, 'SELECT $10::text || $2::text || $1::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text', ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'], 'placeholders out of order and of two digits')
 })
 
+test('postgres literals: an array of bytes is one constant, read alike whatever standard_conforming_strings is', async t => {
+  const tricky = [bytes(), bytes(0, 1, 255), Buffer.from('a,b}{"\\\'$1 NULL'), bytes(92, 92, 120)]
+  const inlined = inlineValues('SELECT $1::bytea[]', [tricky])
+  // A decode() per element was an expression each for the planner: a group's batch holds hundreds (session 19).
+  t.notOk(String(inlined).includes('decode('), 'no decode() per element')
+  await sameAnswer(t, 'SELECT $1::bytea[], $2::bytea[]', [tricky, [bytes(7)]], 'empty bytes, 0x00 and 0xff, commas, braces, quotes, backslashes, the word NULL')
+  const client = await server.pool.connect()
+  try {
+    await client.query('SET standard_conforming_strings = off')
+    const { rows } = await client.query({ text: String(inlined), rowMode: 'array' })
+    t.same(rows[0][0].map((/** @type {Buffer} */ b) => b.toString('hex')), tricky.map(b => Buffer.from(b).toString('hex')), 'the same bytes with standard_conforming_strings off')
+  } finally {
+    await client.query('RESET standard_conforming_strings').catch(() => {})
+    client.release()
+  }
+})
+
 test('postgres literals: what it cannot write as it means, it declines (null)', t => {
   t.is(inlineValues('SELECT $1', [1.5]), null, 'a number that is not a safe integer')
   t.is(inlineValues('SELECT $1', [2 ** 53]), null, 'an integer past 2^53')

@@ -132,9 +132,9 @@ function countWriterStatements (t) {
       const read = /^(BEGIN[A-Z ]*; )?SELECT (key, )?value FROM .* WHERE key (= |= ANY\()(.*)/.exec(text)
       if (read !== null) {
         counted.reads++
-        // The keys: values of a prepared statement, or literals (decode('…', 'hex') each).
+        // The keys: values of a prepared statement, or literals (decode('…', 'hex') for a key, E'{"\\\\x…", …}' for an array).
         const values = args[0]?.values
-        counted.keys += values ? (Array.isArray(values[0]) ? values[0].length : 1) : read[4].split('decode(').length - 1
+        counted.keys += values ? (Array.isArray(values[0]) ? values[0].length : 1) : read[4].split('decode(').length - 1 + read[4].split('"\\\\\\\\x').length - 1
       }
     }
     return query.apply(this, args)

@@ -29,6 +29,14 @@
 // lock; getShared() alone finds them again, for the key transaction's life
 // (lib/shared-reads.js, cleared by onEnd()).
 //
+// Reads behind the locks: a section reads a key once its lock is held, and
+// the sections of a key transaction run one at a time, so a lock statement
+// and then a read were two round trips per section. A read asked for with a
+// lock of this turn (readAfter(), from postgres-level.js _get()) goes in the
+// lock statement's query, as a statement of its own behind it: in read
+// committed it takes its snapshot once the locks are held, and sees what
+// their last holders committed.
+//
 // Range reads (a child list, the edges of a relation) cannot lock the keys
 // they would see: every key transaction holds the table's range lock in
 // shared mode, and a critical section that reads a range runs in a
@@ -40,6 +48,7 @@
 // write path forgets them when it ends (onEnd()).
 import { performance } from 'node:perf_hooks'
 import { PostgresSectionLock, isTransactionLost, keyLockOf, noop } from './postgres-section-lock.js'
+import { inlineValues } from './postgres-literal.js'
 
 // The first key of the range lock: 'LKRG'.
 export const RANGE_LOCK_SPACE = 0x4c4b5247
@@ -93,6 +102,12 @@ export class PostgresKeyLocks extends PostgresSectionLock {
   #busyRange = false
   /** @type {Array<{ locks: Array<[string, boolean]>, resolve: () => void, reject: (err: unknown) => void }>} lock requests (lock key, exclusive) waiting for the next statement */
   #requests = []
+  /** @type {Set<Promise<void>>} the promises lock() answered with for the requests of this turn (not sent yet): a read after one of them goes in its statement (readAfter()) */
+  #turn = new Set()
+  /** @type {Array<{ key: Buffer, resolve: (value: Buffer | undefined) => void, reject: (err: unknown) => void, fallback: () => Promise<Buffer | undefined> }>} reads to make in this turn's statement, behind its locks */
+  #reads = []
+  /** @type {string} the table, quoted */
+  #quoted
   /** @type {Map<string, string>} the namespace prefix of each lock key asked for in the open transaction (for stats.busyOn) */
   #prefixes = new Map()
   /** How many lock requests failed with an error busy() accepts, and the last: a section whose caller caught one runs again all the same (lib/writer.js). */
@@ -107,6 +122,7 @@ export class PostgresKeyLocks extends PostgresSectionLock {
   constructor (host, table) {
     super(host, table)
     this.#keyHost = host
+    this.#quoted = '"' + table.replace(/"/g, '""') + '"'
     // First, before the write path's listeners: the locks go with the transaction.
     this.onEnd(() => {
       this.#held.clear()
@@ -151,7 +167,24 @@ export class PostgresKeyLocks extends PostgresSectionLock {
       if (this.#requests.length === 0) process.nextTick(() => this.#send())
       this.#requests.push({ locks: wanted, resolve, reject })
     })
-    return asked.length === 0 ? requested : Promise.all([requested, ...asked]).then(noop)
+    if (asked.length > 0) return Promise.all([requested, ...asked]).then(noop)
+    this.#turn.add(requested)
+    return requested
+  }
+
+  /**
+   * The value of `key` (a key of the table), read once `locked` (what
+   * lock() answered) resolves: where `locked` is a request of this turn,
+   * in the same query as its lock statement, right behind it (one round
+   * trip for the lock and the read where they took two: the key
+   * transaction's sections lock and then read, one after another); else
+   * by `fallback` once it resolves.
+   * @param {Promise<void>} locked @param {Buffer} key @param {() => Promise<Buffer | undefined>} fallback
+   * @returns {Promise<Buffer | undefined>}
+   */
+  readAfter (locked, key, fallback) {
+    if (!this.#turn.has(locked)) return locked.then(fallback)
+    return new Promise((resolve, reject) => { this.#reads.push({ key, resolve, reject, fallback }) })
   }
 
   /**
@@ -186,6 +219,9 @@ export class PostgresKeyLocks extends PostgresSectionLock {
   async #send () {
     const requests = this.#requests
     this.#requests = []
+    const reads = this.#reads
+    this.#reads = []
+    this.#turn.clear()
     /** @type {Map<string, boolean>} each lock key to take, exclusively or not (exclusive wins) */
     const locks = new Map()
     for (const request of requests) {
@@ -214,8 +250,13 @@ export class PostgresKeyLocks extends PostgresSectionLock {
       text = `SELECT k::text AS k, ${lockCall('pg_try_advisory_xact_lock', list, locks)} AS locked FROM ${lockList(list, locks)}`
     } else {
       for (const request of requests) request.resolve()
+      // Every key held already: the reads go as any other.
+      for (const read of reads) read.fallback().then(read.resolve, read.reject)
       return
     }
+    // The reads behind the locks: in read committed, a statement of its own
+    // (its own snapshot), taken once the locks are.
+    if (reads.length > 0) text += `; SELECT key, value FROM ${this.#quoted} WHERE key = ANY(${inlineValues('$1::bytea[]', [reads.map(read => read.key)])})`
     // Asked for, not yet held: a lock() of the same keys meanwhile waits for it too.
     /** @type {Promise<void>} */
     const statement = new Promise((resolve, reject) => { requests.push({ locks: [], resolve: () => resolve(undefined), reject }) })
@@ -230,7 +271,7 @@ export class PostgresKeyLocks extends PostgresSectionLock {
       // A first statement waits for its locks: how long, with its round trip.
       if (fresh) this.stats.firstStatementMs += performance.now() - sent
       if (!fresh) {
-        const rows = /** @type {any} */ (result).rows
+        const rows = /** @type {any} */ (reads.length > 0 ? /** @type {any} */ (result)[0] : result).rows
         const busy = rows.filter((/** @type {any} */ row) => row.locked !== true)
         if (busy.length > 0) {
           for (const row of busy) {
@@ -245,7 +286,14 @@ export class PostgresKeyLocks extends PostgresSectionLock {
       }
       for (const lock of locks.keys()) if (this.#held.get(lock) === statement) this.#held.set(lock, null)
       for (const request of requests) request.resolve()
+      if (reads.length > 0) {
+        const rows = /** @type {any} */ (Array.isArray(result) ? result[result.length - 1] : result).rows
+        /** @type {Map<string, Buffer>} */
+        const found = new Map(rows.map((/** @type {any} */ row) => [row.key.toString('latin1'), row.value]))
+        for (const read of reads) read.resolve(found.get(read.key.toString('latin1')))
+      }
     } catch (err) {
+      for (const read of reads) read.reject(err)
       if (!(err instanceof KeyLockBusy)) {
         // The transaction is lost (its connection, or an error aborted it).
         this.rollback().catch(noop)

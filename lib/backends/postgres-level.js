@@ -486,6 +486,15 @@ export class PostgresLevel extends AbstractLevel {
       const rows = await this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, [key], snapshot)
       return rows.length === 0 ? undefined : rows[0].value
     }
+    // A critical section's read of a key it just asked to lock (locking:
+    // 'keys', lib/write-scope.js): in the lock's statement, behind it.
+    const locked = options.levelkitLocked
+    const keyLocks = this.#writerLock
+    if (locked !== undefined) {
+      if (keyLocks instanceof PostgresKeyLocks && !keyLocks.closed) return keyLocks.readAfter(locked, key, async () => (await this.#coalesce([key]))[0])
+      // (Its lock gone with a closed writer lock: still never read before the lock answered.)
+      await locked
+    }
     const [value] = await this.#coalesce([key], this.#sectionTransaction())
     return value
   }
