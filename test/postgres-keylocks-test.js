@@ -20,24 +20,35 @@ const locking = process.env.LEVELKIT_TEST_LOCKING === 'table' ? 'table' : 'keys'
 /** @param {number} ms */
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
+/**
+ * A critical section of `db` that reads account `id` (taking its key lock),
+ * then holds it until `letGo()` before it adds 10 to the balance it read.
+ * @param {any} db @param {any} accounts @param {number} id
+ * @returns {{ read: Promise<unknown>, letGo: () => void, holding: Promise<unknown> }} `read` once the section has read
+ */
+function holdAccount (db, accounts, id) {
+  /** @type {() => void} */
+  let letGo = () => {}
+  const gate = new Promise(resolve => { letGo = () => resolve(undefined) })
+  /** @type {() => void} */
+  let hasRead = () => {}
+  const read = new Promise(resolve => { hasRead = () => resolve(undefined) })
+  const holding = db.write(async (/** @type {any} */ w) => {
+    const { balance } = await accounts.in(w).get(id)
+    hasRead()
+    await gate
+    await accounts.in(w).update(id, { balance: balance + 10 })
+  })
+  return { read, letGo, holding }
+}
+
 test('postgres key locks: a write of another key goes on while a critical section holds one; a write of that key waits for it', async t => {
   await twoDatabases(server, { locking, poolSize: 2 }, async (a, b) => {
     const accountsA = a.collection('accounts')
     const accountsB = b.collection('accounts')
     await accountsA.insert({ balance: 1 })
     await accountsA.insert({ balance: 2 })
-    /** @type {() => void} */
-    let letGo = () => {}
-    const gate = new Promise(resolve => { letGo = () => resolve(undefined) })
-    /** @type {() => void} */
-    let hasRead = () => {}
-    const read = new Promise(resolve => { hasRead = () => resolve(undefined) })
-    const holding = a.write(async (/** @type {any} */ w) => {
-      const { balance } = await accountsA.in(w).get(1)
-      hasRead()
-      await gate
-      await accountsA.in(w).update(1, { balance: balance + 10 })
-    })
+    const { read, letGo, holding } = holdAccount(a, accountsA, 1)
     await read
     const other = await Promise.race([accountsB.update(2, { balance: 20 }).then(() => 'written'), sleep(5000).then(() => 'still waiting after 5 s')])
     t.is(other, 'written', 'the other database writes account 2 while account 1 is held')
@@ -97,18 +108,7 @@ test('postgres key locks: a read sent with its lock sees what the holder committ
     const accountsA = a.collection('accounts')
     const accountsB = b.collection('accounts')
     await accountsA.insert({ balance: 1 })
-    /** @type {() => void} */
-    let letGo = () => {}
-    const gate = new Promise(resolve => { letGo = () => resolve(undefined) })
-    /** @type {() => void} */
-    let hasRead = () => {}
-    const read = new Promise(resolve => { hasRead = () => resolve(undefined) })
-    const holding = a.write(async (/** @type {any} */ w) => {
-      const { balance } = await accountsA.in(w).get(1)
-      hasRead()
-      await gate
-      await accountsA.in(w).update(1, { balance: balance + 10 })
-    })
+    const { read, letGo, holding } = holdAccount(a, accountsA, 1)
     await read
     // Its first statement waits for account 1's lock, and its read is in the same query.
     const adding = b.write(async (/** @type {any} */ w) => {
