@@ -606,6 +606,30 @@ function watchNotes (page, room, after) {
 /** @param {any} page @returns {Promise<Record<string, number>>} */
 const postedIn = page => page.evaluate(() => ({ ...(/** @type {any} */ (window).posted) }))
 
+/**
+ * What tab `page`'s watcher (watchNotes()) has delivered, once it holds `n`
+ * notes or 5 s have passed.
+ * @param {any} page @param {number} n @returns {Promise<any[]>}
+ */
+async function seenNotes (page, n) {
+  let seen = await page.evaluate(() => /** @type {any} */ (window).seen)
+  for (let waited = 0; seen.length < n && waited < 5000; waited += 20) {
+    await new Promise(resolve => setTimeout(resolve, 20))
+    seen = await page.evaluate(() => /** @type {any} */ (window).seen)
+  }
+  return seen
+}
+
+/** In tab `page`: the watcher's error if it failed (null if not); then stop it and close the database. @param {any} page */
+function stopWatching (page) {
+  return page.evaluate(async () => {
+    const w = /** @type {any} */ (window)
+    w.stop.abort()
+    await w.alone.db.close()
+    return w.watchError ?? null
+  })
+}
+
 /** In tab `page`: `n` counter writes awaited one by one; the value after. @param {any} page @param {number} n */
 function addHits (page, n) {
   return page.evaluate(async (n) => {
@@ -672,26 +696,14 @@ test('a tab that opens while the other writes without posting: its watcher sees 
 
     // Tab A hears B's hello: it answers, and tells of the gap.
     await a.evaluate(() => /** @type {any} */ (window).release())
-    let seen = []
-    for (let waited = 0; seen.length < 3 && waited < 5000; waited += 20) {
-      await new Promise(resolve => setTimeout(resolve, 20))
-      seen = await b.evaluate(() => /** @type {any} */ (window).seen)
-    }
+    let seen = await seenNotes(b, 3)
     t.same(seen, [[2, 'unheard 2'], [3, 'unheard 3'], [4, 'unheard 4']], 'then tab B\'s watcher delivers the 3 notes, with no further write')
     t.is((await postedIn(a)).gap, 1, 'tab A posted one gap notice')
 
     await a.evaluate(async (room) => { await /** @type {any} */ (window).alone.notes.append(room, 'heard 5') }, room)
-    for (let waited = 0; seen.length < 4 && waited < 5000; waited += 20) {
-      await new Promise(resolve => setTimeout(resolve, 20))
-      seen = await b.evaluate(() => /** @type {any} */ (window).seen)
-    }
+    seen = await seenNotes(b, 4)
     t.same(seen.slice(3), [[5, 'heard 5']], 'and the next note, posted')
-    t.is(await b.evaluate(() => /** @type {any} */ (window).watchError ?? null), null, 'the watcher did not fail')
-    await b.evaluate(async () => {
-      const w = /** @type {any} */ (window)
-      w.stop.abort()
-      await w.alone.db.close()
-    })
+    t.is(await stopWatching(b), null, 'the watcher did not fail')
     t.same(await checkAndClose(a, 'alone'), { ok: true, problems: [] }, 'check() is clean')
   })
 })
@@ -719,18 +731,9 @@ test('a tab that opens second and writes: the first tab, which wrote nothing, he
       for (let i = 1; i <= 3; i++) await notes.append(1, `from B ${i}`)
     })
     t.ok((await postedIn(b)).batch >= 3, 'tab B posts its batches: it knows tab A from A\'s answer')
-    let seen = []
-    for (let waited = 0; seen.length < 3 && waited < 5000; waited += 20) {
-      await new Promise(resolve => setTimeout(resolve, 20))
-      seen = await a.evaluate(() => /** @type {any} */ (window).seen)
-    }
+    const seen = await seenNotes(a, 3)
     t.same(seen, [[1, 'from B 1'], [2, 'from B 2'], [3, 'from B 3']], 'tab A\'s watcher delivers the 3 notes')
-    t.is(await a.evaluate(() => /** @type {any} */ (window).watchError ?? null), null, 'the watcher did not fail')
-    await a.evaluate(async () => {
-      const w = /** @type {any} */ (window)
-      w.stop.abort()
-      await w.alone.db.close()
-    })
+    t.is(await stopWatching(a), null, 'the watcher did not fail')
     t.same(await checkAndClose(b, 'alone'), { ok: true, problems: [] }, 'check() is clean')
   })
 })
