@@ -74,6 +74,11 @@ export class KeyPerChild {
     scope.put(this.namespace, encode([parentId, seq]), json)
   }
 
+  /** Append `jsons` as the children from seq `from` on. @param {WriteScope} scope @param {unknown} parentId @param {number} from @param {string[]} jsons */
+  appendMany (scope, parentId, from, jsons) {
+    for (let k = 0; k < jsons.length; k++) this.append(scope, parentId, from + k, jsons[k])
+  }
+
   /**
    * Replace an existing child. @returns {Promise<boolean>} false if there is none
    * @param {WriteScope} scope @param {unknown} parentId @param {number} seq @param {string} json
@@ -212,8 +217,15 @@ export class ChildBlocks {
       for (let k = i; k < end; k++) pairs.push(`[${from + k},${jsons[k]}]`)
       const key = encode([parentId, first])
       const name = bytesToBinaryString(key)
-      // As in append(): a block starting here is new, nothing to read.
+      // A child that starts a block starts a new one: no child above the
+      // parent's sequence is stored (check() reports one as sequence-behind),
+      // so nothing is there to read. Where reads are round trips (IndexedDB),
+      // that is one per blockSize appends saved, in the middle of a section.
       const block = first === seq ? undefined : await scope.get(this.namespace, key)
+      // The new children have the highest seqs: they go last, and the
+      // block's other values are kept as stored, without parsing them, once
+      // the block is known to be sound. One that does not parse is refused,
+      // not appended to: the new children would be lost in it.
       if (block !== undefined && this.#sound.get(name) !== block) this.parse(block, parentId, key)
       this.#put(scope, key, name, block === undefined ? `[${pairs.join(',')}]` : `${block.slice(0, -1)},${pairs.join(',')}]`)
       i = end
@@ -221,25 +233,8 @@ export class ChildBlocks {
   }
 
   /** @param {WriteScope} scope @param {unknown} parentId @param {number} seq @param {string} json */
-  async append (scope, parentId, seq, json) {
-    const first = this.first(seq)
-    const key = encode([parentId, first])
-    const name = bytesToBinaryString(key)
-    // A child that starts a block starts a new one: no child above the
-    // parent's sequence is stored (check() reports one as sequence-behind),
-    // so nothing is there to read. Where reads are round trips (IndexedDB),
-    // that is one per blockSize appends saved, in the middle of a section.
-    if (first === seq) {
-      this.#put(scope, key, name, `[[${seq},${json}]]`)
-      return
-    }
-    const block = await scope.get(this.namespace, key)
-    // The new child has the highest seq: it goes last, and the block's other
-    // values are kept as stored, without parsing them, once the block is
-    // known to be sound. One that does not parse is refused, not appended
-    // to: the new child would be lost in it.
-    if (block !== undefined && this.#sound.get(name) !== block) this.parse(block, parentId, key)
-    this.#put(scope, key, name, block === undefined ? `[[${seq},${json}]]` : `${block.slice(0, -1)},[${seq},${json}]]`)
+  append (scope, parentId, seq, json) {
+    return this.appendMany(scope, parentId, seq, [json])
   }
 
   /**

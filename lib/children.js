@@ -275,14 +275,9 @@ export class ChildrenModel {
         children: this.name, collection: this.parent.name, id: parentId
       })
     }
-    let seq = await this.lastSeq(scope, parentId)
-    if (this.storage === this.blocks) {
-      await this.blocks.appendMany(scope, parentId, seq + 1, jsons)
-      seq += jsons.length
-    } else {
-      for (const json of jsons) await this.storage.append(scope, parentId, ++seq, json)
-    }
-    scope.put(this.sequence, parentKey, String(seq))
+    const seq = await this.lastSeq(scope, parentId)
+    await this.storage.appendMany(scope, parentId, seq + 1, jsons)
+    scope.put(this.sequence, parentKey, String(seq + jsons.length))
   }
 
   /** @param {WriteScope} scope @param {unknown} parentId @param {unknown} seq @param {string} json */
