@@ -6,7 +6,7 @@ import { parseRecord, parseInteger, decodeKey } from './stored.js'
 import { assertName, layout } from './names.js'
 import { bindNative } from './native-collection.js'
 import { Namespace, assertNotClosed } from './namespace.js'
-import { SecondaryIndex, writeIndexEntries, newRecordsEntries, holdsEntry, uniqueEntryKey } from './indexes.js'
+import { SecondaryIndex, writeIndexEntries, newRecordEntries, newRecordsEntries, holdsEntry, uniqueEntryKey } from './indexes.js'
 import { Query } from './query.js'
 import { valueBounds, tupleBounds } from './bounds.js'
 import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, allOf, promised, transactionOf, transactionIn } from './model-handle.js'
@@ -439,8 +439,10 @@ export class CollectionModel {
    */
   store (scope, record, stored, id, idBytes) {
     this.validateRecord(record)
-    if (this.indexes.size > 0) return writeIndexEntries(scope, this, id, idBytes, undefined, record, stored).then(entries => this.#put(scope, stored, idBytes, entries))
-    return this.#put(scope, stored, idBytes)
+    if (this.indexes.size === 0) return this.#put(scope, stored, idBytes)
+    const entries = newRecordEntries(scope, this, id, idBytes, record, stored)
+    // A promise only if a unique value had to be read.
+    return Array.isArray(entries) ? this.#put(scope, stored, idBytes, entries) : entries.then(all => this.#put(scope, stored, idBytes, all))
   }
 
   /**

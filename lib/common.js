@@ -95,9 +95,20 @@ export function readInput (what, read) {
   try {
     return read()
   } catch (err) {
-    if (isLevelkitError(err)) throw err
-    throw invalid(`${what} could not be read: ${errorMessage(err)}`, { cause: err })
+    throw unreadable(what, err)
   }
+}
+
+/**
+ * What readInput() throws when reading the caller's input threw `err`: for
+ * hot paths that read inline in a try, so that neither a closure nor the
+ * sentence naming the input is made unless the read throws.
+ * @param {string} what as for readInput() @param {unknown} err
+ * @returns {unknown}
+ */
+export function unreadable (what, err) {
+  if (isLevelkitError(err)) return err
+  return invalid(`${what} could not be read: ${errorMessage(err)}`, { cause: err })
 }
 
 /**

@@ -208,12 +208,7 @@ export async function writeIndexEntries (scope, collection, id, idBytes, old, re
         (claimed ??= new Set()).add(entry)
         continue
       }
-      const owner = await scope.get(index.namespace, entry.key)
-      if (owner !== undefined && compareBytes(ownerKey(collection, index, owner), idBytes) !== 0) {
-        throw levelkitError(codes.UNIQUE, `Collection "${collection.name}" already has a record with ${index.name} ${describe(entry.indexValue)}`, {
-          collection: collection.name, index: index.name, value: entry.indexValue
-        })
-      }
+      await assertFree(scope, collection, index, entry, idBytes)
     }
   }
   for (const { index, removed, added } of changes) {
@@ -232,6 +227,94 @@ export async function writeIndexEntries (scope, collection, id, idBytes, old, re
     }
   }
   return afters
+}
+
+/**
+ * Refuse `entry` of a unique index if another record than `idBytes` holds its value.
+ * @param {WriteScope} scope @param {CollectionModel} collection @param {SecondaryIndex} index
+ * @param {IndexEntry} entry @param {Uint8Array} idBytes
+ */
+async function assertFree (scope, collection, index, entry, idBytes) {
+  const owner = await scope.get(index.namespace, entry.key)
+  if (owner !== undefined && compareBytes(ownerKey(collection, index, owner), idBytes) !== 0) {
+    throw levelkitError(codes.UNIQUE, `Collection "${collection.name}" already has a record with ${index.name} ${describe(entry.indexValue)}`, {
+      collection: collection.name, index: index.name, value: entry.indexValue
+    })
+  }
+}
+
+/**
+ * What writeIndexEntries() does for a new record (no old one: nothing to
+ * diff or remove), without a promise when it need not wait: every unique
+ * value claimed by the batch (WriteScope#mayClaim()) rather than read, as
+ * createUser()'s username is on IndexedDB. Checks every unique value
+ * before it writes any entry, in the same order as writeIndexEntries().
+ * @param {WriteScope} scope @param {CollectionModel} collection
+ * @param {unknown} id @param {Uint8Array} idBytes @param {object} record
+ * @param {string} json `record` as stored
+ * @returns {Array<[SecondaryIndex, IndexEntry[]]> | Promise<Array<[SecondaryIndex, IndexEntry[]]>>}
+ *   every entry of the record, by index (as writeIndexEntries() resolves with)
+ */
+export function newRecordEntries (scope, collection, id, idBytes, record, json) {
+  /** @type {Array<[SecondaryIndex, IndexEntry[]]>} */
+  const afters = []
+  for (const index of collection.indexes.values()) {
+    if (!index.status.maintained) continue
+    const after = index.entries(record, id, idBytes, json)
+    if (after.length > 0) afters.push([index, after])
+  }
+  /** @type {Set<IndexEntry> | null} */
+  let claimed = null
+  for (let i = 0; i < afters.length; i++) {
+    const [index, entries] = afters[i]
+    if (!index.unique) continue
+    for (let j = 0; j < entries.length; j++) {
+      if (scope.mayClaim(index.namespace, entries[j].key)) {
+        (claimed ??= new Set()).add(entries[j])
+        continue
+      }
+      // A value to read: from here on as writeIndexEntries() goes.
+      return checkNewFrom(scope, collection, idBytes, afters, i, j, claimed)
+    }
+  }
+  putNewEntries(scope, afters, claimed)
+  return afters
+}
+
+/**
+ * newRecordEntries() from its first unique value that must be read
+ * (entry `j` of `afters[i]`): the rest checked in order, then every entry put.
+ * @param {WriteScope} scope @param {CollectionModel} collection @param {Uint8Array} idBytes
+ * @param {Array<[SecondaryIndex, IndexEntry[]]>} afters @param {number} i0 @param {number} j0
+ * @param {Set<IndexEntry> | null} claimed
+ */
+async function checkNewFrom (scope, collection, idBytes, afters, i0, j0, claimed) {
+  for (let i = i0; i < afters.length; i++) {
+    const [index, entries] = afters[i]
+    if (!index.unique) continue
+    for (let j = i === i0 ? j0 : 0; j < entries.length; j++) {
+      if ((i !== i0 || j !== j0) && scope.mayClaim(index.namespace, entries[j].key)) {
+        (claimed ??= new Set()).add(entries[j])
+        continue
+      }
+      await assertFree(scope, collection, index, entries[j], idBytes)
+    }
+  }
+  putNewEntries(scope, afters, claimed)
+  return afters
+}
+
+/**
+ * A new record's entries put in `scope`, claimed where they were claimable.
+ * @param {WriteScope} scope @param {Array<[SecondaryIndex, IndexEntry[]]>} afters @param {Set<IndexEntry> | null} claimed
+ */
+function putNewEntries (scope, afters, claimed) {
+  for (const [index, entries] of afters) {
+    for (const entry of entries) {
+      if (claimed !== null && claimed.has(entry)) scope.claim(index.namespace, entry.key, entry.value)
+      else scope.put(index.namespace, entry.key, entry.value)
+    }
+  }
 }
 
 /**

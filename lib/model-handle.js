@@ -1,7 +1,7 @@
 import { WriteScope } from './write-scope.js'
 import { Transaction, nextAge, pointBounds, DEFAULT_LOCK_TIMEOUT } from './transaction.js'
 import { invalid, codes } from './errors.js'
-import { readInput } from './common.js'
+import { unreadable } from './common.js'
 import { currentScope } from '#context'
 
 /**
@@ -80,8 +80,15 @@ const MAX_DEADLOCKS = 10
  * @returns {WriteScope}
  */
 function assertScope (writer, w) {
-  // A Proxy's getPrototypeOf trap runs for instanceof: it may throw.
-  if (!readInput('The argument of in(w)', () => w instanceof WriteScope) || /** @type {WriteScope} */ (w).writer !== writer) {
+  // A Proxy's getPrototypeOf trap runs for instanceof: it may throw. (Read
+  // inline, not through readInput(): on every in(w), no closure.)
+  let isScope
+  try {
+    isScope = w instanceof WriteScope
+  } catch (err) {
+    throw unreadable('The argument of in(w)', err)
+  }
+  if (!isScope || /** @type {WriteScope} */ (w).writer !== writer) {
     throw invalid('in(w) takes the write scope that db.write() or db.transaction() passes to its callback, for the same database')
   }
   const scope = /** @type {WriteScope} */ (w)

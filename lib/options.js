@@ -1,5 +1,5 @@
 import { invalid } from './errors.js'
-import { describe, readInput } from './common.js'
+import { describe, unreadable } from './common.js'
 
 // Bounds over the keys a query ranges over (lib/bounds.js), and how much of
 // the range it reads, in which order, from where.
@@ -76,8 +76,14 @@ export function optionsOf (options, call, what = call) {
  */
 export function optionsObject (options, what) {
   if (options === undefined) return {}
-  if (options === null || typeof options !== 'object' || readInput(`The options of ${what}`, () => Array.isArray(options))) {
-    throw invalid(`${what} takes an options object, got ${describe(options)}`)
+  // Read inline, not through readInput(): called on every write, and the
+  // sentence naming the input is only needed if a read throws.
+  if (options !== null && typeof options === 'object') {
+    try {
+      if (!Array.isArray(options)) return { ...options }
+    } catch (err) {
+      throw unreadable(`The options of ${what}`, err)
+    }
   }
-  return readInput(`The options of ${what}`, () => ({ ...options }))
+  throw invalid(`${what} takes an options object, got ${describe(options)}`)
 }

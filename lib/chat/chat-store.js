@@ -3,7 +3,7 @@ import { dummyHash, parseHash, schemeOf } from './password-format.js'
 import { invalid, levelkitError, codes } from '../errors.js'
 import { promised, modelOf, scopeOf } from '../model-handle.js'
 import { layout } from '../names.js'
-import { describe, readInput, elementsOf } from '../common.js'
+import { describe, readInput, elementsOf, unreadable } from '../common.js'
 import { optionsObject as copyOf } from '../options.js'
 import { chatMigrations } from './migrations.js'
 import { idbDirectFor } from '../idb-direct.js'
@@ -1011,7 +1011,16 @@ function randomId () {
  */
 function optionsObject (value, what) {
   if (value === undefined) return {}
-  if (value === null || typeof value !== 'object' || readInput(`The argument of ${what}`, () => Array.isArray(value))) throw invalid(`${what} takes an object`)
+  // Inline, not readInput(): on every call, and the sentence is only needed if the read throws.
+  let array = true
+  if (value !== null && typeof value === 'object') {
+    try {
+      array = Array.isArray(value)
+    } catch (err) {
+      throw unreadable(`The argument of ${what}`, err)
+    }
+  }
+  if (array) throw invalid(`${what} takes an object`)
   return copyOf(value, what)
 }
 
