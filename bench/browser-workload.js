@@ -15,8 +15,13 @@
 // bulk-loads it (levelkit: a db.write() per --chunk records doing what
 // ChatStore's methods do, with users.insertMany() and messages.appendMany()
 // per chat; Dexie: a bulkAdd() per --chunk), which side first
-// alternating per run; then the sides answer the same sample of reads,
-// which must agree.
+// alternating per run; each side's preload ends with a full garbage
+// collection, timed and counted in its time (Chromium runs with
+// --js-flags=--expose-gc; an untimed one before it): the preload pays for
+// its own garbage, on both sides, and the rows start from a collected heap
+// (before, the first row, createUser, paid one or two full collections of
+// the preload's leftovers, or not, by luck). Then the sides answer the same
+// sample of reads, which must agree.
 //
 // Rows, each awaited one by one and with --concurrency (16) in flight:
 // getUser by username, the last 50 messages of a chat, a user's chats,
@@ -235,7 +240,8 @@ const loadAfter = os.loadavg()
  */
 async function runOnce (run) {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), `levelkit-${NAME}-`))
-  const context = await launchPersistentChromium(profile)
+  // gc() in the pages: each side's preload ends with a timed full collection (see below).
+  const context = await launchPersistentChromium(profile, { extraArgs: ['--js-flags=--expose-gc'] })
   /** @type {string[]} */
   const problems = []
   try {
@@ -310,12 +316,14 @@ async function runOnce (run) {
     const storedBytes = {}
     for (const side of run % 2 === 1 ? SIDES : [...SIDES].reverse()) {
       const before = (await call(side, 'estimate')).usage
+      // Untimed: the data set's and setup()'s garbage is not the preload's.
+      await call(side, 'collectGarbage')
       const cpu = await cpuNow(side)
       // One call per table, with the CPU time read between them: where
       // the preload's time goes, by table (the reads add a few ms of the
       // script's round trips to the whole's wall time, the same on both sides).
       preload[side] = await profiled(`preload (per 1,000 records), ${side} alone`, (opts.users + opts.chats + opts.messages) / 1000, async () => {
-        const whole = { ms: { users: 0, chats: 0, messages: 0 }, counts: /** @type {Record<string, number>} */ ({}), records: 0, traces: /** @type {Record<string, any> | null} */ (null), cpuByTable: /** @type {Record<string, { main: number, all: number, records: number }>} */ ({}) }
+        const whole = { ms: { users: 0, chats: 0, messages: 0, gc: 0 }, counts: /** @type {Record<string, number>} */ ({}), records: 0, traces: /** @type {Record<string, any> | null} */ (null), cpuByTable: /** @type {Record<string, { main: number, all: number, records: number }>} */ ({}) }
         let at = cpu
         for (const table of PRELOAD_TABLES) {
           const part = await call(side, 'preload', side, opts.chunk, opts.trace && run === 1, table)
@@ -327,6 +335,11 @@ async function runOnce (run) {
           whole.cpuByTable[table] = { main: now.main - at.main, all: now.all - at.all, records: part.records }
           at = now
         }
+        // The preload's garbage charged to the preload, the same on both
+        // sides: a timed full collection at its end, in its time and CPU.
+        // Without it, one or two full collections of what the preload left
+        // fell into the first rows (createUser), on either side, by luck.
+        whole.ms.gc = await call(side, 'collectGarbage')
         return whole
       })
       const used = await cpuNow(side)
@@ -439,12 +452,12 @@ for (const op of ops) {
   }
 }
 const preloadOf = (/** @type {string} */ side) => {
-  const ms = perRun.map(r => r.preload[side].ms.users + r.preload[side].ms.chats + r.preload[side].ms.messages)
+  const ms = perRun.map(r => preloadMs(r.preload[side]))
   const records = perRun[0].preload[side].records
   return {
     ms: median(ms),
     recordsPerSec: median(ms.map(m => records / (m / 1000))),
-    byTable: Object.fromEntries(['users', 'chats', 'messages'].map(t => [t, median(perRun.map(r => r.preload[side].ms[t]))])),
+    byTable: Object.fromEntries([...PRELOAD_TABLES, 'gc'].map(t => [t, median(perRun.map(r => r.preload[side].ms[t]))])),
     counts: Object.fromEntries(['tx', 'txReadwrite', 'requests', 'cursorSteps', 'locks'].map(key => [key, median(perRun.map(r => r.preload[side].counts[key]))])),
     // CPU ms per 1,000 of the table's records: main thread, all of Chromium.
     cpuByTable: Object.fromEntries(PRELOAD_TABLES.map(t => [t, Object.fromEntries(/** @type {const} */ (['main', 'all']).map(key => [key, median(perRun.map(r => r.preload[side].cpuByTable[t][key] / (r.preload[side].cpuByTable[t].records / 1000)))]))])),
@@ -453,8 +466,7 @@ const preloadOf = (/** @type {string} */ side) => {
 }
 const preload = { levelkit: preloadOf('levelkit'), dexie: preloadOf('dexie') }
 const preloadRatio = median(perRun.map(r => {
-  const total = (/** @type {string} */ side) => r.preload[side].ms.users + r.preload[side].ms.chats + r.preload[side].ms.messages
-  return total('dexie') / total('levelkit')
+  return preloadMs(r.preload.dexie) / preloadMs(r.preload.levelkit)
 }))
 
 const perOpText = (/** @type {any} */ c) => `${fmt(c.tx, c.tx < 10 ? 2 : 1)} (${fmt(c.txReadwrite, 2)} rw)`
@@ -486,6 +498,8 @@ console.log(`  Medians over ${opts.runs} run(s). levelkit/Dexie: the ratio of op
 console.log('  slice check: the ratio of median slice rates. IDB tx/op: IndexedDB transactions per operation (readwrite ones in brackets);')
 console.log('  requests/op: IDBObjectStore/IDBIndex requests plus cursor steps; locks/op: navigator.locks.request() per operation.')
 console.log(`  Bulk preload: levelkit a db.write() per ${fmt(opts.chunk)} records doing ChatStore's writes (users.insertMany(), messages.appendMany() per chat), Dexie a bulkAdd() per ${fmt(opts.chunk)}; the ratio is Dexie's time / levelkit's;`)
+console.log('  each side\'s preload ends with a full garbage collection (gc(), Chromium run with --js-flags=--expose-gc), timed and counted in the')
+console.log('  preload\'s time and CPU, so each side pays for its preload\'s garbage and every row starts from a collected heap (one untimed before it);')
 console.log(`  levelkit ${secs(preload.levelkit.byTable)}; Dexie ${secs(preload.dexie.byTable)}. Counts of the preload are totals, not per operation.`)
 console.log('  stored: navigator.storage.estimate().usage of the side\'s origin after its preload minus before (on disk, so it depends on when the')
 console.log('  backing store last compacted: min..max over runs, levelkit then Dexie).')
@@ -553,7 +567,7 @@ writeCsv(path.join(run0.outDir, 'results.csv'),
     })),
     ...SIDES.map(side => {
       const p = r.preload[side]
-      const ms = p.ms.users + p.ms.chats + p.ms.messages
+      const ms = preloadMs(p)
       return [r.run, 'preload', 'bulk preload', side, 1, p.records, ms, p.records / (ms / 1000), p.counts.tx, p.counts.txReadwrite, p.counts.requests, p.counts.cursorSteps, p.counts.locks]
     })
   ]))
@@ -657,7 +671,16 @@ function compact (v) {
   return v >= 1e4 ? `${fmt(v / 1e3, 1)}k` : fmt(v, v < 10 ? 1 : 0)
 }
 
+/**
+ * A side's preload time in one run: its tables' parts and the full garbage
+ * collection at its end.
+ * @param {{ ms: Record<string, number> }} part
+ */
+function preloadMs (part) {
+  return part.ms.users + part.ms.chats + part.ms.messages + part.ms.gc
+}
+
 /** @param {Record<string, number>} byTable */
 function secs (byTable) {
-  return Object.entries(byTable).map(([t, ms]) => `${t} ${fmt(ms / 1000, 2)} s`).join(', ')
+  return Object.entries(byTable).map(([t, ms]) => t === 'gc' ? `its final gc() ${fmt(ms, 0)} ms` : `${t} ${fmt(ms / 1000, 2)} s`).join(', ')
 }

@@ -368,6 +368,24 @@ function answerDigests () {
   return digests[mine]
 }
 
+/**
+ * A full garbage collection of this page's heap (the script launches
+ * Chromium with --js-flags=--expose-gc), timed. The script runs one, untimed,
+ * before a side's preload (the data set's and setup's garbage is not the
+ * preload's), and one, timed and counted in the preload's time, after it:
+ * each side pays for the garbage its preload left, and both sides' rows
+ * start from a collected heap, instead of the first rows paying for a
+ * collection that falls in them or not, run to run.
+ * @returns {number} milliseconds
+ */
+function collectGarbage () {
+  const gc = /** @type {any} */ (globalThis).gc
+  if (typeof gc !== 'function') throw new Error('collectGarbage(): no gc() in the page (launch Chromium with --js-flags=--expose-gc)')
+  const start = performance.now()
+  gc()
+  return performance.now() - start
+}
+
 /** navigator.storage.estimate(), what the origin uses. */
 async function estimate () {
   const e = /** @type {any} */ (await navigator.storage.estimate())
@@ -385,4 +403,4 @@ async function close () {
   else sides.dexie.close()
 }
 
-/** @type {any} */ (window).browserWorkload = { setup, preload, runSlice, answers, traceOps, answerDigests, estimate, checkLevelkit, close, userAgent: navigator.userAgent }
+/** @type {any} */ (window).browserWorkload = { setup, preload, collectGarbage, runSlice, answers, traceOps, answerDigests, estimate, checkLevelkit, close, userAgent: navigator.userAgent }

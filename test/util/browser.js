@@ -39,11 +39,14 @@ export async function launchChromium () {
  * Launch headless Chromium on a profile folder that outlives it (IndexedDB
  * data stays there), as a browser context.
  * @param {string} userDataDir
- * @param {{ timeout?: number }} [options] Playwright's bound on the launch in ms (30,000; 0: none, for a caller that bounds it)
+ * @param {{ timeout?: number, extraArgs?: string[] }} [options] timeout: Playwright's bound on the launch in ms
+ *   (30,000; 0: none, for a caller that bounds it); extraArgs: command-line flags after the usual ones
+ *   (the browser bench's `--js-flags=--expose-gc`)
  */
 export async function launchPersistentChromium (userDataDir, options = {}) {
   assertChromium()
-  return chromium.launchPersistentContext(userDataDir, { executablePath: chromiumPath, headless: true, args: CHROMIUM_ARGS, ...options })
+  const { extraArgs = [], ...rest } = options
+  return chromium.launchPersistentContext(userDataDir, { executablePath: chromiumPath, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs], ...rest })
 }
 
 /** A page that loads the bundle as `window.levelkit`. */
