@@ -249,9 +249,12 @@ export class CollectionModel {
     return typeof id === 'number' && id > 0 ? Math.floor(id) : 0
   }
 
-  /** @param {WriteScope} scope @param {string} json */
-  async insert (scope, json) {
-    const record = JSON.parse(json)
+  /**
+   * @param {WriteScope} scope @param {string} json
+   * @param {any} [copy] a copy of the record as JSON.parse(json) would make it (recordJsonWithCopy()), this insert's own
+   */
+  async insert (scope, json, copy) {
+    const record = copy ?? JSON.parse(json)
     if (!this.sequential) return this.create(scope, record, json, this.computeId(deepFreeze(record)))
     this.assertNoId(record)
     const id = await this.nextId(scope)
@@ -687,9 +690,18 @@ export class Collection extends ModelHandle {
   /** @param {object} record @returns {Promise<unknown>} the new id */
   insert (record) {
     return promised(() => {
-      const json = recordJson(record, `Record for "${this.name}"`)
+      const model = modelOf(this)
+      // The serializer's copy of the record (as insertMany() makes): not
+      // parsed back from its JSON. Frozen for an id function, as insertMany().
+      let [json, copy] = recordJsonWithCopy(record, () => `Record for "${model.name}"`, !model.sequential)
       // It may run again (see Writer#run()): its unique values are claimed.
-      return writeThrough(this, scope => modelOf(this).insert(scope, json), true)
+      // The copy goes to the first run only (it takes the id and is sealed);
+      // a run again parses the JSON.
+      return writeThrough(this, scope => {
+        const given = copy
+        copy = undefined
+        return model.insert(scope, json, given)
+      }, true)
     })
   }
 
