@@ -98,6 +98,17 @@ test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, asyn
     t.ok(summary.bundles.levelkit.gzip > 0 && summary.bundles.levelkit.gzip < summary.bundles.levelkit.bytes, 'levelkit\'s bundle size, minified and gzipped')
     t.ok(summary.bundles.dexie.gzip > 0 && summary.bundles.dexie.gzip < summary.bundles.dexie.bytes, 'Dexie\'s, too')
     t.ok(summary.preload.levelkit.storedBytes > 0 && summary.preload.dexie.storedBytes > 0, 'the storage estimate grew with each side\'s preload')
+    // The preload's garbage is charged to the preload, on both sides: a timed
+    // full collection at its end, in its time (and the rows after it start
+    // from a collected heap).
+    t.match(stdout, /levelkit users [\d.]+ s, chats [\d.]+ s, messages [\d.]+ s, its final gc\(\) [\d,]+ ms; Dexie users [\d.]+ s, chats [\d.]+ s, messages [\d.]+ s, its final gc\(\) [\d,]+ ms\./, 'the preload\'s time by table and its final gc(), both sides')
+    t.ok(stdout.includes('each side\'s preload ends with a full garbage collection'), 'the method, said under the table')
+    for (const side of ['levelkit', 'dexie']) {
+      const { ms } = summary.runs[0].preload[side]
+      t.ok(ms.gc > 0, `${side}: its preload's final gc() took time (${ms.gc} ms)`)
+      const csvMs = Number(rows.find(row => row[1] === 'preload' && row[3] === side)[6])
+      t.ok(Math.abs(csvMs - (ms.users + ms.chats + ms.messages + ms.gc)) < 1e-6, `${side}: the preload's time in the CSV includes its gc() (${csvMs} ms)`)
+    }
     for (const side of ['levelkit', 'dexie']) {
       const byTable = summary.preload[side].cpuByTable
       t.ok(['users', 'chats', 'messages'].every(table => byTable[table].main > 0 && Number.isFinite(byTable[table].all)), `${side}: the preload's CPU by table in the summary`)
