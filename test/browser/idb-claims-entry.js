@@ -169,5 +169,50 @@ test('idb-claims: where batches do not go to IndexedDB directly (a write listene
   await db.close()
 })
 
+/**
+ * Count JSON.parse() calls while `fn` runs (restored whatever it does).
+ * @template T @param {() => Promise<T>} fn @returns {Promise<{ parses: number, answer: T }>}
+ */
+async function countParses (fn) {
+  const parse = JSON.parse
+  let parses = 0
+  JSON.parse = function (/** @type {any[]} */ ...args) {
+    parses++
+    return parse.apply(this, /** @type {any} */ (args))
+  }
+  try {
+    const answer = await fn()
+    return { parses, answer }
+  } finally {
+    JSON.parse = parse
+  }
+}
+
+test('idb-claims: an insert takes the serializer\'s copy of its record, not a parse of its JSON; one that runs again after a refused claim parses it, and is refused', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh() })
+  const users = usersOf(db)
+  const keyed = db.collection('keyed', { id: (/** @type {any} */ r) => r.name, indexes: { n: { unique: true, key: (/** @type {any} */ r) => r.n } } })
+  await users.insert({ username: 'warm' })
+  await keyed.insert({ name: 'warm', n: 0 })
+  const first = await countParses(() => users.insert({ username: 'ann', tags: ['a', 'b'], profile: { age: 30 } }))
+  t.is(first.parses, 0, 'no JSON.parse() in an insert whose username is claimed')
+  const stored = await users.get(/** @type {number} */ (first.answer))
+  t.same(stored, { username: 'ann', tags: ['a', 'b'], profile: { age: 30 }, id: first.answer }, 'the record as given, with its id')
+  // An id function gets the copy frozen, as from a parse.
+  const byName = await countParses(() => keyed.insert({ name: 'k1', n: 1, deep: { x: [1] } }))
+  t.is(byName.parses, 0, 'none with an id function either')
+  t.same(await keyed.get('k1'), { name: 'k1', n: 1, deep: { x: [1] } }, 'that record is stored')
+  // Taken in another tab: the claim is refused and the insert runs again, reading; its copy went to the first run.
+  forgetCache(db)
+  const again = await countParses(() => settled(users.insert({ username: 'ann', n: 2 })))
+  t.is(/** @type {any} */ (again.answer).code, 'LEVELKIT_UNIQUE', 'the taken username is refused')
+  t.ok(again.parses >= 1, `the run again parsed the record's JSON (${again.parses} parses)`)
+  t.is((await users.query().all()).length, 2, 'nothing of it is written')
+  const next = await users.insert({ username: 'bob' })
+  t.is(next, /** @type {number} */ (first.answer) + 1, 'the next insert takes the next id')
+  t.is((await db.check()).problems.length, 0, 'check() is clean')
+  await db.close()
+})
+
 // @ts-ignore
 window.levelkitTests = { run }
