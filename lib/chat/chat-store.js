@@ -830,7 +830,9 @@ export class ChatStore {
   #username (username) {
     if (typeof username !== 'string') throw invalid('username must be a string')
     const name = username.trim()
-    if (name.length === 0 || characters(name) > this.options.maxUsernameLength) {
+    // Code points are at most UTF-16 units: counted only past the limit in units
+    // (the iteration allocates, on every createUser() and getUser()).
+    if (name.length === 0 || (name.length > this.options.maxUsernameLength && characters(name) > this.options.maxUsernameLength)) {
       throw invalid(`username must be 1 to ${this.options.maxUsernameLength} characters (after trimming)`)
     }
     return name
@@ -838,7 +840,7 @@ export class ChatStore {
 
   /** @param {unknown} name */
   #chatName (name) {
-    if (typeof name !== 'string' || name.trim().length === 0 || characters(name.trim()) > this.options.maxChatNameLength) {
+    if (typeof name !== 'string' || name.trim().length === 0 || (name.trim().length > this.options.maxChatNameLength && characters(name.trim()) > this.options.maxChatNameLength)) {
       throw invalid(`A chat name must be 1 to ${this.options.maxChatNameLength} characters`)
     }
     return name.trim()

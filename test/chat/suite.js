@@ -179,6 +179,10 @@ export function chatSuite (test, common) {
     t.is(await store.createUser({ username: 'a'.repeat(64), password: 'x' }), 2, '64 characters is allowed')
     t.is(await store.createUser({ username: `  ${'b'.repeat(64)}  `, password: 'x' }), 3, 'length counts after trimming')
     t.is((await store.getUserById(3))?.username, 'b'.repeat(64))
+    // Characters are code points: 64 emoji (128 UTF-16 units) are 64.
+    t.is(await store.createUser({ username: '😀'.repeat(64), password: 'x' }), 4, '64 emoji are 64 characters: allowed')
+    t.is((await store.getUser('😀'.repeat(64)))?.id, 4, 'and found by getUser()')
+    await rejects(t, store.createUser({ username: '😀'.repeat(65), password: 'x' }), INVALID, '65 emoji are refused')
 
     before = await dump(db)
     for (const [username, what] of /** @type {Array<[any, string]>} */ ([
@@ -204,7 +208,7 @@ export function chatSuite (test, common) {
       await rejects(t, store.getUserById(/** @type {any} */ (bad)), INVALID, `getUserById(${String(bad)})`)
     }
     t.is(await dump(db), before, 'no bad input wrote anything')
-    t.is(await store.createUser({ username: 'dave', password: 'x' }), 4, 'refused inputs used no user id')
+    t.is(await store.createUser({ username: 'dave', password: 'x' }), 5, 'refused inputs used no user id')
     await finish(t, db, store)
   })
 
