@@ -306,7 +306,12 @@ export class PostgresSectionLock extends PostgresWriterLock {
   idle () {
     // (No batch waits: none was decided in a transaction lost meanwhile.)
     this.#lost = false
-    return this.commit() ?? Promise.resolve()
+    const committed = this.commit()
+    // Its COMMIT failing (the connection lost) loses nothing: the
+    // transaction holds locks and reads only, which go with it, and a
+    // section running again (lib/writer.js, after a busy key) begins
+    // another, on a new connection.
+    return committed === null ? Promise.resolve() : committed.catch(noop)
   }
 
   close () {
