@@ -12,6 +12,7 @@ import pg from 'pg'
 import { open } from '../index.js'
 import { postgresForTests, twoDatabases, lockWaited } from './util/postgres.js'
 import { lostBetweenSections } from './util/pg-lost-transaction.js'
+import { cutter } from './util/pg-proxy.js'
 
 const server = await postgresForTests(test)
 // LEVELKIT_TEST_LOCKING=table runs the first test with the writer lock: it must fail.
@@ -278,4 +279,34 @@ if (locking === 'keys') {
   // The conformance and chat suites again (about a minute more): with
   // LEVELKIT_TEST_SUITES=1, or npm run test:locking.
   if (process.env.LEVELKIT_TEST_SUITES === '1') await import('./postgres-shared-suites-test.js' + keys)
+}
+
+// A batch written with no key transaction open (no section read a key:
+// here the root's batch()) goes alone, committing as it is run. Its
+// connection cut once it is sent, the client cannot know whether it
+// committed: reported as such, never as not written (the caller would
+// write it again, and it may be there).
+for (const cut of /** @type {const} */ (['before', 'after'])) {
+  test(`postgres key locks: a batch written alone whose connection is cut ${cut} the server commits it is reported LEVELKIT_COMMIT_UNKNOWN`, { skip: locking !== 'keys' }, async t => {
+    const proxy = await cutter(server.connectionString, { marker: 'WITH removed AS' })
+    const table = server.table()
+    // 'a' written through another connection: the statement's text (the marker) is not prepared on the cut one.
+    const direct = await open({ backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking, poolSize: 2 })
+    await /** @type {any} */ (direct).level.batch([{ type: 'put', key: 'a', value: '1' }])
+    await direct.close()
+    const db = await open({ backend: 'postgres', connectionString: proxy.connectionString, table, shared: true, locking, poolSize: 2 })
+    try {
+      const level = /** @type {any} */ (db).level
+      proxy.cut(cut)
+      const err = await level.batch([{ type: 'put', key: 'b', value: '2' }, { type: 'del', key: 'a' }]).then(() => null, (/** @type {any} */ err) => err)
+      t.is(proxy.cuts, 1, 'the connection was cut')
+      t.is(err?.code, 'LEVELKIT_COMMIT_UNKNOWN', 'rejected with LEVELKIT_COMMIT_UNKNOWN')
+      t.deepEqual(await level.keys().all(), cut === 'after' ? ['b'] : ['a'], cut === 'after' ? 'it had committed' : 'it had not')
+      await level.batch([{ type: 'put', key: 'c', value: '3' }])
+      t.ok((await level.keys().all()).includes('c'), 'the next batch is written, on a new connection')
+    } finally {
+      await db.close().catch(() => {})
+      await proxy.close()
+    }
+  })
 }

@@ -242,6 +242,7 @@ export class PostgresSectionLock extends PostgresWriterLock {
     const text = this.#open || opening !== null ? inlineValues(statement.text, statement.values) : null
     if (text === null) {
       // A batch alone, or one whose values cannot be written as literals: then its COMMIT.
+      const connection = this.#connect()
       const sent = this.query(statement)
       // (With locking: 'serializable' the statement begins one when none is open.)
       const open = this.#open
@@ -258,6 +259,10 @@ export class PostgresSectionLock extends PostgresWriterLock {
         })
       }, async err => {
         await this.rollback()
+        // Alone, it commits as it runs: once sent, a connection that failed before its answer leaves that unknown.
+        if (!open && connection.connected && typeof err?.severity !== 'string' && isConnectionError(err)) {
+          throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch was sent: it may or may not have committed (${err?.message})`, { cause: err })
+        }
         throw err
       })
     }
