@@ -123,8 +123,8 @@ export function substituteBytes (bytes, ids) {
   const found = findPlaceholders(bytes)
   if (found.length === 0) return bytes
   // Written into one array of its final size, without an array per part
-  // (a key-lock createChat patches ~50 keys and values: their parts were
-  // most of its garbage after the statement's).
+  // and per id (with key locks a createChat patches dozens of keys and
+  // values: 19 of its ~400 KB allocated, 13 so; session 20).
   /** @type {string[]} each text placeholder's id, in decimal */
   const texts = []
   let size = bytes.length
