@@ -79,7 +79,9 @@
 // its slices — its Node processes' (process.cpuUsage() in each worker),
 // PostgreSQL's (the postmaster's and its backends' CPU time from /proc,
 // exited backends included through the postmaster's children times) and
-// the whole machine's (/proc/stat, other work included). And where the
+// the whole machine's (/proc/stat, other work included) — and the Node
+// processes' and PostgreSQL's CPU milliseconds per operation (what an
+// operation costs each side, which load changes less than rates). And where the
 // processes wait for each other, from the shared lock's counters: table
 // lock hand-overs and the time waiting for it; serializable failures by
 // kind (a row updated since the snapshot, or a read made stale); busy key
@@ -497,6 +499,11 @@ function resultOf (a) {
     nodeCores: a.nodeCpuMs / a.wallMs,
     pgCores: a.pgCpuMs === null ? null : a.pgCpuMs / a.wallMs,
     machineCores: a.machineBusyMs === null ? null : a.machineBusyMs / a.wallMs,
+    // CPU milliseconds per operation: the cell's Node processes, PostgreSQL
+    // (a count of work that load does not change as it does rates; issue 18's
+    // Node side was the limit at 4 processes on 2 cores).
+    nodeCpuMsPerOp: a.nodeCpuMs / a.ops,
+    pgCpuMsPerOp: a.pgCpuMs === null ? null : a.pgCpuMs / a.ops,
     lock: a.lock
   }
 }
@@ -794,6 +801,8 @@ for (const op of ops) {
       nodeCores: median(measured.map(r => r.cells[cell.key].results[op].nodeCores)),
       pgCores: nullableMedian(measured.map(r => r.cells[cell.key].results[op].pgCores)),
       machineCores: nullableMedian(measured.map(r => r.cells[cell.key].results[op].machineCores)),
+      nodeCpuMsPerOp: median(measured.map(r => r.cells[cell.key].results[op].nodeCpuMsPerOp)),
+      pgCpuMsPerOp: nullableMedian(measured.map(r => r.cells[cell.key].results[op].pgCpuMsPerOp)),
       // Summed over the runs (as retries are).
       lock: measured.some(r => r.cells[cell.key].results[op].lock == null) ? null : measured.reduce((sum, r) => addStats(sum, r.cells[cell.key].results[op].lock), {}),
       opsPerSecPerRun: rate,
@@ -802,18 +811,19 @@ for (const op of ops) {
   }
 }
 
-const CSV_COLUMNS = ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'connects_per_op', 'node_cores', 'pg_cores', 'machine_cores', 'ratio_vs_sql']
+const CSV_COLUMNS = ['run', 'operation', 'cell', 'kind', 'processes', 'ops', 'ms', 'ops_per_sec', 'p50_ms', 'p99_ms', 'retries', 'round_trips_per_op', 'connects_per_op', 'node_cores', 'pg_cores', 'machine_cores', 'node_cpu_ms_per_op', 'pg_cpu_ms_per_op', 'ratio_vs_sql']
 const cores = (/** @type {number | null} */ x) => x === null ? '?' : x.toFixed(2)
+const cpuMs = (/** @type {number | null} */ x) => x === null ? '?' : x.toFixed(x < 10 ? 2 : 1)
 // One ratio column per SQL variant (--sql-ids).
 const ratioHeads = sqlIdsList.length === 1 ? ['× SQL (same processes)'] : sqlIdsList.map(ids => ids === 'serial' ? '× SQL serial ids' : '× SQL gap-free ids')
 // With --base-library, a column of each cell against the same over the base.
 const baseHeads = baseLibrary === null ? [] : ['× base library']
-const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', ...ratioHeads, ...baseHeads, '× one process', 'retries', 'round trips/op', 'connections opened/op', 'cores: node / PG / machine']]
+const table = [['operation', 'cell', 'ops/s', 'p50 ms', 'p99 ms', ...ratioHeads, ...baseHeads, '× one process', 'retries', 'round trips/op', 'connections opened/op', 'cores: node / PG / machine', 'CPU ms/op: node / PG']]
 for (const op of ops) {
   const label = OPERATIONS.find(o => o.key === op)?.label ?? op
   for (const cell of cells) {
     const s = summary[op][cell.key]
-    if (s.na) table.push([label, cell.label, s.na, '', '', ...ratioHeads.map(() => ''), ...baseHeads.map(() => ''), '', '', '', '', ''])
+    if (s.na) table.push([label, cell.label, s.na, '', '', ...ratioHeads.map(() => ''), ...baseHeads.map(() => ''), '', '', '', '', '', ''])
     else {
       const levelkitPg = cell.kind === 'levelkit-pg' || cell.kind === 'levelkit-pg-keys' || cell.kind === 'levelkit-pg-serializable'
       const ratios = cell.againstEach.map(against => {
@@ -824,7 +834,7 @@ for (const op of ops) {
         return `${r.toFixed(2)}×${goal}`
       })
       const againstBase = baseHeads.map(() => s.againstBase === null ? '–' : `${s.againstBase.toFixed(2)}×`)
-      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ...ratios, ...againstBase, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries), cell.kind === 'levelkit-leveldb' ? '–' : s.roundTrips.toFixed(2), cell.kind === 'levelkit-leveldb' ? '–' : s.connectsPerOp.toFixed(2), `${cores(s.nodeCores)} / ${cores(s.pgCores)} / ${cores(s.machineCores)}`])
+      table.push([label, cell.label, fmt(s.opsPerSec), fmt(s.p50Ms, 2), fmt(s.p99Ms, 2), ...ratios, ...againstBase, s.scaling === null ? '–' : `${s.scaling.toFixed(2)}×`, s.retries === null ? '–' : String(s.retries), cell.kind === 'levelkit-leveldb' ? '–' : s.roundTrips.toFixed(2), cell.kind === 'levelkit-leveldb' ? '–' : s.connectsPerOp.toFixed(2), `${cores(s.nodeCores)} / ${cores(s.pgCores)} / ${cores(s.machineCores)}`, `${cpuMs(s.nodeCpuMsPerOp)} / ${cpuMs(s.pgCpuMsPerOp)}`])
     }
   }
 }
@@ -842,6 +852,7 @@ console.log('  round trips/op: statements sent to PostgreSQL by every process of
 console.log(`  connections opened/op: connections to PostgreSQL every process of the cell opened during its slices / ops, the median over runs (a new backend, cold caches). Turns: ${turns === 'pairs' ? `one cell at a time, SQL and the other side alternating (its processes started for it and ended after it; pools keep idle connections ${idleMs} ms)` : turns === 'cells' ? `one cell at a time (its processes started for it and ended after it; pools keep idle connections ${idleMs} ms)` : `the cells took turns slice by slice, all open for the whole run (pools let idle connections go after ${idleMs} ms)`}.`)
 console.log('  × one process = ops/s / the same store\'s with one process, in the same run, then the median: how throughput rises with processes.')
 console.log(`  cores: CPU seconds per wall second over the cell's slices (medians over runs): its Node processes' (process.cpuUsage()), PostgreSQL's (the postmaster and its backends, /proc${postmaster === null ? ': not measured, the server is not on this machine' : ''}), and the whole machine's busy time (/proc/stat: other work included), of ${os.cpus().length}.`)
+console.log(`  CPU ms/op: CPU milliseconds per operation over the cell's slices (medians over runs), its Node processes' and PostgreSQL's${postmaster === null ? ' (not measured)' : ''}: the work an operation costs each side, which load changes less than it changes rates.`)
 // Where the processes wait for each other, per operation: the lock's counters summed over the runs, per op.
 const lockTable = [['operation', 'cell', 'per op: what the lock counted (summed over runs ÷ ops)']]
 for (const op of ops) {
@@ -878,7 +889,7 @@ writeCsv(path.join(run0.outDir, 'results.csv'), CSV_COLUMNS,
     const x = r.cells[c.key].results[op]
     // This run's ratio against SQL (paired with --turns pairs); empty for SQL itself.
     const ratio = c.kind === 'sql' ? '' : x.opsPerSec / sqlRate(r, c, c.against, op)
-    return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries, x.roundTrips, x.connectsPerOp, x.nodeCores, x.pgCores, x.machineCores, ratio]
+    return [r.run, op, c.key, c.kind, c.processes, x.ops, x.ms, x.opsPerSec, x.p50Ms, x.p99Ms, x.retries, x.roundTrips, x.connectsPerOp, x.nodeCores, x.pgCores, x.machineCores, x.nodeCpuMsPerOp, x.pgCpuMsPerOp, ratio]
   }))))
 
 const colors = { sql: ['#1f77b4', '#6baed6', '#c6dbef', '#08519c'], 'sql-gapfree': ['#17becf', '#9edae5', '#d9f2f5', '#0e7c87'], 'levelkit-pg': ['#d62728', '#fb6a4a', '#fcbba1', '#a50f15'], 'levelkit-pg-keys': ['#9467bd', '#bcbddc', '#dadaeb', '#54278f'], 'levelkit-pg-serializable': ['#8c564b', '#c49c94', '#e7cbc1', '#5b3a32'], 'levelkit-leveldb': ['#2ca02c'] }

@@ -83,6 +83,14 @@ test('placeholder ids: found where levelkit writes an id (a key\'s element, a li
   t.is(substitute(`{"id":${p}5}`, ids), `{"id":${p}5}`, 'a longer "id" left alone')
   t.is(substitute(String(p + 1), ids), '13', 'a sequence\'s value')
   t.throws(() => substitute(encode([p + 2]), ids), /placeholder id/, 'a placeholder no insert took: an error, not a guess')
+  // Written into one array of its final size (session 20): a view at an
+  // offset into a larger buffer, binary and text placeholders in one item,
+  // ids of 1 and 16 digits (the text shrinks by 15 and by 0 bytes).
+  const wide = new Map([[p, 7], [p + 1, 2 ** 52 + 1], [p + 2, 3]])
+  const item = Buffer.concat([Buffer.from('zz'), Buffer.from(encode([p, 'a', p + 2])), Buffer.from(`{"id":${p + 1}},{"id":${p + 2}}`)])
+  t.deepEqual(Buffer.from(substitute(item.subarray(2), wide)), Buffer.concat([Buffer.from(encode([7, 'a', 3])), Buffer.from(`{"id":${2 ** 52 + 1}},{"id":3}`)]), 'a view into a larger buffer: each placeholder replaced in place, the bytes between kept')
+  const none = encode([1, 'b'])
+  t.is(substitute(none, wide), none, 'bytes holding no placeholder: the same array')
   t.end()
 })
 

@@ -5,7 +5,9 @@
 // what it cannot write safely it declines (null), and the statement is sent
 // with its values.
 import test from 'tape'
-import { inlineValues } from '../lib/backends/postgres-literal.js'
+import pg from 'pg'
+import { inlineValues, escapeLiteral } from '../lib/backends/postgres-literal.js'
+import { prng } from 'levelkit-testkit/prng'
 import { postgresForTests } from './util/postgres.js'
 
 const server = await postgresForTests(test)
@@ -51,6 +53,37 @@ test('postgres literals: an array of bytes is one constant, read alike whatever 
     await client.query('RESET standard_conforming_strings').catch(() => {})
     client.release()
   }
+})
+
+// The literals are built without a string per character or per element
+// (session 20: pg's escapeLiteral() was the most allocating function of a
+// createChat over PostgreSQL): the text must stay what it was, the same
+// statement for the server (its plans and what it stores).
+test('postgres literals: the same text as pg\'s escapeLiteral() and as an element-by-element array constant', t => {
+  const random = prng(20)
+  const alphabet = ['a', 'é', '😀', '\'', '\\', '"', '{', ',', '$1', ' ', '\n', 'E']
+  let strings = 0
+  let arrays = 0
+  for (let k = 0; k < 500; k++) {
+    const text = Array.from({ length: random.int(40) }, () => alphabet[random.int(alphabet.length)]).join('')
+    if (escapeLiteral(text) !== pg.escapeLiteral(text)) t.fail(`escapeLiteral(${JSON.stringify(text)}): ${escapeLiteral(text)}, pg's ${pg.escapeLiteral(text)}`)
+    else strings++
+    const big = Buffer.from(Array.from({ length: 200 }, () => random.int(256)))
+    // Views into a larger buffer (at an offset), plain Uint8Arrays, empty ones.
+    const items = Array.from({ length: 1 + random.int(12) }, () => {
+      const from = random.int(100)
+      const view = big.subarray(from, from + random.int(60))
+      return random.int(2) === 0 ? view : new Uint8Array(view)
+    })
+    const expected = `E'{${items.map(item => `"\\\\\\\\x${Buffer.from(item).toString('hex')}"`).join(',')}}'`
+    const inlined = inlineValues('SELECT $1::bytea[]', [items])
+    if (inlined !== `SELECT ${expected}::bytea[]`) t.fail(`array of ${items.length}: ${inlined}, expected ${expected}`)
+    else arrays++
+  }
+  t.is(strings, 500, 'every string escaped as pg escapes it')
+  t.is(arrays, 500, 'every array of bytes written as one constant of its elements\' hex, in order')
+  t.is(escapeLiteral('it\'s a \\ path'), ' E\'it\'\'s a \\\\ path\'', 'quotes and backslashes doubled, E before a backslash\'s literal')
+  t.end()
 })
 
 test('postgres literals: what it cannot write as it means, it declines (null)', t => {

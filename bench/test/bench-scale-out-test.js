@@ -88,7 +88,7 @@ test('bench/scale-out.js with a tiny data set', async t => {
   t.is(summary.loadAverage.before.length, 3, 'load average recorded')
 
   const lines = readFileSync(join(dir, 'results.csv'), 'utf8').trimEnd().split('\n')
-  t.is(lines[0], 'run,operation,cell,kind,processes,ops,ms,ops_per_sec,p50_ms,p99_ms,retries,round_trips_per_op,connects_per_op,node_cores,pg_cores,machine_cores,ratio_vs_sql', 'CSV header')
+  t.is(lines[0], 'run,operation,cell,kind,processes,ops,ms,ops_per_sec,p50_ms,p99_ms,retries,round_trips_per_op,connects_per_op,node_cores,pg_cores,machine_cores,node_cpu_ms_per_op,pg_cpu_ms_per_op,ratio_vs_sql', 'CSV header')
   t.is(lines.length - 1, OPS.length * (lockedOut ? CELLS.length - 1 : CELLS.length), 'one row per operation and measured cell')
 
   const svg = readFileSync(join(dir, 'scale-out.svg'), 'utf8')

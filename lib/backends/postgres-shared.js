@@ -22,6 +22,7 @@ import pg from 'pg'
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { WANT_REPEAT_MS } from '../cross-tab.js'
+import { escapeLiteral } from './postgres-literal.js'
 
 // A notification's payload is at most 8000 bytes: a batch's keys are sent
 // in chunks of at most this many characters of JSON, and past MAX_CHUNKS,
@@ -196,7 +197,7 @@ export class PostgresWriterLock {
       // same query, committed before the unlock (the next holder hears it
       // when it catches up): one round trip of the hand-over, not two.
       const unlock = `SELECT pg_advisory_unlock(${WRITER_LOCK_SPACE}, ${Number(this.#host.lockKey)})`
-      writer.query(end === null ? unlock : `SELECT pg_notify(${pg.escapeLiteral(this.#channel)}, ${pg.escapeLiteral(end)}); COMMIT; ${unlock}`).catch(err => {
+      writer.query(end === null ? unlock : `SELECT pg_notify(${escapeLiteral(this.#channel)}, ${escapeLiteral(end)}); COMMIT; ${unlock}`).catch(err => {
         if (this.#client === client) this.#lost = err
       })
       this.stats.released++
