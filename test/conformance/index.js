@@ -20,7 +20,7 @@ import schema from './schema.js'
  * to a fresh, empty levelkit database on the backend under test.
  *
  * @param {typeof import('tape')} test
- * @param {{ backend: string, open: () => Promise<import('../../index.js').Database> }} common
+ * @param {{ backend: string, open: () => Promise<import('../../index.js').Database>, watchers?: number }} common
  */
 export function conformance (test, common) {
   for (const suite of [collection, indexes, query, relation, children, purgeAndWatch, counter, write, check, lifecycle, sublevel, queries, options, watch, versions, transactions, schema]) {
