@@ -359,7 +359,7 @@ test('postgres serializable: a lock table held by a transaction lost with its co
     })
     await reached.opened
     // The session holding the lock table (a's writer connection) ends, as in a failover.
-    const { rows } = await server.pool.query(`SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE l.granted AND starts_with(c.relname, $1)`, [`${table}_lock_`])
+    const { rows } = await server.pool.query('SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE l.granted AND starts_with(c.relname, $1)', [`${table}_lock_`])
     t.is(rows.length, 1, 'one session holds the lock table')
     await server.pool.query('SELECT pg_terminate_backend($1)', [rows[0].pid])
     // b's insert does not wait for a: the lock went with a's session.
