@@ -358,14 +358,17 @@ test('postgres serializable: a lock table held by a transaction lost with its co
       return id
     })
     await reached.opened
-    // The session holding the lock table (a's writer connection) ends, as in a failover.
-    const { rows } = await server.pool.query('SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE l.granted AND starts_with(c.relname, $1)', [`${table}_lock_`])
-    t.is(rows.length, 1, 'one session holds the lock table')
-    await server.pool.query('SELECT pg_terminate_backend($1)', [rows[0].pid])
-    // b's insert does not wait for a: the lock went with a's session.
-    const idB = await Promise.race([peopleB.insert({ name: 'b1' }), sleep(5000).then(() => 'still waiting after 5 s')])
-    t.is(idB, 3, 'the other process inserts at once, reading what is committed')
-    release.open()
+    try {
+      // The session holding the lock table (a's writer connection) ends, as in a failover.
+      const { rows } = await server.pool.query('SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE l.granted AND starts_with(c.relname, $1)', [`${table}_lock_`])
+      t.is(rows.length, 1, 'one session holds the lock table')
+      if (rows.length === 1) await server.pool.query('SELECT pg_terminate_backend($1)', [rows[0].pid])
+      // b's insert does not wait for a: the lock went with a's session.
+      const idB = await Promise.race([peopleB.insert({ name: 'b1' }), sleep(5000).then(() => 'still waiting after 5 s')])
+      t.is(idB, 3, 'the other process inserts at once, reading what is committed')
+    } finally {
+      release.open()
+    }
     t.is(await inA, 4, 'the lost group ran again in a new transaction, on the sequence it read there')
     t.is(runs, 2, 'its section ran twice')
     const stored = (await peopleA.query().all()).map((/** @type {any} */ record) => record.id)
