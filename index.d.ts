@@ -104,6 +104,8 @@ export interface OpenOptions {
    * SERIALIZABLE and locking nothing; critical sections run again when
    * PostgreSQL fails it (40001, 40P01). With 'keys' and 'serializable' a
    * critical section (a db.write() callback included) may run more than once.
+   * 'serializable' also makes the table's 64 empty lock tables,
+   * `<table>_lock_0` to `<table>_lock_63`, that inserts lock (docs/api.md).
    * Both measured slower than 'table' today (bench/RESULTS.md, scale-out).
    * Any other value rejects with LEVELKIT_INVALID.
    */

@@ -16,6 +16,7 @@ import { ChatStore } from '../chat.js'
 import { postgresForTests, twoDatabases } from './util/postgres.js'
 import { cutter } from './util/pg-proxy.js'
 import { lostBetweenSections } from './util/pg-lost-transaction.js'
+import { LOCK_TABLES, lockTableName } from '../lib/backends/postgres-serializable.js'
 
 const server = await postgresForTests(test)
 
@@ -247,29 +248,62 @@ for (const readCache of [undefined, 0]) {
 }
 
 /**
- * Whether a session waits for an advisory lock (a row of pg_locks not
- * granted), polled every 5 ms until it does, `done()` turns true, or 30 s.
- * @param {() => boolean} done
+ * Whether a session waits for a lock of `table`'s lock tables (a row of
+ * pg_locks not granted), polled every 5 ms until it does, `done()` turns
+ * true, or 30 s.
+ * @param {string} table @param {() => boolean} done
  */
-async function advisoryWait (done) {
+async function lockTableWait (table, done) {
   for (const deadline = Date.now() + 30000; !done() && Date.now() < deadline; await sleep(5)) {
-    const { rows } = await server.pool.query("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype = 'advisory'")
-    if (rows[0].n > 0) return true
+    if (await lockTableLocks(table, 'NOT granted') > 0) return true
   }
   return false
 }
 
-test('postgres serializable: a transaction whose first statement reads a sequence key takes its lock first: another process\'s insert waits for it rather than failing it', async t => {
-  await twoDatabases(server, serializable, async (a, b) => {
+/**
+ * How many locks of `table`'s lock tables are in pg_locks (`where` more).
+ * @param {string} table @param {string} [where]
+ */
+async function lockTableLocks (table, where = 'true') {
+  const { rows } = await server.pool.query(`SELECT count(*)::int AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE l.locktype = 'relation' AND starts_with(c.relname, $1) AND ${where}`, [`${table}_lock_`])
+  return rows[0].n
+}
+
+/**
+ * Collect the notices (WARNING, NOTICE ...) the server sends the writer
+ * connections until the test ends.
+ * @param {import('tape').Test} t
+ */
+function writerNotices (t) {
+  const Client = /** @type {any} */ (pg.Client).prototype
+  const query = Client.query
+  /** @type {string[]} */
+  const notices = []
+  const seen = new WeakSet()
+  Client.query = function (/** @type {any[]} */ ...args) {
+    if (this.connectionParameters.fallback_application_name === 'levelkit writer' && !seen.has(this)) {
+      seen.add(this)
+      this.on('notice', (/** @type {any} */ notice) => notices.push(`${notice.severity}: ${notice.message}`))
+    }
+    return query.apply(this, args)
+  }
+  t.teardown(() => { Client.query = query })
+  return notices
+}
+
+test('postgres serializable: a transaction whose first statement reads a sequence key locks its lock table first: another process\'s insert waits for it, then sees its commit, rather than failing it', async t => {
+  await twoDatabases(server, serializable, async (a, b, table) => {
     const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
     const [peopleA, peopleB] = [a, b].map(db => db.collection('people'))
     // Each has used the sequence (its first use also reads the highest stored id).
     await peopleA.insert({ name: 'a0' })
     await peopleB.insert({ name: 'b0' })
+    const notices = writerNotices(t)
     const before = locks.map(lock => ({ ...lock.stats }))
     const reached = gate()
     const release = gate()
     let runs = 0
+    let runsB = 0
     // a's section inserts (its first read: the sequence), then waits, its transaction open.
     const inA = a.write(async (/** @type {any} */ w) => {
       runs++
@@ -279,29 +313,89 @@ test('postgres serializable: a transaction whose first statement reads a sequenc
       return id
     })
     await reached.opened
+    t.is(await lockTableLocks(table, 'granted'), 1, 'the open transaction holds one lock table')
     let doneB = false
-    const inB = peopleB.insert({ name: 'b1' }).then(id => { doneB = true; return id })
-    const waited = await advisoryWait(() => doneB)
-    t.ok(waited, 'the other process\'s insert waits for the sequence key\'s lock')
+    const inB = b.write(async (/** @type {any} */ w) => {
+      runsB++
+      return peopleB.in(w).insert({ name: 'b1' })
+    }).then(id => { doneB = true; return id })
+    const waited = await lockTableWait(table, () => doneB)
+    t.ok(waited, 'the other process\'s insert waits for the lock table')
     t.notOk(doneB, 'and has not committed while the first transaction is open')
     release.open()
     const ids = await Promise.all([inA, inB])
     t.same(ids, [3, 4], 'ids in the order the lock was taken')
-    t.is(runs, 1, 'the first section ran once')
+    // Its snapshot was taken after the wait: it read the sequence a
+    // committed meanwhile (one taken before would have read 2, and its
+    // update of the sequence row would have failed with 40001).
+    t.same([runs, runsB], [1, 1], 'each section ran once: the waiting one read what the first committed while it waited')
     t.same(locks.map((lock, i) => lock.stats.failures - before[i].failures), [0, 0], 'no batch failed')
-    t.same(locks.map((lock, i) => lock.stats.sequenceLocked - before[i].sequenceLocked), [1, 1], 'each transaction took the sequence key\'s lock before it began')
-    t.same(locks.map((lock, i) => lock.stats.contentionWaits - before[i].contentionWaits), [0, 1], 'the second waited for it')
-    t.same(locks.map((lock, i) => lock.stats.contentionEntered - before[i].contentionEntered), [0, 0], 'a wait for a first read\'s lock enters no key in contention mode (only a failure does)')
+    t.same(locks.map((lock, i) => lock.stats.sequenceLocked - before[i].sequenceLocked), [1, 1], 'each transaction locked the sequence key\'s lock table in its first statement')
+    t.same(locks.map((lock, i) => lock.stats.contentionEntered - before[i].contentionEntered), [0, 0], 'a wait for a lock table enters no key in contention mode (only a failure does)')
     const stored = (await peopleA.query().all()).map((/** @type {any} */ record) => record.id)
     t.same(stored, [1, 2, 3, 4], 'ids 1..4 without gap')
     t.same((await a.check()).problems, [], 'check() is clean')
-    let held = -1
-    for (let tries = 0; tries < 20 && held !== 0; tries++) {
-      if (tries > 0) await sleep(50)
-      held = (await server.pool.query("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1")).rows[0].n
-    }
-    t.is(held, 0, 'no key lock is left held')
+    t.is(await lockTableLocks(table), 0, 'no lock table is left locked: the locks went with the COMMITs, no unlock sent')
+    t.same(notices, [], 'the server sent the writer connections no warning or notice')
   })
+})
+
+test('postgres serializable: a lock table held by a transaction lost with its connection is free at once, and the lost group runs again', async t => {
+  await twoDatabases(server, serializable, async (a, b, table) => {
+    const [peopleA, peopleB] = [a, b].map(db => db.collection('people'))
+    await peopleA.insert({ name: 'a0' })
+    await peopleB.insert({ name: 'b0' })
+    const reached = gate()
+    const release = gate()
+    let runs = 0
+    const inA = a.write(async (/** @type {any} */ w) => {
+      runs++
+      const id = await peopleA.in(w).insert({ name: 'a1' })
+      if (runs === 1) {
+        reached.open()
+        await release.opened
+      }
+      return id
+    })
+    await reached.opened
+    try {
+      // The session holding the lock table (a's writer connection) ends, as in a failover.
+      const { rows } = await server.pool.query('SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE l.granted AND starts_with(c.relname, $1)', [`${table}_lock_`])
+      t.is(rows.length, 1, 'one session holds the lock table')
+      if (rows.length === 1) await server.pool.query('SELECT pg_terminate_backend($1)', [rows[0].pid])
+      // b's insert does not wait for a: the lock went with a's session.
+      const idB = await Promise.race([peopleB.insert({ name: 'b1' }), sleep(5000).then(() => 'still waiting after 5 s')])
+      t.is(idB, 3, 'the other process inserts at once, reading what is committed')
+    } finally {
+      release.open()
+    }
+    t.is(await inA, 4, 'the lost group ran again in a new transaction, on the sequence it read there')
+    t.is(runs, 2, 'its section ran twice')
+    const stored = (await peopleA.query().all()).map((/** @type {any} */ record) => record.id)
+    t.same(stored, [1, 2, 3, 4], 'ids 1..4 without gap')
+    t.is(await lockTableLocks(table), 0, 'no lock table is left locked')
+  })
+})
+
+test('postgres serializable: a table\'s lock tables are made when it is opened shared with locking: \'serializable\', also for a table made before them', async t => {
+  const table = server.table()
+  const plain = await open({ backend: 'postgres', connectionString: server.connectionString, table, poolSize: 1 })
+  await plain.collection('people').insert({ name: 'p1' })
+  await plain.close()
+  const count = async () => (await server.pool.query('SELECT count(*)::int AS n FROM pg_class WHERE starts_with(relname, $1)', [`${table}_lock_`])).rows[0].n
+  t.is(await count(), 0, 'a table opened otherwise has none')
+  const [a, b] = await Promise.all([open(options(table)), open(options(table))])
+  try {
+    t.is(await count(), LOCK_TABLES, `two processes opening it at once make ${LOCK_TABLES} between them, and both open`)
+    t.same((await a.collection('people').get(1))?.name, 'p1', 'the table is untouched')
+  } finally {
+    await a.close()
+    await b.close()
+  }
+  const long = 'l'.repeat(63)
+  const names = [0, LOCK_TABLES - 1].map(i => lockTableName(long, i))
+  t.ok(names.every(name => name.length <= 63 && name.endsWith(`_lock_${names.indexOf(name) === 0 ? 0 : LOCK_TABLES - 1}`)), `a 63-character table's lock tables have names of at most 63 characters (${names[1]})`)
+  t.not(lockTableName(long, 0), lockTableName(`${long.slice(0, 62)}m`, 0), 'and two such tables differing past the cut have different ones')
 })
 
 test('postgres serializable: two processes creating chats at once fail no batch on the chats\' sequence, from their first transaction on', async t => {

@@ -8,7 +8,7 @@ import { levelkitError, codes, invalid } from '../errors.js'
 import { describe } from '../common.js'
 import { PostgresWriterLock, connectClient, keepAliveConfig, keepSessionAlive } from './postgres-shared.js'
 import { PostgresKeyLocks } from './postgres-keylocks.js'
-import { PostgresSerializable } from './postgres-serializable.js'
+import { PostgresSerializable, createLockTables } from './postgres-serializable.js'
 import { PostgresSectionLock, lostTransaction, isTransactionLost } from './postgres-section-lock.js'
 import { failoverOf, PrimaryPool, CommitLog, isConnectionError } from './postgres-hosts.js'
 import { SectionCache } from '../section-cache.js'
@@ -286,6 +286,8 @@ export class PostgresLevel extends AbstractLevel {
         if (!options.createIfMissing) throw new ModuleError(`Table ${this.#table} does not exist (createIfMissing is false)`, { code: 'LEVEL_DATABASE_NOT_OPEN' })
         await createTable(pool, this.#table)
       }
+      // Made with the table, or at the first open in this mode of a table made before them.
+      if (this.#shared && this.#locking === 'serializable') await createLockTables(pool, this.#table)
       await this.#lock(pool)
       if (this.#failover) {
         // 'commit-settled': how a batch whose connection failed came out (tests and monitoring).

@@ -45,9 +45,10 @@ export class PostgresSectionLock extends PostgresWriterLock {
    * with 'serializable', the opening's locks, BEGIN and first statement);
    * with locking: 'serializable', contended the transactions that began in
    * contention mode (postgres-serializable.js), sequenceLocked those that
-   * took the lock of a sequence key their first statement reads,
-   * contentionWaits those whose locks (either) were held by another process
-   * (they waited), contentionEntered and contentionLeft how many times a
+   * locked the lock table of a sequence key their first statement reads,
+   * contentionWaits those whose contention mode locks were held by another
+   * process (they waited; a wait for a lock table is not told),
+   * contentionEntered and contentionLeft how many times a
    * sequence key entered and left the mode.
    */
   stats = { statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0, contended: 0, sequenceLocked: 0, contentionWaits: 0, contentionEntered: 0, contentionLeft: 0 }

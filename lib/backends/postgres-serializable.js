@@ -41,21 +41,87 @@
 // 16 sections again). Most of them need none: a transaction whose first
 // statement reads a sequence key (an insert's first read is its sequence's;
 // createChat's first statement reads the chats' sequence with its members)
-// takes that key's lock in its opening, as contention mode does, whether
-// the key is in the mode or not. Its snapshot is taken once the lock is
-// held, so two processes inserting into one collection take turns from
-// their first transaction on; a key nobody else holds costs a try in the
-// opening's query and an unlock in the COMMIT's, no round trip. Contention
-// mode stays for what this misses: a group that reads the sequence only
-// after its first statement (its snapshot is taken by then). A wait for
-// such a lock keeps a key already in the mode in it, but does not enter
-// it: the mode locks the key for every transaction of the process, those
-// that never touch it too, so only a failure enters it, as before.
+// first locks, in its own first statement, one of the table's lock tables
+// (LOCK_TABLES small empty tables made with it, `<table>_lock_<i>`, the key
+// hashed to one of them): `BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE
+// <table>_lock_<i> IN SHARE ROW EXCLUSIVE MODE; <first statement>`, one
+// query, whether the key is in contention mode or not. LOCK TABLE takes no
+// snapshot (PostgreSQL takes it at the first statement that needs one, the
+// read behind it), so the snapshot is taken once the lock is held, and two
+// processes inserting into one collection take turns from their first
+// transaction on. The lock is the transaction's: it goes with its COMMIT or
+// ROLLBACK, or with the connection, at no statement of its own; nothing runs
+// outside the transaction, so no COMMIT without one (and no WARNING in the
+// server's log). SHARE ROW EXCLUSIVE is the weakest mode that conflicts with
+// itself (PostgreSQL calls it self-exclusive); it lets plain reads of the
+// lock table through, which nothing makes anyway. Keys hashed to the same
+// lock table take turns too: a wait, never a failure or a wrong answer.
+// Contention mode stays for what this misses: a group that reads the
+// sequence only after its first statement (its snapshot is taken by then).
+// It keeps the session advisory locks: its lock statement must tell which
+// locks it waited for (a wait keeps the key in the mode), and a LOCK TABLE
+// cannot try first and then wait in one query (NOWAIT's failure aborts the
+// transaction and skips the rest of the query). A wait for a lock table is
+// not counted (nothing tells it) and does not enter the mode either: the
+// mode locks the key for every transaction of the process, those that
+// never touch it too, so only a failure enters it, as before.
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { createHash } from 'node:crypto'
 import { PostgresSectionLock, keyLockOf, noop } from './postgres-section-lock.js'
 import { inlineValues } from './postgres-literal.js'
 
 const BEGIN = 'BEGIN ISOLATION LEVEL SERIALIZABLE'
+
+/**
+ * How many lock tables a table has (see above): more make two keys that
+ * are not contended rarer to share one (a needless wait), and cost a
+ * catalog row each.
+ */
+export const LOCK_TABLES = 64
+
+/**
+ * The name of lock table `i` of `table` (a lowercase identifier of at most
+ * 63 characters): `<table>_lock_<i>`, or, where that would pass PostgreSQL's
+ * 63 characters, a shortened table name and a hash of the whole.
+ * @param {string} table @param {number} i
+ */
+export function lockTableName (table, i) {
+  const suffix = `_lock_${i}`
+  if (table.length + suffix.length <= 63) return table + suffix
+  const hash = createHash('sha1').update(table).digest('hex').slice(0, 8)
+  return `${table.slice(0, 63 - suffix.length - 9)}_${hash}${suffix}`
+}
+
+/**
+ * Which lock table the lock key `lock` (a decimal bigint, keyLockOf()) is
+ * hashed to.
+ * @param {string} lock
+ */
+function lockTableOf (lock) {
+  return Number(BigInt.asUintN(64, BigInt(lock)) % BigInt(LOCK_TABLES))
+}
+
+/**
+ * Make `table`'s lock tables if they are missing (a table made before
+ * them, or a new one): one query to look, one to make them all (in one
+ * implicit transaction: the last one there means all are). Two processes
+ * making them at once: the loser's duplicate is not an error.
+ * @param {{ query: (text: string) => Promise<import('pg').QueryResult<any>> }} pool
+ * @param {string} table
+ */
+export async function createLockTables (pool, table) {
+  const last = lockTableName(table, LOCK_TABLES - 1)
+  const { rows } = await pool.query(`SELECT to_regclass('"${last}"') IS NOT NULL AS there`)
+  if (rows[0].there) return
+  const statements = []
+  for (let i = 0; i < LOCK_TABLES; i++) statements.push(`CREATE TABLE IF NOT EXISTS "${lockTableName(table, i)}" ()`)
+  try {
+    await pool.query(statements.join('; '))
+  } catch (err) {
+    const code = /** @type {any} */ (err).code
+    if (code !== '23505' && code !== '42P07') throw err
+  }
+}
 
 // serialization_failure, deadlock_detected, and in_failed_sql_transaction
 // (a statement sent after one of the first two aborted the transaction).
@@ -102,9 +168,9 @@ export class PostgresSerializable extends PostgresSectionLock {
   #staged = []
   /** @type {string[]} the lock keys the open transaction took before it began (let go behind its end) */
   #held = []
-  /** @type {string[]} the lock keys the last opening took (begin() holds them) */
+  /** @type {string[]} the advisory lock keys the last opening took (begin() holds them) */
   #opened = []
-  /** Whether a transaction whose first statement reads a sequence key takes the key's lock before it begins (see above); tests of contention mode turn it off. */
+  /** Whether a transaction whose first statement reads a sequence key locks the key's lock table first (see above); tests of contention mode turn it off. */
   lockFirstSequences = true
   /** @type {Set<string>} the lock keys of the sequence keys sections asked to read while no transaction was open: the next opening takes them */
   #firstReads = new Set()
@@ -159,25 +225,33 @@ export class PostgresSerializable extends PostgresSectionLock {
     return this.#sections.getStore() === this
   }
 
-  /** BEGIN, after the contention mode's locks and those of the sequence keys the first statement reads (see above), if any. */
+  /**
+   * BEGIN, after the contention mode's advisory locks, then the lock tables
+   * of the sequence keys the first statement reads (see above), if any.
+   */
   get opening () {
     const hot = this.#contended()
     const first = this.#firstReads
     this.#openedHot = hot.length > 0
     this.#openedFirst = first.size > 0
-    let locks = hot
+    this.#opened = hot
+    let opening = hot.length === 0 ? BEGIN : `${lockStatement(hot)}; COMMIT; ${BEGIN}`
     if (first.size > 0) {
       this.#firstReads = new Set()
-      for (const lock of hot) first.add(lock)
-      locks = [...first].sort()
+      // (A key in contention mode is held already.)
+      const tables = new Set()
+      for (const lock of first) if (!this.#hot.has(lock)) tables.add(lockTableOf(lock))
+      // In one order: no two openings wait for each other.
+      const names = [...tables].sort((x, y) => x - y).map(i => `"${lockTableName(this.name, i)}"`)
+      if (names.length > 0) opening += `; LOCK TABLE ${names.join(', ')} IN SHARE ROW EXCLUSIVE MODE`
     }
-    this.#opened = locks
-    return locks.length === 0 ? BEGIN : `${lockStatement(locks)}; COMMIT; ${BEGIN}`
+    return opening
   }
 
   /**
    * The answers of a transaction's opening query (its first result is the
-   * lock statement's, when the opening took locks): each key whose lock
+   * lock statement's, when the opening took contention mode's advisory
+   * locks): each key whose lock
    * was waited for stays in contention mode for contentionMs from now.
    * @param {import('pg').QueryResult<any>[]} results
    */
@@ -187,8 +261,7 @@ export class PostgresSerializable extends PostgresSectionLock {
     const waited = /** @type {string[] | null} */ (row.waited)
     if (waited === null || waited.length === 0) return
     this.stats.contentionWaits++
-    // (A key locked only for a first read is not entered in the mode: see above.)
-    this.#contend(waited.filter(lock => this.#hot.has(lock)))
+    this.#contend(waited)
   }
 
   /** The lock keys of contention mode now, sorted (one order: no two transactions wait for each other). */
