@@ -171,8 +171,8 @@ test('postgres: snapshots that may wait hold at most maxSnapshots connections; e
   t.throws(() => level({ maxSnapshots: 0 }), /maxSnapshots option must be a positive integer/, 'maxSnapshots: 0 is refused')
   const db = level({ pg: { application_name: name }, maxSnapshots: 2 })
   await db.open()
-  const client = await sql(t)
-  const held = async () => (await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'", [name])).rows[0].n
+  // On the pool: the transactions below ask at once (one connection would be sent a statement while busy).
+  const held = async () => (await server.pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'", [name])).rows[0].n
   await db.put('a', '1')
   const snapshots = [1, 2, 3, 4].map(() => db.snapshot({ mayIncludeLaterWrites: true }))
   /** @type {string[]} */

@@ -6,7 +6,7 @@ import ModuleError from 'module-error'
 import pg from 'pg'
 import { levelkitError, codes, invalid } from '../errors.js'
 import { describe } from '../common.js'
-import { PostgresWriterLock, connectClient, keepAliveConfig, keepSessionAlive } from './postgres-shared.js'
+import { PostgresWriterLock, InOrder, connectClient, keepAliveConfig, keepSessionAlive } from './postgres-shared.js'
 import { PostgresKeyLocks } from './postgres-keylocks.js'
 import { PostgresSerializable, createLockTables } from './postgres-serializable.js'
 import { PostgresSectionLock, lostTransaction, isTransactionLost } from './postgres-section-lock.js'
@@ -316,7 +316,7 @@ export class PostgresLevel extends AbstractLevel {
   async #lock (pool) {
     const holder = holderOf(pool)
     try {
-      const client = await holder.client
+      await holder.client
       if (holder.tables.has(this.#table)) throw locked(this.#table)
       // The two-key form: a constant for levelkit ('LKIT') and the table's
       // oid, which no other table has. Session locks are re-entrant, so the
@@ -324,7 +324,8 @@ export class PostgresLevel extends AbstractLevel {
       holder.tables.add(this.#table)
       let rows
       try {
-        ({ rows } = await client.query(`SELECT pg_try_advisory_lock${this.#shared ? '_shared' : ''}(${LOCK_SPACE}, k) AS locked, k FROM (SELECT ((to_regclass($1)::oid::bigint) - 2147483648)::int AS k) AS t`, [quote(this.#table)]))
+        // Through the holder's queue: databases opening and closing together share its connection.
+        ({ rows } = await holder.statements.query(`SELECT pg_try_advisory_lock${this.#shared ? '_shared' : ''}(${LOCK_SPACE}, k) AS locked, k FROM (SELECT ((to_regclass($1)::oid::bigint) - 2147483648)::int AS k) AS t`, [quote(this.#table)]))
       } catch (err) {
         holder.tables.delete(this.#table)
         throw err
@@ -353,7 +354,7 @@ export class PostgresLevel extends AbstractLevel {
       holder.tables.delete(this.#table)
       if (holder.lost === null) {
         // Ending the holder's session (below, when it holds nothing else) lets go too.
-        await holder.client.then(client => client.query(`SELECT pg_advisory_unlock${this.#shared ? '_shared' : ''}(${LOCK_SPACE}, $1)`, [this.#lockKey])).catch(noop)
+        await holder.statements.query(`SELECT pg_advisory_unlock${this.#shared ? '_shared' : ''}(${LOCK_SPACE}, $1)`, [this.#lockKey]).catch(noop)
       }
       await letGo(pool, holder)
     }
@@ -376,7 +377,7 @@ export class PostgresLevel extends AbstractLevel {
   async #query (what, text, values, snapshot, rowMode, client = null) {
     const name = statementName(text)
     try {
-      const runner = client ?? (snapshot instanceof PostgresSectionLock ? snapshot : snapshot ? await snapshot.client() : this.#pool)
+      const runner = client ?? (snapshot instanceof PostgresSectionLock ? snapshot : snapshot ? snapshot.statements() : this.#pool)
       if (runner === null) throw new Error('the database is not open')
       /** @type {import('pg').QueryConfig & { rowMode?: 'array' }} */
       const query = { name, text, values }
@@ -911,6 +912,7 @@ export class PostgresLevel extends AbstractLevel {
 class PostgresSnapshot extends AbstractSnapshot {
   #taking
   #release
+  #statements
 
   /**
    * @param {any} options @param {Promise<import('pg').Client>} taking
@@ -921,13 +923,16 @@ class PostgresSnapshot extends AbstractSnapshot {
     super(options)
     this.#taking = taking
     this.#release = release
+    // Reads made together on the snapshot (a get beside an iterator's
+    // chunk) share its connection: one statement at a time.
+    this.#statements = new InOrder(taking)
     // Reported by the reads that use it (and swallowed at close).
     taking.catch(noop)
   }
 
-  /** The connection whose transaction is the snapshot. */
-  client () {
-    return this.#taking
+  /** The statements of the transaction that is the snapshot, sent in order on its connection. */
+  statements () {
+    return this.#statements
   }
 
   async _close () {
@@ -1094,6 +1099,7 @@ const PostgresValueIterator = chunkedIterator(AbstractValueIterator)
 /**
  * @typedef {object} LockHolder
  * @property {Promise<import('pg').PoolClient>} client the connection whose session holds the locks
+ * @property {InOrder} statements its statements, one at a time (the databases of the pool send them at once)
  * @property {Set<string>} tables the tables locked through it
  * @property {number} users databases using it (open, or opening)
  * @property {Error | null} lost why its connection failed
@@ -1112,8 +1118,9 @@ const lockHolders = new WeakMap()
 function holderOf (pool) {
   let holder = lockHolders.get(pool)
   if (!holder) {
+    const client = pool.connect()
     /** @type {LockHolder} */
-    const created = { client: pool.connect(), tables: new Set(), users: 0, lost: null, onError: (/** @type {Error} */ err) => { created.lost = err } }
+    const created = { client, statements: new InOrder(client), tables: new Set(), users: 0, lost: null, onError: (/** @type {Error} */ err) => { created.lost = err } }
     created.client.then(client => client.on('error', created.onError), noop)
     lockHolders.set(pool, created)
     holder = created
@@ -1139,7 +1146,7 @@ async function letGo (pool, holder) {
   client.removeListener('error', holder.onError)
   if (holder.lost !== null) return client.release(holder.lost)
   try {
-    await client.query('SELECT pg_advisory_unlock_all()')
+    await holder.statements.query('SELECT pg_advisory_unlock_all()')
     client.release()
   } catch (err) {
     client.release(/** @type {Error} */ (err))
