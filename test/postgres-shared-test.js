@@ -27,6 +27,7 @@ import { startWorker } from './util/shared-workers.js'
 import { range } from './util/common.js'
 import { FAST, ACCOUNTS, INITIAL, declareBank, openShared as openWorkerShared, increment } from './fixtures/postgres-shared-worker.js'
 import { WRITER_LOCK_SPACE } from '../lib/backends/postgres-shared.js'
+import { watchBusyClients } from './util/pg-busy.js'
 import pg from 'pg'
 
 const server = await postgresForTests(test)
@@ -179,27 +180,9 @@ test(`${mode}: a critical section reads what another process wrote, not what thi
 test(`${mode}: concurrent sections, transactions and reads of two databases on one table never send a statement on a connection busy with another`, async t => {
   // pg queues such a statement, warns once per process ("client.query()
   // when the client is already executing a query") and will refuse it in
-  // pg 9: every client's statements in flight are counted, and the warning
-  // listened for.
-  const Client = /** @type {any} */ (pg.Client).prototype
-  const query = Client.query
-  /** @type {Map<any, number>} */
-  const inFlight = new Map()
-  /** @type {string[]} */
-  const overlapping = []
-  Client.query = function (/** @type {any[]} */ ...args) {
-    const running = inFlight.get(this) ?? 0
-    if (running > 0 && overlapping.length < 5) {
-      const text = typeof args[0] === 'string' ? args[0] : args[0]?.text
-      overlapping.push(`${this.connectionParameters.fallback_application_name ?? 'pool'}: ${String(text).slice(0, 60)}`)
-    }
-    inFlight.set(this, running + 1)
-    const done = () => inFlight.set(this, (inFlight.get(this) ?? 1) - 1)
-    const result = query.apply(this, args)
-    if (result && typeof result.then === 'function') result.then(done, done)
-    else done()
-    return result
-  }
+  // pg 9: every client's statements are watched (test/util/pg-busy.js), and
+  // the warning listened for.
+  const watch = watchBusyClients()
   /** @type {string[]} */
   const warnings = []
   const onWarning = (/** @type {Error} */ warning) => { if (/already executing a query/.test(warning.message)) warnings.push(warning.message) }
@@ -229,7 +212,8 @@ test(`${mode}: concurrent sections, transactions and reads of two databases on o
       }).then(() => { increments++ })
     })))
     await new Promise(resolve => setTimeout(resolve, 50))
-    t.deepEqual(overlapping, [], 'no statement was sent on a connection running another')
+    const busy = watch.stop()
+    t.deepEqual(busy.map(b => `${b.client}: ${b.text.slice(0, 60)}`), [], 'no statement was sent on a connection running another')
     t.deepEqual(warnings, [], 'pg did not warn of one')
     // Read by a third database (neither may have heard the other's last batch yet).
     const fresh = await openShared(server.connectionString, table)
@@ -243,7 +227,7 @@ test(`${mode}: concurrent sections, transactions and reads of two databases on o
     t.is(total, ACCOUNTS * INITIAL + increments, 'every increment was kept (transfers move, increments add 1 each)')
     await checkClean(t, dbs[0], 'after the concurrent workload')
   } finally {
-    Client.query = query
+    watch.stop()
     process.off('warning', onWarning)
     for (const db of dbs) await db.close()
   }

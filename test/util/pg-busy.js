@@ -7,6 +7,7 @@ import pg from 'pg'
 
 /**
  * @typedef {object} BusyQuery
+ * @property {string} client the client's fallback_application_name ('pool' for the pool's)
  * @property {string} text the statement sent while the client was busy
  * @property {string} running what the client was running then (or '' when only queued ones)
  * @property {number} queued statements waiting on the client then (pg warns when > 0)
@@ -35,6 +36,7 @@ function patch () {
     if (active || queued > 0) {
       /** @type {BusyQuery} */
       const busy = {
+        client: this.connectionParameters?.fallback_application_name ?? 'pool',
         text: textOf(args[0]),
         running: active ? textOf(active) : '',
         queued,
@@ -74,5 +76,5 @@ export function watchBusyClients () {
  * @param {BusyQuery[]} busy
  */
 export function describeBusy (busy) {
-  return busy.map(b => `${b.text.slice(0, 100)} (while running ${b.running.slice(0, 60) || 'nothing'}, ${b.queued} queued)\n${b.stack}`).join('\n\n')
+  return busy.map(b => `${b.client}: ${b.text.slice(0, 100)} (while running ${b.running.slice(0, 60) || 'nothing'}, ${b.queued} queued)\n${b.stack}`).join('\n\n')
 }
