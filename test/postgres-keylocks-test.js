@@ -43,12 +43,22 @@ function holdAccount (db, accounts, id) {
   return { read, letGo, holding }
 }
 
+/**
+ * The accounts collection of each database, accounts 1 and 2 (balances 1
+ * and 2) inserted through the first.
+ * @param {any} a @param {any} b
+ */
+async function twoAccounts (a, b) {
+  const accountsA = a.collection('accounts')
+  const accountsB = b.collection('accounts')
+  await accountsA.insert({ balance: 1 })
+  await accountsA.insert({ balance: 2 })
+  return { accountsA, accountsB }
+}
+
 test('postgres key locks: a write of another key goes on while a critical section holds one; a write of that key waits for it', async t => {
   await twoDatabases(server, { locking, poolSize: 2 }, async (a, b) => {
-    const accountsA = a.collection('accounts')
-    const accountsB = b.collection('accounts')
-    await accountsA.insert({ balance: 1 })
-    await accountsA.insert({ balance: 2 })
+    const { accountsA, accountsB } = await twoAccounts(a, b)
     const { read, letGo, holding } = holdAccount(a, accountsA, 1)
     await read
     const other = await Promise.race([accountsB.update(2, { balance: 20 }).then(() => 'written'), sleep(5000).then(() => 'still waiting after 5 s')])
@@ -235,10 +245,7 @@ function cutOnQuery (application, cut) {
 test('postgres key locks: a section that found a key busy runs again when the connection fails at the COMMIT that lets its locks go', { skip: locking !== 'keys' }, async t => {
   const application = 'levelkit keylocks cut'
   await twoDatabases(server, [{ locking, poolSize: 2, pg: { application_name: application } }, { locking, poolSize: 2 }], async (a, b) => {
-    const accountsA = a.collection('accounts')
-    const accountsB = b.collection('accounts')
-    await accountsA.insert({ balance: 1 })
-    await accountsA.insert({ balance: 2 })
+    const { accountsA, accountsB } = await twoAccounts(a, b)
     const { read, letGo, holding } = holdAccount(b, accountsB, 1)
     await read
     // The COMMIT sent alone: a key transaction's end with no batch.
