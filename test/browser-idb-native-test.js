@@ -8,9 +8,12 @@
 // control: the same upgrade then waits.
 
 import test from 'tape'
-import { runEntryInChromium, withTabs } from './util/browser.js'
+import { oneChromium } from './util/browser.js'
 
-test('idb-native in Chromium on IndexedDB', { timeout: 300000 }, t => runEntryInChromium(t, 'test/browser/idb-native-entry.js'))
+// One launch for the file's tests, each in a browser context of its own.
+const { runEntry, withTabs } = oneChromium(test)
+
+test('idb-native in Chromium on IndexedDB', { timeout: 300000 }, t => runEntry(t, 'test/browser/idb-native-entry.js'))
 
 /** @param {any} page @param {string} location @param {string} username */
 function insertIn (page, location, username) {

@@ -6,9 +6,12 @@
 // are test/browser/idb-sequence-entry.js; the tabs are here.
 
 import test from 'tape'
-import { runEntryInChromium, withTabs } from './util/browser.js'
+import { oneChromium } from './util/browser.js'
 
-test('sequences on IndexedDB in Chromium', { timeout: 300000 }, t => runEntryInChromium(t, 'test/browser/idb-sequence-entry.js'))
+// One launch for the file's tests, each in a browser context of its own.
+const { runEntry, withTabs } = oneChromium(test)
+
+test('sequences on IndexedDB in Chromium', { timeout: 300000 }, t => runEntry(t, 'test/browser/idb-sequence-entry.js'))
 
 /**
  * In tab `page`, open `location` and run `ops` in order, each awaited:

@@ -6,11 +6,12 @@
 // mid-write: test/browser-crash-test.js.
 
 import test from 'tape'
-import { runEntryInChromium, tabsInOneChromium } from './util/browser.js'
+import { oneChromium } from './util/browser.js'
 
-const tabs = tabsInOneChromium(test)
+// One launch for the file's tests, each in a browser context of its own.
+const { runEntry, withTabs: tabs } = oneChromium(test)
 
-test('native collections in Chromium on IndexedDB', { timeout: 300000 }, t => runEntryInChromium(t, 'test/browser/native-collection-entry.js'))
+test('native collections in Chromium on IndexedDB', { timeout: 300000 }, t => runEntry(t, 'test/browser/native-collection-entry.js'))
 
 const NAMES = 40
 

@@ -143,16 +143,22 @@ export function replay (t, results) {
 
 /**
  * Bundle the test entry `entry` (test/browser/harness.js tests), run it in
- * a page of a fresh headless Chromium, and replay its results as tape
- * assertions, with one more that the page threw nothing uncaught.
- * @param {any} t @param {string} entry
+ * a page of a headless Chromium, and replay its results as tape
+ * assertions, with one more that the page threw nothing uncaught. The page
+ * is in a browser context of its own: in `shared` if given (left open, so
+ * the tests of a file can share one launch: oneChromium()), else in a
+ * Chromium launched for it and closed after.
+ * @param {any} t @param {string} entry @param {import('playwright-core').Browser} [shared]
  */
-export async function runEntryInChromium (t, entry) {
+export async function runEntryInChromium (t, entry, shared) {
   const code = await bundleForBrowser(entry)
   const server = await serve({ '/': modulePage('/entry.js'), '/entry.js': { body: code } })
-  const browser = await launchChromium()
+  const browser = shared ?? await launchChromium()
+  /** @type {import('playwright-core').BrowserContext | undefined} */
+  let context
   try {
-    const page = await browser.newPage()
+    context = await browser.newContext()
+    const page = await context.newPage()
     /** @type {string[]} */
     const pageErrors = []
     page.on('pageerror', err => pageErrors.push(err.message))
@@ -162,24 +168,41 @@ export async function runEntryInChromium (t, entry) {
     replay(t, results)
     t.same(pageErrors, [], 'no uncaught error in the page')
   } finally {
-    await browser.close()
+    if (shared) await context?.close()
+    else await browser.close()
     await server.close()
   }
 }
 
 /**
- * withTabs() for the tests of a file, all in one Chromium, each in a
- * browser context of its own (its own storage, locks and channels): a
- * launch takes seconds on a loaded machine. Chromium is launched at the
- * first call and closed when tape is done.
+ * One Chromium for the tests of a file, launched at the first use and
+ * closed when tape is done (a launch is about 3 s of CPU, more on a loaded
+ * machine); each test still gets a browser context of its own (its own
+ * storage, locks and channels).
+ * @param {{ onFinish: (fn: () => void) => void }} test tape's test function
+ * @returns {{
+ *   withTabs: (count: number, fn: (pages: import('playwright-core').Page[]) => Promise<void>) => Promise<void>,
+ *   runEntry: (t: any, entry: string) => Promise<void>
+ * }} withTabs() and runEntryInChromium() in that Chromium
+ */
+export function oneChromium (test) {
+  /** @type {Promise<import('playwright-core').Browser> | undefined} */
+  let launched
+  test.onFinish(() => { launched?.then(browser => browser.close(), () => {}) })
+  const browser = () => (launched ??= launchChromium())
+  return {
+    withTabs: async (count, fn) => withTabs(count, fn, await browser()),
+    runEntry: async (t, entry) => runEntryInChromium(t, entry, await browser())
+  }
+}
+
+/**
+ * withTabs() for the tests of a file, all in one Chromium (oneChromium()).
  * @param {{ onFinish: (fn: () => void) => void }} test tape's test function
  * @returns {(count: number, fn: (pages: import('playwright-core').Page[]) => Promise<void>) => Promise<void>}
  */
 export function tabsInOneChromium (test) {
-  /** @type {Promise<import('playwright-core').Browser> | undefined} */
-  let launched
-  test.onFinish(() => { launched?.then(browser => browser.close(), () => {}) })
-  return async (count, fn) => withTabs(count, fn, await (launched ??= launchChromium()))
+  return oneChromium(test).withTabs
 }
 
 /**
