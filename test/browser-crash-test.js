@@ -132,8 +132,8 @@ function leveldbLogs (profile) {
 /**
  * A step of a cycle, bounded: `seconds` on a machine with a core per
  * runnable process, stretched by the load average beyond the cores (at
- * load 40 on 2 cores, 20 times). What a cycle waits on (two Chromium
- * launches, page loads, the workload's acknowledgements, a check() over
+ * load 40 on 2 cores, 20 times). What a cycle waits on (a Chromium
+ * launch, two in the first cycle, page loads, the workload's acknowledgements, a check() over
  * the database) is CPU the machine shares out: one bound for the whole
  * cycle (60 s) was exceeded at load 35-48 with nothing hung. A step that
  * does not end within its bound fails the test naming the step, the bound
@@ -177,20 +177,36 @@ async function crashCycles (t, native, cycles) {
   const acked = []
   /** Called once `acked` holds `count` entries. @type {{ count: number, reached: () => void }} */
   const waiter = { count: Infinity, reached: () => {} }
+  /**
+   * The Chromium the previous cycle's check ran in, left open for this
+   * cycle's workload: a launch is seconds of CPU, and the check has
+   * closed its database (each cycle then starts on a Chromium that
+   * recovered the killed one's logs, as a fresh launch does).
+   * @type {{ context: import('playwright-core').BrowserContext, page: import('playwright-core').Page } | null}
+   */
+  let next = null
+  /** The cycle acknowledgements belong to. */
+  let current = 0
+  /** A page of this profile's Chromium whose window.ack() records acknowledged writes. @param {import('playwright-core').BrowserContext} context */
+  const ackingPage = async (context) => {
+    const page = context.pages()[0] || await context.newPage()
+    await page.exposeFunction('ack', (/** @type {any} */ entry) => {
+      acked.push({ ...entry, cycle: current })
+      if (acked.length >= waiter.count) waiter.reached()
+    })
+    return page
+  }
   try {
     for (let cycle = 0; cycle < cycles; cycle++) {
+      current = cycle
       /** @type {string[]} */
       const took = []
       // Playwright's own bounds off (timeout 0): step() bounds each wait.
-      const { context, page } = await step('launch', 20, async () => {
+      const { context, page } = next ?? await step('launch', 20, async () => {
         const context = await launchPersistentChromium(profile, { timeout: 0 })
-        const page = context.pages()[0] || await context.newPage()
-        await page.exposeFunction('ack', (/** @type {any} */ entry) => {
-          acked.push({ ...entry, cycle })
-          if (acked.length >= waiter.count) waiter.reached()
-        })
-        return { context, page }
+        return { context, page: await ackingPage(context) }
       }, took)
+      next = null
       await step('load', 15, async () => {
         await page.goto(server.url + '/', { timeout: 0 })
         await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined, undefined, { timeout: 0 })
@@ -225,14 +241,15 @@ async function crashCycles (t, native, cycles) {
 
       const { reopened, check } = await step('relaunch', 20, async () => {
         const reopened = await launchPersistentChromium(profile, { timeout: 0 })
-        return { reopened, check: reopened.pages()[0] || await reopened.newPage() }
+        return { reopened, check: await ackingPage(reopened) }
       }, took)
       await step('reload', 15, async () => {
         await check.goto(server.url + '/', { timeout: 0 })
         await check.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined, undefined, { timeout: 0 })
       }, took)
       const { problems, stored } = await step('check', 30, () => check.evaluate(pageWorkload, { run: false, seed: 0, native }), took)
-      await step('close after check', 10, () => reopened.close(), took)
+      if (cycle + 1 < cycles) next = { context: reopened, page: check }
+      else await step('close after check', 10, () => reopened.close(), took)
       t.comment(`cycle ${cycle}: ${took.join(', ')} (load ${loadavg()[0].toFixed(1)})`)
 
       t.same(problems, [], `cycle ${cycle}: check() finds nothing after the restart`)
