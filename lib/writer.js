@@ -95,6 +95,7 @@ export class Writer {
   /** @type {Promise<void> | null} */
   #flushing = null
   #epoch = 0
+  #failures = 0
   /** @type {Group | null} the group created last: written after every earlier one */
   #newest = null
   /** @type {Group | null} the group being written */
@@ -325,6 +326,15 @@ export class Writer {
 
   get epoch () {
     return this.#epoch
+  }
+
+  /**
+   * How many groups failed otherwise than by a refused claim (see #fail()):
+   * a refused claim's sections all run again, so a bulk load whose batches
+   * may run again goes on after one (lib/bulk.js).
+   */
+  get failures () {
+    return this.#failures
   }
 
   /**
@@ -1335,6 +1345,7 @@ export class Writer {
     // A refused claim: nothing of the group was written, for sure (IndexedDB
     // aborted its transaction, or it was never sent).
     const refused = /** @type {any} */ (err)?.[CLAIM_REFUSED] === true
+    if (!refused) this.#failures++
     // Sections that may run again and have not settled run again now (their
     // group, or one they waited for, failed): later sections wait for them.
     if (refused) for (const call of this.#mayRerun) this.#due.add(call)
