@@ -1146,11 +1146,20 @@ export class Writer {
             const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb)
             let ops = lastOpPerKey(group.ops)
             // A sequence's value that the group's records make up for
-            // (Collection#settleSequence()): one request fewer.
-            if (group.unstored) ops = ops.map(op => op?.unstored === true ? null : op)
+            // (Collection#settleSequence()): one request fewer. (Loops, not
+            // map() and filter(): a bulk load's batch has thousands of ops.)
+            if (group.unstored) {
+              if (ops === group.ops) ops = ops.slice()
+              for (let i = 0; i < ops.length; i++) if (ops[i]?.unstored === true) ops[i] = null
+            }
             // A claim that a later op of the group replaced is still made
             // (add() before that op): else a taken value would go unseen.
-            const claims = group.claims ? group.ops.filter((op, i) => op.claim === true && ops[i] === null) : null
+            /** @type {import('./write-scope.js').Op[] | null} */
+            let claims = null
+            if (group.claims) {
+              claims = []
+              for (let i = 0; i < ops.length; i++) if (ops[i] === null && group.ops[i].claim === true) claims.push(group.ops[i])
+            }
             // With no critical section waiting, none will read in its transaction.
             await idb.write(ops, sync, this.#waiting.length === 0, claims, group.absent)
             if (group.absent !== null) idb.landedAbsent(group.absent, ops)
