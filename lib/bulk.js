@@ -115,14 +115,22 @@ function withWritten (err, written) {
  * `prepare(items)` checks and encodes a batch's items outside the critical
  * section (it throws for bad input, before anything of the batch is
  * decided); `write(scope, prepared)` decides its ops inside it.
+ *
+ * With `again`, a batch's critical section may run again (Writer#run():
+ * on IndexedDB its unique values are then claimed by its batch instead of
+ * read, as insert() claims a new record's), with `again(prepared)` in
+ * place of what the first run may have used up. A refused claim fails no
+ * batch for good (its sections run again, in order, reading): the load
+ * goes on after one, its own or another call's.
  * @template P
  * @param {import('./model-handle.js').ModelHandle} handle
  * @param {unknown} input @param {number} size @param {string} what the input, as the subject of a sentence
  * @param {(items: unknown[]) => P} prepare
  * @param {(scope: WriteScope, prepared: P) => Promise<unknown> | unknown} write
+ * @param {((prepared: P) => P) | null} [again]
  * @returns {Promise<number>} how many items were written
  */
-export async function loadInBatches (handle, input, size, what, prepare, write) {
+export async function loadInBatches (handle, input, size, what, prepare, write, again = null) {
   if (scopeOf(handle) !== null) {
     // Pulled inside the operation: the scope's batch holds all of it.
     return writeThrough(handle, async scope => {
@@ -135,9 +143,11 @@ export async function loadInBatches (handle, input, size, what, prepare, write) 
     }).then(count => /** @type {number} */ (count), err => { throw withWritten(err, 0) })
   }
   const writer = modelOf(handle).writer
-  // A batch that failed to be written (this call's or another's) changes
-  // the writer's epoch: no batch of this call is decided after that.
-  const epoch = writer.epoch
+  // A batch that failed to be written (this call's or another's) counts
+  // as a failure: no batch of this call is decided after that. (A refused
+  // claim does not count: no section that may not run again is decided
+  // with or on top of a claim, see Writer#run().)
+  const failures = writer.failures
   let written = 0
   let refused = false
   /** @type {{ promise: Promise<unknown>, count: number } | null} the batch being written */
@@ -152,20 +162,21 @@ export async function loadInBatches (handle, input, size, what, prepare, write) 
   try {
     for await (const items of batchesOf(input, size, what)) {
       const prepared = prepare(items)
+      let runs = 0
       const promise = writeThrough(handle, async scope => {
-        if (refused || writer.epoch !== epoch) {
+        if (refused || writer.failures !== failures) {
           // Nothing after a refused or failed batch is written.
           throw levelkitError(codes.ABORTED, `Aborted the rest of ${what.charAt(0).toLowerCase()}${what.slice(1)}: an earlier write failed`, { cause: writer.lastError })
         }
         scope.bulk = true
         try {
-          return await write(scope, prepared)
+          return await write(scope, runs++ === 0 || again === null ? prepared : again(prepared))
         } catch (err) {
           // Critical sections run in order: the next batch's sees this.
           refused = true
           throw err
         }
-      })
+      }, again !== null)
       promise.catch(noop)
       await settle()
       inFlight = { promise, count: items.length }

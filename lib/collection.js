@@ -367,11 +367,17 @@ export class CollectionModel {
       }
       this.validateRecord(records[i])
       if (indexed !== null) {
-        const { added, refusal } = indexed[i]
+        const { added, refusal } = indexed.prepared[i]
         if (refusal !== undefined) throw refusal
-        for (const [index, entries] of added) for (const entry of entries) scope.put(index.namespace, entry.key, entry.value)
+        const claimed = indexed.claimed
+        for (const [index, entries] of added) {
+          for (const entry of entries) {
+            if (claimed !== null && claimed.has(entry)) scope.claim(index.namespace, entry.key, entry.value)
+            else scope.put(index.namespace, entry.key, entry.value)
+          }
+        }
       }
-      const stamping = this.#put(scope, jsons[i], keys[i], indexed === null ? undefined : indexed[i].added)
+      const stamping = this.#put(scope, jsons[i], keys[i], indexed === null ? undefined : indexed.prepared[i].added)
       if (stamping !== undefined) await stamping
     }
     // Unstored on IndexedDB: the last record makes up for it (settleSequence()).
@@ -727,7 +733,10 @@ export class Collection extends ModelHandle {
           const at = n++
           return recordJsonWithCopy(record, () => `Record ${at} passed to insertMany() of "${model.name}"`, freeze)
         }),
-        (scope, pairs) => model.insertMany(scope, pairs, gap))
+        (scope, pairs) => model.insertMany(scope, pairs, gap),
+        // A batch run again (a refused claim): each record's copy parsed
+        // from its JSON, as insert() does (the first run took the copies).
+        pairs => pairs.map(([json]) => /** @type {[string, any]} */ ([json, JSON.parse(json)])))
     })
   }
 

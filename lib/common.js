@@ -147,7 +147,12 @@ export function elementsOf (array, what) {
 export function deepFreeze (value) {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value)
-    for (const key of Object.keys(value)) deepFreeze(/** @type {any} */ (value)[key])
+    // Not called for a field that is not an object: a flat record (most
+    // are) is one call, not one per field (a bulk load seals each record).
+    for (const key of Object.keys(value)) {
+      const field = /** @type {any} */ (value)[key]
+      if (field !== null && typeof field === 'object') deepFreeze(field)
+    }
   }
   return value
 }

@@ -496,8 +496,9 @@ export class IdbDirect {
       let routed = null
       if (claims !== null) {
         for (const op of claims) {
-          const key = this.#prefixed(op.namespace, op.key)
-          const { segment } = this.#prefixOf(op.namespace)
+          // One lookup of the namespace per op (a bulk batch has thousands).
+          const { prefix, segment } = this.#prefixOf(op.namespace)
+          const key = withPrefix(prefix, op.key)
           if (segment !== null) (routed ??= []).push({ type: 'put', key, value: op.value, claim: true, entries: op.entries, segment })
           else {
             store.add(encodeValue(op.value), key)
@@ -507,8 +508,9 @@ export class IdbDirect {
       }
       for (const op of ops) {
         if (op === null) continue
-        const key = this.#prefixed(op.namespace, op.key)
-        const { segment } = this.#prefixOf(op.namespace)
+        // One lookup of the namespace per op (a bulk batch has thousands).
+        const { prefix, segment } = this.#prefixOf(op.namespace)
+        const key = withPrefix(prefix, op.key)
         if (segment !== null) {
           (routed ??= []).push({ type: op.type, key, value: op.type === 'put' ? op.value : undefined, claim: op.claim, entries: op.entries, own: op.key, segment })
           continue
@@ -1385,11 +1387,7 @@ export class IdbDirect {
 
   /** @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key */
   #prefixed (namespace, key) {
-    const { prefix } = this.#prefixOf(namespace)
-    const stored = new Uint8Array(prefix.length + key.length)
-    stored.set(prefix, 0)
-    stored.set(key, prefix.length)
-    return stored
+    return withPrefix(this.#prefixOf(namespace).prefix, key)
   }
 
   /**
@@ -1540,4 +1538,15 @@ function indexQuery (location, slot, tag, id) {
   return slot < 0
     ? { index: listsStoreOf(location).index, only: IDBKeyRange.only([tag, id]) }
     : { index: slotIndexOf(slot), only: IDBKeyRange.only(id) }
+}
+
+/**
+ * A namespace's key as the store holds it: after the namespace's prefix.
+ * @param {Uint8Array} prefix @param {Uint8Array} key
+ */
+function withPrefix (prefix, key) {
+  const stored = new Uint8Array(prefix.length + key.length)
+  stored.set(prefix, 0)
+  stored.set(key, prefix.length)
+  return stored
 }

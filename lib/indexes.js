@@ -320,17 +320,23 @@ function putNewEntries (scope, afters, claimed) {
 /**
  * The index entries of new records, a bulk load's batch (none of them is
  * stored, no two have one id, and the scope has no ops of its own), with
- * every unique value checked for the whole batch at once: against ops
- * decided and not yet written and stored entries (one readKeys() per
- * index), and against the records before it in the batch. What as many
- * writeIndexEntries() would decide, without a read per record. A record's
- * refusal (a key function that threw, a value another record holds) is kept
- * for the caller, which refuses the first refused record in input order
- * once the checks that come first (its id, its validation) have passed.
+ * every unique value checked for the whole batch at once: against the
+ * records before it in the batch, then, where the section may claim it
+ * (WriteScope#mayClaim(): on IndexedDB, in a section that may run again),
+ * claimed by the batch instead of read, as insert() claims a new record's;
+ * else against ops decided and not yet written and stored entries (one
+ * readKeys() per index, of the keys alone: a stored entry's value, for a
+ * covering index the whole record, is read only to see whose it is). What
+ * as many writeIndexEntries() would decide, without a read per record. A
+ * record's refusal (a key function that threw, a value another record
+ * holds) is kept for the caller, which refuses the first refused record in
+ * input order once the checks that come first (its id, its validation)
+ * have passed.
  * @param {WriteScope} scope @param {CollectionModel} collection
  * @param {object[]} records @param {unknown[]} ids @param {Uint8Array[]} idKeys
  * @param {string[]} jsons the records as stored
- * @returns {Promise<Array<{ added: Array<[SecondaryIndex, IndexEntry[]]>, refusal: unknown }>>}
+ * @returns {Promise<{ prepared: Array<{ added: Array<[SecondaryIndex, IndexEntry[]]>, refusal: unknown }>, claimed: Set<IndexEntry> | null }>}
+ *   `claimed`: the entries to write with WriteScope#claim()
  */
 export async function newRecordsEntries (scope, collection, records, ids, idKeys, jsons) {
   /** @type {Array<{ added: Array<[SecondaryIndex, IndexEntry[]]>, refusal: unknown }>} */
@@ -350,14 +356,17 @@ export async function newRecordsEntries (scope, collection, records, ids, idKeys
     }
     prepared.push({ added, refusal })
   }
+  /** @type {Set<IndexEntry> | null} */
+  let claimed = null
   for (const index of collection.indexes.values()) {
     if (!index.unique || !index.status.maintained) continue
     /** @type {number[]} */
     const owners = []
     /** @type {IndexEntry[]} */
     const entries = []
-    prepared.forEach(({ added, refusal }, i) => {
-      if (refusal !== undefined) return
+    for (let i = 0; i < prepared.length; i++) {
+      const { added, refusal } = prepared[i]
+      if (refusal !== undefined) continue
       for (const [own, ownEntries] of added) {
         if (own !== index) continue
         for (const entry of ownEntries) {
@@ -365,27 +374,54 @@ export async function newRecordsEntries (scope, collection, records, ids, idKeys
           entries.push(entry)
         }
       }
-    })
-    const stored = await readKeys(scope, index.namespace, entries.map(entry => entry.key), true)
-    /** @type {Map<string, number>} the record of the batch that takes each value first */
+    }
+    const n = entries.length
+    /** @type {Uint8Array} 1: the value is another record's (of the batch or stored) */
+    const taken = new Uint8Array(n)
+    /** @type {number[]} the entries whose value is read */
+    const unknown = []
+    const namespace = index.namespace
+    // Asked once for the batch: nothing changes it while the loop runs.
+    const claims = scope.claimsIn(namespace)
+    /** @type {Map<string, number>} the record of the batch that takes each value first, by key id */
     const holders = new Map()
-    for (let k = 0; k < entries.length; k++) {
+    for (let k = 0; k < n; k++) {
       const i = owners[k]
-      const name = bytesToBinaryString(entries[k].key)
-      const holder = holders.get(name)
-      if (holder === undefined) holders.set(name, i)
-      const taken = holder !== undefined
-        ? holder !== i
-        : stored[k] !== undefined && compareBytes(ownerKey(collection, index, stored[k]), idKeys[i]) !== 0
-      // Each record keeps its first refusal (indexes, then entries, in order).
-      if (taken && prepared[i].refusal === undefined) {
+      const id = namespace.keyId(entries[k].key)
+      const holder = holders.get(id)
+      if (holder !== undefined) {
+        if (holder !== i) taken[k] = 1
+        continue
+      }
+      holders.set(id, i)
+      if (claims && scope.mayClaimKey(namespace, entries[k].key, id)) (claimed ??= new Set()).add(entries[k])
+      else unknown.push(k)
+    }
+    if (unknown.length > 0) {
+      const found = await readKeys(scope, namespace, unknown.map(k => entries[k].key), false)
+      /** @type {number[]} */
+      const held = []
+      for (let u = 0; u < unknown.length; u++) if (found[u] !== undefined) held.push(unknown[u])
+      if (held.length > 0) {
+        // Whose each is: an entry of the record's own id is not another's.
+        const values = await readKeys(scope, namespace, held.map(k => entries[k].key), true)
+        for (let h = 0; h < held.length; h++) {
+          const k = held[h]
+          if (values[h] !== undefined && compareBytes(ownerKey(collection, index, values[h]), idKeys[owners[k]]) !== 0) taken[k] = 1
+        }
+      }
+    }
+    // Each record keeps its first refusal (indexes, then entries, in order).
+    for (let k = 0; k < n; k++) {
+      const i = owners[k]
+      if (taken[k] === 1 && prepared[i].refusal === undefined) {
         prepared[i].refusal = levelkitError(codes.UNIQUE, `Collection "${collection.name}" already has a record with ${index.name} ${describe(entries[k].indexValue)}`, {
           collection: collection.name, index: index.name, value: entries[k].indexValue
         })
       }
     }
   }
-  return prepared
+  return { prepared, claimed }
 }
 
 /**

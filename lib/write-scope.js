@@ -526,9 +526,26 @@ export class WriteScope {
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
    */
   mayClaim (namespace, key) {
-    if (!this.claims || !this.open || namespace.cache !== null || !this.writer.claimable) return false
+    return this.claimsIn(namespace) && this.mayClaimKey(namespace, key)
+  }
+
+  /**
+   * What mayClaim() asks of the section and the namespace, for every key
+   * of it: a bulk load's batch asks it once (see mayClaimKey()).
+   * @param {import('./namespace.js').Namespace} namespace
+   */
+  claimsIn (namespace) {
+    return this.claims && this.open && namespace.cache === null && this.writer.claimable
+  }
+
+  /**
+   * What mayClaim() asks of the key, for a key of a namespace claimsIn()
+   * allowed, while nothing else happens in between.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @param {string} [id] namespace.keyId(key), if the caller has it
+   */
+  mayClaimKey (namespace, key, id = namespace.keyId(key)) {
     const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.writer.idb)
-    const id = namespace.keyId(key)
     if (this.#reads?.has(id) || this.#absent?.has(id) || idb.knows(id)) return false
     if (this.ops.length > 0 || this.writer.pending) {
       if (this.indexed < this.ops.length) this.index()

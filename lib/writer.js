@@ -95,6 +95,7 @@ export class Writer {
   /** @type {Promise<void> | null} */
   #flushing = null
   #epoch = 0
+  #failures = 0
   /** @type {Group | null} the group created last: written after every earlier one */
   #newest = null
   /** @type {Group | null} the group being written */
@@ -325,6 +326,15 @@ export class Writer {
 
   get epoch () {
     return this.#epoch
+  }
+
+  /**
+   * How many groups failed otherwise than by a refused claim (see #fail()):
+   * a refused claim's sections all run again, so a bulk load whose batches
+   * may run again goes on after one (lib/bulk.js).
+   */
+  get failures () {
+    return this.#failures
   }
 
   /**
@@ -1136,11 +1146,20 @@ export class Writer {
             const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.idb)
             let ops = lastOpPerKey(group.ops)
             // A sequence's value that the group's records make up for
-            // (Collection#settleSequence()): one request fewer.
-            if (group.unstored) ops = ops.map(op => op?.unstored === true ? null : op)
+            // (Collection#settleSequence()): one request fewer. (Loops, not
+            // map() and filter(): a bulk load's batch has thousands of ops.)
+            if (group.unstored) {
+              if (ops === group.ops) ops = ops.slice()
+              for (let i = 0; i < ops.length; i++) if (ops[i]?.unstored === true) ops[i] = null
+            }
             // A claim that a later op of the group replaced is still made
             // (add() before that op): else a taken value would go unseen.
-            const claims = group.claims ? group.ops.filter((op, i) => op.claim === true && ops[i] === null) : null
+            /** @type {import('./write-scope.js').Op[] | null} */
+            let claims = null
+            if (group.claims) {
+              claims = []
+              for (let i = 0; i < ops.length; i++) if (ops[i] === null && group.ops[i].claim === true) claims.push(group.ops[i])
+            }
             // With no critical section waiting, none will read in its transaction.
             await idb.write(ops, sync, this.#waiting.length === 0, claims, group.absent)
             if (group.absent !== null) idb.landedAbsent(group.absent, ops)
@@ -1335,6 +1354,7 @@ export class Writer {
     // A refused claim: nothing of the group was written, for sure (IndexedDB
     // aborted its transaction, or it was never sent).
     const refused = /** @type {any} */ (err)?.[CLAIM_REFUSED] === true
+    if (!refused) this.#failures++
     // Sections that may run again and have not settled run again now (their
     // group, or one they waited for, failed): later sections wait for them.
     if (refused) for (const call of this.#mayRerun) this.#due.add(call)

@@ -16,6 +16,7 @@ import { increasingKeys } from '../lib/writer.js'
 import { encode as encodeTupleOf } from '../lib/tuple.js'
 import { killCycle } from './util/worker.js'
 import { WriteScope } from '../lib/write-scope.js'
+import { modelOf } from '../lib/model-handle.js'
 import { ClassicLevel } from 'classic-level'
 
 const WORKER = fileURLToPath(new URL('./fixtures/bulk-worker.js', import.meta.url))
@@ -110,6 +111,47 @@ test('insertMany: a unique conflict with a stored record, and across batches', a
   t.is(across && across.written, 2)
   t.ok((await db.check()).ok, 'check() is clean')
   await db.close()
+})
+
+test('insertMany: a covering unique index (as ChatStore\'s users) reads the batch\'s values as keys only, and the records of those found; conflicts refused on LevelDB and memory', async t => {
+  for (const backend of ['leveldb', 'memory']) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'levelkit-bulk-covering-'))
+    const db = await open(backend === 'memory' ? { backend: 'memory' } : { location: dir })
+    const users = db.collection('users', { indexes: { username: { unique: true, covering: true, key: u => u.username } } })
+    await users.insert({ username: 'taken', n: 0 })
+    // What the unique checks read: the index namespace's reads, values or not.
+    const sublevel = modelOf(users).indexes.get('username').namespace.sublevel
+    /** @type {boolean[]} */
+    const reads = []
+    const iterator = sublevel.iterator
+    const getMany = sublevel.getMany
+    const getSync = sublevel.getSync
+    sublevel.iterator = function (/** @type {any} */ options, ...rest) { reads.push(options?.values !== false); return iterator.call(this, options, ...rest) }
+    sublevel.getMany = function (/** @type {any[]} */ ...args) { reads.push(true); return getMany.apply(this, args) }
+    sublevel.getSync = function (/** @type {any[]} */ ...args) { reads.push(true); return getSync.apply(this, args) }
+    try {
+      // 80 names (past the point reads), user0..user79, twice: the second load's spans overlap the first's.
+      const rows = (/** @type {number} */ from) => Array.from({ length: 80 }, (_, i) => ({ username: `user${from + i}`, n: from + i }))
+      t.is(await users.insertMany(rows(0), { batchSize: 80 }), 80, `${backend}: a batch of new names`)
+      t.ok(reads.length > 0 && reads.every(values => !values), `${backend}: its unique values read as keys only (${JSON.stringify(reads)})`)
+      reads.length = 0
+      const err = await rejection(users.insertMany([...rows(100), { username: 'taken', n: -1 }, ...rows(200)], { batchSize: 81 }))
+      t.is(err && err.code, 'LEVELKIT_UNIQUE', `${backend}: a name a stored record holds is refused`)
+      t.is(err && err.written, 0, `${backend}: nothing written`)
+      t.same(reads, [false, true], `${backend}: the keys, then the found one's record`)
+      const inside = await rejection(users.insertMany([...rows(300), { username: 'user310', n: -2 }], { batchSize: 100 }))
+      t.is(inside && inside.code, 'LEVELKIT_UNIQUE', `${backend}: a name twice in the input is refused`)
+      t.is(await users.count(), 81, `${backend}: the first load and the stored record only`)
+      t.is((await users.getBy('username', 'taken')).n, 0, `${backend}: the taken name keeps its record`)
+    } finally {
+      sublevel.iterator = iterator
+      sublevel.getMany = getMany
+      sublevel.getSync = getSync
+    }
+    t.ok((await db.check()).ok, `${backend}: check() is clean`)
+    await db.close()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test('insertMany: bad input is LEVELKIT_INVALID, nothing of its batch written', async t => {

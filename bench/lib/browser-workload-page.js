@@ -17,6 +17,7 @@
 import { open } from '../../browser.js'
 import { ChatStore } from '../../chat.js'
 import { hashPassword } from '../../lib/chat/password-browser.js'
+import { RERUNNABLE } from '../../lib/writer.js'
 import { DexieChatStore } from './browser-workload-dexie.js'
 import { makeData, baseOp, hash, normal } from './browser-workload-data.js'
 
@@ -200,11 +201,13 @@ async function preload (side, chunk, traced = false, table) {
     const store = sides.levelkit
     const db = store.db
     await timed('users', users, rows => db.write(async (/** @type {any} */ w) => {
-      // levelkit's bulk call, as Dexie's side uses bulkAdd(): the chunk's
-      // unique usernames are looked up at once.
+      // levelkit's bulk call, as Dexie's side uses bulkAdd(). The callback
+      // only writes: it may run again, as createUser()'s does, so the
+      // chunk's usernames are claimed by its batch rather than read first
+      // (a taken one: the batch is refused and the chunk runs again, reading).
       await store.users.in(w).insertMany(rows, { batchSize: rows.length })
       await store.passwordCosts.in(w).add(data.params, rows.length)
-    }))
+    }, { [RERUNNABLE]: true }))
     await timed('chats', data.chats, rows => db.write(async (/** @type {any} */ w) => {
       for (const { lastMessageId, ...chat } of rows) {
         const id = await store.chats.in(w).insert({ ...chat, private: false, passwordHash: null })
