@@ -650,8 +650,14 @@ export declare class Database {
    * tuple encoding.
    */
   sublevel (name: string, options?: { keyEncoding?: any, valueEncoding?: any, [option: string]: unknown }): AbstractLevel<any, any, any>
-  /** Run several model operations (as `model.in(w).op()`) as one atomic batch. */
-  write<R> (fn: (w: WriteScope) => Promise<R> | R, options?: { sync?: boolean }): Promise<R>
+  /**
+   * Run several model operations (as `model.in(w).op()`) as one atomic batch.
+   * `sync` flushes the batch to disk before resolving. `rerunnable` says `fn`
+   * has no effect besides its reads and writes through `w`, so levelkit may
+   * run it again: on IndexedDB its unique values are then claimed by its
+   * batch instead of read first.
+   */
+  write<R> (fn: (w: WriteScope) => Promise<R> | R, options?: { sync?: boolean, rerunnable?: boolean }): Promise<R>
   /**
    * Run `fn` as a serializable transaction: reads through `model.in(tx)` see
    * the database as of when the attempt began plus its own writes; the

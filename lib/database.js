@@ -1,6 +1,6 @@
 import { invalid, levelkitError, codes } from './errors.js'
 import { errorMessage, isLevelkitError, describe } from './common.js'
-import { Writer, RERUNNABLE } from './writer.js'
+import { Writer } from './writer.js'
 import { CollectionModel, Collection } from './collection.js'
 import { RelationModel, Relation } from './relation.js'
 import { ChildrenModel, Children } from './children.js'
@@ -178,13 +178,14 @@ export class Database {
    *
    * @template T
    * @param {(w: import('./write-scope.js').WriteScope) => Promise<T> | T} fn
-   * @param {{ sync?: boolean }} [options]
+   * @param {{ sync?: boolean, rerunnable?: boolean }} [options]
    * @returns {Promise<T>}
    */
   async write (fn, options) {
     if (typeof fn !== 'function') throw invalid('write() takes a function (w) => { ... }')
-    const { sync, [RERUNNABLE]: rerunnable } = optionsOf(options, 'db.write()')
+    const { sync, rerunnable } = optionsOf(options, 'db.write()')
     if (sync !== undefined && typeof sync !== 'boolean') throw invalid('The sync option of db.write() must be a boolean')
+    if (rerunnable !== undefined && typeof rerunnable !== 'boolean') throw invalid('The rerunnable option of db.write() must be a boolean')
     this.#assertOpen()
     const refused = refuseInsideScope(this.writer)
     if (refused) throw refused

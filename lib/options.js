@@ -30,7 +30,7 @@ export const OPTIONS = Object.freeze({
   'db.check()': Object.freeze(['repair']),
   'db.migrate()': Object.freeze(['onProgress']),
   'modify()': Object.freeze(['batchSize']),
-  'db.write()': Object.freeze(['sync']),
+  'db.write()': Object.freeze(['sync', 'rerunnable']),
   'db.transaction()': Object.freeze(['maxRetries', 'timeout', 'lockTimeout', 'signal', 'sync', 'maxOps', 'maxBytes', 'readOnly']),
   'collection.get()': Object.freeze(['lock']),
   'collection.getBy()': Object.freeze(['lock', 'wait']),

@@ -32,13 +32,6 @@ const HAND_OVER_WAIT_MS = 100
 // failed): past that its write rejects with the refusal.
 const MAX_CLAIM_RERUNS = 32
 
-/**
- * An option of db.write() for levelkit's own callbacks: it may run again
- * (it has no side effect besides its writes), so its unique values may be
- * claimed without a read (see WriteScope#mayClaim()). A registered symbol:
- * the same for every copy of levelkit on a page (a bundle and its sources).
- */
-export const RERUNNABLE = Symbol.for('levelkit.rerunnable')
 // A refused claim's error (IndexedDB's ConstraintError) carries this.
 const CLAIM_REFUSED = Symbol('levelkit.claimRefused')
 

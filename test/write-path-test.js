@@ -82,6 +82,21 @@ test('nested db.write(), repair and ChatStore calls inside a write scope fail fa
   await db.close()
 })
 
+test('db.write() options: sync and rerunnable take booleans only; a refused option writes nothing', async t => {
+  const db = await open()
+  const things = db.collection('things')
+  let ran = 0
+  for (const options of [{ rerunnable: 'yes' }, { rerunnable: 1 }, { sync: 'true' }, { rerunnable: null }]) {
+    const err = await db.write(async w => { ran++; await things.in(w).insert({}) }, /** @type {any} */ (options)).catch(err => err)
+    t.is(err?.code, 'LEVELKIT_INVALID', `${JSON.stringify(options)} refused`)
+  }
+  t.is(ran, 0, 'the callback never ran')
+  t.is(await things.count(), 0, 'nothing written')
+  t.is(await db.write(async w => things.in(w).insert({}), { rerunnable: true }), 1, 'rerunnable: true writes (once: no claim to refuse off IndexedDB)')
+  t.is(await db.write(async w => things.in(w).insert({}), { rerunnable: false, sync: true }), 2, 'rerunnable: false, sync: true')
+  await db.close()
+})
+
 // Callback tracking is switched off between callbacks (it costs every promise
 // of the process): each new callback, however it starts, is tracked again.
 test('nested calls are refused in every callback, after callbacks have come and gone', async t => {

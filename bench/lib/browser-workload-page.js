@@ -17,7 +17,6 @@
 import { open } from '../../browser.js'
 import { ChatStore } from '../../chat.js'
 import { hashPassword } from '../../lib/chat/password-browser.js'
-import { RERUNNABLE } from '../../lib/writer.js'
 import { DexieChatStore } from './browser-workload-dexie.js'
 import { makeData, baseOp, hash, normal } from './browser-workload-data.js'
 
@@ -207,7 +206,7 @@ async function preload (side, chunk, traced = false, table) {
       // (a taken one: the batch is refused and the chunk runs again, reading).
       await store.users.in(w).insertMany(rows, { batchSize: rows.length })
       await store.passwordCosts.in(w).add(data.params, rows.length)
-    }, { [RERUNNABLE]: true }))
+    }, { rerunnable: true }))
     await timed('chats', data.chats, rows => db.write(async (/** @type {any} */ w) => {
       for (const { lastMessageId, ...chat } of rows) {
         const id = await store.chats.in(w).insert({ ...chat, private: false, passwordHash: null })

@@ -7,7 +7,6 @@ import { describe, readInput, elementsOf, unreadable } from '../common.js'
 import { optionsObject as copyOf } from '../options.js'
 import { chatMigrations } from './migrations.js'
 import { idbDirectFor } from '../idb-direct.js'
-import { RERUNNABLE } from '../writer.js'
 import { layoutReady } from '../layout-moves.js'
 import { encodeJson } from '../json-value.js'
 
@@ -264,7 +263,7 @@ export class ChatStore {
         const id = /** @type {number} */ (await this.users.in(w).insert({ username: name, passwordHash, createdAt }))
         await this.#countCreated(w, params, id)
         return id
-      }, /** @type {any} */ ({ [RERUNNABLE]: true }))
+      }, { rerunnable: true })
       this.#countHash(params, 1)
       return id
     } catch (err) {

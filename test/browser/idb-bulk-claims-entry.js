@@ -10,7 +10,6 @@
 import { test, run } from './harness.js'
 import { open } from '../../browser.js'
 import { ChatStore } from '../../chat.js'
-import { RERUNNABLE } from '../../lib/writer.js'
 import { countRequests } from './count-requests.js'
 
 const run_ = Math.random().toString(36).slice(2)
@@ -165,7 +164,7 @@ for (const native of [false, true]) {
       runs++
       await store.users.in(w).insertMany(rows, { batchSize: rows.length })
       await store.passwordCosts.in(w).add('p', rows.length)
-    }, { [RERUNNABLE]: true })
+    }, { rerunnable: true })
     const first = await countReads(() => write(names(0, 50)))
     // The users' sequence and the password costs' counter (and on the
     // native layout the records' store's sequence): no username.

@@ -6,7 +6,6 @@
 import { test, run } from './harness.js'
 import { open } from '../../browser.js'
 import { ChatStore } from '../../chat.js'
-import { RERUNNABLE } from '../../lib/writer.js'
 import { countRequests } from './count-requests.js'
 
 const run_ = Math.random().toString(36).slice(2)
@@ -106,7 +105,7 @@ test('idb-claims: a claim a later op of its group replaces is still made (an ins
     const id = await users.in(w).insert({ username: 'taken' })
     await users.in(w).update(id, { username: 'renamed' })
     return id
-  }, { [RERUNNABLE]: true })))
+  }, { rerunnable: true })))
   t.is(/** @type {any} */ (answer).code, 'LEVELKIT_UNIQUE', 'refused: the value was taken when it was inserted')
   t.ok(made.add >= 1, `a claim was made (${JSON.stringify(made)})`)
   t.is((await users.getBy('username', 'taken'))?.id, first, 'the stored entry still names its record')
