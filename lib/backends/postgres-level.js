@@ -514,7 +514,7 @@ export class PostgresLevel extends AbstractLevel {
    * @param {Buffer[]} keys @param {Promise<void>} [locked] with one key
    * @returns {Promise<Array<Buffer | undefined>>}
    */
-  levelkitReadKeys (keys, locked) {
+  readKeys (keys, locked) {
     if (locked !== undefined) return this._get(keys[0], { levelkitLocked: locked }).then(value => [value])
     return this.#coalesce(keys, this.#sectionTransaction())
   }
