@@ -18,3 +18,20 @@ export const tracksScopes = false
 export function currentScope () {
   return undefined
 }
+
+/**
+ * Run `fn` as a critical section of `section`: nothing in browsers needs
+ * to tell (only PostgreSQL's serializable transactions do, in Node).
+ * @template T
+ * @param {object} section
+ * @param {() => Promise<T> | T} fn
+ * @returns {Promise<T>}
+ */
+export async function runInSection (section, fn) {
+  return fn()
+}
+
+/** @returns {any} */
+export function currentSection () {
+  return undefined
+}

@@ -65,10 +65,10 @@
 // not counted (nothing tells it) and does not enter the mode either: the
 // mode locks the key for every transaction of the process, those that
 // never touch it too, so only a failure enters it, as before.
-import { AsyncLocalStorage } from 'node:async_hooks'
 import { createHash } from 'node:crypto'
 import { PostgresSectionLock, keyLockOf, noop } from './postgres-section-lock.js'
 import { inlineValues } from './postgres-literal.js'
+import { runInSection, currentSection } from '#context'
 
 const BEGIN = 'BEGIN ISOLATION LEVEL SERIALIZABLE'
 
@@ -157,7 +157,6 @@ function lockStatement (locks) {
 export class PostgresSerializable extends PostgresSectionLock {
   /** A group whose transaction failed runs its sections again (not only the running one). */
   rerunsGroups = true
-  #sections = new AsyncLocalStorage()
   /** How many transactions took their snapshot (sent a statement after BEGIN). */
   #snapshots = 0
   /** How long (ms) after a batch failed on a sequence key, or a transaction waited for its lock, the process keeps taking that key's lock before it begins a transaction. */
@@ -217,12 +216,14 @@ export class PostgresSerializable extends PostgresSectionLock {
    * @template T @param {() => Promise<T> | T} fn @returns {Promise<T>}
    */
   within (fn) {
-    return this.#sections.run(this, async () => fn())
+    // The write path's AsyncLocalStorage (lib/context-node.js), not one of
+    // its own: each one enabled makes every promise pay its hook again.
+    return runInSection(this, fn)
   }
 
   /** Whether the current async context is a critical section's (its reads go to the transaction). */
   reading () {
-    return this.#sections.getStore() === this
+    return currentSection() === this
   }
 
   /**
