@@ -29,14 +29,14 @@
 // --record writes this run's seconds of each passed suite to scripts/test-durations.json.
 
 import { spawn } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 import { availableParallelism, tmpdir } from 'node:os'
 import { parseArgs } from 'node:util'
 import { postgresTemplate } from 'levelkit-testkit/postgres'
 import { ramTmpdir } from './test-tmpdir.js'
-import { cpuSeconds, withTimes, workspaceSuites } from './test-suites.js'
+import { cpuSeconds, serverSeconds, withTimes, workspaceSuites } from './test-suites.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '900' }, record: { type: 'boolean', default: false } } })
@@ -136,23 +136,6 @@ function run (suite) {
       resolve({ name: suite.name, ok, seconds, cpu, pgCpu, why, failures: ok ? '' : failures(text, Buffer.concat(errors).toString()) })
     })
   })
-}
-
-/**
- * The CPU seconds the suite's PostgreSQL clusters reported (one line each),
- * added up; null when it started none (or none could tell). The file is removed.
- * @param {string} file
- */
-function serverSeconds (file) {
-  let text
-  try {
-    text = readFileSync(file, 'utf8')
-  } catch {
-    return null
-  }
-  rmSync(file, { force: true })
-  const values = text.split('\n').filter(Boolean).map(Number).filter(Number.isFinite)
-  return values.length === 0 ? null : values.reduce((sum, value) => sum + value, 0)
 }
 
 /**
