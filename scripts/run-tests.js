@@ -36,7 +36,7 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { parseArgs } from 'node:util'
 import { postgresTemplate } from 'levelkit-testkit/postgres'
 import { ramTmpdir } from './test-tmpdir.js'
-import { cpuSeconds, withTimes, workspaceSuites } from './test-suites.js'
+import { cpuSeconds, serverSeconds, withTimes, workspaceSuites } from './test-suites.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '900' }, record: { type: 'boolean', default: false } } })
@@ -93,12 +93,16 @@ for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
 }
 
 // Each suite runs under bash, which writes its CPU time to fd 3 at the end
-// (scripts/test-suites.js).
+// (scripts/test-suites.js). The PostgreSQL clusters a suite starts are
+// daemons, not its children: each writes its CPU seconds at its stop to the
+// suite's LEVELKIT_PG_CPU_FILE (levelkit-testkit/postgres), added here.
+let suiteNumber = 0
 /** @param {{ name: string, command: string, args: string[], cwd?: string }} suite */
 function run (suite) {
   const started = Date.now()
+  const pgCpuFile = join(tmpdir(), `levelkit-pg-cpu-${process.pid}-${suiteNumber++}`)
   return new Promise(resolve => {
-    const child = spawn('bash', [...withTimes, suite.command, ...suite.args], { cwd: suite.cwd ?? root, env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true })
+    const child = spawn('bash', [...withTimes, suite.command, ...suite.args], { cwd: suite.cwd ?? root, env: { ...env, LEVELKIT_PG_CPU_FILE: pgCpuFile }, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true })
     running.add(/** @type {number} */ (child.pid))
     /** @type {Buffer[]} */
     const usage = []
@@ -124,10 +128,12 @@ function run (suite) {
       const ok = code === 0 && !timedOut
       const why = timedOut ? `killed after ${suiteTimeout} s` : signal || `exit ${code}`
       const cpu = cpuSeconds(Buffer.concat(usage).toString())
-      process.stdout.write(`\n=== ${suite.name}: ${ok ? 'passed' : `FAILED (${why})`} in ${seconds.toFixed(0)} s${cpu === null ? '' : ` (CPU ${cpu.toFixed(1)} s)`} ===\n`)
+      const pgCpu = serverSeconds(pgCpuFile)
+      const pgText = pgCpu === null ? '' : ` + PostgreSQL ${pgCpu.toFixed(1)} s`
+      process.stdout.write(`\n=== ${suite.name}: ${ok ? 'passed' : `FAILED (${why})`} in ${seconds.toFixed(0)} s${cpu === null ? '' : ` (CPU ${cpu.toFixed(1)} s${pgText})`} ===\n`)
       const text = Buffer.concat(output).toString()
       process.stdout.write(text)
-      resolve({ name: suite.name, ok, seconds, cpu, why, failures: ok ? '' : failures(text, Buffer.concat(errors).toString()) })
+      resolve({ name: suite.name, ok, seconds, cpu, pgCpu, why, failures: ok ? '' : failures(text, Buffer.concat(errors).toString()) })
     })
   })
 }
@@ -164,7 +170,7 @@ const template = await postgresTemplate().catch(err => {
 /** @type {NodeJS.ProcessEnv} */
 const env = template ? { ...process.env, LEVELKIT_PG_TEMPLATE: template.data } : process.env
 const queue = suites.slice()
-/** @type {Array<{ name: string, ok: boolean, seconds: number, cpu: number | null, why: string, failures: string }>} */
+/** @type {Array<{ name: string, ok: boolean, seconds: number, cpu: number | null, pgCpu: number | null, why: string, failures: string }>} */
 const results = []
 await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, async () => {
   while (queue.length > 0) results.push(await run(/** @type {any} */ (queue.shift())))
@@ -173,7 +179,7 @@ await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, async () 
 template?.remove()
 tmp?.remove()
 console.log('\n=== summary ===')
-for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds.toFixed(0)} s${result.cpu === null ? '' : `, CPU ${result.cpu.toFixed(1)} s`}${result.ok ? '' : `, ${result.why}`})`)
+for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds.toFixed(0)} s${result.cpu === null ? '' : `, CPU ${result.cpu.toFixed(1)} s`}${result.pgCpu === null ? '' : ` + PostgreSQL ${result.pgCpu.toFixed(1)} s`}${result.ok ? '' : `, ${result.why}`})`)
 // The wall time beside its floor (the suites' seconds shared evenly among
 // the jobs, or the longest suite if longer), and the suites to trim first.
 const wall = (Date.now() - runStarted) / 1000
@@ -185,9 +191,13 @@ console.log(`slowest: ${slowest.slice(0, 3).map(result => `${result.name} ${resu
 // CPU time is what the two jobs share on a 2-core CI machine: its sum over
 // the cores is the floor of the wall time whatever the load, and the suites
 // using most of it are the ones worth trimming.
-const cpuTotal = results.reduce((sum, result) => sum + (result.cpu ?? 0), 0)
-const busiest = results.filter(result => result.cpu !== null).sort((a, b) => /** @type {number} */ (b.cpu) - /** @type {number} */ (a.cpu))
-console.log(`CPU: ${cpuTotal.toFixed(0)} s over the suites (${(cpuTotal / availableParallelism()).toFixed(0)} s on ${availableParallelism()} cores; PostgreSQL's servers not counted); most: ${busiest.slice(0, 3).map(result => `${result.name} ${/** @type {number} */ (result.cpu).toFixed(0)} s`).join(', ')}`)
+// The PostgreSQL servers' CPU counts: on the same cores, and for the
+// postgres suites it is most of their CPU time.
+const allCpu = (/** @type {{ cpu: number | null, pgCpu: number | null }} */ result) => (result.cpu ?? 0) + (result.pgCpu ?? 0)
+const cpuTotal = results.reduce((sum, result) => sum + allCpu(result), 0)
+const pgTotal = results.reduce((sum, result) => sum + (result.pgCpu ?? 0), 0)
+const busiest = results.filter(result => result.cpu !== null).sort((a, b) => allCpu(b) - allCpu(a))
+console.log(`CPU: ${cpuTotal.toFixed(0)} s over the suites, ${pgTotal.toFixed(0)} s of it their PostgreSQL servers' (${(cpuTotal / availableParallelism()).toFixed(0)} s on ${availableParallelism()} cores); most: ${busiest.slice(0, 3).map(result => `${result.name} ${allCpu(result).toFixed(0)} s`).join(', ')}`)
 if (values.record) {
   // Failed suites keep their recorded time (a failure may end early); suites
   // gone from the tree drop out.

@@ -2,7 +2,7 @@
 // time. Apart from run-tests.js so that both can be tested without running
 // every suite.
 
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 
 /** @typedef {{ name: string, command: string, args: string[], cwd?: string }} Suite */
@@ -59,4 +59,24 @@ export function cpuSeconds (text) {
   const line = text.trim().split('\n')[1] ?? ''
   const parts = [...line.matchAll(/(\d+)m([\d.]+)s/g)].map(match => Number(match[1]) * 60 + Number(match[2]))
   return parts.length === 2 ? parts[0] + parts[1] : null
+}
+
+/**
+ * The CPU seconds a suite's PostgreSQL clusters reported at their stop (a
+ * line each in the file LEVELKIT_PG_CPU_FILE names: levelkit-testkit/postgres),
+ * added up; null when none did (a suite without PostgreSQL, or one killed).
+ * The file is removed.
+ * @param {string} file
+ * @returns {number | null}
+ */
+export function serverSeconds (file) {
+  let text
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch {
+    return null
+  }
+  rmSync(file, { force: true })
+  const values = text.split('\n').filter(Boolean).map(Number).filter(Number.isFinite)
+  return values.length === 0 ? null : values.reduce((sum, value) => sum + value, 0)
 }

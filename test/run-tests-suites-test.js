@@ -3,10 +3,12 @@
 
 import test from 'tape'
 import { spawn } from 'node:child_process'
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { cpuSeconds, withTimes, workspaceSuites } from '../scripts/test-suites.js'
+import pg from 'pg'
+import { postgres } from 'levelkit-testkit/postgres'
+import { cpuSeconds, serverSeconds, withTimes, workspaceSuites } from '../scripts/test-suites.js'
 
 const bins = { tape: '/x/tape', tsc: '/x/tsc' }
 
@@ -74,4 +76,47 @@ test('run-tests suites: under bash, a suite\'s exit code is kept and its CPU tim
   const idle = await underBash(['sleep', '0.5'])
   t.is(idle.code, 0)
   t.ok(idle.cpu !== null && idle.cpu < 0.3, `waiting is not CPU (${idle.cpu} s)`)
+})
+
+test('run-tests suites: the PostgreSQL servers\' CPU seconds, a line per cluster', t => {
+  const dir = mkdtempSync(join(tmpdir(), 'levelkit-pgcpu-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'cpu')
+  t.is(serverSeconds(file), null, 'no cluster, no file: none')
+  writeFileSync(file, '1.5\n0.25\n')
+  t.is(serverSeconds(file), 1.75, 'two clusters added up')
+  t.notOk(existsSync(file), 'the file is removed')
+  writeFileSync(file, '')
+  t.is(serverSeconds(file), null, 'an empty file: none')
+  t.end()
+})
+
+// A daemon pg_ctl starts is no child of the suite: bash's `times` leaves it out.
+test('run-tests suites: a throwaway cluster tells its CPU seconds, and writes them at its stop', { skip: Boolean(process.env.LEVELKIT_PG_URL) }, async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'levelkit-pgcpu-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'cpu')
+  const server = await postgres()
+  const saved = process.env.LEVELKIT_PG_CPU_FILE
+  try {
+    const before = server.cpuSeconds()
+    t.ok(typeof before === 'number' && before >= 0, `a number (${before} s)`)
+    // Each connection is a server process forked and initialized: tens of ms of CPU each here.
+    for (let i = 0; i < 30; i++) {
+      const client = new pg.Client({ connectionString: server.connectionString })
+      await client.connect()
+      await client.query('SELECT count(*) FROM pg_class')
+      await client.end()
+    }
+    const after = /** @type {number} */ (server.cpuSeconds())
+    t.ok(after > /** @type {number} */ (before), `it grows with the work the server did (${before} → ${after} s), the ended backends' included`)
+    process.env.LEVELKIT_PG_CPU_FILE = file
+    await server.stop()
+    const written = Number(readFileSync(file, 'utf8').trim())
+    t.ok(written >= after, `written at its stop (${written} s)`)
+  } finally {
+    if (saved === undefined) delete process.env.LEVELKIT_PG_CPU_FILE
+    else process.env.LEVELKIT_PG_CPU_FILE = saved
+    await server.stop()
+  }
 })

@@ -21,6 +21,9 @@ const SUPERUSER = 'postgres'
  * @property {string} connectionString what `pg` connects with
  * @property {boolean} throwaway whether it is a cluster this process started (and will remove)
  * @property {() => Promise<void>} stop stop and remove the cluster (nothing for LEVELKIT_PG_URL); idempotent
+ * @property {() => number | null} cpuSeconds the CPU time the throwaway cluster's processes used so far
+ *   (the postmaster, its backends ended and running, its background workers; null for LEVELKIT_PG_URL
+ *   or where /proc is not readable)
  */
 
 /**
@@ -31,7 +34,7 @@ const SUPERUSER = 'postgres'
  */
 export async function postgres (options = {}) {
   const url = process.env.LEVELKIT_PG_URL
-  if (url) return { connectionString: url, throwaway: false, async stop () {} }
+  if (url) return { connectionString: url, throwaway: false, async stop () {}, cpuSeconds: () => null }
   const { maxConnections = 200 } = options
   if (!Number.isSafeInteger(maxConnections) || maxConnections < 10) throw new TypeError(`maxConnections must be an integer of at least 10, got ${maxConnections}`)
   return startCluster(maxConnections)
@@ -67,9 +70,13 @@ async function startCluster (maxConnections) {
   let started = false
   let stopped = false
 
+  /** @type {number | null} the postmaster's pid, once started */
+  let postmaster = null
+  const cpuSeconds = () => postmaster === null ? null : processCpuSeconds(postmaster)
   const stopSync = () => {
     if (stopped) return
     stopped = true
+    reportCpu(cpuSeconds())
     process.removeListener('exit', stopSync)
     for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.removeListener(signal, onSignal)
     if (started) spawnSync(...command(asUser, join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']), { stdio: 'ignore' })
@@ -106,13 +113,16 @@ async function startCluster (maxConnections) {
     run(asUser, join(bin, 'pg_ctl'), ['-D', data, '-l', log, '-w', '-t', '60', 'start'], () => tail(log))
     // The template holds the database already.
     if (!template) run(asUser, join(bin, 'createdb'), ['-h', dir, '-p', String(port), '-U', SUPERUSER, DATABASE])
+    postmaster = postmasterPid(data)
     const connectionString = `postgresql://${SUPERUSER}@${encodeURIComponent(dir)}:${port}/${DATABASE}`
     return {
       connectionString,
       throwaway: true,
+      cpuSeconds,
       async stop () {
         if (stopped) return
         stopped = true
+        reportCpu(cpuSeconds())
         process.removeListener('exit', stopSync)
         for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.removeListener(signal, onSignal)
         spawnSync(...command(asUser, join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop']), { stdio: 'ignore' })
@@ -123,6 +133,69 @@ async function startCluster (maxConnections) {
     stopSync()
     throw err
   }
+}
+
+/** @param {string} data @returns {number | null} */
+function postmasterPid (data) {
+  try {
+    const pid = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : null
+  } catch {
+    return null
+  }
+}
+
+/** Clock ticks per second of /proc's times (sysconf(_SC_CLK_TCK); 100 on Linux). */
+let ticks = 0
+
+/**
+ * A server's CPU seconds from /proc: the postmaster's own, its ended
+ * children's (each backend is a process it forks per connection and waits
+ * for), and its running children's (background workers, open sessions).
+ * A daemon that pg_ctl starts is no child of the test process, so the
+ * CPU time its runner reports leaves it out.
+ * @param {number} pid @returns {number | null}
+ */
+function processCpuSeconds (pid) {
+  /** @param {number} id @param {boolean} waited with the children it waited for */
+  const times = (id, waited) => {
+    const fields = readFileSync(`/proc/${id}/stat`, 'utf8').split(') ')[1].split(' ')
+    // utime, stime, cutime, cstime: fields 14-17 of proc(5), after pid and comm.
+    return Number(fields[11]) + Number(fields[12]) + (waited ? Number(fields[13]) + Number(fields[14]) : 0)
+  }
+  try {
+    if (ticks === 0) {
+      try {
+        ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()) || 100
+      } catch {
+        ticks = 100
+      }
+    }
+    let total = times(pid, true)
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+    for (const child of children) {
+      try {
+        total += times(child, true)
+      } catch {}
+    }
+    return total / ticks
+  } catch {
+    return null
+  }
+}
+
+/**
+ * At a cluster's stop, its CPU seconds are appended to the file
+ * LEVELKIT_PG_CPU_FILE names, if any: scripts/run-tests.js adds them to
+ * the suite's CPU time.
+ * @param {number | null} seconds
+ */
+function reportCpu (seconds) {
+  const file = process.env.LEVELKIT_PG_CPU_FILE
+  if (!file || seconds === null) return
+  try {
+    appendFileSync(file, `${seconds}\n`)
+  } catch {}
 }
 
 /**

@@ -12,6 +12,7 @@ import { PostgresSerializable, createLockTables } from './postgres-serializable.
 import { PostgresSectionLock, lostTransaction, isTransactionLost } from './postgres-section-lock.js'
 import { failoverOf, PrimaryPool, CommitLog, isConnectionError } from './postgres-hosts.js'
 import { SectionCache } from '../section-cache.js'
+import { connectKept, release, wasIdle } from './postgres-idle.js'
 import { deferredStatement, basesOf } from './postgres-deferred.js'
 
 const DEFAULT_TABLE = 'levelkit'
@@ -237,21 +238,26 @@ export class PostgresLevel extends AbstractLevel {
   async #connectOwn (purpose) {
     // Named, so that pg_stat_activity tells them apart.
     const settings = { fallback_application_name: `levelkit ${purpose}`, ...keepAliveConfig(this.#keepAlive) }
-    let client
-    if (this.#failover) {
-      const pool = /** @type {PrimaryPool | null} */ (/** @type {any} */ (this.#pool))
-      if (pool === null) throw new Error('The database is closed')
-      client = await pool.connectClient(settings)
-    } else {
-      client = await connectClient({ ...settings, ...this.#clientConfig() })
+    for (;;) {
+      let client
+      if (this.#failover) {
+        const pool = /** @type {PrimaryPool | null} */ (/** @type {any} */ (this.#pool))
+        if (pool === null) throw new Error('The database is closed')
+        client = await pool.connectClient(settings)
+      } else {
+        // An idle one of another database of this process, if any (postgres-idle.js).
+        client = await connectKept({ ...settings, ...this.#clientConfig() }, connectClient)
+      }
+      try {
+        await keepSessionAlive(client, this.#keepAlive)
+      } catch (err) {
+        client.end().catch(noop)
+        // An idle connection that died meanwhile: a new one.
+        if (wasIdle(client) && isConnectionError(err)) continue
+        throw err
+      }
+      return client
     }
-    try {
-      await keepSessionAlive(client, this.#keepAlive)
-    } catch (err) {
-      client.end().catch(noop)
-      throw err
-    }
-    return client
   }
 
   /** The settings of a connection outside the pool (snapshots, the writer lock's). */
@@ -360,7 +366,8 @@ export class PostgresLevel extends AbstractLevel {
     }
     for (const waiter of this.#snapshotQueue.splice(0)) waiter.reject(new ModuleError('The database was closed while a snapshot waited for a connection', { code: 'LEVEL_DATABASE_NOT_OPEN' }))
     const idle = this.#idleSnapshotClients.splice(0)
-    await Promise.all(idle.map(client => client.end().catch(noop)))
+    // Kept for a moment for the next database (postgres-idle.js), or ended.
+    await Promise.all(idle.map(client => release(client)))
     if (this.#commits) await this.#commits.close()
     this.#commits = null
     if (pool && pool !== this.#sharedPool) await pool.end()
@@ -849,6 +856,7 @@ export class PostgresLevel extends AbstractLevel {
     for (;;) {
       const kept = this.#idleSnapshotClients.length > 0
       const client = await this.#acquireSnapshotClient()
+      const wasKept = kept || wasIdle(client)
       try {
         // The snapshot is taken by the transaction's first statement, not by BEGIN.
         await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1')
@@ -856,7 +864,7 @@ export class PostgresLevel extends AbstractLevel {
       } catch (err) {
         await client.end().catch(noop)
         // A kept connection may have died since (a failover, a restart): the next one.
-        if (kept && isConnectionError(err)) continue
+        if (wasKept && isConnectionError(err)) continue
         throw backendError('take a snapshot', err)
       }
     }
@@ -880,15 +888,13 @@ export class PostgresLevel extends AbstractLevel {
       }
     }
     // Named, as the writer and listening connections are, so that
-    // pg_stat_activity tells them from the pool's.
-    const client = new pg.Client({ fallback_application_name: 'levelkit snapshot', ...this.#clientConfig() })
-    client.on('error', noop)
+    // pg_stat_activity tells them from the pool's. An idle one of another
+    // database of this process, if any (postgres-idle.js).
     try {
-      await client.connect()
+      return await connectKept({ fallback_application_name: 'levelkit snapshot', ...this.#clientConfig() }, connectClient)
     } catch (err) {
       throw backendError('take a snapshot', err)
     }
-    return client
   }
 
   /** @param {import('pg').Client} client */
@@ -903,7 +909,7 @@ export class PostgresLevel extends AbstractLevel {
     if (this.#pool !== null && this.#idleSnapshotClients.length < IDLE_SNAPSHOT_CLIENTS) {
       this.#idleSnapshotClients.push(client)
     } else {
-      await client.end().catch(noop)
+      await release(client)
     }
     this.#snapshotReleased()
   }

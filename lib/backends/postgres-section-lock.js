@@ -11,6 +11,7 @@ import { PostgresWriterLock, InOrder } from './postgres-shared.js'
 import { inlineValues } from './postgres-literal.js'
 import { levelkitError, codes } from '../errors.js'
 import { isConnectionError } from './postgres-hosts.js'
+import { release } from './postgres-idle.js'
 
 /**
  * The section transaction of a postgres database shared with locking:
@@ -325,7 +326,9 @@ export class PostgresSectionLock extends PostgresWriterLock {
     const connection = this.#connection
     this.#connection = null
     this.#ended()
-    if (connection) Promise.resolve(connection.client).then(client => client.end()).catch(noop)
+    // Kept for a moment for the next database of this process
+    // (postgres-idle.js: its transaction rolled back first), or ended.
+    if (connection) Promise.resolve(connection.client).then(client => release(client, connection)).catch(noop)
   }
 
   #ended () {

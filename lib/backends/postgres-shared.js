@@ -23,6 +23,7 @@ import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { WANT_REPEAT_MS } from '../cross-tab.js'
 import { escapeLiteral } from './postgres-literal.js'
+import { release } from './postgres-idle.js'
 
 // A notification's payload is at most 8000 bytes: a batch's keys are sent
 // in chunks of at most this many characters of JSON, and past MAX_CHUNKS,
@@ -273,10 +274,14 @@ export class PostgresWriterLock {
     this.#heardFirst()
     this.#listeners.clear()
     this.#wantListeners.clear()
-    this.#drop()
+    // Kept for a moment for the next database of this process
+    // (postgres-idle.js), or ended: either lets the locks go.
+    this.#drop(true)
     const listener = this.#listener
+    const queue = this.#listenQueue
     this.#listener = null
-    if (listener) listener.end().catch(noop)
+    this.#listenQueue = null
+    if (listener) release(listener, queue ?? undefined)
   }
 
   #sendingWant = false
@@ -301,14 +306,21 @@ export class PostgresWriterLock {
     for (const listener of this.#wantListeners) listener()
   }
 
-  /** End the writer connection, if any (a failed one, or at close). */
-  #drop () {
+  /**
+   * End the writer connection, if any (a failed one, or at close).
+   * @param {boolean} [closing] at close: kept for the next database if it did not fail
+   */
+  #drop (closing = false) {
     const client = this.#client
+    const writer = this.#writer
+    const lost = this.#lost
     this.#client = null
     this.#writer = null
     this.#holding = false
     this.#host.route(null)
-    if (client) client.end().catch(noop)
+    if (!client) return
+    if (closing && lost === null) release(client, writer ?? undefined)
+    else client.end().catch(noop)
   }
 
   async #startListening () {

@@ -6,6 +6,7 @@
 import pg from 'pg'
 import { postgres } from 'levelkit-testkit/postgres'
 import { open } from '../../index.js'
+import { endIdleConnections } from '../../lib/backends/postgres-idle.js'
 
 /** @type {Promise<import('levelkit-testkit/postgres').PostgresServer> | null} */
 let started = null
@@ -48,6 +49,8 @@ async function cleanup (server) {
     // its connection checked out, and pool.end() waits for it: not forever.
     const ended = Promise.all(pools.map(pool => pool.end().catch(() => {})))
     await Promise.race([ended, new Promise(resolve => setTimeout(resolve, 2000).unref())])
+    // Connections kept for the next database (lib/backends/postgres-idle.js) end with the server anyway.
+    await endIdleConnections()
     await server.stop()
   }
 }
