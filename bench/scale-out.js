@@ -38,9 +38,11 @@
 // still agrees: it counts these writes), --concurrency in flight, all of
 // the cell's processes at once, untimed. Cold stays the default so that the
 // commands in RESULTS.md (sessions 16-20) reproduce what they measured;
-// RESULTS.md reports both from session 21 on. bench/pg-cpu.js --warm W gives
-// the per-op CPU curve over a warm-up in one process: --warm-ops 100 is
-// where it flattens (RESULTS.md, session 21).
+// RESULTS.md reports both from session 21 on. How many: in one process
+// (bench/pg-cpu.js, node --trace-opt) V8 keeps optimizing createChat's code
+// with TurboFan at 6-12 functions per 25 createChats up to about the 300th,
+// 2-5 after, and the Node CPU per op falls until about then (session 21):
+// --warm-ops 300 for createChat.
 //
 // --turns pairs (the default): one cell at a time as with cells (below),
 // the two sides alternating: for each process count, the SQL cell(s), a
