@@ -47,7 +47,8 @@ function runTiny () {
     tiny = run([
       '--runs', '1', '--writers', '1,2', '--processes', '1,2', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
       '--n', String(N), '--concurrency', '3', '--slices', '2', '--sql-ids', 'serial,gapfree', '--turns', 'cells', '--warm-ops', String(WARM), '--out', out, '--db-dir', out
-    ], 110000).then(result => ({ ...result, out }))
+    // (its seven cells took over 110 s on 2 vCPUs at load 35: a smoke test should not fail on load)
+    ], 240000).then(result => ({ ...result, out }))
   }
   return tiny
 }
