@@ -34,9 +34,11 @@
 // process of every cell (SQL store, levelkit, base library alike) runs N of
 // each measured operation with inputs of its own (bench/lib/scale-out-warm.js:
 // the timed inputs' shape, drawn from their own stream so the timed inputs do
-// not change, the same list for every cell, so the final check's digest
-// still agrees: it counts these writes), --concurrency in flight, all of
-// the cell's processes at once, untimed. Cold stays the default so that the
+// not change; one list for every cell, process rank r taking the r-th N),
+// --concurrency in flight, all of the cell's processes at once, untimed.
+// The final check checks these writes too and leaves them out of its
+// digest, which still agrees between cells of 1, 2 and 4 processes (they
+// wrote P × N of them). Cold stays the default so that the
 // commands in RESULTS.md (sessions 16-20) reproduce what they measured;
 // RESULTS.md reports both from session 21 on. How many: in one process
 // (bench/pg-cpu.js, node --trace-opt) V8 keeps optimizing createChat's code
