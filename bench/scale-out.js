@@ -23,6 +23,29 @@
 // (the total is the same for every P), --concurrency calls in flight per
 // process.
 //
+// Cold or steady. By default (--warm-ops 0) a cell's processes are fresh:
+// after that short warm-up (20 createUser, 10 createChat, 100
+// addChatMessage split among them, 100 + 300 reads each) they start the timed
+// slices with their code still in V8's interpreter and baseline tiers, and
+// at --scale 0.2 a ×4 cell's processes run only 20 createChats each: the
+// cold numbers measure start-up as much as the store (session 20: a fresh
+// process pays 1.2-2.4× Node CPU per createChat in its first ones). --warm-ops
+// N measures the steady state of a served system: after the warm-up, every
+// process of every cell (SQL store, levelkit, base library alike) runs N of
+// each measured operation with inputs of its own (bench/lib/scale-out-warm.js:
+// the timed inputs' shape, drawn from their own stream so the timed inputs do
+// not change; one list for every cell, process rank r taking the r-th N),
+// --concurrency in flight, all of the cell's processes at once, untimed.
+// The final check checks these writes too and leaves them out of its
+// digest, which still agrees between cells of 1, 2 and 4 processes (they
+// wrote P × N of them). Cold stays the default so that the
+// commands in RESULTS.md (sessions 16-20) reproduce what they measured;
+// RESULTS.md reports both from session 21 on. How many: in one process
+// (bench/pg-cpu.js, node --trace-opt) V8 keeps optimizing createChat's code
+// with TurboFan at 6-12 functions per 25 createChats up to about the 300th,
+// 2-5 after, and the Node CPU per op falls until about then (session 21):
+// --warm-ops 300 for createChat.
+//
 // --turns pairs (the default): one cell at a time as with cells (below),
 // the two sides alternating: for each process count, the SQL cell(s), a
 // levelkit cell, the SQL cell(s) again, the next levelkit cell, ..., the
@@ -33,10 +56,12 @@
 // invocation (session 17: the SQL store moved 1.45× between two
 // invocations); a SQL cell's ops/s in a run is over all its measurements.
 // --base-library DIR adds, after each levelkit-on-PostgreSQL cell, the same
-// cell over another copy of levelkit (the root of a checkout whose
-// node_modules is a link to this one's, so that its statements are
-// counted), paired with the SQL cells alike: base and branch in one
-// invocation, their ratios same-run pairs.
+// cell over another copy of levelkit (the root of a checkout), paired with
+// the SQL cells alike: base and branch in one invocation, their ratios
+// same-run pairs. Its statements are counted on the `pg` it resolves, its
+// own or this one's (session 20's base with its own node_modules counted 0
+// round trips); a write slice that counts none fails the run
+// (LEVELKIT_BENCH_UNCOUNTED) rather than report 0.
 // --turns cells: a run measures one cell at a time, from its
 // start to its end: its processes are started for it, fill its fresh
 // tables, run every slice of every operation, are checked and end, and its
@@ -105,7 +130,7 @@
 //   [--processes 1,2,4] [--users 2000] [--chats 200] [--members 20]
 //   [--messages 20000] [--concurrency 16] [--scale 1] [--n N] [--slices 4] [--ops a,b]
 //   [--scrypt-n 2] [--seed 1] [--locking table] [--user-chats list] [--sql-ids serial] [--no-leveldb] [--out bench/out]
-//   [--db-dir <tmpdir>] [--turns pairs] [--idle-ms N] [--base-library DIR]
+//   [--db-dir <tmpdir>] [--turns pairs] [--idle-ms N] [--base-library DIR] [--warm-ops 0]
 
 import os from 'node:os'
 import fs from 'node:fs'
@@ -121,6 +146,7 @@ import { barChartSvg } from './lib/svg-plot.js'
 import { Progress } from './lib/progress.js'
 import { makeWorkload } from './lib/chat-workload-worker.js'
 import { OPERATIONS } from './lib/scale-out-worker.js'
+import { warmInputs } from './lib/scale-out-warm.js'
 import { processTreeCpuMs, machineCpuMs, parentPid } from './lib/proc-cpu.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -143,8 +169,10 @@ const USAGE = `Usage: node bench/scale-out.js [options]
                      connections go after --idle-ms, so each slice opens new ones)
   --idle-ms N        ms a pool keeps an idle connection (default 60000 with --turns pairs or
                      cells, 1000 with --turns slices)
+  --warm-ops N       steady state: every process of every cell first runs N of each measured
+                     operation, its own inputs, untimed (default 0: fresh processes, cold)
   --base-library DIR also run each levelkit-on-PostgreSQL cell over the levelkit at DIR (a
-                     checkout whose node_modules links to this one's), paired with SQL alike
+                     checkout; its statements counted on the pg it resolves), paired with SQL alike
   --writers L        process counts of the hand-written SQL store (default 1,2,4)
   --processes L      process counts of levelkit on PostgreSQL (default 1,2,4)
   --locking L        how levelkit's processes take turns: a list of table, keys, serializable
@@ -196,7 +224,8 @@ const args = parseCli('scale-out', USAGE, {
   'db-dir': { type: 'string', default: os.tmpdir() },
   turns: { type: 'string', default: 'pairs' },
   'idle-ms': { type: 'string' },
-  'base-library': { type: 'string' }
+  'base-library': { type: 'string' },
+  'warm-ops': { type: 'string', default: '0' }
 })
 
 /** @template T @param {() => T} parse @returns {T} */
@@ -253,6 +282,11 @@ const slices = option(() => parseCount(args.slices))
 const scryptN = option(() => parseCount(args['scrypt-n']))
 if (scryptN < 2 || (scryptN & (scryptN - 1)) !== 0) fail('--scrypt-n is a power of 2, at least 2')
 const seed = option(() => parseCount(args.seed))
+const warmOps = option(() => {
+  const value = Number(args['warm-ops'])
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error('--warm-ops is a count, 0 or more')
+  return value
+})
 const scale = Number(args.scale)
 if (!(scale > 0)) fail('--scale is a positive number')
 /** @type {string[]} */
@@ -332,6 +366,7 @@ const run0 = startRun('scale-out', args.out, ['pg', 'classic-level', 'abstract-l
 const versions = { ...run0.versions, postgresql: serverVersion }
 console.log(`scale-out: the chat workload on PostgreSQL ${serverVersion} with several writer processes, ${runs} run(s)`)
 console.log(`  cells: ${cells.map(c => c.label).join(', ')}; ${turns === 'pairs' ? 'one at a time, SQL between every two others' : turns === 'cells' ? 'one at a time' : 'taking turns slice by slice'}`)
+console.log(`  processes: ${warmOps > 0 ? `steady state (--warm-ops ${warmOps}: each process ran ${warmOps} of each measured operation, its own inputs, before the timed slices, untimed)` : 'cold (fresh processes: the timed slices follow a short warm-up, 20 createUser, 10 createChat and 100 addChatMessage split among a cell\'s processes; --warm-ops N for the steady state)'}`)
 console.log(`  data: ${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats of ${sizes.members} members, ${fmt(sizes.messages)} messages; ${concurrency} calls in flight per process; scrypt N=${scryptN}`)
 console.log(`  PostgreSQL: ${server.throwaway ? 'a throwaway cluster' : 'LEVELKIT_PG_URL'}; fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit}, full_page_writes ${settings.full_page_writes}, shared_buffers ${settings.shared_buffers} (8 kB pages)`)
 printMachine({ ...run0, versions }, ['pg', 'classic-level'])
@@ -395,6 +430,8 @@ async function openCell (cell, run, work) {
     /** @type {any} */
     populateMs: null,
     sampleAnswer: '',
+    /** @type {{ ops: number, ms: number, cpuMs: number, queries: number } | null} --warm-ops, over the cell's processes */
+    warmedUp: null,
     async cleanup () {
       await Promise.all(workers.map(w => w.end()))
       fs.rmSync(location, { recursive: true, force: true })
@@ -420,6 +457,11 @@ async function openCell (cell, run, work) {
     }
   }
   await Promise.all(workers.map(w => w.ask('warmup')))
+  if (warmOps > 0) {
+    progress.label = `run ${run}/${runs}: --warm-ops ${warmOps}, ${cell.label}`
+    const parts = await Promise.all(workers.map(w => w.ask('steady')))
+    handle.warmedUp = { ops: parts.reduce((sum, p) => sum + p.ops, 0), ms: max(parts.map(p => p.ms)), cpuMs: parts.reduce((sum, p) => sum + p.cpuMs, 0), queries: parts.reduce((sum, p) => sum + p.queries, 0) }
+  }
   return handle
 }
 
@@ -522,7 +564,7 @@ function slicesOf (work, op) {
 async function closeCell (h, results) {
   const check = ops.length === OP_KEYS.length ? await h.workers[0].ask('check') : null
   const closed = await Promise.all(h.workers.map(w => w.ask('close')))
-  return { results, populateMs: h.populateMs, sampleAnswer: h.sampleAnswer, check, peakRssBytes: closed.map(c => c.peakRssBytes) }
+  return { results, populateMs: h.populateMs, sampleAnswer: h.sampleAnswer, check, peakRssBytes: closed.map(c => c.peakRssBytes), warmedUp: h.warmedUp }
 }
 
 /**
@@ -715,6 +757,8 @@ let slicesDone = 0
 try {
   for (let run = 1; run <= runs; run++) {
     const work = makeWorkload(/** @type {any} */ ({ ...sizes, pairChats: 0, seed: seed + run - 1, run, n, zipf: 0 }))
+    // --warm-ops: every process's own inputs, as many lists as the most processes of a cell.
+    if (warmOps > 0) Object.assign(work, { steady: warmInputs(work, { perProcess: warmOps, processes: Math.max(...cells.map(c => c.processes)), ops, memberCount: Math.min(sizes.members, sizes.users), seed, run }) })
     const results = await runOnce(run, work)
     const measured = cells.filter(c => !results[c.key].na)
     const reference = results[measured[0].key]
@@ -852,6 +896,9 @@ console.log('  round trips/op: statements sent to PostgreSQL by every process of
 console.log(`  connections opened/op: connections to PostgreSQL every process of the cell opened during its slices / ops, the median over runs (a new backend, cold caches). Turns: ${turns === 'pairs' ? `one cell at a time, SQL and the other side alternating (its processes started for it and ended after it; pools keep idle connections ${idleMs} ms)` : turns === 'cells' ? `one cell at a time (its processes started for it and ended after it; pools keep idle connections ${idleMs} ms)` : `the cells took turns slice by slice, all open for the whole run (pools let idle connections go after ${idleMs} ms)`}.`)
 console.log('  × one process = ops/s / the same store\'s with one process, in the same run, then the median: how throughput rises with processes.')
 console.log(`  cores: CPU seconds per wall second over the cell's slices (medians over runs): its Node processes' (process.cpuUsage()), PostgreSQL's (the postmaster and its backends, /proc${postmaster === null ? ': not measured, the server is not on this machine' : ''}), and the whole machine's busy time (/proc/stat: other work included), of ${os.cpus().length}.`)
+console.log(warmOps > 0
+  ? `  Steady state: before its timed slices, each process of every cell ran ${warmOps} of each measured operation (${ops.join(', ')}) with inputs of its own (the same for every cell, not the timed ones), --concurrency in flight, all the cell's processes at once, untimed; the final check checks their writes too, and leaves them out of the digest that cells of every process count share.`
+  : '  Cold: every cell\'s processes are fresh (started for it; a short warm-up, 20 createUser, 10 createChat, 100 addChatMessage split among them), so the slices include V8\'s warm-up of their code; --warm-ops N measures the steady state.')
 console.log(`  CPU ms/op: CPU milliseconds per operation over the cell's slices (medians over runs), its Node processes' and PostgreSQL's${postmaster === null ? ' (not measured)' : ''}: the work an operation costs each side, which load changes less than it changes rates.`)
 // Where the processes wait for each other, per operation: the lock's counters summed over the runs, per op.
 const lockTable = [['operation', 'cell', 'per op: what the lock counted (summed over runs ÷ ops)']]
@@ -896,7 +943,7 @@ const colors = { sql: ['#1f77b4', '#6baed6', '#c6dbef', '#08519c'], 'sql-gapfree
 const shownCells = cells.filter(c => ops.some(op => !summary[op][c.key].na))
 const svg = barChartSvg({
   title: `Scale-out: the chat workload on PostgreSQL, ops/s (median of ${runs} run${runs === 1 ? '' : 's'})`,
-  subtitle: `${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats × ${sizes.members}, ${fmt(sizes.messages)} messages, ${concurrency} in flight per process; ${run0.machine.cpu}, ${run0.machine.cores} cores, PostgreSQL ${serverVersion}, node ${versions.node}, ${run0.startedAt.toISOString().slice(0, 10)}`,
+  subtitle: `${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats × ${sizes.members}, ${fmt(sizes.messages)} messages, ${concurrency} in flight per process, ${warmOps > 0 ? `steady (--warm-ops ${warmOps})` : 'cold processes'}; ${run0.machine.cpu}, ${run0.machine.cores} cores, PostgreSQL ${serverVersion}, node ${versions.node}, ${run0.startedAt.toISOString().slice(0, 10)}`,
   yLabel: 'Operations per second',
   categories: ops.map(op => OPERATIONS.find(o => o.key === op)?.label ?? op),
   series: shownCells.map(c => ({
@@ -913,7 +960,7 @@ const loadAfter = os.loadavg()
 printProblems(problems)
 finishRun(run0.outDir, { name: 'scale-out', startedAt: run0.startedAt, machine: run0.machine, versions, loadBefore: run0.loadBefore, loadAfter }, {
   postgres: { throwaway: server.throwaway, settings },
-  options: { runs, turns, idleMs, baseLibrary, writers, processes, sqlIds: sqlIdsList, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
+  options: { runs, turns, idleMs, warmOps, baseLibrary, writers, processes, sqlIds: sqlIdsList, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
   cells,
   csvColumns: CSV_COLUMNS,
   summary,
@@ -921,7 +968,7 @@ finishRun(run0.outDir, { name: 'scale-out', startedAt: run0.startedAt, machine: 
   runs: perRun.map(r => ({
     run: r.run,
     loadAverage: r.loadAverage,
-    cells: Object.fromEntries(Object.entries(r.cells).map(([key, c]) => [key, c.na ? { na: c.na } : { populateMs: c.populateMs, peakRssBytes: c.peakRssBytes, check: c.check && { problems: c.check.problems }, results: c.results, ...(c.measured ? { measured: c.measured } : {}), ...(c.paired ? { paired: c.paired } : {}) }]))
+    cells: Object.fromEntries(Object.entries(r.cells).map(([key, c]) => [key, c.na ? { na: c.na } : { populateMs: c.populateMs, peakRssBytes: c.peakRssBytes, check: c.check && { problems: c.check.problems }, results: c.results, ...(c.measured ? { measured: c.measured } : {}), ...(c.paired ? { paired: c.paired } : {}), ...(c.warmedUp ? { warmedUp: c.warmedUp } : {}) }]))
   }))
 }, ['results.csv', 'scale-out.svg'])
 if (problems.length > 0) process.exitCode = 1

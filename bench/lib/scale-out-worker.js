@@ -9,11 +9,13 @@
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
+import { createRequire } from 'node:module'
 import pg from 'pg'
 import { open as openLevelkit } from 'levelkit'
 import { ChatStore as LevelkitChatStore } from 'levelkit/chat'
 import { prng } from 'levelkit-testkit/prng'
 import { PgChatStore } from './pg-chat-store.js'
+import { warmShare, warmWritten } from './scale-out-warm.js'
 
 /**
  * @typedef {'sql' | 'levelkit-pg' | 'levelkit-pg-keys' | 'levelkit-pg-serializable' | 'levelkit-leveldb'} Kind
@@ -23,7 +25,8 @@ import { PgChatStore } from './pg-chat-store.js'
  *   idleMs?: number, library?: string
  * }} OpenConfig
  *   library: the root of another copy of levelkit to load (scale-out.js --base-library), else this one's
- * @typedef {ReturnType<typeof import('./chat-workload-worker.js').makeWorkload>} Work (a type only: this process does not load that module)
+ * @typedef {ReturnType<typeof import('./chat-workload-worker.js').makeWorkload> & { steady?: import('./scale-out-warm.js').WarmInputs }} Work
+ *   (a type only: this process does not load that module); steady: the --warm-ops inputs, if any
  */
 
 /**
@@ -51,26 +54,36 @@ const IDLE_MS = 1000
 // Every statement sent to PostgreSQL by this process, whichever store sends
 // it (pg's Pool runs its queries through Client#query): a phase's round
 // trips per operation. A query of several statements is one round trip.
-let queries = 0
-const clientQuery = pg.Client.prototype.query
-pg.Client.prototype.query = /** @type {any} */ (countQueries)
-/** @this {any} @param {...any} args */
-function countQueries (...args) {
-  queries++
-  return clientQuery.apply(this, /** @type {any} */ (args))
-}
-
 // Every connection this process opens to PostgreSQL (a pool's new client, a
 // snapshot's, the writer's): a slice that opens connections pays a backend's
 // start and its cold caches in its time, which a warm cell does not.
+let queries = 0
 let connects = 0
-const clientConnect = pg.Client.prototype.connect
-pg.Client.prototype.connect = /** @type {any} */ (countConnects)
-/** @this {any} @param {...any} args */
-function countConnects (...args) {
-  connects++
-  return clientConnect.apply(this, /** @type {any} */ (args))
+/** @type {WeakSet<object>} the Client prototypes counted, each once */
+const counted = new WeakSet()
+/**
+ * Count the statements and connections of one copy of `pg`: this one's, and
+ * another copy of levelkit's (--base-library) if it resolves its own (a
+ * checkout with its own node_modules): uncounted, its cells showed 0 round
+ * trips (session 20).
+ * @param {any} module the `pg` module
+ */
+function countOn (module) {
+  const proto = module.Client.prototype
+  if (counted.has(proto)) return
+  counted.add(proto)
+  const clientQuery = proto.query
+  const clientConnect = proto.connect
+  proto.query = /** @this {any} @param {...any} args */ function countQueries (...args) {
+    queries++
+    return clientQuery.apply(this, args)
+  }
+  proto.connect = /** @this {any} @param {...any} args */ function countConnects (...args) {
+    connects++
+    return clientConnect.apply(this, args)
+  }
 }
+countOn(pg)
 
 /** Run `fn` over `items` with `concurrency` in flight. @template T @param {T[]} items @param {number} concurrency @param {(x: T) => Promise<unknown>} fn */
 async function pump (items, concurrency, fn) {
@@ -97,8 +110,9 @@ async function openStore (config) {
   }
   // Shared in every cell, one process too: the curve over 1, 2, 4 processes
   // is then of one configuration.
-  // Another copy of levelkit (a base to compare with): its `pg` must be
-  // this one's (its node_modules a link to ours), or no statement it sends is counted.
+  // Another copy of levelkit (a base to compare with): the `pg` it resolves
+  // is counted too, whether it is this one's or its own.
+  if (config.library !== undefined && config.kind !== 'levelkit-leveldb') countOn(createRequire(path.join(config.library, 'index.js'))('pg'))
   const { open, ChatStore } = config.library === undefined
     ? { open: openLevelkit, ChatStore: LevelkitChatStore }
     : { open: (await import(pathToFileURL(path.join(config.library, 'index.js')).href)).open, ChatStore: (await import(pathToFileURL(path.join(config.library, 'chat.js')).href)).ChatStore }
@@ -182,32 +196,44 @@ async function sample (store, work, seed) {
  * processes, and a digest of what must be the same in every store. New
  * users and chats get ids in the order the processes' writes land, so the
  * digest holds them as sorted multisets; each chat's messages are numbered
- * 1..N without gap, and hold the messages sent to it.
- * @param {any} store @param {Work} work @param {{ createUser: any[], createChat: any[], addChatMessage: any[] }} written every input written after population, by every process
+ * 1..N without gap, and hold the messages sent to it. The --warm-ops
+ * writes (`steady`: as many as the cell has processes) are checked alike
+ * but left out of the digest, which then agrees between cells of any
+ * process count.
+ * @param {any} store @param {Work} work @param {{ createUser: any[], createChat: any[], addChatMessage: any[] }} written every input written after population, by every process, but the --warm-ops ones
+ * @param {{ createUser: any[], createChat: any[], addChatMessage: any[] }} steady the --warm-ops inputs written, by every process
  */
-async function finalCheck (store, work, written) {
+async function finalCheck (store, work, written, steady) {
   /** @type {string[]} */
   const problems = []
-  const users = work.users.length + written.createUser.length
+  const users = work.users.length + written.createUser.length + steady.createUser.length
   if (!(await store.getUserById(users))) problems.push(`user ${users} is missing`)
   if (await store.getUserById(users + 1)) problems.push(`user ${users + 1} exists: more users than were created`)
   const names = []
-  for (const { username } of written.createUser.slice(0, 200)) {
+  for (const { username } of [...written.createUser.slice(0, 200), ...steady.createUser.slice(0, 50)]) {
     const user = await store.getUser(username)
     if (!user || user.id <= work.users.length || user.id > users) problems.push(`user ${username}: ${JSON.stringify(user)}`)
     names.push(username)
   }
-  const chats = work.chats.length + written.createChat.length
+  const steadyNames = new Set(steady.createUser.map(u => u.username))
+  const steadyChats = new Set(steady.createChat.map(c => c.name))
+  const chats = work.chats.length + written.createChat.length + steady.createChat.length
   const created = []
+  let steadyCreated = 0
   for (let id = work.chats.length + 1; id <= chats; id++) {
     const chat = await store.getChat(id)
     if (!chat) problems.push(`chat ${id} is missing`)
+    else if (steadyChats.has(chat.name)) steadyCreated++
     else created.push(`${chat.name}:${chat.members.join(',')}`)
   }
+  if (steadyCreated !== steady.createChat.length) problems.push(`${steadyCreated} of the ${steady.createChat.length} --warm-ops chats found`)
   if (await store.getChat(chats + 1)) problems.push(`chat ${chats + 1} exists: more chats than were created`)
   /** @type {Map<number, string[]>} */
   const sent = new Map()
-  for (const m of [...work.messages, ...written.addChatMessage]) {
+  /** @type {Map<number, number>} */
+  const steadySent = new Map()
+  for (const m of steady.addChatMessage) steadySent.set(m.chatId, (steadySent.get(m.chatId) ?? 0) + 1)
+  for (const m of [...work.messages, ...written.addChatMessage, ...steady.addChatMessage]) {
     const list = sent.get(m.chatId)
     const line = `${m.senderId}|${m.timestamp}|${m.text}`
     if (list) list.push(line)
@@ -219,7 +245,7 @@ async function finalCheck (store, work, written) {
     const [last] = await store.getChatMessages(id, { n: 1 })
     const top = last ? last.id : 0
     if (top !== expected.length) problems.push(`chat ${id}: last message id ${top}, ${expected.length} messages sent`)
-    counts.push(top)
+    counts.push(top - (steadySent.get(id) ?? 0))
   }
   // Ten chats read whole: ids 1..N and the messages sent, each once.
   const random = prng(chats)
@@ -232,7 +258,7 @@ async function finalCheck (store, work, written) {
     const got = messages.map((/** @type {any} */ m) => `${m.senderId}|${m.timestamp}|${m.text}`).sort()
     if (JSON.stringify(got) !== JSON.stringify(expected)) problems.push(`chat ${id}: its messages are not the ones sent to it`)
   }
-  const digest = JSON.stringify({ users, names: names.sort(), chats: created.sort(), counts })
+  const digest = JSON.stringify({ users: users - steady.createUser.length, names: names.filter(name => !steadyNames.has(name)).sort(), chats: created.sort(), counts })
   return { problems, digest }
 }
 
@@ -313,6 +339,26 @@ function serve () {
       await pump(w.getChats, c.concurrency, x => store.getChats(x))
       return null
     },
+    // --warm-ops: this process's own inputs of each measured operation, run
+    // as the timed ones are (--concurrency in flight, every process of the
+    // cell at once), untimed; what it took, for the record.
+    async steady () {
+      const c = /** @type {OpenConfig} */ (config)
+      const warm = /** @type {Work} */ (work).steady
+      if (!warm) throw new Error('No --warm-ops inputs in the workload')
+      const store = opened?.store
+      const sent = queries
+      const cpu = process.cpuUsage()
+      const start = performance.now()
+      let ops = 0
+      for (const op of OPERATIONS) {
+        const inputs = warmShare(warm, warm[op.key], c.rank)
+        ops += inputs.length
+        await pump(inputs, c.concurrency, x => op.call(store, x))
+      }
+      const { user, system } = process.cpuUsage(cpu)
+      return { ops, ms: performance.now() - start, cpuMs: (user + system) / 1000, queries: queries - sent }
+    },
     async phase (message) {
       const c = /** @type {OpenConfig} */ (config)
       const op = OPERATIONS.find(o => o.key === message.op)
@@ -327,6 +373,12 @@ function serve () {
       const { user, system } = process.cpuUsage(cpu)
       const after = opened?.retries() ?? null
       const statsAfter = opened?.lockStats() ?? null
+      // A write on PostgreSQL sends at least one statement: none counted
+      // means the store's `pg` is a copy this process does not count, and
+      // every round-trip figure of the cell would be a silent 0.
+      if (op.write && inputs.length > 0 && queries === sent && c.kind !== 'levelkit-leveldb') {
+        throw Object.assign(new Error(`${c.kind}${c.library ? ` over ${c.library}` : ''}: ${inputs.length} ${op.key} calls and not one statement to PostgreSQL counted: its \`pg\` is a copy this process does not count (round trips would read 0)`), { code: 'LEVELKIT_BENCH_UNCOUNTED' })
+      }
       return {
         ...result,
         ops: inputs.length,
@@ -339,11 +391,12 @@ function serve () {
     },
     async check () {
       const w = /** @type {Work} */ (work)
+      // The --warm-ops writes of every process of the cell count as written.
       return finalCheck(opened?.store, w, {
         createUser: [...w.warm.createUser, ...w.inputs.createUser],
         createChat: [...w.warm.createChat, ...w.inputs.createChat],
         addChatMessage: [...w.warm.addChatMessage, ...w.inputs.addChatMessage]
-      })
+      }, warmWritten(w.steady, /** @type {OpenConfig} */ (config).processes))
     },
     async close () {
       if (opened) await opened.close()

@@ -3,13 +3,15 @@
 // variants (serial and gap-free ids), 1 and 2
 // processes of each store on PostgreSQL (the tests' server, passed on as
 // LEVELKIT_PG_URL: one throwaway cluster for every test file of the tape
-// process) and one on LevelDB, then the shape of what it
-// writes (table, CSV, JSON, SVG) and that every cell agreed. It never
-// asserts a time: a benchmark measures, it is not a timed test.
+// process) and one on LevelDB, in the steady state (--warm-ops), then the
+// shape of what it writes (table, CSV, JSON, SVG) and that every cell
+// agreed; the cold default with --turns pairs and --base-library, and a
+// base library with its own `pg`. It never asserts a time: a benchmark
+// measures, it is not a timed test.
 
 import test from 'tape'
 import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync, readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, readdirSync, readFileSync, cpSync, mkdirSync, symlinkSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -19,6 +21,8 @@ const script = fileURLToPath(new URL('../scale-out.js', import.meta.url))
 const OPS = ['createUser', 'createChat', 'addChatMessage', 'last50', 'getChats']
 const CELLS = ['sql-1', 'sql-2', 'sql-gapfree-1', 'sql-gapfree-2', 'levelkit-pg-1', 'levelkit-pg-2', 'levelkit-leveldb-1']
 const N = 16
+// --warm-ops of the tiny launch: each process's own untimed inputs of each operation.
+const WARM = 3
 const server = await postgresForTests(test)
 
 /** @param {string[]} args @param {number} [timeout] ms @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
@@ -42,8 +46,9 @@ function runTiny () {
     test.onFinish(() => rmSync(out, { recursive: true, force: true }))
     tiny = run([
       '--runs', '1', '--writers', '1,2', '--processes', '1,2', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
-      '--n', String(N), '--concurrency', '3', '--slices', '2', '--sql-ids', 'serial,gapfree', '--turns', 'cells', '--out', out, '--db-dir', out
-    ], 110000).then(result => ({ ...result, out }))
+      '--n', String(N), '--concurrency', '3', '--slices', '2', '--sql-ids', 'serial,gapfree', '--turns', 'cells', '--warm-ops', String(WARM), '--out', out, '--db-dir', out
+    // (its seven cells took over 110 s on 2 vCPUs at load 35: a smoke test should not fail on load)
+    ], 240000).then(result => ({ ...result, out }))
   }
   return tiny
 }
@@ -84,6 +89,19 @@ test('bench/scale-out.js with a tiny data set', async t => {
   t.is(summary.runs.length, 1, 'one run recorded')
   t.same(summary.runs[0].cells['sql-2'].check.problems, [], 'the final check ran and found nothing')
   t.is(summary.options.users, 40, 'options recorded')
+  // --warm-ops: every process of every cell ran its own WARM of each
+  // operation before the slices (SQL, levelkit and LevelDB alike), through
+  // the store (statements counted on PostgreSQL), and the final check above,
+  // which counts those writes, agreed.
+  t.is(summary.options.warmOps, WARM, '--warm-ops recorded')
+  t.match(stdout, /processes: steady state \(--warm-ops 3: each process ran 3 of each measured operation/, 'the steady state said')
+  for (const key of CELLS) {
+    const cell = summary.runs[0].cells[key]
+    if (cell.na) continue
+    const processes = Number(key.at(-1))
+    t.is(cell.warmedUp?.ops, WARM * OPS.length * processes, `${key}: ${WARM} of each operation per process, untimed`)
+    if (key !== 'levelkit-leveldb-1') t.ok(cell.warmedUp.queries >= WARM * 3 * processes, `${key}: the warm-up's writes reached PostgreSQL`)
+  }
   t.ok(typeof summary.versions.postgresql === 'string' && typeof summary.versions.pg === 'string', 'versions recorded')
   t.is(summary.loadAverage.before.length, 3, 'load average recorded')
 
@@ -149,6 +167,40 @@ test('bench/scale-out.js --turns pairs --base-library', async t => {
   }
 })
 
+// A copy of levelkit with its own `pg` (a checkout with its own
+// node_modules, as session 20's base was): the statements it sends are
+// counted all the same, and the ratio of round trips is the copy's, not 0.
+// Its sources are this checkout's, so it sends as many statements.
+test('bench/scale-out.js --base-library with its own pg', async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-scale-out-'))
+  try {
+    const root = fileURLToPath(new URL('../..', import.meta.url))
+    const base = join(out, 'base')
+    mkdirSync(join(base, 'node_modules'), { recursive: true })
+    for (const file of ['index.js', 'chat.js', 'package.json']) cpSync(join(root, file), join(base, file))
+    cpSync(join(root, 'lib'), join(base, 'lib'), { recursive: true })
+    // Every dependency linked to this checkout's, but pg: a copy, another module to Node.
+    for (const name of readdirSync(join(root, 'node_modules'))) {
+      if (name === 'pg') cpSync(realpathSync(join(root, 'node_modules', name)), join(base, 'node_modules', name), { recursive: true, dereference: true })
+      else symlinkSync(join(root, 'node_modules', name), join(base, 'node_modules', name))
+    }
+    const { code, stdout, stderr } = await run([
+      '--runs', '1', '--writers', '1', '--processes', '1', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
+      '--n', String(N), '--concurrency', '3', '--slices', '1', '--ops', 'createChat', '--no-leveldb', '--turns', 'cells', '--base-library', base, '--out', out, '--db-dir', out
+    ], 110000)
+    t.is(code, 0, `exit 0${code ? `: ${stderr}\n${stdout}` : ''}`)
+    const dir = join(out, readdirSync(out).filter(name => name.startsWith('scale-out-'))[0])
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+    const mine = summary.summary.createChat['levelkit-pg-1']
+    const theirs = summary.summary.createChat['levelkit-pg-base-1']
+    t.ok(mine.roundTrips > 0, `this checkout's round trips counted (${mine.roundTrips}/op)`)
+    t.ok(theirs.roundTrips > 0, `the base library's round trips counted (${theirs.roundTrips}/op)`)
+    t.ok(Math.abs(theirs.roundTrips - mine.roundTrips) <= 0.25 * mine.roundTrips, 'as many as this checkout\'s, the same sources')
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
+
 test('bench/scale-out.js refuses bad options', async t => {
   for (const [options, message] of /** @type {Array<[string[], RegExp]>} */ ([
     [['--ops', 'nope'], /Unknown operation "nope"/],
@@ -156,7 +208,9 @@ test('bench/scale-out.js refuses bad options', async t => {
     [['--processes', '1,1'], /--processes lists a count twice/],
     [['--sql-ids', 'serial,uuid'], /--sql-ids lists serial and\/or gapfree/],
     [['--turns', 'slice'], /--turns is pairs, cells or slices/],
-    [['--base-library', '/nonexistent'], /--base-library: no levelkit at/]
+    [['--base-library', '/nonexistent'], /--base-library: no levelkit at/],
+    [['--warm-ops', '1.5'], /--warm-ops is a count, 0 or more/],
+    [['--warm-ops', 'many'], /--warm-ops is a count, 0 or more/]
   ])) {
     const { code, stderr } = await run(options)
     t.is(code, 2, `${options.join(' ')}: exit 2`)
