@@ -27,6 +27,7 @@ import { startWorker } from './util/shared-workers.js'
 import { range } from './util/common.js'
 import { FAST, ACCOUNTS, INITIAL, declareBank, openShared as openWorkerShared, increment } from './fixtures/postgres-shared-worker.js'
 import { WRITER_LOCK_SPACE } from '../lib/backends/postgres-shared.js'
+import { endIdleConnections } from '../lib/backends/postgres-idle.js'
 import { watchBusyClients } from './util/pg-busy.js'
 import pg from 'pg'
 
@@ -577,7 +578,9 @@ writerLockTest(`${mode}: a holder whose listening connection is lost (and cannot
   const { table, holder } = await idleHolder(t)
   holder.child.send({ block: true })
   await holder.next(m => m?.blocked === true)
-  // The holder is the only process with the table open.
+  // The holder is the only process with the table open; this process's databases closed
+  // in the last second may still keep their listening connections for reuse.
+  await endIdleConnections()
   const { rows } = await server.pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'levelkit listen'")
   t.is(rows.length, 1, "the holder's listening connection is terminated")
   const other = await start(table, 'set', { balance: 2 })
