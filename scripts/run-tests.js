@@ -36,7 +36,7 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { parseArgs } from 'node:util'
 import { postgresTemplate } from 'levelkit-testkit/postgres'
 import { ramTmpdir } from './test-tmpdir.js'
-import { cpuSeconds, serverSeconds, withTimes, workspaceSuites } from './test-suites.js'
+import { serverSeconds, suiteCpu, suiteRunner, workspaceSuites } from './test-suites.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '2' }, serial: { type: 'boolean', default: false }, 'suite-timeout': { type: 'string', default: '900' }, record: { type: 'boolean', default: false } } })
@@ -92,17 +92,22 @@ for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) {
   })
 }
 
-// Each suite runs under bash, which writes its CPU time to fd 3 at the end
-// (scripts/test-suites.js). The PostgreSQL clusters a suite starts are
-// daemons, not its children: each writes its CPU seconds at its stop to the
-// suite's LEVELKIT_PG_CPU_FILE (levelkit-testkit/postgres), added here.
+// Each suite runs under a child subreaper (scripts/subreaper.pl), which
+// writes to fd 3 at the end the CPU time of every process the suite started:
+// Chromium's processes and the PostgreSQL clusters pg_ctl daemonizes
+// included, which bash's `times` (the fallback without Perl) left out.
+// Each cluster also writes its own CPU seconds at its stop to the suite's
+// LEVELKIT_PG_CPU_FILE (levelkit-testkit/postgres): PostgreSQL's share of
+// the suite's CPU, or, under bash, added to it.
+const runner = suiteRunner()
+if (runner.command === 'bash') console.log('run-tests: no Perl: a suite\'s CPU time counts only the processes waited for (not Chromium\'s orphans)')
 let suiteNumber = 0
 /** @param {{ name: string, command: string, args: string[], cwd?: string }} suite */
 function run (suite) {
   const started = Date.now()
   const pgCpuFile = join(tmpdir(), `levelkit-pg-cpu-${process.pid}-${suiteNumber++}`)
   return new Promise(resolve => {
-    const child = spawn('bash', [...withTimes, suite.command, ...suite.args], { cwd: suite.cwd ?? root, env: { ...env, LEVELKIT_PG_CPU_FILE: pgCpuFile }, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true })
+    const child = spawn(runner.command, [...runner.args, suite.command, ...suite.args], { cwd: suite.cwd ?? root, env: { ...env, LEVELKIT_PG_CPU_FILE: pgCpuFile }, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true })
     running.add(/** @type {number} */ (child.pid))
     /** @type {Buffer[]} */
     const usage = []
@@ -127,15 +132,28 @@ function run (suite) {
       const seconds = (Date.now() - started) / 1000
       const ok = code === 0 && !timedOut
       const why = timedOut ? `killed after ${suiteTimeout} s` : signal || `exit ${code}`
-      const cpu = cpuSeconds(Buffer.concat(usage).toString())
+      const measured = suiteCpu(Buffer.concat(usage).toString())
       const pgCpu = serverSeconds(pgCpuFile)
-      const pgText = pgCpu === null ? '' : ` + PostgreSQL ${pgCpu.toFixed(1)} s`
-      process.stdout.write(`\n=== ${suite.name}: ${ok ? 'passed' : `FAILED (${why})`} in ${seconds.toFixed(0)} s${cpu === null ? '' : ` (CPU ${cpu.toFixed(1)} s${pgText})`} ===\n`)
+      // One number for every process of the suite, PostgreSQL's included.
+      const cpu = measured === null ? null : measured.seconds + (measured.everyProcess ? 0 : pgCpu ?? 0)
+      const result = { name: suite.name, ok, seconds, cpu, pgCpu, why, failures: '' }
+      process.stdout.write(`\n=== ${suite.name}: ${ok ? 'passed' : `FAILED (${why})`} in ${seconds.toFixed(0)} s${result.cpu === null ? '' : `, ${cpuText(result)}`} ===\n`)
       const text = Buffer.concat(output).toString()
       process.stdout.write(text)
-      resolve({ name: suite.name, ok, seconds, cpu, pgCpu, why, failures: ok ? '' : failures(text, Buffer.concat(errors).toString()) })
+      result.failures = ok ? '' : failures(text, Buffer.concat(errors).toString())
+      resolve(result)
     })
   })
+}
+
+/**
+ * A suite's CPU seconds as the log shows them: every process's, and how
+ * much of it its PostgreSQL clusters used; '' when unknown (killed).
+ * @param {{ cpu: number | null, pgCpu: number | null }} result
+ */
+function cpuText (result) {
+  if (result.cpu === null) return ''
+  return `CPU ${result.cpu.toFixed(1)} s${result.pgCpu === null ? '' : ` (PostgreSQL ${result.pgCpu.toFixed(1)} s of it)`}`
 }
 
 /**
@@ -179,7 +197,7 @@ await Promise.all(Array.from({ length: Math.min(jobs, queue.length) }, async () 
 template?.remove()
 tmp?.remove()
 console.log('\n=== summary ===')
-for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds.toFixed(0)} s${result.cpu === null ? '' : `, CPU ${result.cpu.toFixed(1)} s`}${result.pgCpu === null ? '' : ` + PostgreSQL ${result.pgCpu.toFixed(1)} s`}${result.ok ? '' : `, ${result.why}`})`)
+for (const result of results) console.log(`${result.ok ? 'passed' : 'FAILED'}  ${result.name} (${result.seconds.toFixed(0)} s${result.cpu === null ? '' : `, ${cpuText(result)}`}${result.ok ? '' : `, ${result.why}`})`)
 // The wall time beside its floor (the suites' seconds shared evenly among
 // the jobs, or the longest suite if longer), and the suites to trim first.
 const wall = (Date.now() - runStarted) / 1000
@@ -193,7 +211,7 @@ console.log(`slowest: ${slowest.slice(0, 3).map(result => `${result.name} ${resu
 // using most of it are the ones worth trimming.
 // The PostgreSQL servers' CPU counts: on the same cores, and for the
 // postgres suites it is most of their CPU time.
-const allCpu = (/** @type {{ cpu: number | null, pgCpu: number | null }} */ result) => (result.cpu ?? 0) + (result.pgCpu ?? 0)
+const allCpu = (/** @type {{ cpu: number | null }} */ result) => result.cpu ?? 0
 const cpuTotal = results.reduce((sum, result) => sum + allCpu(result), 0)
 const pgTotal = results.reduce((sum, result) => sum + (result.pgCpu ?? 0), 0)
 const busiest = results.filter(result => result.cpu !== null).sort((a, b) => allCpu(b) - allCpu(a))

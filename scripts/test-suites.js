@@ -2,8 +2,10 @@
 // time. Apart from run-tests.js so that both can be tested without running
 // every suite.
 
+import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 /** @typedef {{ name: string, command: string, args: string[], cwd?: string }} Suite */
 
@@ -40,25 +42,48 @@ export function workspaceSuites (root, workspace, bins) {
 /**
  * bash's arguments to run a command (appended) and write to fd 3, when it
  * ends, what `times` says of its children: the CPU time (user, system) of
- * every process that was waited for, grandchildren included (Chromium's, the
- * child processes' a test starts), not a daemon's (a PostgreSQL server
- * started with pg_ctl). On a loaded machine a suite's seconds grow with the
- * load; its CPU seconds hardly do, and on CI's two cores they are what the
- * run's wall time is made of. The command's exit code is bash's.
+ * every process that was waited for, grandchildren included, not a process
+ * that outlived its parent (Chromium's zygote and renderers, a PostgreSQL
+ * server started with pg_ctl: init waits for those). The fallback of
+ * `suiteRunner()` where Perl is missing. The command's exit code is bash's.
  */
 export const withTimes = Object.freeze(['-c', '"$@"; status=$?; times >&3; exit $status', 'bash'])
 
+/** The subreaper (scripts/subreaper.pl), which counts every process of a suite. */
+export const subreaper = fileURLToPath(new URL('subreaper.pl', import.meta.url))
+
 /**
- * The children's line of `times` ("0m1.250s 0m0.310s", the second line) in
- * seconds, user and system added; null when it is not there (the suite was
- * killed with its bash).
- * @param {string} text
- * @returns {number | null}
+ * How to run a suite's command so that its CPU time is written to fd 3 at
+ * its end: under scripts/subreaper.pl (a child subreaper: every process the
+ * suite started counts, orphans included, and what it leaves running is
+ * killed after a moment), or under bash's `times` where there is no Perl.
+ * On a loaded machine a suite's seconds grow with the load; its CPU seconds
+ * hardly do, and on CI's two cores they are what the run's wall time is
+ * made of. The command's exit code is the runner's.
+ * @param {string} [perl] the Perl to try
+ * @returns {{ command: string, args: readonly string[] }} the runner, the command and its arguments to append
  */
-export function cpuSeconds (text) {
+export function suiteRunner (perl = 'perl') {
+  const probe = spawnSync(perl, ['-MPOSIX', '-MTime::HiRes', '-e', '1'], { stdio: 'ignore' })
+  return probe.status === 0 ? { command: perl, args: [subreaper] } : { command: 'bash', args: withTimes }
+}
+
+/**
+ * A suite's CPU seconds from what its runner wrote to fd 3: the subreaper's
+ * line ("cpu <user> <system> subreaper 1 ..."), every process of the suite
+ * counted when it is a subreaper (`everyProcess`: PostgreSQL's clusters
+ * included), or bash's `times` (the children's line, "0m1.250s 0m0.310s",
+ * the second: only the processes waited for). Null when nothing was written
+ * (the suite was killed with its runner).
+ * @param {string} text
+ * @returns {{ seconds: number, everyProcess: boolean } | null}
+ */
+export function suiteCpu (text) {
+  const reaper = /^cpu ([\d.]+) ([\d.]+) subreaper ([01])/m.exec(text)
+  if (reaper) return { seconds: Number(reaper[1]) + Number(reaper[2]), everyProcess: reaper[3] === '1' }
   const line = text.trim().split('\n')[1] ?? ''
   const parts = [...line.matchAll(/(\d+)m([\d.]+)s/g)].map(match => Number(match[1]) * 60 + Number(match[2]))
-  return parts.length === 2 ? parts[0] + parts[1] : null
+  return parts.length === 2 ? { seconds: parts[0] + parts[1], everyProcess: false } : null
 }
 
 /**
