@@ -516,8 +516,11 @@ export class Schema {
       if (left.state !== 'undeclared' && left.state !== 'dropping') store(key, { ...left, state: 'undeclared' })
     }
     for (const [index, next] of decided) {
-      index.status.done = next.done ?? 0
-      index.status.total = next.total ?? 0
+      // A build's progress, as stored (another tab's or process's, or this
+      // one's before a crash); none for a ready index: only this database's
+      // own build reports what it indexed (db.schemaStatus()).
+      index.status.done = next.state === 'ready' ? 0 : next.done ?? 0
+      index.status.total = next.state === 'ready' ? 0 : next.total ?? 0
       index.status.set(next.state === 'failed' ? 'building' : /** @type {any} */ (next.state))
     }
     const builds = decided.filter(([, next]) => next.state !== 'ready').map(([index]) => index)
@@ -609,7 +612,12 @@ export class Schema {
       // Another tab built it (or got it past its clearing) while this one
       // waited for the schema lock.
       if (sameDeclaration(found, declarationOf(index))) {
-        if (found.state === 'ready') return status.set('ready')
+        if (found.state === 'ready') {
+          // Not this database's build: the progress its comparison read
+          // (another build's, under way then) is stale.
+          status.done = status.total = 0
+          return status.set('ready')
+        }
         if (found.state === 'building' && status.state === 'clearing') status.set('building')
       }
       const { after, done, total } = found

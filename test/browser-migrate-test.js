@@ -9,7 +9,35 @@ import { tabsInOneChromium } from './util/browser.js'
 
 const withTabs = tabsInOneChromium(test)
 
-const RECORDS = 1500
+// 600 records: the build takes three batches and the migration twelve
+// transactions, so a waiting tab waits on work under way (1,500 took two
+// and a half times as long and showed nothing more).
+const RECORDS = 600
+
+/**
+ * Start a call in each tab and release them together, on an event rather
+ * than after a fixed sleep a loaded machine can outlast: each tab calls
+ * window.tabReady() (a binding) once it has opened the database and waits
+ * in `await released()`; once all have, the test resolves their waits at
+ * once. Resolves with the calls' promises, released. A tab whose call ends
+ * before it is ready rejects it. With `release: false`, resolves once all
+ * are ready, leaving them waiting (the caller releases them).
+ * @param {any[]} pages @param {(page: any) => Promise<any>} call
+ * @param {{ release?: boolean }} [options]
+ * @returns {Promise<Promise<any>[]>}
+ */
+async function releasedTogether (pages, call, { release = true } = {}) {
+  /** @type {Array<() => void>} */
+  const readies = []
+  const ready = pages.map((_, i) => new Promise(resolve => { readies[i] = () => resolve(undefined) }))
+  await Promise.all(pages.map((page, i) => page.exposeFunction('tabReady', () => readies[i]())))
+  const running = pages.map(call)
+  const endedEarly = running.map(call => call.then(() => { throw new Error('a tab ended before every tab was ready') }))
+  await Promise.race([Promise.all(ready), ...endedEarly])
+  endedEarly.forEach(ended => ended.catch(() => {}))
+  if (release) await Promise.all(pages.map(page => page.evaluate(() => /** @type {any} */ (window).release())))
+  return running
+}
 
 /** Write the records the migration rewrites (no migration run yet). @param {any} page @param {string} location */
 function seed (page, location) {
@@ -24,8 +52,8 @@ function seed (page, location) {
 
 /**
  * One tab opens the database and migrates it: migration 1 adds 1 to every
- * record's `n` and counts its runs (m.write()); the tab starts when `go` is
- * set, so both start at once.
+ * record's `n` and counts its runs (m.write()); the tab starts when
+ * released with the other (releasedTogether()).
  * @param {any} page @param {string} location @param {boolean} hideLocks
  */
 function migrate (page, location, hideLocks) {
@@ -36,7 +64,7 @@ function migrate (page, location, hideLocks) {
     const items = db.collection('items', { indexes: { byN: { key: (/** @type {any} */ r) => r.n } } })
     const runs = db.counter('runs')
     const w = /** @type {any} */ (window)
-    while (!w.go) await new Promise(resolve => setTimeout(resolve, 1))
+    await new Promise(resolve => { w.release = resolve; w.tabReady() })
     let ups = 0
     const result = await db.migrate([{
       version: 1,
@@ -75,10 +103,8 @@ function inspect (page, location) {
 /** @param {any[]} pages @param {string} location @param {boolean} hideLocks */
 async function race (pages, location, hideLocks) {
   await seed(pages[0], location)
-  const running = pages.map(page => migrate(page, location, hideLocks))
   // Both tabs have opened the database and wait: start them together.
-  await new Promise(resolve => setTimeout(resolve, 300))
-  await Promise.all(pages.map(page => page.evaluate(() => { /** @type {any} */ (window).go = true })))
+  const running = await releasedTogether(pages, page => migrate(page, location, hideLocks))
   if (hideLocks) {
     // Both tabs in up() at once, or a minute passed: release them.
     const until = Date.now() + 60000
@@ -119,38 +145,71 @@ test('control: without Web Locks both tabs run the migration (so the test above 
 })
 
 /**
- * One tab declares the index byTitle on the seeded records and builds it,
- * starting when `go` is set; resolves with how far this tab's build went
- * (`done` is left out when this tab found it built) and what the index answers.
- * @param {any} page @param {string} location @param {boolean} hideLocks
+ * One tab declares the index byTitle on the seeded records and builds it;
+ * resolves with what db.schemaStatus() says of it then (`done` is left out
+ * when this tab found it built) and what the index answers. With
+ * `together`, it opens the database, then waits to be released
+ * (releasedTogether()) before it declares the index (the comparison with the
+ * stored schema) and builds; with `whenBuilding`, it calls
+ * window.building() (a binding) once its build has stored a batch.
+ * @param {any} page @param {string} location @param {{ together?: boolean, whenBuilding?: boolean }} [options]
  */
-function build (page, location, hideLocks) {
-  return page.evaluate(async ({ location, hideLocks }) => {
-    if (hideLocks) Object.defineProperty(navigator, 'locks', { value: undefined })
+function build (page, location, { together = false, whenBuilding = false } = {}) {
+  return page.evaluate(async ({ location, together, whenBuilding }) => {
     const { open } = /** @type {any} */ (window).levelkit
     const db = await open({ location })
-    const items = db.collection('items', { indexes: { byN: { key: (/** @type {any} */ r) => r.n }, byTitle: { key: (/** @type {any} */ r) => r.title } } })
     const w = /** @type {any} */ (window)
-    while (!w.goBuild) await new Promise(resolve => setTimeout(resolve, 1))
-    await db.buildIndexes()
+    if (together) await new Promise(resolve => { w.release = resolve; w.tabReady() })
+    const items = db.collection('items', { indexes: { byN: { key: (/** @type {any} */ r) => r.n }, byTitle: { key: (/** @type {any} */ r) => r.title } } })
+    const built = db.buildIndexes()
+    if (whenBuilding) {
+      while (((await db.schemaStatus()).items.byTitle.done ?? 0) === 0) await new Promise(resolve => setTimeout(resolve, 2))
+      w.building()
+    }
+    await built
     const status = (await db.schemaStatus()).items.byTitle
     const found = await items.query({ index: 'byTitle', eq: 't7' }).all()
     await db.close()
-    return { state: status.state, done: status.done ?? null, found: found.map((/** @type {any} */ r) => r.title) }
-  }, { location, hideLocks })
+    return { state: status.state, done: status.done ?? null, total: status.total ?? null, found: found.map((/** @type {any} */ r) => r.title) }
+  }, { location, together, whenBuilding })
 }
 
-test('two tabs declare an index on existing records: one tab builds it, the other waits and finds it built', { timeout: 120000 }, async t => {
+test('two tabs declare an index on existing records, started together: one tab builds it, the other waits and finds it built', { timeout: 120000 }, async t => {
   await withTabs(2, async pages => {
     const location = 'build-two-tabs'
     await seed(pages[0], location)
-    const running = pages.map(page => build(page, location, false))
-    await new Promise(resolve => setTimeout(resolve, 300))
-    await Promise.all(pages.map(page => page.evaluate(() => { /** @type {any} */ (window).goBuild = true })))
-    const perTab = await Promise.all(running)
+    const perTab = await Promise.all(await releasedTogether(pages, page => build(page, location, { together: true })))
     t.comment(JSON.stringify(perTab))
     t.ok(perTab.every(r => r.state === 'ready'), 'ready in both tabs')
     t.same(perTab.map(r => r.done).sort(), [RECORDS, null].sort(), 'one tab indexed every record, the other none')
     t.ok(perTab.every(r => r.found.length === 1 && r.found[0] === 't7'), 'the index answers in both')
+  })
+})
+
+// What `done` says of an index another tab built, whatever this tab read of
+// it first: the other's build under way (the progress it had stored), or the
+// index built (the count its build stored with it). Neither is this tab's.
+test('a tab that opens while another tab builds the index, or after: ready, with no progress of its own', { timeout: 120000 }, async t => {
+  await withTabs(2, async pages => {
+    const location = 'build-opened-during'
+    await seed(pages[0], location)
+    /** @type {() => void} */
+    let building = () => {}
+    const stored = new Promise(resolve => { building = () => resolve(undefined) })
+    await pages[0].exposeFunction('building', () => building())
+    // The second tab opens the database and waits; the first builds.
+    const [secondRun] = await releasedTogether([pages[1]], page => build(page, location, { together: true }), { release: false })
+    const first = build(pages[0], location, { whenBuilding: true })
+    await Promise.race([stored, first])
+    // The first tab's build has stored a batch (of three): the second declares the index now.
+    await pages[1].evaluate(() => /** @type {any} */ (window).release())
+    const second = await secondRun
+    const built = await first
+    t.comment(JSON.stringify({ built, second }))
+    t.same([built.state, built.done, built.total], ['ready', RECORDS, RECORDS], 'the building tab: ready, every record done')
+    t.same([second.state, second.done, second.total], ['ready', null, null], 'the tab opened during the build: ready, no done (it indexed nothing)')
+    t.same(second.found, ['t7'], 'the index answers there')
+    const after = await build(pages[1], location)
+    t.same([after.state, after.done, after.total], ['ready', null, null], 'opened again after the build: ready, no done')
   })
 })
