@@ -275,7 +275,7 @@ export interface IndexStatus {
   state: 'ready' | 'clearing' | 'building' | 'failed' | 'undeclared' | 'dropping'
   /** Whether the collection declares it in this process. */
   declared: boolean
-  /** Records indexed so far (while it is built, and after a build). */
+  /** Records indexed so far: while it is built (another tab's or process's build as last read), and once ready if this database's build finished it; absent for an index found built. */
   done?: number
   /** About how many records the build has to index. */
   total?: number
