@@ -151,27 +151,33 @@ test('control: without Web Locks both tabs run the migration (so the test above 
  * `together`, it opens the database, then waits to be released
  * (releasedTogether()) before it declares the index (the comparison with the
  * stored schema) and builds; with `whenBuilding`, it calls
- * window.building() (a binding) once its build has stored a batch.
- * @param {any} page @param {string} location @param {{ together?: boolean, whenBuilding?: boolean }} [options]
+ * window.building() (a binding) once its build has stored a batch (of
+ * 256: db.schemaStatus() would wait for the build's critical sections); with
+ * `slowKeyMs`, its key function takes that long per record (a batch of 256
+ * takes 256 times as long), so that another tab can act between batches.
+ * @param {any} page @param {string} location @param {{ together?: boolean, whenBuilding?: boolean, slowKeyMs?: number }} [options]
  */
-function build (page, location, { together = false, whenBuilding = false } = {}) {
-  return page.evaluate(async ({ location, together, whenBuilding }) => {
+function build (page, location, { together = false, whenBuilding = false, slowKeyMs = 0 } = {}) {
+  return page.evaluate(async ({ location, together, whenBuilding, slowKeyMs }) => {
     const { open } = /** @type {any} */ (window).levelkit
     const db = await open({ location })
     const w = /** @type {any} */ (window)
     if (together) await new Promise(resolve => { w.release = resolve; w.tabReady() })
-    const items = db.collection('items', { indexes: { byN: { key: (/** @type {any} */ r) => r.n }, byTitle: { key: (/** @type {any} */ r) => r.title } } })
-    const built = db.buildIndexes()
-    if (whenBuilding) {
-      while (((await db.schemaStatus()).items.byTitle.done ?? 0) === 0) await new Promise(resolve => setTimeout(resolve, 2))
-      w.building()
+    let keyed = 0
+    const byTitle = (/** @type {any} */ r) => {
+      // The first record of the second batch: the first is stored (each
+      // batch is read, keyed and written in one critical section).
+      if (whenBuilding && ++keyed === 257) w.building()
+      for (const end = performance.now() + slowKeyMs; performance.now() < end;);
+      return r.title
     }
-    await built
+    const items = db.collection('items', { indexes: { byN: { key: (/** @type {any} */ r) => r.n }, byTitle: { key: byTitle } } })
+    await db.buildIndexes()
     const status = (await db.schemaStatus()).items.byTitle
     const found = await items.query({ index: 'byTitle', eq: 't7' }).all()
     await db.close()
     return { state: status.state, done: status.done ?? null, total: status.total ?? null, found: found.map((/** @type {any} */ r) => r.title) }
-  }, { location, together, whenBuilding })
+  }, { location, together, whenBuilding, slowKeyMs })
 }
 
 test('two tabs declare an index on existing records, started together: one tab builds it, the other waits and finds it built', { timeout: 120000 }, async t => {
@@ -199,9 +205,11 @@ test('a tab that opens while another tab builds the index, or after: ready, with
     await pages[0].exposeFunction('building', () => building())
     // The second tab opens the database and waits; the first builds.
     const [secondRun] = await releasedTogether([pages[1]], page => build(page, location, { together: true }), { release: false })
-    const first = build(pages[0], location, { whenBuilding: true })
+    const first = build(pages[0], location, { whenBuilding: true, slowKeyMs: 3 })
     await Promise.race([stored, first])
-    // The first tab's build has stored a batch (of three): the second declares the index now.
+    // The first tab's build has stored a batch (of three, about 0.8 s each)
+    // and keys the second: the second tab declares the index now, compares
+    // it with the stored schema between two batches, then waits for the build.
     await pages[1].evaluate(() => /** @type {any} */ (window).release())
     const second = await secondRun
     const built = await first
