@@ -137,7 +137,9 @@ function run (suite) {
       // One number for every process of the suite, PostgreSQL's included.
       const cpu = measured === null ? null : measured.seconds + (measured.everyProcess ? 0 : pgCpu ?? 0)
       const result = { name: suite.name, ok, seconds, cpu, pgCpu, why, failures: '' }
-      process.stdout.write(`\n=== ${suite.name}: ${ok ? 'passed' : `FAILED (${why})`} in ${seconds.toFixed(0)} s${result.cpu === null ? '' : `, ${cpuText(result)}`} ===\n`)
+      // Processes a suite left running cost the run their wait (and are bugs of the suite).
+      const left = measured !== null && (measured.lingered >= 1 || measured.killed > 0) ? `, ${measured.lingered.toFixed(0)} s waiting for processes it left running${measured.killed > 0 ? `, ${measured.killed} killed` : ''}` : ''
+      process.stdout.write(`\n=== ${suite.name}: ${ok ? 'passed' : `FAILED (${why})`} in ${seconds.toFixed(0)} s${result.cpu === null ? '' : `, ${cpuText(result)}`}${left} ===\n`)
       const text = Buffer.concat(output).toString()
       process.stdout.write(text)
       result.failures = ok ? '' : failures(text, Buffer.concat(errors).toString())

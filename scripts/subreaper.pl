@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # Run a command (the arguments) as a child subreaper and write, to fd 3 when
 # every process it started has ended, the CPU seconds of all of them:
-# "cpu <user> <system> subreaper <1|0> adopted <n> killed <n>".
+# "cpu <user> <system> subreaper <1|0> adopted <n> killed <n> after <s>"
+# (the seconds it waited, after the command ended, for what it left running).
 #
 # Why: a suite's processes that outlive their parent are reparented to init
 # and waited for there, so their CPU time reaches neither bash's `times` nor
@@ -62,7 +63,8 @@ while (!defined $code) {
 # Then what it left running: a moment to end (Chromium's processes after
 # its browser process), then killed.
 my $killed = 0;
-my $deadline = time() + $linger;
+my $ended = time();
+my $deadline = $ended + $linger;
 while (1) {
   my $pid = waitpid(-1, WNOHANG);
   last if $pid == -1;
@@ -79,7 +81,7 @@ while (1) {
 }
 
 my ($user, $system, $children_user, $children_system) = times();
-printf $report "cpu %.2f %.2f subreaper %d adopted %d killed %d\n", $children_user, $children_system, $subreaper, $adopted, $killed;
+printf $report "cpu %.2f %.2f subreaper %d adopted %d killed %d after %.1f\n", $children_user, $children_system, $subreaper, $adopted, $killed, time() - $ended;
 close($report);
 exit($code // 1);
 

@@ -74,16 +74,18 @@ export function suiteRunner (perl = 'perl') {
  * counted when it is a subreaper (`everyProcess`: PostgreSQL's clusters
  * included), or bash's `times` (the children's line, "0m1.250s 0m0.310s",
  * the second: only the processes waited for). Null when nothing was written
- * (the suite was killed with its runner).
+ * (the suite was killed with its runner). `lingered`: the seconds the
+ * subreaper waited, after the suite's command ended, for processes it left
+ * running, and `killed` how many it then killed (0 under bash).
  * @param {string} text
- * @returns {{ seconds: number, everyProcess: boolean } | null}
+ * @returns {{ seconds: number, everyProcess: boolean, lingered: number, killed: number } | null}
  */
 export function suiteCpu (text) {
-  const reaper = /^cpu ([\d.]+) ([\d.]+) subreaper ([01])/m.exec(text)
-  if (reaper) return { seconds: Number(reaper[1]) + Number(reaper[2]), everyProcess: reaper[3] === '1' }
+  const reaper = /^cpu ([\d.]+) ([\d.]+) subreaper ([01]) adopted \d+ killed (\d+)(?: after ([\d.]+))?/m.exec(text)
+  if (reaper) return { seconds: Number(reaper[1]) + Number(reaper[2]), everyProcess: reaper[3] === '1', lingered: Number(reaper[5] ?? 0), killed: Number(reaper[4]) }
   const line = text.trim().split('\n')[1] ?? ''
   const parts = [...line.matchAll(/(\d+)m([\d.]+)s/g)].map(match => Number(match[1]) * 60 + Number(match[2]))
-  return parts.length === 2 ? { seconds: parts[0] + parts[1], everyProcess: false } : null
+  return parts.length === 2 ? { seconds: parts[0] + parts[1], everyProcess: false, lingered: 0, killed: 0 } : null
 }
 
 /**

@@ -44,9 +44,9 @@ test('run-tests suites: any other test script runs whole with npm, no script run
 })
 
 test('run-tests suites: CPU seconds from the subreaper\'s line, or from `times`\' children\'s line', t => {
-  t.same(suiteCpu('cpu 61.25 1.50 subreaper 1 adopted 7 killed 0\n'), { seconds: 62.75, everyProcess: true })
-  t.same(suiteCpu('cpu 1.00 0.50 subreaper 0 adopted 0 killed 0\n'), { seconds: 1.5, everyProcess: false }, 'no prctl: the processes waited for')
-  t.same(suiteCpu('0m0.010s 0m0.002s\n1m2.500s 0m0.250s\n'), { seconds: 62.75, everyProcess: false }, 'bash')
+  t.same(suiteCpu('cpu 61.25 1.50 subreaper 1 adopted 7 killed 2 after 5.3\n'), { seconds: 62.75, everyProcess: true, lingered: 5.3, killed: 2 })
+  t.same(suiteCpu('cpu 1.00 0.50 subreaper 0 adopted 0 killed 0 after 0.0\n'), { seconds: 1.5, everyProcess: false, lingered: 0, killed: 0 }, 'no prctl: the processes waited for')
+  t.same(suiteCpu('0m0.010s 0m0.002s\n1m2.500s 0m0.250s\n'), { seconds: 62.75, everyProcess: false, lingered: 0, killed: 0 }, 'bash')
   t.is(suiteCpu('0m0.010s 0m0.002s\n'), null, 'no children\'s line')
   t.is(suiteCpu(''), null, 'nothing written (killed)')
   t.end()
@@ -124,7 +124,8 @@ test('run-tests suites: what a suite leaves running is killed after a moment, an
   const left = await underRunner(runner, ['bash', '-c', '(sleep 0.2 &) ; (exec -a levelkit-left-behind sleep 60 &) ; exit 0'], env)
   t.is(left.code, 0)
   t.ok(left.seconds < 20, `the run ends (${left.seconds} s), not after the sleeper's 60 s`)
-  t.match(left.report, /adopted 2 killed 1/, 'both adopted, the one still running killed')
+  t.match(left.report, /adopted 2 killed 1 after 0\.[5-9]/, 'both adopted, the one still running killed after the 0.5 s')
+  t.is(suiteCpu(left.report)?.killed, 1)
   t.match(left.stderr, /killed \d+ \(/, 'named on stderr')
 })
 
