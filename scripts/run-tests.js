@@ -155,7 +155,7 @@ function run (suite) {
  */
 function cpuText (result) {
   if (result.cpu === null) return ''
-  return `CPU ${result.cpu.toFixed(1)} s${result.pgCpu === null ? '' : ` (PostgreSQL ${result.pgCpu.toFixed(1)} s of it)`}`
+  return `CPU ${result.cpu.toFixed(1)} s${result.pgCpu === null ? '' : `, PostgreSQL ${result.pgCpu.toFixed(1)} s of it`}`
 }
 
 /**
