@@ -135,7 +135,11 @@ for (const [locking, cut, commit] of /** @type {Array<['table' | 'keys' | 'seria
       await sharedFailover(t, db, {
         connectionString: hosts.connectionString,
         table,
-        n: 50,
+        // 30 messages per worker, the cut after 20 of the 60: 40 go on to
+        // the new primary. (50 took 1.6 times as long, the workers sending
+        // after the cut; a seeded bug, a batch whose connection failed after
+        // its commit not settled by its commit id, failed at 30 as at 50.)
+        n: 30,
         locking,
         // Mid-workload: the next batch through the first host.
         async fail () {
