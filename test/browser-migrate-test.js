@@ -18,7 +18,7 @@ const RECORDS = 600
  * Start a call in each tab and release them together, on an event rather
  * than after a fixed sleep a loaded machine can outlast: each tab calls
  * window.tabReady() (a binding) once it has opened the database and waits
- * in `await released()`; once all have, the test resolves their waits at
+ * on a promise whose resolver is window.release; once all have, the test resolves their waits at
  * once. Resolves with the calls' promises, released. A tab whose call ends
  * before it is ready rejects it. With `release: false`, resolves once all
  * are ready, leaving them waiting (the caller releases them).
@@ -172,11 +172,13 @@ function build (page, location, { together = false, whenBuilding = false, slowKe
       return r.title
     }
     const items = db.collection('items', { indexes: { byN: { key: (/** @type {any} */ r) => r.n }, byTitle: { key: byTitle } } })
+    // As compared with the stored schema, before this tab builds anything.
+    const declared = (await db.schemaStatus()).items.byTitle
     await db.buildIndexes()
     const status = (await db.schemaStatus()).items.byTitle
     const found = await items.query({ index: 'byTitle', eq: 't7' }).all()
     await db.close()
-    return { state: status.state, done: status.done ?? null, total: status.total ?? null, found: found.map((/** @type {any} */ r) => r.title) }
+    return { declared: [declared.state, declared.done ?? null], state: status.state, done: status.done ?? null, total: status.total ?? null, found: found.map((/** @type {any} */ r) => r.title) }
   }, { location, together, whenBuilding, slowKeyMs })
 }
 
@@ -215,6 +217,7 @@ test('a tab that opens while another tab builds the index, or after: ready, with
     const built = await first
     t.comment(JSON.stringify({ built, second }))
     t.same([built.state, built.done, built.total], ['ready', RECORDS, RECORDS], 'the building tab: ready, every record done')
+    t.ok(second.declared[0] === 'building' && second.declared[1] > 0 && second.declared[1] < RECORDS, `the second tab compared during the build: building, the other tab's progress (${second.declared})`)
     t.same([second.state, second.done, second.total], ['ready', null, null], 'the tab opened during the build: ready, no done (it indexed nothing)')
     t.same(second.found, ['t7'], 'the index answers there')
     const after = await build(pages[1], location)
