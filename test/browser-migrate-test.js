@@ -151,8 +151,10 @@ test('control: without Web Locks both tabs run the migration (so the test above 
  * `together`, it opens the database, then waits to be released
  * (releasedTogether()) before it declares the index (the comparison with the
  * stored schema) and builds; with `whenBuilding`, it calls
- * window.building() (a binding) once its build has stored a batch (of
- * 256: db.schemaStatus() would wait for the build's critical sections); with
+ * window.building() (a binding) as its build keys its first record (in the
+ * critical section of its first batch; db.schemaStatus() would wait for
+ * the build's critical sections, and the binding's call reaches the test
+ * only once the tab's synchronous keying of the batch is over); with
  * `slowKeyMs`, its key function takes that long per record (a batch of 256
  * takes 256 times as long), so that another tab can act between batches.
  * @param {any} page @param {string} location @param {{ together?: boolean, whenBuilding?: boolean, slowKeyMs?: number }} [options]
@@ -165,9 +167,9 @@ function build (page, location, { together = false, whenBuilding = false, slowKe
     if (together) await new Promise(resolve => { w.release = resolve; w.tabReady() })
     let keyed = 0
     const byTitle = (/** @type {any} */ r) => {
-      // The first record of the second batch: the first is stored (each
-      // batch is read, keyed and written in one critical section).
-      if (whenBuilding && ++keyed === 257) w.building()
+      // The first record of the first batch, keyed in the critical section
+      // that writes it: another tab's comparison now waits for that batch.
+      if (whenBuilding && ++keyed === 1) w.building()
       for (const end = performance.now() + slowKeyMs; performance.now() < end;);
       return r.title
     }
@@ -209,8 +211,8 @@ test('a tab that opens while another tab builds the index, or after: ready, with
     const [secondRun] = await releasedTogether([pages[1]], page => build(page, location, { together: true }), { release: false })
     const first = build(pages[0], location, { whenBuilding: true, slowKeyMs: 3 })
     await Promise.race([stored, first])
-    // The first tab's build has stored a batch (of three, about 0.8 s each)
-    // and keys the second: the second tab declares the index now, compares
+    // The first tab's build is writing its first batch (of three, the first
+    // two about 0.8 s each): the second tab declares the index now, compares
     // it with the stored schema between two batches, then waits for the build.
     await pages[1].evaluate(() => /** @type {any} */ (window).release())
     const second = await secondRun
