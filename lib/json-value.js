@@ -166,7 +166,10 @@ function serializeArray (array, depth, copy) {
     try {
       const item = array[i]
       if (item === undefined) throw new Rejection(i in array ? 'an undefined array item' : 'a hole in an array')
-      json += (i === 0 ? '' : ',') + serialize(item, depth + 1, undefined, copy)
+      // A small integer other than 0 (ids: a chat's members) as serialize()
+      // writes it, without the call: arrays of ids are most of some records.
+      const text = typeof item === 'number' && (item | 0) === item && item !== 0 ? '' + item : serialize(item, depth + 1, undefined, copy)
+      json += (i === 0 ? '' : ',') + text
       if (target !== null) target.push(item !== null && typeof item === 'object' ? lastCopy : item)
     } catch (err) {
       throw withKey(err, i, array)
