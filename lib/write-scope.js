@@ -418,7 +418,7 @@ export class WriteScope {
     const direct = idb !== null && idb.ready
     // Where get() does more than this pass (a cached namespace, key locks,
     // synchronous reads, a transaction's own get()), each key as it would.
-    if ((shared && this.writer.sharesLocks) || namespace.cache !== null || (!direct && this.writer.syncReads) || this.defersCounters) {
+    if ((shared && this.writer.sharesLocks) || namespace.cache !== null || this.writer.syncReads || this.defersCounters) {
       const each = keys.map(key => shared ? this.getShared(namespace, key) : this.get(namespace, key))
       return each.some(value => value instanceof Promise) ? Promise.all(each) : each
     }
