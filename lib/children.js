@@ -13,6 +13,7 @@ import { optionsOf } from './options.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
 import { KeyPerChild, ChildBlocks, regroupChildren } from './child-layouts.js'
 import { IndexState } from './index-state.js'
+import { onWrittenTo } from './written-listeners.js'
 import { layoutReady, layoutPrepare, layoutWrite } from './layout-moves.js'
 
 const ON_DELETE = ['cascade', 'restrict', 'purge']
@@ -93,8 +94,13 @@ export class ChildrenModel {
       }
       this.purge = new Namespace(this.root, layout.purge(name), 'utf8', { readCache: db.readCache })
       const purge = this.purge
-      this.writer.onWritten(ops => {
-        if (ops.some(op => op.namespace === purge && op.type === 'put')) this.startPurge()
+      onWrittenTo(this.writer, [purge], ops => {
+        for (const op of ops) {
+          if (op.namespace === purge && op.type === 'put') {
+            this.startPurge()
+            return
+          }
+        }
       })
       // Resume what a previous process left (started now, so settled()
       // right after declaring waits for it).
@@ -692,6 +698,7 @@ function watchParent (model, parentId, signal) {
     op.namespace === items
       ? op.any === true || startsWith(op.key, prefix)
       : (op.namespace === records || op.namespace === purge) && (op.any === true || sameBytes(op.key, parentKey))
+  // On the writer's own listeners, not onWrittenTo(): a watcher is counted there (listenerCounts).
   const stopWritten = model.writer.onWritten(ops => {
     if (ops.some(concerns)) wakeup.notify()
   })

@@ -2,7 +2,7 @@
 import { entrySize } from './read-cache.js'
 import { listsStoreOf, LIST_SLOTS, LIST_CLAIMS, slotIndexOf } from './idb-open.js'
 import { nativeLayoutOf } from './native-layouts.js'
-import { decodeList } from './stored.js'
+import { decodeIds } from './stored.js'
 import { compareBytes, bytesToBinaryString } from './bytes.js'
 
 // A lower layer under the write path and the reads for a browser-level
@@ -764,7 +764,7 @@ export class IdbDirect {
       const holds = new Set()
       if (op.type === 'put') {
         const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
-        for (const id of decodeList(value, op.namespace, op.key)) holds.add(listingName(tag, /** @type {number | string} */ (id)))
+        for (const id of decodeIds(value, op.namespace, op.key)) holds.add(listingName(tag, /** @type {number | string} */ (id)))
       }
       const start = `${tag}\u0000`
       for (const [name, keys] of this.#listings) {
@@ -799,7 +799,7 @@ export class IdbDirect {
       else if (op.type !== 'put') this.#entries.set(id, null)
       else {
         const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
-        this.#keepEntry(id, keptIds(slot, tag, decodeList(value, op.namespace, op.key)))
+        this.#keepEntry(id, keptIds(slot, tag, decodeIds(value, op.namespace, op.key)))
       }
     }
   }
@@ -1017,7 +1017,7 @@ export class IdbDirect {
         continue
       }
       const value = op.value instanceof Uint8Array ? op.value : textEncoder.encode(op.value)
-      const ids = keptIds(slot, tag, decodeList(value, op.namespace, op.key))
+      const ids = keptIds(slot, tag, decodeIds(value, op.namespace, op.key))
       const carried = this.#carried.get(op.namespace)
       if (carried === undefined) {
         lists.put(entryOf(slot, ids, undefined), key)
@@ -1065,7 +1065,7 @@ export class IdbDirect {
         const list = fresh !== null && fresh.has(id) ? [undefined] : this.cached(forward, id)
         if (list !== undefined) {
           // No list: no entry to carry the record.
-          if (list[0] !== undefined) lists.put(entryOf(slot, keptIds(slot, tag, decodeList(list[0], forward, op.key)), v), key)
+          if (list[0] !== undefined) lists.put(entryOf(slot, keptIds(slot, tag, decodeIds(list[0], forward, op.key)), v), key)
           continue
         }
         waits.add()

@@ -166,7 +166,10 @@ function serializeArray (array, depth, copy) {
     try {
       const item = array[i]
       if (item === undefined) throw new Rejection(i in array ? 'an undefined array item' : 'a hole in an array')
-      json += (i === 0 ? '' : ',') + serialize(item, depth + 1, undefined, copy)
+      // A small integer other than 0 (ids: a chat's members) as serialize()
+      // writes it, without the call: arrays of ids are most of some records.
+      const text = typeof item === 'number' && (item | 0) === item && item !== 0 ? '' + item : serialize(item, depth + 1, undefined, copy)
+      json += (i === 0 ? '' : ',') + text
       if (target !== null) target.push(item !== null && typeof item === 'object' ? lastCopy : item)
     } catch (err) {
       throw withKey(err, i, array)
@@ -200,7 +203,12 @@ function serializeObject (object, depth, removed, copy) {
         if (removed !== undefined) removed.push(key)
         continue
       }
-      json += (json.length === 1 ? '' : ',') + keyJson(key) + serialize(item, depth + 1, undefined, copy)
+      // A string without escapes and a small integer other than 0 (most
+      // fields: a username, a hash, an id) as serialize() writes them, without the call.
+      const text = typeof item === 'string'
+        ? NEEDS_ESCAPE.test(item) ? JSON.stringify(item) : `"${item}"`
+        : typeof item === 'number' && (item | 0) === item && item !== 0 ? '' + item : serialize(item, depth + 1, undefined, copy)
+      json += (json.length === 1 ? '' : ',') + keyJson(key) + text
       if (target !== null) {
         const value = item !== null && typeof item === 'object' ? lastCopy : item
         // JSON.parse() makes "__proto__" an own property; assigning it would set the prototype.

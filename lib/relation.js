@@ -1,4 +1,4 @@
-import { encode } from './tuple.js'
+import { encode, encodeEach } from './tuple.js'
 import { invalid, levelkitError, codes } from './errors.js'
 import { decodeKey, decodeList, parseRecord } from './stored.js'
 import { IndexState } from './index-state.js'
@@ -249,7 +249,7 @@ export class RelationModel {
    * @returns {number | Promise<number>} how many edges are new
    */
   addMany (scope, fromId, toIds) {
-    for (const toId of toIds) this.checkIds(fromId, toId)
+    this.checkAllIds(fromId, toIds)
     // Each edge reads the list of its `to` id: where a read is a round
     // trip (IndexedDB), make them all at once.
     let lists = null
@@ -266,11 +266,11 @@ export class RelationModel {
       // written blind, but each `to` record is read (exists()): all at once
       // (one statement where reads made together go so), not a round trip
       // per edge, one after the other.
-      const keys = toIds.map(id => encode(id))
-      scope.prefetch(this.to.records, keys, true)
-      // The checks take the keys just encoded: a chat's 20 members are 20
-      // encodings fewer (most of a preload's chat is such bookkeeping).
+      const keys = encodeEach(toIds)
+      // The checks take the keys just encoded, and read the records
+      // themselves (WriteScope#getMany()).
       if (this.forward.kind === 'lists') return this.#addToList(scope, fromId, toIds, keys)
+      scope.prefetch(this.to.records, keys, true)
     }
     let added = 0
     /** @param {number} i @returns {number | Promise<number>} */
@@ -294,11 +294,13 @@ export class RelationModel {
   /**
    * addMany() where the forward direction keeps lists and the reverse does
    * not (IndexedDB's index, or edges): what add() of each edge in turn
-   * decides, with the list of `fromId` read, changed and put once for all
-   * of them instead of once per edge (a copy of the list, an op and a
-   * lookup of the list's key each: most of a chat's preload, 20 members
-   * each). The endpoints are checked in the same order and refused with
-   * the same error; the edges new to the list get their reverse half, in order.
+   * decides, in one pass per step instead of one per edge (a bulk load of
+   * chats, 20 members each, made thousands of calls per chat): the `to`
+   * records read together (WriteScope#getMany()), the list of `fromId`
+   * read, changed and put once (ListDirection#addAll()), and the reverse
+   * halves written for the edges new to it, in order, where the reverse
+   * direction writes any (the index kind writes none). The endpoints are
+   * checked in the same order and refused with the same error.
    * @param {WriteScope} scope @param {unknown} fromId @param {unknown[]} toIds checked by the caller
    * @param {Uint8Array[]} toKeys the encodings of `toIds`
    * @returns {number | Promise<number>} how many edges are new
@@ -306,25 +308,14 @@ export class RelationModel {
   #addToList (scope, fromId, toIds, toKeys) {
     if (toIds.length === 0) return 0
     const forward = /** @type {import('./relation-directions.js').ListDirection} */ (this.forward)
-    /** @param {number} i @returns {void | Promise<void>} */
-    const check = i => {
-      for (; i < toIds.length; i++) {
-        const toId = toIds[i]
-        const exists = this.exists(scope, this.to, this.reverse, toId, toKeys[i])
-        if (exists instanceof Promise) {
-          return exists.then(found => {
-            if (!found) throw this.missing(this.to, toId)
-            return check(i + 1)
-          })
-        }
-        if (!exists) throw this.missing(this.to, toId)
-      }
-    }
     return after(this.exists(scope, this.from, forward, fromId), fromExists => {
       if (!fromExists) throw this.missing(this.from, fromId)
-      return after(check(0), () => {
+      // The reverse direction keeps no lists: a `to` record exists if it is stored (exists()).
+      return after(scope.getMany(this.to.records, toKeys, true), (/** @type {any[]} */ records) => {
+        for (let i = 0; i < records.length; i++) if (records[i] === undefined) throw this.missing(this.to, toIds[i])
         if (this.layoutRecord !== null) this.layoutRecord(scope)
-        return after(forward.addAll(scope, fromId, toIds), (/** @type {unknown[]} */ added) => {
+        return after(forward.addAll(scope, fromId, toIds, toKeys), (/** @type {unknown[]} */ added) => {
+          if (this.reverse.kind === 'index') return added.length
           /** @param {number} k @returns {number | Promise<number>} */
           const reverse = k => {
             for (; k < added.length; k++) {
@@ -476,6 +467,19 @@ export class RelationModel {
     }
   }
 
+  /**
+   * checkIds() of `fromId` with each of `toIds`, in order: the same error
+   * for the first bad one, with sequence ids checked in one loop.
+   * @param {unknown} fromId @param {unknown[]} toIds
+   */
+  checkAllIds (fromId, toIds) {
+    let i = 0
+    if (this.from.sequential && this.to.sequential && isSequenceId(fromId)) {
+      while (i < toIds.length && isSequenceId(toIds[i])) i++
+    }
+    for (; i < toIds.length; i++) this.checkIds(fromId, toIds[i])
+  }
+
   /** @param {CollectionModel} collection @param {unknown} id */
   missing (collection, id) {
     return levelkitError(codes.NOT_FOUND, `Relation "${this.name}": "${collection.name}" has no record with id ${describe(id)}`, {
@@ -580,6 +584,20 @@ export class RelationModel {
   }
 }
 
+/**
+ * idArg() of each of `ids`, in one loop: a primitive id is what idArg()
+ * answers for it (snapshot() copies only arrays), so only others are passed.
+ * @param {CollectionModel} collection @param {unknown[]} ids
+ */
+function idsArg (collection, ids) {
+  const args = []
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]
+    args.push(id !== null && typeof id === 'object' ? collection.idArg(id) : id)
+  }
+  return args
+}
+
 /** @param {unknown} id */
 function isSequenceId (id) {
   return Number.isSafeInteger(id) && /** @type {number} */ (id) > 0
@@ -613,7 +631,7 @@ export class Relation extends ModelHandle {
       const size = batchSizeOf(options, 'relation.addMany()')
       let added = 0
       return after(layoutReady(model, scopeOf(this) !== null), () => loadInBatches(this, toIds, size, `The "${model.to.name}" ids passed to addMany() of relation "${model.name}"`,
-        items => items.map(id => model.to.idArg(id)),
+        items => idsArg(model.to, items),
         // Counted as each batch is decided: the sum is answered only once every batch is written.
         (scope, to) => after(model.addMany(scope, from, to), n => { added += n }))
         .then(() => added))

@@ -8,6 +8,7 @@ import { layout } from './names.js'
 import { levelkitError, codes } from './errors.js'
 import { parseJson, parseRecord, parseFrozenRecord, decodeKey } from './stored.js'
 import { ownerKey, holdsEntry } from './indexes.js'
+import { onWrittenTo } from './written-listeners.js'
 import { describe, errorMessage, noop } from './common.js'
 
 /**
@@ -272,8 +273,16 @@ export class Schema {
     const id = namespace.keyId(key)
     const value = JSON.stringify(record)
     model.layoutRecord = scope => scope.push({ type: 'put', id, key, value, sublevel: namespace.sublevel, namespace })
-    const stop = writer.onWritten(written => {
-      if (!written.some(op => op.namespace === namespace && (op.id ?? namespace.keyId(op.key)) === id)) return
+    const stop = onWrittenTo(writer, [namespace], written => {
+      // A loop, not some(): a batch that writes the schema beside a bulk load's records has thousands of ops.
+      let stored = false
+      for (const op of written) {
+        if (op.namespace === namespace && (op.id ?? namespace.keyId(op.key)) === id) {
+          stored = true
+          break
+        }
+      }
+      if (!stored) return
       model.layoutRecord = null
       stop()
     })
@@ -536,7 +545,7 @@ export class Schema {
     const work = { ops, builds }
     model.schemaWork = work
     if (ops.size === 0) return
-    const stop = model.writer.onWritten(written => {
+    const stop = onWrittenTo(model.writer, [this.#namespace], written => {
       for (const op of written) if (op.namespace === this.#namespace) ops.delete(op.id ?? op.namespace.keyId(op.key))
       if (ops.size > 0) return
       stop()
@@ -1077,7 +1086,7 @@ class PageReader {
     this.#index = index
     // Listening first: a write the iterator may not see is heard of, or
     // still pending when a page's critical section looks.
-    this.#stop = model.writer.onWritten(ops => {
+    this.#stop = onWrittenTo(model.writer, [records], ops => {
       for (const op of ops) {
         if (op.namespace !== records) continue
         const name = bytesToBinaryString(op.key)

@@ -4,7 +4,7 @@
 // caller's input is bad. The checks cost nothing on data that parses; the
 // messages are built only on failure.
 
-import { decode, ARRAY_START, ARRAY_END } from './tuple.js'
+import { decode, ARRAY_START, ARRAY_END, POSITIVE } from './tuple.js'
 import { decodeError } from './errors.js'
 import { describe, errorMessage } from './common.js'
 
@@ -101,6 +101,28 @@ export function decodeList (bytes, namespace, key) {
   }
   if (!Array.isArray(list)) throw damaged(`${describe(list)}, not a list of ids`, namespace, key)
   return list
+}
+
+/**
+ * decodeList() of a list, the same ids, read in one loop where it holds
+ * numbers above zero only (a list of sequence ids, which every batch that
+ * writes one to IndexedDB decodes to mirror it): nine bytes each, read as
+ * a float64; anything else as decodeList() reads it (and refuses it).
+ * @param {Uint8Array} bytes @param {Named} namespace @param {Uint8Array} key
+ * @returns {unknown[]}
+ */
+export function decodeIds (bytes, namespace, key) {
+  const n = bytes.length
+  if (n < 2 || bytes[0] !== ARRAY_START || bytes[n - 1] !== ARRAY_END || (n - 2) % 9 !== 0) return decodeList(bytes, namespace, key)
+  const view = new DataView(bytes.buffer, bytes.byteOffset, n)
+  const ids = []
+  for (let at = 1; at < n - 1; at += 9) {
+    const id = view.getFloat64(at + 1)
+    // As decode() takes a number: its canonical bytes only (sign bit clear, finite).
+    if (bytes[at] !== POSITIVE || bytes[at + 1] >= 0x80 || !(id < Infinity)) return decodeList(bytes, namespace, key)
+    ids.push(id)
+  }
+  return ids
 }
 
 /**

@@ -403,6 +403,90 @@ export class WriteScope {
   }
 
   /**
+   * The current raw values of `keys` of `namespace`, in order, as get() of
+   * each (getShared() with `shared`) would answer them: an array where
+   * none needs a read, else a promise of one. One pass over the keys (the
+   * lookup key built once each, the backend looked at once), and the keys
+   * that need a read are read at once, as prefetch() reads them: a
+   * relation's endpoint checks of a bulk load make thousands.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys @param {boolean} [shared]
+   * @returns {any[] | Promise<any[]>}
+   */
+  getMany (namespace, keys, shared = false) {
+    if (!this.open) this.assertOpen()
+    const idb = this.writer.idb
+    const direct = idb !== null && idb.ready
+    // Where get() does more than this pass (a cached namespace, key locks,
+    // synchronous reads, a transaction's own get()), each key as it would.
+    if ((shared && this.writer.sharesLocks) || namespace.cache !== null || this.writer.syncReads || this.defersCounters) {
+      const each = keys.map(key => shared ? this.getShared(namespace, key) : this.get(namespace, key))
+      return each.some(value => value instanceof Promise) ? Promise.all(each) : each
+    }
+    const reads = this.#reads || (this.#reads = new Map())
+    if (this.indexed < this.ops.length) this.index()
+    const pending = this.ops.length > 0 || this.writer.pending
+    const sections = this.writer.sectionCache
+    const absent = this.#absent
+    const values = new Array(keys.length)
+    let waits = false
+    /** @type {Uint8Array[] | null} */
+    let missed = null
+    /** @type {string[]} */
+    const ids = []
+    /** @type {number[]} */
+    const at = []
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]
+      const id = namespace.keyId(key)
+      // In get()'s order: the ops decided and not yet written, what is
+      // known absent, this section's reads, the section cache, the lease cache.
+      if (pending) {
+        const op = this.local.get(id) || this.writer.lookup(id)
+        if (op !== undefined) {
+          values[i] = op.type === 'put' ? op.value : undefined
+          continue
+        }
+      }
+      if (absent !== null && absent.has(id)) continue
+      const read = reads.get(id)
+      if (read !== undefined) {
+        values[i] = read
+        waits = true
+        continue
+      }
+      if (sections !== null) {
+        const hit = sections.lookup(id)
+        if (hit !== undefined) {
+          values[i] = hit[0]
+          continue
+        }
+      }
+      if (direct) {
+        const hit = idb.cached(namespace, id)
+        if (hit !== undefined) {
+          values[i] = hit[0]
+          continue
+        }
+        // A read of it on its way fills the lease cache: get() waits for that one.
+        if (!idb.knows(id)) {
+          (missed ??= []).push(key)
+          ids.push(id)
+          at.push(i)
+          continue
+        }
+      }
+      values[i] = this.#read(namespace, key, id, reads)
+      waits = true
+    }
+    if (missed !== null) {
+      this.#readMany(namespace, missed, ids, reads)
+      for (let k = 0; k < at.length; k++) values[at[k]] = reads.get(ids[k])
+      waits = true
+    }
+    return waits ? Promise.all(values) : values
+  }
+
+  /**
    * Start reading `keys` of `namespace` at once where each read is a round
    * trip (IndexedDB, and backends without synchronous reads, such as
    * postgres, which sends reads issued together as one statement): the
