@@ -157,11 +157,11 @@ export class Namespace {
     this.idb = idbDirectFor(root)
     /**
      * On PostgreSQL (the database itself, not a sublevel of it): point
-     * reads made without options go to it directly (readKeys()), with the
+     * reads made without options go to it directly (levelkitReadKeys()), with the
      * keys prefixed here, past abstract-level's get().
      * @type {any}
      */
-    this.pg = typeof (/** @type {any} */ (root).readKeys) === 'function' ? root : null
+    this.pg = typeof (/** @type {any} */ (root).levelkitReadKeys) === 'function' ? root : null
     let namespaces = namespacesOfRoot.get(root)
     if (!namespaces) namespacesOfRoot.set(root, namespaces = new Map())
     namespaces.set(this.prefix, this)
@@ -390,7 +390,7 @@ export class Namespace {
    */
   #readPg (keys, locked) {
     const sublevel = this.sublevel
-    const read = this.pg.readKeys(keys.map(key => sublevel.prefixKey(key, 'buffer', false)), locked)
+    const read = this.pg.levelkitReadKeys(keys.map(key => sublevel.prefixKey(key, 'buffer', false)), locked)
     return this.valueEncoding === 'utf8' ? read.then(utf8Values) : read
   }
 }

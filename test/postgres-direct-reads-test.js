@@ -1,5 +1,5 @@
 // On PostgreSQL, a namespace's point reads made without options go to the
-// table directly (PostgresLevel#readKeys(), lib/namespace.js), past
+// table directly (PostgresLevel#levelkitReadKeys(), lib/namespace.js), past
 // abstract-level's get() and getMany() on the sublevel and on the database:
 // the same answers (decoded per the namespace's value encoding), the same
 // coalesced statements, and none of abstract-level's allocation.

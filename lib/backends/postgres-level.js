@@ -521,7 +521,7 @@ export class PostgresLevel extends AbstractLevel {
    * @param {Buffer[]} keys @param {Promise<void>} [locked] with one key
    * @returns {Promise<Array<Buffer | undefined>>}
    */
-  readKeys (keys, locked) {
+  levelkitReadKeys (keys, locked) {
     if (locked !== undefined) return this._get(keys[0], { levelkitLocked: locked }).then(value => [value])
     return this.#coalesce(keys, this.#sectionTransaction())
   }
