@@ -734,6 +734,27 @@ export class Writer {
   }
 
   /**
+   * `read()`, a read made outside any critical section, answering as of its
+   * call: every write called after it is left out (children.watch()'s
+   * default starting point: a child appended after the call is delivered).
+   * Where reads are synchronous (LevelDB, memory) it answers before any
+   * later write can run. Where they answer later (PostgreSQL's pool, memory
+   * with syncReads: false), a write called after it runs its critical
+   * section on other connections, or on the pool ahead of a read still
+   * waiting for a connection, and may commit before the read is run: so
+   * there it runs as a critical section (read() above), which the write's
+   * waits for. IndexedDB keeps the plain read (its transactions run in the
+   * order they are made; not examined further).
+   * @template T
+   * @param {() => Promise<T>} read
+   * @returns {Promise<T>}
+   */
+  readAsOfCall (read) {
+    if (this.syncReads || this.idb !== null) return read()
+    return this.read(read)
+  }
+
+  /**
    * Resolves when every op decided so far is written. With key locks, a
    * group waiting for the sections to stop is written now: a section
    * running meanwhile then runs again (its locks went with the transaction).
