@@ -631,8 +631,7 @@ export class PostgresLevel extends AbstractLevel {
    * @param {Array<{ type: 'put' | 'del', key: Buffer, value?: Buffer }>} operations
    * @param {{ deferredIds?: import('./postgres-deferred.js').Deferred }} [options]
    */
-  async _batch (operations, options) {
-    await this.#beforeWrite()
+  _batch (operations, options) {
     /** @type {Map<string, { type: 'put' | 'del', key: Buffer, value?: Buffer }>} */
     const last = new Map()
     for (const op of operations) {
@@ -640,12 +639,39 @@ export class PostgresLevel extends AbstractLevel {
       last.delete(id)
       last.set(id, op)
     }
+    return this.#batchOfDistinct([...last.values()], options)
+  }
+
+  /**
+   * What _batch() does, for operations on whole keys of the table (a
+   * sublevel's prefix and its key) with values encoded, no two of one key:
+   * levelkit's writer (lib/writer.js) writes its groups so, past
+   * abstract-level's batch() (options, encodings and a copy of every
+   * operation, then _batch()'s own pass to keep each key's last operation,
+   * which the writer made already). Only while open, and only where
+   * abstract-level's batch() would run no prewrite hook and emit no 'write'
+   * event (Writer#plainRoot()).
+   * @param {Array<{ type: 'put' | 'del', key: Buffer, value?: Buffer, deferredSequence?: boolean }>} operations
+   * @param {{ deferredIds?: import('./postgres-deferred.js').Deferred }} [options]
+   * @returns {Promise<void>}
+   */
+  levelkitWriteBatch (operations, options) {
+    return this.#batchOfDistinct(operations, options)
+  }
+
+  /**
+   * @param {Array<{ type: 'put' | 'del', key: Buffer, value?: Buffer }>} operations no two of one key
+   * @param {{ deferredIds?: import('./postgres-deferred.js').Deferred }} [options]
+   */
+  async #batchOfDistinct (operations, options) {
+    await this.#beforeWrite()
     const deferred = options?.deferredIds
-    if (deferred != null) return this.#deferredBatch([...last.values()], deferred)
+    if (deferred != null) return this.#deferredBatch(operations, deferred)
     const putKeys = []
     const putValues = []
     const delKeys = []
-    for (const op of last.values()) {
+    for (let i = 0; i < operations.length; i++) {
+      const op = operations[i]
       if (op.type === 'put') {
         putKeys.push(op.key)
         putValues.push(op.value)
