@@ -157,8 +157,9 @@ export class Namespace {
     this.idb = idbDirectFor(root)
     /**
      * On PostgreSQL (the database itself, not a sublevel of it): point
-     * reads made without options go to it directly (levelkitReadKeys()), with the
-     * keys prefixed here, past abstract-level's get().
+     * reads made without options go to it directly (levelkitReadKey() and
+     * levelkitReadKeys()), with the keys prefixed here, past
+     * abstract-level's get().
      * @type {any}
      */
     this.pg = typeof (/** @type {any} */ (root).levelkitReadKeys) === 'function' ? root : null
@@ -327,7 +328,7 @@ export class Namespace {
       if (!sync) {
         if (options === undefined) {
           if (this.idb !== null && this.idb.ready) return this.idb.get(this, key, false)
-          if (this.pg !== null && this.pg.status === 'open') return this.#readPg([key]).then(first)
+          if (this.pg !== null && this.pg.status === 'open') return this.pg.levelkitReadKey(sublevel.prefixKey(key, 'buffer', false), this.valueEncoding === 'utf8')
         }
         return sublevel.get(key, options)
       }

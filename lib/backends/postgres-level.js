@@ -79,6 +79,9 @@ const statementNames = new Map()
 /**
  * @typedef {{ query: (statement: import('pg').QueryConfig) => Promise<import('pg').QueryResult<any>> }} Runner what a statement is sent on
  * @typedef {{ gt?: Buffer, gte?: Buffer, lt?: Buffer, lte?: Buffer, reverse?: boolean, limit?: number, snapshot?: any }} RangeOptions
+ * @typedef {{ keys: Buffer[] | null, key: Buffer | null, id: string, utf8: boolean, resolve: (values: any) => void, reject: (err: unknown) => void }} PointRead
+ *   a point read waiting for the next statement: several `keys` (answered with an array of their values), or one `key`
+ *   (`id` its latin1 string; answered with its value, decoded as UTF-8 when `utf8`)
  */
 
 /** @extends {AbstractLevel<Buffer, any, any>} */
@@ -526,6 +529,24 @@ export class PostgresLevel extends AbstractLevel {
     return this.#coalesce(keys, this.#sectionTransaction())
   }
 
+  /**
+   * One whole key of levelkitReadKeys(), its value decoded as UTF-8 when
+   * `utf8` (as a sublevel with valueEncoding 'utf8' decodes it): a promise
+   * of the value itself, without the arrays of keys and values, and the
+   * promises that turn them into one decoded value, around each of the
+   * point reads of a createChat (20 or so, coalesced into one statement).
+   * @param {Buffer} key @param {boolean} utf8
+   * @returns {Promise<Buffer | string | undefined>}
+   */
+  levelkitReadKey (key, utf8) {
+    return new Promise((resolve, reject) => {
+      const section = this.#sectionTransaction()
+      const reads = section === null ? this.#reads : this.#sectionReads
+      if (reads.length === 0) process.nextTick(() => this.#readCoalesced(section))
+      reads.push({ keys: null, key, id: key.toString('latin1'), utf8, resolve, reject })
+    })
+  }
+
   /** @param {Buffer[]} keys @param {any} options */
   async _getMany (keys, options) {
     const snapshot = options.snapshot
@@ -555,9 +576,9 @@ export class PostgresLevel extends AbstractLevel {
     return keys.map(key => found.has(key.toString('latin1')))
   }
 
-  /** @type {Array<{ keys: Buffer[], resolve: (values: Array<Buffer | undefined>) => void, reject: (err: unknown) => void }>} point reads waiting for the next statement */
+  /** @type {PointRead[]} point reads waiting for the next statement */
   #reads = []
-  /** @type {Array<{ keys: Buffer[], resolve: (values: Array<Buffer | undefined>) => void, reject: (err: unknown) => void }>} critical sections' point reads waiting for the next statement in the serializable transaction */
+  /** @type {PointRead[]} critical sections' point reads waiting for the next statement in the serializable transaction */
   #sectionReads = []
 
   /**
@@ -579,7 +600,7 @@ export class PostgresLevel extends AbstractLevel {
     return new Promise((resolve, reject) => {
       const reads = section === null ? this.#reads : this.#sectionReads
       if (reads.length === 0) process.nextTick(() => this.#readCoalesced(section))
-      reads.push({ keys, resolve, reject })
+      reads.push({ keys, key: null, id: '', utf8: false, resolve, reject })
     })
   }
 
@@ -590,7 +611,10 @@ export class PostgresLevel extends AbstractLevel {
     else this.#sectionReads = []
     /** @type {Map<string, Buffer>} */
     const unique = new Map()
-    for (const read of reads) for (const key of read.keys) unique.set(key.toString('latin1'), key)
+    for (const read of reads) {
+      if (read.keys === null) unique.set(read.id, /** @type {Buffer} */ (read.key))
+      else for (const key of read.keys) unique.set(key.toString('latin1'), key)
+    }
     const keys = [...unique.values()]
     /** @type {Array<Promise<Map<string, Buffer>>>} */
     const chunks = []
@@ -604,7 +628,14 @@ export class PostgresLevel extends AbstractLevel {
     }
     Promise.all(chunks).then(maps => {
       const found = maps.length === 1 ? maps[0] : new Map(maps.flatMap(map => [...map]))
-      for (const read of reads) read.resolve(read.keys.map(key => found.get(key.toString('latin1'))))
+      for (const read of reads) {
+        if (read.keys !== null) {
+          read.resolve(read.keys.map(key => found.get(key.toString('latin1'))))
+          continue
+        }
+        const value = found.get(read.id)
+        read.resolve(value === undefined || !read.utf8 ? value : value.toString('utf8'))
+      }
     }, err => {
       for (const read of reads) read.reject(err)
     })
