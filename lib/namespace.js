@@ -379,26 +379,21 @@ export class Namespace {
    * @returns {Promise<any>}
    */
   readLocked (key, locked) {
-    if (this.pg !== null && this.pg.status === 'open' && this.sublevel.status === 'open') return this.#readPg([key], locked).then(first)
+    if (this.pg !== null && this.pg.status === 'open' && this.sublevel.status === 'open') return this.pg.levelkitReadKey(this.sublevel.prefixKey(key, 'buffer', false), this.valueEncoding === 'utf8', locked)
     return this.read(key, false, { levelkitLocked: locked })
   }
 
   /**
    * `keys` read from PostgreSQL directly (see this.pg), decoded as the
    * sublevel's get() decodes them (values are Buffers: 'view' keeps them).
-   * @param {Uint8Array[]} keys @param {Promise<void>} [locked]
+   * @param {Uint8Array[]} keys
    * @returns {Promise<any[]>}
    */
-  #readPg (keys, locked) {
+  #readPg (keys) {
     const sublevel = this.sublevel
-    const read = this.pg.levelkitReadKeys(keys.map(key => sublevel.prefixKey(key, 'buffer', false)), locked)
+    const read = this.pg.levelkitReadKeys(keys.map(key => sublevel.prefixKey(key, 'buffer', false)))
     return this.valueEncoding === 'utf8' ? read.then(utf8Values) : read
   }
-}
-
-/** @param {any[]} values */
-function first (values) {
-  return values[0]
 }
 
 /** @param {Array<Buffer | undefined>} values */

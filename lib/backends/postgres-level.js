@@ -84,6 +84,11 @@ const statementNames = new Map()
  *   (`id` its latin1 string; answered with its value, decoded as UTF-8 when `utf8`)
  */
 
+/** @param {Buffer | undefined} value */
+function utf8Value (value) {
+  return value === undefined ? undefined : value.toString('utf8')
+}
+
 /** @extends {AbstractLevel<Buffer, any, any>} */
 export class PostgresLevel extends AbstractLevel {
   /** @type {import('pg').PoolConfig} */
@@ -514,18 +519,17 @@ export class PostgresLevel extends AbstractLevel {
 
   /**
    * What _get() and _getMany() answer without a snapshot, for whole keys of
-   * the table (a sublevel's prefix and its key), `locked` being _get()'s
-   * levelkitLocked option: levelkit's namespaces (lib/namespace.js) read
+   * the table (a sublevel's prefix and its key): levelkit's namespaces
+   * (lib/namespace.js) read
    * their keys so, past abstract-level's get() and getMany(), twice over
    * (the sublevel's, then this database's: options, encodings, the prefix
    * and two async functions each, about a tenth of what a createChat
    * allocates; session 20, pgcpu). The same statements, coalesced alike,
    * in a serializable section's transaction alike. Only while open.
-   * @param {Buffer[]} keys @param {Promise<void>} [locked] with one key
+   * @param {Buffer[]} keys
    * @returns {Promise<Array<Buffer | undefined>>}
    */
-  levelkitReadKeys (keys, locked) {
-    if (locked !== undefined) return this._get(keys[0], { levelkitLocked: locked }).then(value => [value])
+  levelkitReadKeys (keys) {
     return this.#coalesce(keys, this.#sectionTransaction())
   }
 
@@ -535,10 +539,18 @@ export class PostgresLevel extends AbstractLevel {
    * of the value itself, without the arrays of keys and values, and the
    * promises that turn them into one decoded value, around each of the
    * point reads of a createChat (20 or so, coalesced into one statement).
-   * @param {Buffer} key @param {boolean} utf8
+   * `locked`: _get()'s levelkitLocked option (a critical section's read of
+   * a key it just asked to lock, locking: 'keys'), read as _get() reads it.
+   * @param {Buffer} key @param {boolean} utf8 @param {Promise<void>} [locked]
    * @returns {Promise<Buffer | string | undefined>}
    */
-  levelkitReadKey (key, utf8) {
+  levelkitReadKey (key, utf8, locked) {
+    if (locked !== undefined) {
+      const keyLocks = this.#writerLock
+      const raw = () => /** @type {Promise<Buffer | undefined>} */ (this.levelkitReadKey(key, false))
+      const read = keyLocks instanceof PostgresKeyLocks && !keyLocks.closed ? keyLocks.readAfter(locked, key, raw) : locked.then(raw)
+      return utf8 ? read.then(utf8Value) : read
+    }
     return new Promise((resolve, reject) => {
       const section = this.#sectionTransaction()
       const reads = section === null ? this.#reads : this.#sectionReads
