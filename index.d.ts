@@ -566,6 +566,8 @@ export declare class Children<V = any, P extends TupleValue = TupleValue> {
   /**
    * Each child appended after `after`, as [seq, value], in order, as its batch
    * is written: no gap, no duplicate. Ends on abort, when the parent is deleted or when the database closes.
+   * `after` defaults to the last sequence number when called: every child this
+   * process appends after the call is delivered (on PostgreSQL too).
    */
   watch (parentId: P, options?: WatchOptions): AsyncGenerator<[number, V]>
   /** Resolves when no background purge ('purge' onDelete) is running; rejects with the error if one failed after its retries. */

@@ -6,10 +6,13 @@
 // bytes, parameter bytes, rows returned. --prof FILE writes a CPU profile of
 // the timed part (node:inspector) and prints the top self times by function.
 // --library DIR runs another copy of levelkit (its own `pg` is counted).
+// --calls counts JavaScript function calls per op over the timed part (V8's
+// precise coverage with call counts: levelkit's, pg's and Node's JS alike;
+// it makes the code slower, so its CPU column is not comparable).
 //
 // Usage: node bench/pg-cpu.js [--locking serializable|keys] [--n 400]
 //   [--concurrency 16] [--users 300] [--chats 10] [--user-chats edges]
-//   [--runs 1] [--warm N] [--prof out.cpuprofile] [--heap out.heapprofile] [--top 20] [--library DIR]
+//   [--runs 1] [--warm N] [--prof out.cpuprofile] [--heap out.heapprofile] [--calls] [--top 20] [--library DIR]
 import path from 'node:path'
 import fs from 'node:fs'
 import { createRequire } from 'node:module'
@@ -67,18 +70,23 @@ try {
   await pump(inputs.slice(0, warm))
   const session = new Session()
   const heap = opt('heap', '')
-  if (prof || heap) session.connect()
+  const calls = args.includes('--calls')
+  if (prof || heap || calls) session.connect()
+  if (calls) { await session.post('Profiler.enable'); await session.post('Profiler.startPreciseCoverage', { callCount: true, detailed: false }) }
   if (heap) await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
   if (prof) { await session.post('Profiler.enable'); await session.post('Profiler.setSamplingInterval', { interval: 100 }); await session.post('Profiler.start') }
   for (let r = 1; r <= runs; r++) {
     const before = { ...counts }
+    // (Taking the coverage resets its counts.)
+    if (calls) await session.post('Profiler.takePreciseCoverage')
     const cpu = process.cpuUsage()
     const t0 = performance.now()
     await pump(inputs.slice(warm + (r - 1) * n, warm + r * n))
     const ms = performance.now() - t0
     const { user, system } = process.cpuUsage(cpu)
     const per = (/** @type {keyof typeof counts} */ k) => ((counts[k] - before[k]) / n).toFixed(2)
-    console.log(JSON.stringify({ library, locking, n, warm, run: r, concurrency, cpuUsPerOp: Math.round((user + system) / n), userUsPerOp: Math.round(user / n), opsPerS: Math.round(n / ms * 1000), roundTrips: per('queries'), textBytes: per('textBytes'), paramBytes: per('paramBytes'), rows: per('rows') }))
+    const callsPerOp = calls ? { callsPerOp: Math.round(countCalls((await session.post('Profiler.takePreciseCoverage')).result) / n) } : {}
+    console.log(JSON.stringify({ library, locking, n, warm, run: r, concurrency, cpuUsPerOp: Math.round((user + system) / n), userUsPerOp: Math.round(user / n), opsPerS: Math.round(n / ms * 1000), roundTrips: per('queries'), textBytes: per('textBytes'), paramBytes: per('paramBytes'), rows: per('rows'), ...callsPerOp }))
   }
   if (heap) {
     const { profile } = await session.post('HeapProfiler.stopSampling')
@@ -93,6 +101,20 @@ try {
   await db.close()
 } finally {
   await server.stop()
+}
+
+/**
+ * Function calls counted by precise coverage since it was last taken: each
+ * function's first range holds its calls (a script's top level counts as
+ * one, run once, and is left out).
+ * @param {any[]} scripts
+ */
+function countCalls (scripts) {
+  let total = 0
+  for (const script of scripts) {
+    for (const fn of script.functions) if (fn.functionName !== '' || fn.ranges[0].startOffset !== 0) total += fn.ranges[0].count
+  }
+  return total
 }
 
 /** Self time by function (name url:line), the top --top. @param {any} profile */

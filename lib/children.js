@@ -582,7 +582,10 @@ export class Children extends ModelHandle {
     } catch (err) {
       args = /** @type {Error} */ (err)
     }
-    const start = !(args instanceof Error) && args.after === undefined ? this.lastSeq(args.parent) : undefined
+    // (Outside a scope, as of the call: see Writer#readAsOfCall().)
+    const start = args instanceof Error || args.after !== undefined
+      ? undefined
+      : scopeOf(this) !== null ? this.lastSeq(args.parent) : modelOf(this).writer.readAsOfCall(() => this.lastSeq(/** @type {any} */ (args).parent))
     start?.catch(noop)
     return this.#watch(args, start)
   }

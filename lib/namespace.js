@@ -155,6 +155,14 @@ export class Namespace {
     this.prefix = this.sublevel.prefix
     /** On IndexedDB: reads made many per transaction (lib/idb-direct.js). */
     this.idb = idbDirectFor(root)
+    /**
+     * On PostgreSQL (the database itself, not a sublevel of it): point
+     * reads made without options go to it directly (levelkitReadKey() and
+     * levelkitReadKeys()), with the keys prefixed here, past
+     * abstract-level's get().
+     * @type {any}
+     */
+    this.pg = typeof (/** @type {any} */ (root).levelkitReadKeys) === 'function' ? root : null
     let namespaces = namespacesOfRoot.get(root)
     if (!namespaces) namespacesOfRoot.set(root, namespaces = new Map())
     namespaces.set(this.prefix, this)
@@ -317,7 +325,13 @@ export class Namespace {
   read (key, sync, options) {
     const sublevel = this.sublevel
     if (sublevel.status === 'open') {
-      if (!sync) return options === undefined && this.idb !== null && this.idb.ready ? this.idb.get(this, key, false) : sublevel.get(key, options)
+      if (!sync) {
+        if (options === undefined) {
+          if (this.idb !== null && this.idb.ready) return this.idb.get(this, key, false)
+          if (this.pg !== null && this.pg.status === 'open') return this.pg.levelkitReadKey(sublevel.prefixKey(key, 'buffer', false), this.valueEncoding === 'utf8')
+        }
+        return sublevel.get(key, options)
+      }
       const readCache = this.readCache
       if (readCache === null || options !== undefined) return sublevel.getSync(key, options)
       const name = bytesToBinaryString(key)
@@ -354,8 +368,37 @@ export class Namespace {
       return keys.map(key => this.read(key, true, options))
     }
     if (options === undefined && this.idb !== null && this.idb.ready && sublevel.status === 'open') return this.idb.getMany(this, keys, false)
+    if (options === undefined && this.pg !== null && this.pg.status === 'open' && sublevel.status === 'open') return this.#readPg(keys)
     return sublevel.getMany(keys, options)
   }
+
+  /**
+   * A point read whose value waits for `locked` (a key lock of locking:
+   * 'keys', lib/write-scope.js): on PostgreSQL in the lock's statement.
+   * @param {Uint8Array} key @param {Promise<void>} locked
+   * @returns {Promise<any>}
+   */
+  readLocked (key, locked) {
+    if (this.pg !== null && this.pg.status === 'open' && this.sublevel.status === 'open') return this.pg.levelkitReadKey(this.sublevel.prefixKey(key, 'buffer', false), this.valueEncoding === 'utf8', locked)
+    return this.read(key, false, { levelkitLocked: locked })
+  }
+
+  /**
+   * `keys` read from PostgreSQL directly (see this.pg), decoded as the
+   * sublevel's get() decodes them (values are Buffers: 'view' keeps them).
+   * @param {Uint8Array[]} keys
+   * @returns {Promise<any[]>}
+   */
+  #readPg (keys) {
+    const sublevel = this.sublevel
+    const read = this.pg.levelkitReadKeys(keys.map(key => sublevel.prefixKey(key, 'buffer', false)))
+    return this.valueEncoding === 'utf8' ? read.then(utf8Values) : read
+  }
+}
+
+/** @param {Array<Buffer | undefined>} values */
+function utf8Values (values) {
+  return values.map(value => value === undefined ? undefined : value.toString('utf8'))
 }
 
 /**

@@ -380,7 +380,7 @@ export class WriteScope {
   #readLocked (namespace, key, locked) {
     // (Caught here: the read rejects alike, and a section that let it go is handled as before.)
     locked.catch(() => {})
-    return namespace.read(key, false, { levelkitLocked: locked })
+    return namespace.readLocked(key, locked)
   }
 
   /**

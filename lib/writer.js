@@ -70,6 +70,8 @@ const CLAIM_REFUSED = Symbol('levelkit.claimRefused')
 export class Writer {
   /** @type {import('abstract-level').AbstractLevel<any, any, any>} */
   #root
+  /** Whether the root takes batches of whole keys and encoded values (PostgreSQL: #batch()). */
+  #tableBatch = false
   #locked = false
   /** @type {Array<() => void>} critical sections waiting for the lock, in order */
   #waiting = []
@@ -216,6 +218,7 @@ export class Writer {
    */
   constructor (root, syncReads, crossTab = null) {
     this.#root = root
+    this.#tableBatch = typeof (/** @type {any} */ (root).levelkitWriteBatch) === 'function'
     this.syncReads = syncReads
     this.#crossTab = crossTab
     /** On IndexedDB: reads and batches of the write path, many per transaction (lib/idb-direct.js). */
@@ -734,6 +737,27 @@ export class Writer {
   }
 
   /**
+   * `read()`, a read made outside any critical section, answering as of its
+   * call: every write called after it is left out (children.watch()'s
+   * default starting point: a child appended after the call is delivered).
+   * Where reads are synchronous (LevelDB, memory) it answers before any
+   * later write can run. Where they answer later (PostgreSQL's pool, memory
+   * with syncReads: false), a write called after it runs its critical
+   * section on other connections, or on the pool ahead of a read still
+   * waiting for a connection, and may commit before the read is run: so
+   * there it runs as a critical section (read() above), which the write's
+   * waits for. IndexedDB keeps the plain read (its transactions run in the
+   * order they are made; not examined further).
+   * @template T
+   * @param {() => Promise<T>} read
+   * @returns {Promise<T>}
+   */
+  readAsOfCall (read) {
+    if (this.syncReads || this.idb !== null) return read()
+    return this.read(read)
+  }
+
+  /**
    * Resolves when every op decided so far is written. With key locks, a
    * group waiting for the sections to stop is written now: a section
    * running meanwhile then runs again (its locks went with the transaction).
@@ -1157,12 +1181,11 @@ export class Writer {
             await idb.write(ops, sync, this.#waiting.length === 0, claims, group.absent)
             if (group.absent !== null) idb.landedAbsent(group.absent, ops)
           } else if (sync) {
-            const ops = batchOps(group.ops)
             /** @type {any} classic-level's option; others ignore it */
             const options = deferred === null ? { sync: true } : { sync: true, deferredIds: deferred }
-            await (this.strict === null ? this.#root.batch(ops, options) : this.strict(() => this.#root.batch(ops, options)))
+            await (this.strict === null ? this.#batch(group.ops, options) : this.strict(() => this.#batch(group.ops, options)))
           } else {
-            await this.#root.batch(batchOps(group.ops), deferred === null ? undefined : /** @type {any} */ ({ deferredIds: deferred }))
+            await this.#batch(group.ops, deferred === null ? undefined : /** @type {any} */ ({ deferredIds: deferred }))
           }
           const ids = deferred === null ? null : this.#realIds(group, deferred)
           // Written past the direct layer: its lease cache learns of it here.
@@ -1246,6 +1269,26 @@ export class Writer {
    * difference: no prewrite hook or 'write' listener on the root (they
    * would see root keys instead of sublevel ops).
    */
+  /**
+   * Write a group's ops (each key's last op) as one atomic batch of the
+   * root. On PostgreSQL (PostgresLevel#levelkitWriteBatch()), with no
+   * prewrite hook or 'write' listener on the root, straight to its table:
+   * each key prefixed and each value encoded here, as abstract-level's
+   * batch() would (its options, encodings and copy of every op, then the
+   * backend's own pass for each key's last op, were about a twentieth of
+   * the allocation left per createChat once reads went direct; session 22).
+   * @param {import('./write-scope.js').Op[]} ops @param {any} options
+   * @returns {Promise<void>}
+   */
+  #batch (ops, options) {
+    const root = /** @type {any} */ (this.#root)
+    if (this.#tableBatch && root.status === 'open' && this.#plainRoot()) {
+      const batch = tableOps(ops)
+      return batch.length === 0 ? Promise.resolve() : root.levelkitWriteBatch(batch, options)
+    }
+    return root.batch(batchOps(ops), options)
+  }
+
   #plainRoot () {
     const root = /** @type {any} */ (this.#root)
     return root.hooks?.prewrite?.noop !== false && root.listenerCount('write') === 0
@@ -1585,6 +1628,33 @@ function batchOps (ops) {
       // A sequence a deferred insert raised: its batch's statement bumps it (Writer#takePlaceholder()).
       ? op.deferredSequence === true ? { type: 'put', key: op.key, value: op.value, sublevel: op.sublevel, deferredSequence: true } : { type: 'put', key: op.key, value: op.value, sublevel: op.sublevel }
       : { type: 'del', key: op.key, sublevel: op.sublevel })
+  }
+  return batch
+}
+
+/**
+ * batchOps() for PostgresLevel#levelkitWriteBatch(): whole keys of the table
+ * (the namespace's sublevel prefix and the key) and values encoded as
+ * abstract-level's batch() encodes them for a backend that stores buffers
+ * (level-transcoder's utf8+buffer: a Buffer as it is, another view over
+ * the same memory, anything else its UTF-8 bytes).
+ * @param {import('./write-scope.js').Op[]} ops
+ */
+function tableOps (ops) {
+  const kept = lastOpPerKey(ops)
+  /** @type {Array<{ type: 'put' | 'del', key: Buffer, value?: Buffer, deferredSequence?: boolean }>} */
+  const batch = []
+  for (let i = 0; i < kept.length; i++) {
+    const op = kept[i]
+    if (op === null) continue
+    const key = op.sublevel.prefixKey(op.key, 'buffer', false)
+    if (op.type !== 'put') {
+      batch.push({ type: 'del', key })
+      continue
+    }
+    const data = op.value
+    const value = Buffer.isBuffer(data) ? data : ArrayBuffer.isView(data) ? Buffer.from(data.buffer, data.byteOffset, data.byteLength) : Buffer.from(String(data), 'utf8')
+    batch.push(op.deferredSequence === true ? { type: 'put', key, value, deferredSequence: true } : { type: 'put', key, value })
   }
   return batch
 }

@@ -79,7 +79,15 @@ const statementNames = new Map()
 /**
  * @typedef {{ query: (statement: import('pg').QueryConfig) => Promise<import('pg').QueryResult<any>> }} Runner what a statement is sent on
  * @typedef {{ gt?: Buffer, gte?: Buffer, lt?: Buffer, lte?: Buffer, reverse?: boolean, limit?: number, snapshot?: any }} RangeOptions
+ * @typedef {{ keys: Buffer[] | null, key: Buffer | null, id: string, utf8: boolean, resolve: (values: any) => void, reject: (err: unknown) => void }} PointRead
+ *   a point read waiting for the next statement: several `keys` (answered with an array of their values), or one `key`
+ *   (`id` its latin1 string; answered with its value, decoded as UTF-8 when `utf8`)
  */
+
+/** @param {Buffer | undefined} value */
+function utf8Value (value) {
+  return value === undefined ? undefined : value.toString('utf8')
+}
 
 /** @extends {AbstractLevel<Buffer, any, any>} */
 export class PostgresLevel extends AbstractLevel {
@@ -509,6 +517,48 @@ export class PostgresLevel extends AbstractLevel {
     return value
   }
 
+  /**
+   * What _get() and _getMany() answer without a snapshot, for whole keys of
+   * the table (a sublevel's prefix and its key): levelkit's namespaces
+   * (lib/namespace.js) read
+   * their keys so, past abstract-level's get() and getMany(), twice over
+   * (the sublevel's, then this database's: options, encodings, the prefix
+   * and two async functions each, about a tenth of what a createChat
+   * allocates; session 20, pgcpu). The same statements, coalesced alike,
+   * in a serializable section's transaction alike. Only while open.
+   * @param {Buffer[]} keys
+   * @returns {Promise<Array<Buffer | undefined>>}
+   */
+  levelkitReadKeys (keys) {
+    return this.#coalesce(keys, this.#sectionTransaction())
+  }
+
+  /**
+   * One whole key of levelkitReadKeys(), its value decoded as UTF-8 when
+   * `utf8` (as a sublevel with valueEncoding 'utf8' decodes it): a promise
+   * of the value itself, without the arrays of keys and values, and the
+   * promises that turn them into one decoded value, around each of the
+   * point reads of a createChat (20 or so, coalesced into one statement).
+   * `locked`: _get()'s levelkitLocked option (a critical section's read of
+   * a key it just asked to lock, locking: 'keys'), read as _get() reads it.
+   * @param {Buffer} key @param {boolean} utf8 @param {Promise<void>} [locked]
+   * @returns {Promise<Buffer | string | undefined>}
+   */
+  levelkitReadKey (key, utf8, locked) {
+    if (locked !== undefined) {
+      const keyLocks = this.#writerLock
+      const raw = () => /** @type {Promise<Buffer | undefined>} */ (this.levelkitReadKey(key, false))
+      const read = keyLocks instanceof PostgresKeyLocks && !keyLocks.closed ? keyLocks.readAfter(locked, key, raw) : locked.then(raw)
+      return utf8 ? read.then(utf8Value) : read
+    }
+    return new Promise((resolve, reject) => {
+      const section = this.#sectionTransaction()
+      const reads = section === null ? this.#reads : this.#sectionReads
+      if (reads.length === 0) process.nextTick(() => this.#readCoalesced(section))
+      reads.push({ keys: null, key, id: key.toString('latin1'), utf8, resolve, reject })
+    })
+  }
+
   /** @param {Buffer[]} keys @param {any} options */
   async _getMany (keys, options) {
     const snapshot = options.snapshot
@@ -538,9 +588,9 @@ export class PostgresLevel extends AbstractLevel {
     return keys.map(key => found.has(key.toString('latin1')))
   }
 
-  /** @type {Array<{ keys: Buffer[], resolve: (values: Array<Buffer | undefined>) => void, reject: (err: unknown) => void }>} point reads waiting for the next statement */
+  /** @type {PointRead[]} point reads waiting for the next statement */
   #reads = []
-  /** @type {Array<{ keys: Buffer[], resolve: (values: Array<Buffer | undefined>) => void, reject: (err: unknown) => void }>} critical sections' point reads waiting for the next statement in the serializable transaction */
+  /** @type {PointRead[]} critical sections' point reads waiting for the next statement in the serializable transaction */
   #sectionReads = []
 
   /**
@@ -562,7 +612,7 @@ export class PostgresLevel extends AbstractLevel {
     return new Promise((resolve, reject) => {
       const reads = section === null ? this.#reads : this.#sectionReads
       if (reads.length === 0) process.nextTick(() => this.#readCoalesced(section))
-      reads.push({ keys, resolve, reject })
+      reads.push({ keys, key: null, id: '', utf8: false, resolve, reject })
     })
   }
 
@@ -573,7 +623,10 @@ export class PostgresLevel extends AbstractLevel {
     else this.#sectionReads = []
     /** @type {Map<string, Buffer>} */
     const unique = new Map()
-    for (const read of reads) for (const key of read.keys) unique.set(key.toString('latin1'), key)
+    for (const read of reads) {
+      if (read.keys === null) unique.set(read.id, /** @type {Buffer} */ (read.key))
+      else for (const key of read.keys) unique.set(key.toString('latin1'), key)
+    }
     const keys = [...unique.values()]
     /** @type {Array<Promise<Map<string, Buffer>>>} */
     const chunks = []
@@ -587,7 +640,14 @@ export class PostgresLevel extends AbstractLevel {
     }
     Promise.all(chunks).then(maps => {
       const found = maps.length === 1 ? maps[0] : new Map(maps.flatMap(map => [...map]))
-      for (const read of reads) read.resolve(read.keys.map(key => found.get(key.toString('latin1'))))
+      for (const read of reads) {
+        if (read.keys !== null) {
+          read.resolve(read.keys.map(key => found.get(key.toString('latin1'))))
+          continue
+        }
+        const value = found.get(read.id)
+        read.resolve(value === undefined || !read.utf8 ? value : value.toString('utf8'))
+      }
     }, err => {
       for (const read of reads) read.reject(err)
     })
@@ -614,8 +674,7 @@ export class PostgresLevel extends AbstractLevel {
    * @param {Array<{ type: 'put' | 'del', key: Buffer, value?: Buffer }>} operations
    * @param {{ deferredIds?: import('./postgres-deferred.js').Deferred }} [options]
    */
-  async _batch (operations, options) {
-    await this.#beforeWrite()
+  _batch (operations, options) {
     /** @type {Map<string, { type: 'put' | 'del', key: Buffer, value?: Buffer }>} */
     const last = new Map()
     for (const op of operations) {
@@ -623,12 +682,39 @@ export class PostgresLevel extends AbstractLevel {
       last.delete(id)
       last.set(id, op)
     }
+    return this.#batchOfDistinct([...last.values()], options)
+  }
+
+  /**
+   * What _batch() does, for operations on whole keys of the table (a
+   * sublevel's prefix and its key) with values encoded, no two of one key:
+   * levelkit's writer (lib/writer.js) writes its groups so, past
+   * abstract-level's batch() (options, encodings and a copy of every
+   * operation, then _batch()'s own pass to keep each key's last operation,
+   * which the writer made already). Only while open, and only where
+   * abstract-level's batch() would run no prewrite hook and emit no 'write'
+   * event (Writer#plainRoot()).
+   * @param {Array<{ type: 'put' | 'del', key: Buffer, value?: Buffer, deferredSequence?: boolean }>} operations
+   * @param {{ deferredIds?: import('./postgres-deferred.js').Deferred }} [options]
+   * @returns {Promise<void>}
+   */
+  levelkitWriteBatch (operations, options) {
+    return this.#batchOfDistinct(operations, options)
+  }
+
+  /**
+   * @param {Array<{ type: 'put' | 'del', key: Buffer, value?: Buffer }>} operations no two of one key
+   * @param {{ deferredIds?: import('./postgres-deferred.js').Deferred }} [options]
+   */
+  async #batchOfDistinct (operations, options) {
+    await this.#beforeWrite()
     const deferred = options?.deferredIds
-    if (deferred != null) return this.#deferredBatch([...last.values()], deferred)
+    if (deferred != null) return this.#deferredBatch(operations, deferred)
     const putKeys = []
     const putValues = []
     const delKeys = []
-    for (const op of last.values()) {
+    for (let i = 0; i < operations.length; i++) {
+      const op = operations[i]
       if (op.type === 'put') {
         putKeys.push(op.key)
         putValues.push(op.value)

@@ -616,6 +616,12 @@ export default function (test, common) {
     const synced = []
     const batch = db.level.batch.bind(db.level)
     db.level.batch = (/** @type {any} */ ops, /** @type {any} */ opts) => { synced.push(opts?.sync === true); return batch(ops, opts) }
+    // On PostgreSQL batches go to the table directly (PostgresLevel#levelkitWriteBatch()), with the same options.
+    const level = /** @type {any} */ (db.level)
+    if (typeof level.levelkitWriteBatch === 'function') {
+      const direct = level.levelkitWriteBatch.bind(level)
+      level.levelkitWriteBatch = (/** @type {any} */ ops, /** @type {any} */ opts) => { synced.push(opts?.sync === true); return direct(ops, opts) }
+    }
     /** @type {Array<string | undefined>} */
     const durability = []
     if (common.backend === 'indexeddb') {
