@@ -238,6 +238,7 @@ export class PostgresLevel extends AbstractLevel {
   async #connectOwn (purpose) {
     // Named, so that pg_stat_activity tells them apart.
     const settings = { fallback_application_name: `levelkit ${purpose}`, ...keepAliveConfig(this.#keepAlive) }
+    const deadline = Date.now() + (this.#failover ? this.#failover.timeout : 0)
     for (;;) {
       let client
       if (this.#failover) {
@@ -252,9 +253,11 @@ export class PostgresLevel extends AbstractLevel {
         await keepSessionAlive(client, this.#keepAlive)
       } catch (err) {
         client.end().catch(noop)
-        // An idle connection that died meanwhile: a new one.
-        if (wasIdle(client) && isConnectionError(err)) continue
-        throw err
+        // An idle connection that died meanwhile, or (with hosts) one to a
+        // primary going down, lost right after connecting: a new one.
+        if (isConnectionError(err) && (wasIdle(client) || Date.now() < deadline)) continue
+        // (Its message keeps pg's, which isConnectionError() still tells.)
+        throw backendError('set up a connection of its own', err)
       }
       return client
     }
