@@ -40,3 +40,6 @@ export function open (options) {
 }
 
 export * from './lib/exports.js'
+// The PostgreSQL backend's connections kept for a moment after a close()
+// (no pg loaded by it: lib/backends/postgres-idle.js imports nothing).
+export { endIdleConnections } from './lib/backends/postgres-idle.js'
