@@ -208,6 +208,15 @@ export declare function open (options?: OpenOptions): Promise<Database>
  */
 export declare function endIdleConnections (): Promise<void>
 
+/**
+ * The postgres backend (Node.js only): every table a database on `table` may
+ * use, `table` first, then the 64 lock tables its first open with `shared:
+ * true, locking: 'serializable'` makes (absent otherwise). Drop each (`DROP
+ * TABLE IF EXISTS`) to drop the database. A name that is not a lowercase SQL
+ * identifier throws LEVELKIT_INVALID.
+ */
+export declare function postgresTables (table: string): string[]
+
 /** An opaque write scope, handed to the db.write() callback. Bind models to it with `model.in(w)`. */
 export interface WriteScope {
   readonly open: boolean

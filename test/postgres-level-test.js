@@ -8,7 +8,7 @@ import suite from 'abstract-level/test/index.js'
 import { AbstractSublevel } from 'abstract-level'
 import { PostgresLevel } from '../lib/backends/postgres-level.js'
 import { endIdleConnections } from '../lib/backends/postgres-idle.js'
-import { open } from '../index.js'
+import { open, postgresTables } from '../index.js'
 import { postgresForTests } from './util/postgres.js'
 import { rejects } from './conformance/index.js'
 
@@ -366,6 +366,23 @@ test('postgres: opening a database on a new table costs its pool no connection',
   } finally {
     await pool.end()
   }
+})
+
+test('postgres: postgresTables() names every table a database uses, its lock tables too', async t => {
+  const table = server.table()
+  const names = postgresTables(table)
+  t.is(names.length, 65, 'the table and 64 lock tables')
+  t.is(names[0], table, 'the table first')
+  const db = await open({ backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking: 'serializable' })
+  await db.collection('items').insert({ n: 1 })
+  await db.close()
+  const made = async () => (await server.pool.query('SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND starts_with(tablename, $1) ORDER BY 1', [table])).rows.map(row => row.tablename)
+  t.same(await made(), [...names].sort(), 'exactly the tables a serializable open made')
+  await server.pool.query(names.map(name => `DROP TABLE IF EXISTS "${name}"`).join('; '))
+  t.same(await made(), [], 'dropping them leaves none')
+  const long = 'x'.repeat(63)
+  t.ok(postgresTables(long).every(name => name.length <= 63), 'names of at most 63 characters for a 63-character table')
+  for (const bad of ['Upper', '', 42]) t.throws(() => postgresTables(/** @type {any} */ (bad)), (/** @type {any} */ err) => err.code === 'LEVELKIT_INVALID', `${JSON.stringify(bad)} refused`)
 })
 
 test('postgres: errors of the server are LEVELKIT_BACKEND_UNAVAILABLE, with the SQL state', async t => {

@@ -1,5 +1,5 @@
 // Compiled by `tsc` in `npm test`: the declarations must describe real usage.
-import { open, codes, tupleEncoding, encodeTuple, decodeTuple, endIdleConnections } from '../../index.js'
+import { open, codes, tupleEncoding, encodeTuple, decodeTuple, endIdleConnections, postgresTables } from '../../index.js'
 import type { Collection, CheckReport, IdOf, Page, WriteScope, Transaction, LockMode, ReadCachePolicy, MigrateResult, MigrationProgress } from '../../index.js'
 
 interface User { username: string, age?: number, tags?: string[] }
@@ -244,3 +244,5 @@ const ended: Promise<void> = endIdleConnections()
 // @ts-expect-error it takes no arguments
 endIdleConnections('now')
 void ended
+const tables: string[] = postgresTables('chat')
+void tables
