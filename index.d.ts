@@ -196,6 +196,27 @@ export interface OpenOptions {
 /** Open a levelkit database and wait until it is open. */
 export declare function open (options?: OpenOptions): Promise<Database>
 
+/**
+ * The postgres backend (Node.js only: the browser entry does not export it):
+ * end now the PostgreSQL connections closed databases left kept for the next
+ * database of this process (for up to 1 s after `db.close()`: their writer,
+ * listening and snapshot connections), and those still being reset to be
+ * kept. Once it resolves, no session of a database closed before the call is
+ * left in `pg_stat_activity` (a statement still running on one, say a lock
+ * wait, ends first), so a `DROP DATABASE` or a count of sessions may follow.
+ * Resolves at once when none is kept.
+ */
+export declare function endIdleConnections (): Promise<void>
+
+/**
+ * The postgres backend (Node.js only): every table a database on `table` may
+ * use, `table` first, then the 64 lock tables its first open with `shared:
+ * true, locking: 'serializable'` makes (absent otherwise). Drop each (`DROP
+ * TABLE IF EXISTS`) to drop the database. A name that is not a lowercase SQL
+ * identifier throws LEVELKIT_INVALID.
+ */
+export declare function postgresTables (table: string): string[]
+
 /** An opaque write scope, handed to the db.write() callback. Bind models to it with `model.in(w)`. */
 export interface WriteScope {
   readonly open: boolean

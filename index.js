@@ -40,3 +40,7 @@ export function open (options) {
 }
 
 export * from './lib/exports.js'
+// The PostgreSQL backend's connections kept for a moment after a close(),
+// and the tables a database uses (neither module loads pg).
+export { endIdleConnections } from './lib/backends/postgres-idle.js'
+export { postgresTables } from './lib/backends/postgres-names.js'

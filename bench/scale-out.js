@@ -140,6 +140,7 @@ import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { postgres } from 'levelkit-testkit/postgres'
+import { postgresTables } from 'levelkit'
 import { parseCli, failWith, optionOf, startRun, printMachine, finishRun, writeCsv, printTable, printProblems, loadText } from './lib/seeds-common.js'
 import { median, min, max, quantile, fmt, parseCount } from './lib/stats.js'
 import { barChartSvg } from './lib/svg-plot.js'
@@ -436,7 +437,8 @@ async function openCell (cell, run, work) {
       await Promise.all(workers.map(w => w.end()))
       fs.rmSync(location, { recursive: true, force: true })
       if (cell.kind === 'sql') await admin.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`)
-      if (cell.kind !== 'sql' && cell.kind !== 'levelkit-leveldb') await admin.query(`DROP TABLE IF EXISTS "${name}"`)
+      // With its lock tables, which a serializable cell's open made (64 of them).
+      if (cell.kind !== 'sql' && cell.kind !== 'levelkit-leveldb') await admin.query(postgresTables(name).map(table => `DROP TABLE IF EXISTS "${table}"`).join('; '))
     }
   }
   const first = new Worker()

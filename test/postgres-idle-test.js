@@ -9,9 +9,11 @@ import pg from 'pg'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { PostgresLevel } from '../lib/backends/postgres-level.js'
-import { WRITER_LOCK_SPACE } from '../lib/backends/postgres-shared.js'
+import { WRITER_LOCK_SPACE, PostgresWriterLock, InOrder } from '../lib/backends/postgres-shared.js'
+import * as levelkit from '../index.js'
 import { connectKept, release, connectionKey, endIdleConnections, idleCount, idleStats, IDLE_MS } from '../lib/backends/postgres-idle.js'
 import { postgresForTests } from './util/postgres.js'
+import { rejects } from './conformance/index.js'
 
 const server = await postgresForTests(test)
 const { pool } = server
@@ -258,4 +260,116 @@ test('postgres idle: kept connections do not hold a process open', async t => {
   const code = await new Promise(resolve => child.on('close', resolve))
   t.is(code, 0, 'the child exits cleanly')
   t.is(output.trim(), 'kept at exit: 1', 'with its connection still kept: the idle socket and timer were unref\'d')
+})
+
+test('postgres idle: endIdleConnections() from levelkit ends a closed database\'s sessions at once: DROP DATABASE right after', async t => {
+  t.is(typeof levelkit.endIdleConnections, 'function', 'levelkit exports endIdleConnections()')
+  await fresh()
+  // A database of its own, so that DROP DATABASE shows what is left of it.
+  const name = `lk_idle_drop_${process.pid}`
+  await pool.query(`DROP DATABASE IF EXISTS ${name}`)
+  await pool.query(`CREATE DATABASE ${name}`)
+  const url = new URL(server.connectionString)
+  url.pathname = `/${name}`
+  const db = await levelkit.open({ backend: 'postgres', connectionString: url.href, shared: true })
+  const items = db.collection('items')
+  await items.insert({ n: 1 })
+  await db.transaction(async (/** @type {any} */ tx) => items.in(tx).get(1), { readOnly: true })
+  const sessions = async () => (await pool.query('SELECT application_name AS name FROM pg_stat_activity WHERE datname = $1 ORDER BY 1', [name])).rows.map(row => row.name)
+  const names = await sessions()
+  t.ok(['levelkit writer', 'levelkit listen', 'levelkit snapshot'].every(purpose => names.includes(purpose)), `a writer, a listening and a snapshot connection (${names})`)
+  await db.close()
+  await levelkit.endIdleConnections()
+  t.is(idleCount(), 0, 'nothing kept')
+  // A backend leaves pg_stat_activity a moment after its connection ends: far less than the second a kept one stays.
+  t.ok(await until(async () => (await sessions()).length === 0, IDLE_MS / 4), 'no session of the database left')
+  await pool.query(`DROP DATABASE ${name}`)
+  t.pass('DROP DATABASE right after')
+})
+
+test('postgres idle: endIdleConnections() also ends a connection given back while a statement was still running on it', async t => {
+  await fresh()
+  const client = await connectKept(config, connect)
+  const pid = await pidOf(client)
+  const queue = new InOrder(client)
+  const running = queue.query('SELECT pg_sleep(0.3)')
+  // Its reset waits behind the statement (as a writer's behind its last batch).
+  const given = release(client, queue)
+  await endIdleConnections()
+  await running.catch(() => {})
+  await given
+  t.is(idleCount(), 0, 'not kept once the statement ended')
+  t.ok(await until(async () => !(await pids(APP)).includes(pid), IDLE_MS / 4), 'its session ends')
+})
+
+test('postgres idle: a writer lock closed while its LISTEN is in flight gives the listening connection back', async t => {
+  await fresh()
+  /** @type {any} */
+  let listening = null
+  /** @type {() => void} */
+  let answer = () => {}
+  const held = new Promise(resolve => { answer = () => resolve(undefined) })
+  /** @type {(value?: unknown) => void} */
+  let sent = () => {}
+  const listenSent = new Promise(resolve => { sent = resolve })
+  const lock = new PostgresWriterLock({
+    lockKey: 4242,
+    connect: async () => {
+      const client = await connect({ ...config, fallback_application_name: APP })
+      listening = client
+      const query = client.query.bind(client)
+      // The LISTEN's answer held back until the lock is closed.
+      /** @param {any} statement @param {any} values */
+      async function holding (statement, values) {
+        if (typeof statement === 'string' && statement.startsWith('LISTEN')) {
+          sent()
+          const result = await query(statement, values)
+          await held
+          return result
+        }
+        return query(statement, values)
+      }
+      client.query = /** @type {any} */ (holding)
+      return client
+    },
+    route: () => {},
+    notify: async () => {}
+  }, 'idle_listen_test')
+  lock.listen(() => {})
+  await listenSent
+  lock.close()
+  answer()
+  const ended = await until(() => listening._ending === true || listening._connected === false, 5000)
+  t.ok(ended, 'the listening connection is ended (or kept reset) once its LISTEN answers')
+  t.ok(await until(async () => (await pids(APP)).length === 0, 5000), 'its session is gone')
+  t.is(lock.leased, false, 'the closed lock is not listening')
+})
+
+test('postgres idle: a new connection lost during its keepalive settings rejects with LEVELKIT_BACKEND_UNAVAILABLE', async t => {
+  await fresh()
+  // With key locks, a section's first statement connects: the failure reaches the caller (with
+  // 'table' and 'serializable' the write takes the lock again on a new connection, and lands).
+  const db = await levelkit.open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), shared: true, locking: 'keys' })
+  const items = db.collection('items')
+  const query = pg.Client.prototype.query
+  let cut = 0
+  // The writer's socket destroyed as its keepalive SET is sent, right after connecting.
+  /** @this {any} @param {any} statement @param {any[]} rest */
+  function cutting (statement, ...rest) {
+    if (typeof statement === 'string' && statement.startsWith('SET tcp_keepalives_idle') && this.connectionParameters.fallback_application_name === 'levelkit writer' && cut++ === 0) {
+      this.connection.stream.destroy()
+    }
+    return query.call(this, statement, ...rest)
+  }
+  pg.Client.prototype.query = /** @type {any} */ (cutting)
+  try {
+    const err = await rejects(t, items.insert({ n: 1 }), 'LEVELKIT_BACKEND_UNAVAILABLE', 'the write whose section connected')
+    t.match(String(/** @type {any} */ (err)?.message), /Connection terminated/, 'saying the connection was lost')
+  } finally {
+    pg.Client.prototype.query = query
+  }
+  t.is(cut, 1, 'one connection was cut')
+  const id = await items.insert({ n: 2 })
+  t.same(await items.get(id), { id, n: 2 }, 'the next write connects again and lands')
+  await db.close()
 })

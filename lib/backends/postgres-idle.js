@@ -34,6 +34,8 @@ const broken = new WeakSet()
 const keys = new WeakMap()
 /** @type {WeakSet<Client>} connections taken from the idle set (not new) */
 const reusedSet = new WeakSet()
+/** @type {Set<Client>} connections being reset to be kept (giveBack() between its start and the idle set) */
+const returning = new Set()
 /** @type {ReturnType<typeof setTimeout> | null} */
 let sweeper = null
 
@@ -178,6 +180,7 @@ async function giveBack (key, client, queue) {
     idleStats.refused++
     return client.end().catch(noop)
   }
+  returning.add(client)
   try {
     try {
       await send('DISCARD ALL')
@@ -190,8 +193,11 @@ async function giveBack (key, client, queue) {
     }
   } catch {
     idleStats.refused++
-    return client.end().catch(noop)
+    if (returning.delete(client)) await client.end().catch(noop)
+    return
   }
+  // Ended meanwhile by endIdleConnections().
+  if (!returning.delete(client)) return
   // pg remembers which named statements it prepared on the connection;
   // DISCARD ALL deallocated them.
   const connection = /** @type {any} */ (client).connection
@@ -247,13 +253,22 @@ function sweep () {
   sweeper.unref()
 }
 
-/** End every idle connection now (a process about to stop a server, tests). */
+/**
+ * End now every connection kept for the next database, and every one
+ * being reset to be kept (a database's close() gives its writer and
+ * listening connections back without waiting for their reset): once this
+ * resolves, no session of a database closed before the call is left (a
+ * DROP DATABASE next, a server about to stop, tests counting sessions).
+ */
 export async function endIdleConnections () {
-  const all = [...idle.values()].flat()
+  const all = [...idle.values()].flat().map(entry => entry.client)
   idle.clear()
   if (sweeper !== null) clearTimeout(sweeper)
   sweeper = null
-  await Promise.all(all.map(({ client }) => client.end().catch(noop)))
+  // Their reset is cut short: giveBack() finds them gone from the set.
+  all.push(...returning)
+  returning.clear()
+  await Promise.all(all.map(client => client.end().catch(noop)))
 }
 
 /** Connections idle now (tests). */

@@ -246,6 +246,7 @@ export class PostgresLevel extends AbstractLevel {
   async #connectOwn (purpose) {
     // Named, so that pg_stat_activity tells them apart.
     const settings = { fallback_application_name: `levelkit ${purpose}`, ...keepAliveConfig(this.#keepAlive) }
+    const deadline = Date.now() + (this.#failover ? this.#failover.timeout : 0)
     for (;;) {
       let client
       if (this.#failover) {
@@ -260,9 +261,11 @@ export class PostgresLevel extends AbstractLevel {
         await keepSessionAlive(client, this.#keepAlive)
       } catch (err) {
         client.end().catch(noop)
-        // An idle connection that died meanwhile: a new one.
-        if (wasIdle(client) && isConnectionError(err)) continue
-        throw err
+        // An idle connection that died meanwhile, or (with hosts) one to a
+        // primary going down, lost right after connecting: a new one.
+        if (isConnectionError(err) && (wasIdle(client) || Date.now() < deadline)) continue
+        // (Its message keeps pg's, which isConnectionError() still tells.)
+        throw backendError('set up a connection of its own', err)
       }
       return client
     }
@@ -286,15 +289,7 @@ export class PostgresLevel extends AbstractLevel {
     // pool; without a listener the error would end the process.
     if (!shared) pool.on('error', noop)
     try {
-      // One statement when the table is there: it also refuses a table of
-      // that name that is not one of ours (a key or value not bytea).
-      let exists = true
-      try {
-        await pool.query(`SELECT 1 FROM ${quote(this.#table)} WHERE key = ''::bytea AND value = ''::bytea LIMIT 0`)
-      } catch (err) {
-        if (/** @type {any} */ (err).code !== '42P01') throw err
-        exists = false
-      }
+      const exists = await tableExists(pool, this.#table)
       if (exists && options.errorIfExists) throw new ModuleError(`Table ${this.#table} already exists`, { code: 'LEVEL_DATABASE_NOT_OPEN' })
       if (!exists) {
         if (!options.createIfMissing) throw new ModuleError(`Table ${this.#table} does not exist (createIfMissing is false)`, { code: 'LEVEL_DATABASE_NOT_OPEN' })
@@ -1276,6 +1271,25 @@ function limitOf (options) {
 /** @param {string} identifier a validated lowercase identifier */
 function quote (identifier) {
   return `"${identifier}"`
+}
+
+/**
+ * Whether the table is there, refusing one of that name that is not one of
+ * ours (a key or value not bytea) or that this user cannot read, with the
+ * error a read of it gets. One statement that answers rather than fails: a
+ * statement that fails through pool.query() makes pg's pool end its
+ * connection, and every database opened on a new table would then cost the
+ * server a new one (most of a test run's connections did).
+ * @param {{ query: (text: string, values?: unknown[]) => Promise<import('pg').QueryResult<any>> }} pool
+ * @param {string} table
+ * @returns {Promise<boolean>}
+ */
+async function tableExists (pool, table) {
+  const { rows } = await pool.query('SELECT t.oid IS NOT NULL AS there, t.oid IS NOT NULL AND has_table_privilege(t.oid, \'SELECT\') AND (SELECT count(*) FROM pg_attribute WHERE attrelid = t.oid AND attname IN (\'key\', \'value\') AND atttypid = \'bytea\'::regtype AND NOT attisdropped) = 2 AS ours FROM (SELECT to_regclass($1) AS oid) AS t', [quote(table)])
+  if (!rows[0].there) return false
+  // Not plainly ours: a read says why (or finds it readable after all, a domain over bytea, say).
+  if (!rows[0].ours) await pool.query(`SELECT 1 FROM ${quote(table)} WHERE key = ''::bytea AND value = ''::bytea LIMIT 0`)
+  return true
 }
 
 /**

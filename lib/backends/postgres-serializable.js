@@ -65,32 +65,15 @@
 // not counted (nothing tells it) and does not enter the mode either: the
 // mode locks the key for every transaction of the process, those that
 // never touch it too, so only a failure enters it, as before.
-import { createHash } from 'node:crypto'
+import { LOCK_TABLES, lockTableName } from './postgres-names.js'
 import { PostgresSectionLock, keyLockOf, noop } from './postgres-section-lock.js'
 import { inlineValues } from './postgres-literal.js'
 import { runInSection, currentSection } from '#context'
 
 const BEGIN = 'BEGIN ISOLATION LEVEL SERIALIZABLE'
 
-/**
- * How many lock tables a table has (see above): more make two keys that
- * are not contended rarer to share one (a needless wait), and cost a
- * catalog row each.
- */
-export const LOCK_TABLES = 64
-
-/**
- * The name of lock table `i` of `table` (a lowercase identifier of at most
- * 63 characters): `<table>_lock_<i>`, or, where that would pass PostgreSQL's
- * 63 characters, a shortened table name and a hash of the whole.
- * @param {string} table @param {number} i
- */
-export function lockTableName (table, i) {
-  const suffix = `_lock_${i}`
-  if (table.length + suffix.length <= 63) return table + suffix
-  const hash = createHash('sha1').update(table).digest('hex').slice(0, 8)
-  return `${table.slice(0, 63 - suffix.length - 9)}_${hash}${suffix}`
-}
+// The lock tables' names (postgres-names.js: also what levelkit exports, postgresTables()).
+export { LOCK_TABLES, lockTableName } from './postgres-names.js'
 
 /**
  * Which lock table the lock key `lock` (a decimal bigint, keyLockOf()) is

@@ -339,6 +339,12 @@ export class PostgresWriterLock {
         })
         const heard = new InOrder(client)
         await heard.query(`LISTEN ${this.#channel}`)
+        if (this.#closed) {
+          // Closed while the LISTEN was in flight: close() found no
+          // listening connection to give back, so it is given back here.
+          await release(client, heard)
+          return
+        }
         this.#listenQueue = heard
         this.#listener = client
         // Notifications missed while the connection was lost: the

@@ -1,5 +1,5 @@
 // Compiled by `tsc` in `npm test`: the declarations must describe real usage.
-import { open, codes, tupleEncoding, encodeTuple, decodeTuple } from '../../index.js'
+import { open, codes, tupleEncoding, encodeTuple, decodeTuple, endIdleConnections, postgresTables } from '../../index.js'
 import type { Collection, CheckReport, IdOf, Page, WriteScope, Transaction, LockMode, ReadCachePolicy, MigrateResult, MigrationProgress } from '../../index.js'
 
 interface User { username: string, age?: number, tags?: string[] }
@@ -238,3 +238,11 @@ export async function idUsage (): Promise<void> {
   console.log(many, sameId, session, bookIds, authorIds, readers, writtenBooks, byAuthors, readerSessions, notBooks, seq, firstPage.cursor, made + 1)
   await db.close()
 }
+
+// Kept PostgreSQL connections ended now (after a close(), before a DROP DATABASE).
+const ended: Promise<void> = endIdleConnections()
+// @ts-expect-error it takes no arguments
+endIdleConnections('now')
+void ended
+const tables: string[] = postgresTables('chat')
+void tables
