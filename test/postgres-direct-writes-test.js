@@ -6,16 +6,9 @@
 import test from 'tape'
 import { AbstractLevel } from 'abstract-level'
 import { open } from '../index.js'
-import { postgresForTests } from './util/postgres.js'
+import { postgresForTests, POSTGRES_MODES as MODES } from './util/postgres.js'
 
 const server = await postgresForTests(test)
-
-const MODES = /** @type {const} */ ([
-  ['one writer', {}],
-  ['shared, table', { shared: true, locking: 'table' }],
-  ['shared, keys', { shared: true, locking: 'keys' }],
-  ['shared, serializable', { shared: true, locking: 'serializable' }]
-])
 
 /**
  * Count abstract-level's batch() calls (any database or sublevel) until the

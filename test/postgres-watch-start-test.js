@@ -10,16 +10,9 @@
 import test from 'tape'
 import pg from 'pg'
 import { open } from '../index.js'
-import { postgresForTests } from './util/postgres.js'
+import { postgresForTests, POSTGRES_MODES as MODES } from './util/postgres.js'
 
 const server = await postgresForTests(test)
-
-const MODES = /** @type {const} */ ([
-  ['one writer', {}],
-  ['shared, table', { shared: true, locking: 'table' }],
-  ['shared, keys', { shared: true, locking: 'keys' }],
-  ['shared, serializable', { shared: true, locking: 'serializable' }]
-])
 
 // How long the held read waits: more than a write's few round trips.
 const HOLD_MS = 300

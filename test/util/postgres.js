@@ -56,6 +56,17 @@ async function cleanup (server) {
 }
 
 /**
+ * The ways a postgres database can be opened for writing, named: one writer,
+ * and shared with each locking mode. For suites that must hold in every one.
+ */
+export const POSTGRES_MODES = /** @type {const} */ ([
+  ['one writer', {}],
+  ['shared, table', { shared: true, locking: 'table' }],
+  ['shared, keys', { shared: true, locking: 'keys' }],
+  ['shared, serializable', { shared: true, locking: 'serializable' }]
+])
+
+/**
  * Two databases open on one fresh table, standing for two processes (each
  * with its own pool, write path and caches), with the shared option: `fn`
  * gets both and the table's name; both are closed after it, whatever it does.
