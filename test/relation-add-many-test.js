@@ -60,12 +60,7 @@ for (const { name, base } of backends) {
   })
 
   test(`relation addMany() (${name}): the first missing member in order is refused, nothing of the call written; the write's own ops count`, async t => {
-    const db = await base()
-    const users = db.collection('users')
-    const chats = db.collection('chats')
-    const members = relation(db, 'members', users, chats)
-    await users.insertMany(Array.from({ length: 10 }, (_, i) => ({ name: `u${i + 1}` })))
-    const chat = await chats.insert({ title: 'c' })
+    const { db, users, members, chat } = await tenUsersAndAChat(base)
     await members.addMany(chat, [2, 4])
     t.same(await settled(members.addMany(chat, [1, 30, 3, 20])), { code: 'LEVELKIT_NOT_FOUND', id: 30, written: 0 }, 'the first missing id in order')
     t.same(await members.to(chat).all(), [2, 4], 'the list as it was')
@@ -84,12 +79,7 @@ for (const { name, base } of backends) {
   })
 
   test(`relation addMany() (${name}): an array is read as its iterator reads it, a batch at a time`, async t => {
-    const db = await base()
-    const users = db.collection('users')
-    const chats = db.collection('chats')
-    const members = relation(db, 'members', users, chats)
-    await users.insertMany(Array.from({ length: 10 }, (_, i) => ({ name: `u${i + 1}` })))
-    const chat = await chats.insert({ title: 'c' })
+    const { db, members, chat } = await tenUsersAndAChat(base)
     // Each index read once, in order; the length read anew for each batch (an array grown meanwhile is read on).
     const reads = []
     const target = [1, 2, 3]
@@ -160,6 +150,20 @@ for (const { name, base } of backends) {
     t.is(db.writer.listenerCounts.written, idle)
     await db.close()
   })
+}
+
+/**
+ * A database with users 1..10, a chat and the members relation (lists kept
+ * from chats to users only). @param {() => Promise<any>} base
+ */
+async function tenUsersAndAChat (base) {
+  const db = await base()
+  const users = db.collection('users')
+  const chats = db.collection('chats')
+  const members = relation(db, 'members', users, chats)
+  await users.insertMany(Array.from({ length: 10 }, (_, i) => ({ name: `u${i + 1}` })))
+  const chat = await chats.insert({ title: 'c' })
+  return { db, users, chats, members, chat }
 }
 
 /** A collection's records namespace. @param {any} collection */
