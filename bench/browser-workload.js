@@ -146,7 +146,8 @@ const USAGE = `Usage: node bench/${NAME}.js [options]
                     open()'s native option, ChatStore.native)
   --trace           after the first run, list the IndexedDB transactions and requests of
                     one operation of each row, on both sides (which namespaces levelkit reads),
-                    and of each table's part of the first run's preload
+                    and of each table's part of the first run's preload, also per record
+                    (each put with its value's shape: bytes, a string or an object's fields)
   --profile         in the first run, CPU-profile each page (Chromium's Profiler domain) over the
                     preload and each row's measured slices: main-thread JS ms per operation
                     (idle excluded), and the functions with the most self time
@@ -545,6 +546,15 @@ if (perRun[0].traces) {
       console.log(`  ${`preload of ${table} (all of it), ${side}:`.padEnd(30)} ${traceText(transactions)}`)
     }
   }
+  // The same per record: a table's requests per user, chat or message, both
+  // sides, what each put's value is (the native work a record costs).
+  const recordsOf = /** @type {Record<string, number>} */ ({ users: opts.users, chats: opts.chats, messages: opts.messages })
+  for (const table of PRELOAD_TABLES) {
+    for (const side of SIDES) {
+      const transactions = perRun[0].preload[side].traces?.[table]
+      if (transactions !== undefined) console.log(`  ${`preload of ${table}, per record, ${side}:`.padEnd(30)} ${perRecordText(transactions, recordsOf[table])}`)
+    }
+  }
 }
 if (perRun[0].profiles) {
   console.log()
@@ -659,6 +669,25 @@ function traceText (transactions) {
     parts.push(`${of.length} ${mode} [${[...tally].map(([r, k]) => k > 1 ? `${k}× ${r}` : r).join(', ')}]`)
   }
   return `${transactions.length} tx: ${parts.join('; ')}`
+}
+
+/**
+ * A traced preload's requests per record: each kind (method, namespace, the
+ * value's shape) counted over the whole part, divided by its records.
+ * @param {Array<{ mode: string, requests: string[] }>} transactions @param {number} records
+ */
+function perRecordText (transactions, records) {
+  /** @type {Map<string, number>} */
+  const tally = new Map()
+  let all = 0
+  for (const t of transactions) {
+    for (const r of t.requests) {
+      tally.set(r, (tally.get(r) || 0) + 1)
+      all++
+    }
+  }
+  const each = [...tally].sort((a, b) => b[1] - a[1]).map(([r, k]) => `${fmt(k / records, k < records / 10 ? 3 : 2)} ${r}`)
+  return `${fmt(all / records, 2)} requests, ${fmt(transactions.length / records, 3)} tx: ${each.join(', ')}`
 }
 
 /** @param {number} bytes */

@@ -11,7 +11,12 @@
 // entry (a user's chats in one getAll()); and createUser with a unique
 // username in three (A: the username's entry and the record, B: one add()
 // into a store with a unique index, C: the record in a store of its own
-// with a native unique index). Issue 15: the rows of
+// with a native unique index); and a bulk load of --bulk chats in one
+// transaction in four (G levelkit's since session 20: the record and the
+// member list in browser-level's store, the list's slotted entry carrying
+// the record in the lists store; H G without the member list in
+// browser-level's store; C; B), the native work per chat of
+// bench/browser-workload.js' preload. Issue 15: the rows of
 // bench/browser-workload.js that stay below Dexie are request counts; this
 // measures which layouts could reach the goals before one is built.
 //
@@ -22,7 +27,7 @@
 // median over runs.
 //
 // Usage: node bench/idb-layouts.js [--runs 3] [--users 2000] [--members 20]
-//   [--warm 200] [--n 30] [--reads 100] [--slices 8] [--seed 1]
+//   [--warm 200] [--n 30] [--reads 100] [--bulk 200] [--slices 8] [--seed 1]
 
 import fs from 'node:fs'
 import os from 'node:os'
@@ -36,6 +41,13 @@ const CREATE = ['A', 'B', 'C', 'D', 'E', 'F']
 const UPDATE = ['A', 'B', 'C', 'E', 'F']
 const USER = ['A', 'B', 'C']
 const COLD = ['A', 'B', 'C', 'E', 'F']
+const BULK = ['G', 'H', 'C', 'B']
+const BULK_LABELS = /** @type {Record<string, string>} */ ({
+  G: 'G levelkit today (record + member list + slotted entry)',
+  H: 'H G without the member list (the entry is the list)',
+  C: 'C records with their members in a store of their own',
+  B: 'B Dexie (add() with a multiEntry index)'
+})
 const LABELS = /** @type {Record<string, string>} */ ({
   A: 'A levelkit today (a list per user)',
   B: 'B Dexie (multiEntry index)',
@@ -56,6 +68,7 @@ const USAGE = `Usage: node bench/${NAME}.js [options]
   --warm N      createChats per layout before the measured ones (default 200)
   --n N         createChats, chat rewrites and createUsers per layout and slice (default 30)
   --reads N     cold reads of a user's chats per layout and slice (default 100)
+  --bulk N      chats per transaction of the bulk load, per layout and slice (default 200; 0: none)
   --slices N    slices per layout (default 8)
   --seed N      seed of the members chosen and the users read (default 1)`
 
@@ -66,12 +79,15 @@ const args = parseCli(NAME, USAGE, {
   warm: { type: 'string', default: '200' },
   n: { type: 'string', default: '30' },
   reads: { type: 'string', default: '100' },
+  bulk: { type: 'string', default: '200' },
   slices: { type: 'string', default: '8' },
   seed: { type: 'string', default: '1' }
 })
 /** @param {string} flag */
 const count = flag => optionOf(NAME, USAGE, () => parseCount(args[flag]))
 const opts = Object.fromEntries(['runs', 'users', 'members', 'warm', 'n', 'reads', 'slices', 'seed'].map(flag => [flag, count(flag)]))
+// 0 allowed: no bulk load.
+opts.bulk = args.bulk === '0' ? 0 : count('bulk')
 if (opts.members > opts.users) failWith(NAME, USAGE, '--members cannot exceed --users')
 
 const code = await bundleForBrowser('bench/lib/idb-layouts-page.js')
@@ -110,8 +126,19 @@ try {
           }
         }
       }
+      /** @type {Record<string, number[]>} chats/s of each bulk slice, by layout */
+      const bulk = {}
+      if (opts.bulk > 0) {
+        for (const layout of BULK) await call('bulk', layout, opts.bulk)
+        for (let s = 0; s < opts.slices; s++) {
+          for (const layout of s % 2 === 0 ? BULK : [...BULK].reverse()) {
+            const result = await call('bulk', layout, opts.bulk)
+            ;(bulk[layout] ??= []).push(opts.bulk / (result.ms / 1000))
+          }
+        }
+      }
       await call('close')
-      perRun.push(Object.fromEntries(Object.entries(slices).map(([kind, by]) => [kind, Object.fromEntries(Object.entries(by).map(([layout, rates]) => [layout, median(rates)]))])))
+      perRun.push(Object.fromEntries(Object.entries({ ...slices, bulk }).map(([kind, by]) => [kind, Object.fromEntries(Object.entries(by).map(([layout, rates]) => [layout, median(rates)]))])))
       console.log(`  run ${run}: load ${os.loadavg()[0].toFixed(2)}`)
     } finally {
       await context.close()
@@ -143,5 +170,11 @@ const users = [['createUser layout', 'ops/s', 'vs B']]
 for (const layout of USER) users.push([USER_LABELS[layout], rate('user', layout), `${ratio('user', layout).toFixed(2)}×`])
 console.log()
 printTable(users)
+if (opts.bulk > 0) {
+  const bulk = [[`bulk load, ${opts.bulk} chats per transaction`, 'chats/s', 'ms per chat', 'vs B']]
+  for (const layout of BULK) bulk.push([BULK_LABELS[layout], rate('bulk', layout), fmt(1000 / median(perRun.map(r => r.bulk[layout])), 3), `${ratio('bulk', layout).toFixed(2)}×`])
+  console.log()
+  printTable(bulk)
+}
 console.log()
 console.log(`  Medians over ${opts.runs} run(s) of the median slice; "vs B": the ratio to Dexie's layout within each run, then the median. Load average at the end ${os.loadavg().map(v => v.toFixed(2)).join(' ')}.`)

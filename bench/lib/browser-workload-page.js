@@ -48,6 +48,20 @@ function namespaceOf (key) {
 }
 
 /**
+ * What a put's value is, for the trace: bytes, a string or an object (its
+ * properties, each with its kind), so that two sides' puts compare.
+ * @param {any} value
+ * @returns {string}
+ */
+function shapeOf (value) {
+  if (ArrayBuffer.isView(value)) return value.byteLength === value.buffer.byteLength ? '(bytes)' : `(bytes ${value.byteLength} of a buffer of ${value.buffer.byteLength})`
+  if (typeof value === 'string') return '(string)'
+  if (value === null || typeof value !== 'object') return `(${typeof value})`
+  const parts = Object.entries(value).map(([k, v]) => `${k}: ${Array.isArray(v) ? `array ${v.length}` : ArrayBuffer.isView(v) ? 'bytes' : typeof v}`)
+  return `({ ${parts.join(', ')} })`
+}
+
+/**
  * Milliseconds (wall) spent inside each wrapped native call so far, by
  * name: the browser's own code (a request's structured clone and its
  * message to the browser process, say), beside levelkit's or Dexie's
@@ -92,7 +106,7 @@ function installCounters () {
       if (typeof method !== 'function') continue
       proto[name] = function (/** @type {any[]} */ ...args) {
         counts.requests++
-        if (trace !== null && trace.length > 0) trace[trace.length - 1].requests.push(`${name} ${namespaceOf(name === 'put' || name === 'add' ? args[1] ?? args[0] : args[0])}`)
+        if (trace !== null && trace.length > 0) trace[trace.length - 1].requests.push(`${name} ${namespaceOf(name === 'put' || name === 'add' ? args[1] ?? args[0] : args[0])}${name === 'put' || name === 'add' ? ` ${shapeOf(args[0])}` : ''}`)
         return timed(name, () => method.apply(this, args))
       }
     }

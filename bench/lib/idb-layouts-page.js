@@ -35,6 +35,16 @@
 // the record in an object store of its own with a native unique index on
 // the username (one add()).
 //
+// And a bulk load of chats (bench/browser-workload.js' preload: --bulk chats
+// in one readwrite transaction, no reads), in the layouts levelkit has or
+// could have since the lists store got its slots (session 20): G,
+// levelkit's today: the record and the member list in browser-level's
+// store, and the list's entry in the lists store (`{ s0: ids, v: record }`
+// under [slot, key], its store with the `ids` index and eight slot
+// indexes, as lib/idb-open.js makes it): three puts per chat; H, G without
+// the member list in browser-level's store (the entry is the list): two;
+// C, B as above: one put or add() per chat.
+//
 // Everything a layout needs to stay right (the users' existence, a
 // unique id) is what its library reads: A and C and E as levelkit's lease
 // cache would (nothing), B as Dexie does (the members read).
@@ -98,6 +108,9 @@ async function setup (config) {
       d.createObjectStore('listsF').createIndex('to', 'to', { multiEntry: true })
       d.createObjectStore('dexieUsers', { keyPath: 'id', autoIncrement: true }).createIndex('username', 'username', { unique: true })
       d.createObjectStore('ownUsers').createIndex('username', 'username', { unique: true })
+      const slotted = d.createObjectStore('slotted')
+      slotted.createIndex('ids', 'ids', { multiEntry: true })
+      for (let k = 0; k < 8; k++) slotted.createIndex(`s${k}`, `s${k}`, { multiEntry: true })
     }
     request.onsuccess = () => resolve(request.result)
     request.onerror = () => reject(request.error)
@@ -305,6 +318,57 @@ const COLD = {
   }
 }
 
+/** A sorted list of ids as levelkit stores one (4 bytes each here). @param {number[]} ids */
+const idBytes = ids => {
+  const bytes = new Uint8Array(4 * ids.length)
+  const view = new DataView(bytes.buffer)
+  ids.forEach((id, i) => view.setUint32(4 * i, id))
+  return bytes
+}
+
+/** @type {Record<string, (tx: IDBTransaction) => void>} one chat of a bulk load, no read */
+const BULK = {
+  G (tx) {
+    const id = ++chats
+    const ids = someMembers()
+    const record = chatJson(id, ids)
+    tx.objectStore(STORE).put(encoder.encode(record), keyOf('chats', id))
+    tx.objectStore(STORE).put(idBytes(ids), keyOf('members.list.to', id))
+    tx.objectStore('slotted').put({ s0: ids, v: record }, [0, keyOf('members.list.to', id)])
+  },
+  H (tx) {
+    const id = ++chats
+    const ids = someMembers()
+    const record = chatJson(id, ids)
+    tx.objectStore(STORE).put(encoder.encode(record), keyOf('chats', id))
+    tx.objectStore('slotted').put({ s0: ids, v: record }, [0, keyOf('members.list.to', id)])
+  },
+  C (tx) {
+    const id = ++chats
+    const ids = someMembers()
+    tx.objectStore('chats').put({ members: ids, record: chatJson(id, ids) }, keyOf('chats', id))
+  },
+  B (tx) {
+    const ids = someMembers()
+    tx.objectStore('dexieChats').add({ name: 'chat', adminId: ids[0], members: ids, lastActivity: Date.now(), createdAt: Date.now(), private: false, passwordHash: null })
+  }
+}
+
+/**
+ * `n` chats of one layout in one transaction (the sequence put once, where
+ * the layout keeps one): ms until it completes.
+ * @param {string} layout @param {number} n
+ */
+async function bulk (layout, n) {
+  const start = performance.now()
+  const tx = db.transaction([STORE, 'slotted', 'chats', 'dexieChats'], 'readwrite')
+  for (let i = 0; i < n; i++) BULK[layout](tx)
+  if (layout !== 'B') tx.objectStore(STORE).put(encoder.encode(String(chats)), keyOf('chats.seq', 0))
+  tx.commit()
+  await done(tx)
+  return { ms: performance.now() - start }
+}
+
 /**
  * `n` operations of one layout, awaited one by one: ops/s, and the chats
  * the reads found.
@@ -325,4 +389,4 @@ async function slice (kind, layout, n) {
   return { opsPerSec: n / ((performance.now() - start) / 1000), found }
 }
 
-/** @type {any} */ (window).idbLayouts = { setup, slice, close: () => db.close() }
+/** @type {any} */ (window).idbLayouts = { setup, slice, bulk, close: () => db.close() }

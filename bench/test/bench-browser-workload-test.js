@@ -42,10 +42,16 @@ test('bench/browser-workload.js with a tiny data set', { timeout: 130000 }, asyn
     t.match(stdout, /createChat, levelkit: +1 tx: 1 readwrite \[[^\]]*put chats[^\]]*\]/, 'the trace of a createChat')
     // ChatStore's users are native (ChatStore.native): a new user and its username are one put(), no claim of the username.
     const createUser = /createUser, levelkit: +1 tx: 1 readwrite \[([^\]]*)\]/.exec(stdout)
-    t.ok(createUser !== null && createUser[1].split(', ').filter(r => r === 'put users').length === 1 && !createUser[1].includes('users.idx'), `the trace of a createUser: one put of the user, no request on the username's entries (${createUser?.[1]})`)
+    t.ok(createUser !== null && createUser[1].split(', ').filter(r => /^put users \(\{/.test(r)).length === 1 && !createUser[1].includes('users.idx'), `the trace of a createUser: one put of the user, no request on the username's entries (${createUser?.[1]})`)
     for (const table of ['users', 'chats', 'messages']) {
       t.match(stdout, new RegExp(`preload of ${table} \\(all of it\\), levelkit: +\\d+ tx`), `the trace of the preload's ${table}`)
+      for (const side of ['levelkit', 'dexie']) {
+        t.match(stdout, new RegExp(`preload of ${table}, per record, ${side}: +[\\d.]+ requests, [\\d.]+ tx: `), `the preload's ${table} per record, ${side}`)
+      }
     }
+    // Each put with its value's shape: a chat is Dexie's one add() of an object with its members.
+    t.match(stdout, /preload of chats, per record, dexie: +1\.00 requests, [\d.]+ tx: 1\.00 add object \(\{ [^)]*members: array 5[^)]*\}\)/, 'Dexie\'s chat: one add() of an object with its members')
+    t.match(stdout, /preload of chats, per record, levelkit: .*1\.00 put chats \((bytes|string)\)/, 'levelkit\'s chat record: its put and its value\'s shape')
     // --profile: main-thread time per operation and where it went, per row and side.
     t.ok(stdout.includes('CPU profiles (run 1)'), 'the CPU profiles')
     for (const what of ['createChat, levelkit', 'createChat, dexie', 'preload (per 1,000 records), levelkit alone, levelkit']) {

@@ -9,7 +9,7 @@ const script = fileURLToPath(new URL('../idb-layouts.js', import.meta.url))
 
 test('bench/idb-layouts.js with a tiny data set', { timeout: 90000 }, async t => {
   const { code, stdout, stderr } = await new Promise(resolve => {
-    execFile(process.execPath, [script, '--runs', '1', '--users', '60', '--members', '5', '--warm', '4', '--n', '3', '--reads', '5', '--slices', '2'], { timeout: 80000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [script, '--runs', '1', '--users', '60', '--members', '5', '--warm', '4', '--n', '3', '--reads', '5', '--bulk', '20', '--slices', '2'], { timeout: 80000 }, (err, stdout, stderr) => {
       resolve({ code: err ? /** @type {any} */ (err).code ?? 1 : 0, stdout, stderr })
     })
   })
@@ -25,6 +25,12 @@ test('bench/idb-layouts.js with a tiny data set', { timeout: 90000 }, async t =>
   const perRead = [...stdout.matchAll(/× +([\d.]+)\n/g)].map(m => Number(m[1]))
   t.is(perRead.length, 5, 'chats per read, for the five layouts that read')
   t.ok(perRead.every(v => v > 0), `each finds chats (${perRead.join(', ')})`)
+
+  // --bulk (default 200, 20 here): a bulk load of chats in four layouts, Dexie's the reference.
+  for (const layout of ['G levelkit today', 'H G without the member list', 'C records with their members', 'B Dexie \\(add\\(\\) with a multiEntry index\\)']) {
+    t.match(stdout, new RegExp(`${layout}.* [\\d,]+ +[\\d.]+ +[\\d.]+×`), `a bulk load row for ${layout}, with a rate, ms per chat and a ratio`)
+  }
+  t.match(stdout, /B Dexie \(add\(\) with a multiEntry index\) +[\d,]+ +[\d.]+ +1\.00×/, 'Dexie\'s layout is the bulk load\'s reference')
 
   const usage = await new Promise(resolve => execFile(process.execPath, [script, '--members', '0'], (err, stdout, stderr) => resolve({ code: /** @type {any} */ (err)?.code, stderr })))
   t.is(/** @type {any} */ (usage).code, 2, 'a bad option is a usage error')
