@@ -368,6 +368,32 @@ test('postgres: opening a database on a new table costs its pool no connection',
   }
 })
 
+test('postgres: databases opening a new table at once (other processes) end no connection: one creates, the others wait', async t => {
+  // Two sessions creating one table at once: the second fails (23505 or
+  // 42P07) once the first commits, and a statement failing through
+  // pool.query() makes pg's pool end its connection.
+  const pools = Array.from({ length: 6 }, () => new pg.Pool({ connectionString: server.connectionString, max: 2 }))
+  let ended = 0
+  for (const pool of pools) {
+    pool.on('error', () => {})
+    pool.on('remove', () => { ended++ })
+  }
+  try {
+    for (let round = 0; round < 3; round++) {
+      const table = server.table()
+      // Shared, serializable: the table and its 64 lock tables, each made once.
+      const dbs = pools.map(pool => new PostgresLevel({ pool, table, shared: true, locking: 'serializable' }))
+      const opened = await Promise.allSettled(dbs.map(db => db.open()))
+      t.same(opened.map(result => result.status === 'rejected' ? result.reason.code ?? result.reason.message : 'open'), dbs.map(() => 'open'), `round ${round + 1}: all ${dbs.length} open`)
+      await Promise.all(dbs.map(db => db.close()))
+      await server.pool.query(postgresTables(table).map(name => `DROP TABLE IF EXISTS "${name}"`).join('; '))
+    }
+    t.is(ended, 0, 'no pool connection ended')
+  } finally {
+    await Promise.all(pools.map(pool => pool.end()))
+  }
+})
+
 test('postgres: postgresTables() names every table a database uses, its lock tables too', async t => {
   const table = server.table()
   const names = postgresTables(table)

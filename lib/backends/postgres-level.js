@@ -8,7 +8,8 @@ import { levelkitError, codes, invalid } from '../errors.js'
 import { describe } from '../common.js'
 import { PostgresWriterLock, InOrder, connectClient, keepAliveConfig, keepSessionAlive } from './postgres-shared.js'
 import { PostgresKeyLocks } from './postgres-keylocks.js'
-import { PostgresSerializable, createLockTables } from './postgres-serializable.js'
+import { PostgresSerializable } from './postgres-serializable.js'
+import { createTable, createLockTables } from './postgres-create.js'
 import { PostgresSectionLock, lostTransaction, isTransactionLost } from './postgres-section-lock.js'
 import { failoverOf, PrimaryPool, CommitLog, isConnectionError } from './postgres-hosts.js'
 import { SectionCache } from '../section-cache.js'
@@ -1290,20 +1291,6 @@ async function tableExists (pool, table) {
   // Not plainly ours: a read says why (or finds it readable after all, a domain over bytea, say).
   if (!rows[0].ours) await pool.query(`SELECT 1 FROM ${quote(table)} WHERE key = ''::bytea AND value = ''::bytea LIMIT 0`)
   return true
-}
-
-/**
- * Create the table. Two processes opening a new database at once both try:
- * the loser's duplicate is not an error.
- * @param {import('pg').Pool} pool @param {string} table
- */
-async function createTable (pool, table) {
-  try {
-    await pool.query(`CREATE TABLE IF NOT EXISTS ${quote(table)} (key bytea PRIMARY KEY, value bytea NOT NULL)`)
-  } catch (err) {
-    const code = /** @type {any} */ (err).code
-    if (code !== '23505' && code !== '42P07') throw err
-  }
 }
 
 /**
