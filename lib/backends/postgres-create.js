@@ -1,7 +1,8 @@
 // Creating a postgres database's tables when missing, from any number of
 // processes at once. Two sessions running CREATE TABLE IF NOT EXISTS of one
 // name together do not both skip it: the second waits for the first's
-// catalog rows and then fails (23505 on pg_type's unique index, or 42P07).
+// catalog rows and then fails (23505 on pg_type's unique index, 42P07, or
+// 42710: the table's row type already exists).
 // Failing through pool.query() makes pg's pool end the connection, so every
 // open racing another would cost the server a connection (a reconnect storm
 // when many processes start together). Instead the statements run behind a
@@ -20,7 +21,8 @@ export const CREATE_LOCK_SPACE = 0x4c4b4352
  * Run `statements` (CREATE ... IF NOT EXISTS) in one implicit transaction
  * that first takes the lock on `name`: one creator at a time. A creator
  * that does not take it (an earlier levelkit) may still race one that does:
- * the duplicate it causes is not an error either.
+ * the duplicate it causes is not an error either (an earlier levelkit failed
+ * the open on 42710).
  * @param {Queryable} pool @param {string} name @param {string[]} statements
  */
 export async function createOnce (pool, name, statements) {
@@ -28,7 +30,7 @@ export async function createOnce (pool, name, statements) {
     await pool.query(`SELECT pg_advisory_xact_lock(${CREATE_LOCK_SPACE}, hashtext(${escapeLiteral(name)})); ${statements.join('; ')}`)
   } catch (err) {
     const code = /** @type {any} */ (err).code
-    if (code !== '23505' && code !== '42P07') throw err
+    if (code !== '23505' && code !== '42P07' && code !== '42710') throw err
   }
 }
 
