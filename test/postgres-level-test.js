@@ -394,6 +394,48 @@ test('postgres: databases opening a new table at once (other processes) end no c
   }
 })
 
+test('postgres shared (keys): a statement of a transaction lost with its connection, failing after the next began, is LEVELKIT_BACKEND_UNAVAILABLE and leaves the next alone', async t => {
+  const db = new PostgresLevel({ connectionString: server.connectionString, table: server.table(), shared: true, locking: 'keys' })
+  await db.open()
+  try {
+    const lock = /** @type {any} */ (db.sharedWriterLock())
+    lock.begin()
+    const pid = (await lock.query('SELECT pg_backend_pid() AS pid')).rows[0].pid
+    const a = lock.query('SELECT pg_sleep(30)')
+    // Queued behind a on the writer connection: refused once the connection is gone.
+    const b = lock.query('SELECT 1')
+    /** @type {Promise<any> | null} */
+    let c = null
+    // As a section running again would: a new transaction as soon as a fails.
+    const failedA = a.then(() => null, err => {
+      lock.begin()
+      c = lock.query('SELECT 2 AS two')
+      return err
+    })
+    await sleeping(pid)
+    await server.pool.query('SELECT pg_terminate_backend($1)', [pid])
+    const errA = await failedA
+    const errB = await b.then(() => null, err => err)
+    t.is(errA?.code, 'LEVELKIT_BACKEND_UNAVAILABLE', 'the failing statement of the current transaction: LEVELKIT_BACKEND_UNAVAILABLE')
+    t.is(errB?.code, 'LEVELKIT_BACKEND_UNAVAILABLE', `the one queued behind it, failing after the next transaction began: LEVELKIT_BACKEND_UNAVAILABLE (${errB?.code}: ${errB?.message})`)
+    t.is(errB?.transactionLost, true, 'its transaction lost: the section runs again')
+    t.ok(lock.holding, 'the next transaction is still open')
+    t.is((await /** @type {any} */ (c)).rows[0].two, 2, 'and its statement answered, on a new connection')
+    await lock.rollback()
+  } finally {
+    await db.close()
+  }
+
+  /** Until the session runs pg_sleep. @param {number} pid */
+  async function sleeping (pid) {
+    for (let i = 0; i < 3000; i++) {
+      const { rows } = await server.pool.query('SELECT query FROM pg_stat_activity WHERE pid = $1', [pid])
+      if (rows[0]?.query?.includes('pg_sleep')) return
+      await new Promise(resolve => setTimeout(resolve, 10))
+    }
+  }
+})
+
 test('postgres: postgresTables() names every table a database uses, its lock tables too', async t => {
   const table = server.table()
   const names = postgresTables(table)
