@@ -4,6 +4,7 @@
 // lives in, and errors.
 import test from 'tape'
 import pg from 'pg'
+import { spawn } from 'node:child_process'
 import suite from 'abstract-level/test/index.js'
 import { AbstractSublevel } from 'abstract-level'
 import { PostgresLevel } from '../lib/backends/postgres-level.js'
@@ -434,6 +435,44 @@ test('postgres shared (keys): a statement of a transaction lost with its connect
       await new Promise(resolve => setTimeout(resolve, 10))
     }
   }
+})
+
+test('postgres: idle snapshot connections end after the pool\'s idleTimeoutMillis, as its own idle connections do', async t => {
+  const name = `lk snapshots ${process.pid}`
+  const db = await open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), pg: { idleTimeoutMillis: 300, application_name: name } })
+  try {
+    const items = db.collection('items')
+    await items.insert({ n: 1 })
+    const sessions = async () => (await server.pool.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [name])).rows[0].n
+    // Three snapshots at once: three connections of their own, kept once done.
+    const read = () => db.transaction(async (/** @type {any} */ tx) => { await new Promise(resolve => setTimeout(resolve, 50)); return (await items.in(tx).get(1)).n }, { readOnly: true })
+    t.same(await Promise.all([read(), read(), read()]), [1, 1, 1], 'three read-only transactions at once')
+    t.ok(await sessions() >= 4, 'their connections kept, beside the lock\'s')
+    let left = await sessions()
+    for (const deadline = Date.now() + 10000; left > 1 && Date.now() < deadline; left = await sessions()) await new Promise(resolve => setTimeout(resolve, 50))
+    t.is(left, 1, 'once idle for 300 ms, only the connection holding the table\'s lock is left')
+    t.is(await read(), 1, 'the next read-only transaction connects again')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres: with the pool\'s allowExitOnIdle, an open database that is not used lets the process exit', async t => {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', `
+    const { open } = await import(${JSON.stringify(new URL('../index.js', import.meta.url).href)})
+    const db = await open({ backend: 'postgres', connectionString: ${JSON.stringify(server.connectionString)}, table: ${JSON.stringify(server.table())}, pg: { allowExitOnIdle: true } })
+    const items = db.collection('items')
+    await items.insert({ n: 1 })
+    const n = await db.transaction(async tx => (await items.in(tx).get(1)).n, { readOnly: true })
+    process.on('exit', () => console.log('exited, read ' + n))
+  `], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let output = ''
+  child.stdout.on('data', chunk => { output += chunk })
+  const timer = setTimeout(() => child.kill(), 10000)
+  const code = await new Promise(resolve => child.on('close', resolve))
+  clearTimeout(timer)
+  t.is(output.trim(), 'exited, read 1', 'it wrote, read in a snapshot, and exited with the database open')
+  t.is(code, 0, 'by itself (not killed after 10 s)')
 })
 
 test('postgres: postgresTables() names every table a database uses, its lock tables too', async t => {
