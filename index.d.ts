@@ -122,7 +122,9 @@ export interface OpenOptions {
    * postgres: snapshot connections held at once (default 10). A read-only
    * db.transaction() beyond them waits for one to be released, in call
    * order; an explicit db.snapshot() never waits but counts. A positive
-   * integer, else LEVELKIT_INVALID.
+   * integer, else LEVELKIT_INVALID. Up to 4 released ones are kept for the
+   * next snapshots for the pool's idleTimeoutMillis (pg's 10 s by default),
+   * and with its allowExitOnIdle do not keep the process running.
    */
   maxSnapshots?: number
   /** postgres: connections the pool opens at most (default 10); the table lock and snapshots take connections of their own. */

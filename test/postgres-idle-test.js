@@ -262,6 +262,30 @@ test('postgres idle: kept connections do not hold a process open', async t => {
   t.is(output.trim(), 'kept at exit: 1', 'with its connection still kept: the idle socket and timer were unref\'d')
 })
 
+test('postgres idle: endIdleConnections() resolves in a process with nothing else to do (then the server can be stopped)', async t => {
+  // A kept socket is unref'd: a test file's last cleanup awaited its end and
+  // the process exited inside that await, before stopping its throwaway
+  // cluster (left running after test/transaction-snapshot-test.js).
+  const module = fileURLToPath(new URL('../lib/backends/postgres-idle.js', import.meta.url))
+  const pgPath = fileURLToPath(import.meta.resolve('pg'))
+  const script = `
+    const { default: pg } = await import(${JSON.stringify(pgPath)})
+    const { connectKept, release, endIdleConnections, idleCount } = await import(${JSON.stringify(module)})
+    const connect = async config => { const client = new pg.Client(config); client.on('error', () => {}); await client.connect(); return client }
+    const client = await connectKept(${JSON.stringify(config)}, connect)
+    await release(client)
+    const kept = idleCount()
+    await endIdleConnections()
+    console.log('ended ' + kept)
+  `
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'ignore'] })
+  let output = ''
+  child.stdout.on('data', chunk => { output += chunk })
+  const code = await new Promise(resolve => child.on('close', resolve))
+  t.is(output.trim(), 'ended 1', 'the await came back, the kept connection ended')
+  t.is(code, 0, 'the child exits cleanly (not 13: a top-level await left unsettled)')
+})
+
 test('postgres idle: endIdleConnections() from levelkit ends a closed database\'s sessions at once: DROP DATABASE right after', async t => {
   t.is(typeof levelkit.endIdleConnections, 'function', 'levelkit exports endIdleConnections()')
   await fresh()

@@ -4,6 +4,7 @@
 // lives in, and errors.
 import test from 'tape'
 import pg from 'pg'
+import { spawn } from 'node:child_process'
 import suite from 'abstract-level/test/index.js'
 import { AbstractSublevel } from 'abstract-level'
 import { PostgresLevel } from '../lib/backends/postgres-level.js'
@@ -366,6 +367,112 @@ test('postgres: opening a database on a new table costs its pool no connection',
   } finally {
     await pool.end()
   }
+})
+
+test('postgres: databases opening a new table at once (other processes) end no connection: one creates, the others wait', async t => {
+  // Two sessions creating one table at once: the second fails (23505 or
+  // 42P07) once the first commits, and a statement failing through
+  // pool.query() makes pg's pool end its connection.
+  const pools = Array.from({ length: 6 }, () => new pg.Pool({ connectionString: server.connectionString, max: 2 }))
+  let ended = 0
+  for (const pool of pools) {
+    pool.on('error', () => {})
+    pool.on('remove', () => { ended++ })
+  }
+  try {
+    for (let round = 0; round < 3; round++) {
+      const table = server.table()
+      // Shared, serializable: the table and its 64 lock tables, each made once.
+      const dbs = pools.map(pool => new PostgresLevel({ pool, table, shared: true, locking: 'serializable' }))
+      const opened = await Promise.allSettled(dbs.map(db => db.open()))
+      t.same(opened.map(result => result.status === 'rejected' ? result.reason.code ?? result.reason.message : 'open'), dbs.map(() => 'open'), `round ${round + 1}: all ${dbs.length} open`)
+      await Promise.all(dbs.map(db => db.close()))
+      await server.pool.query(postgresTables(table).map(name => `DROP TABLE IF EXISTS "${name}"`).join('; '))
+    }
+    t.is(ended, 0, 'no pool connection ended')
+  } finally {
+    await Promise.all(pools.map(pool => pool.end()))
+  }
+})
+
+test('postgres shared (keys): a statement of a transaction lost with its connection, failing after the next began, is LEVELKIT_BACKEND_UNAVAILABLE and leaves the next alone', async t => {
+  const db = new PostgresLevel({ connectionString: server.connectionString, table: server.table(), shared: true, locking: 'keys' })
+  await db.open()
+  try {
+    const lock = /** @type {any} */ (db.sharedWriterLock())
+    lock.begin()
+    const pid = (await lock.query('SELECT pg_backend_pid() AS pid')).rows[0].pid
+    const a = lock.query('SELECT pg_sleep(30)')
+    // Queued behind a on the writer connection: refused once the connection is gone.
+    const b = lock.query('SELECT 1')
+    /** @type {Promise<any> | null} */
+    let c = null
+    // As a section running again would: a new transaction as soon as a fails.
+    const failedA = a.then(() => null, err => {
+      lock.begin()
+      c = lock.query('SELECT 2 AS two')
+      return err
+    })
+    await sleeping(pid)
+    await server.pool.query('SELECT pg_terminate_backend($1)', [pid])
+    const errA = await failedA
+    const errB = await b.then(() => null, err => err)
+    t.is(errA?.code, 'LEVELKIT_BACKEND_UNAVAILABLE', 'the failing statement of the current transaction: LEVELKIT_BACKEND_UNAVAILABLE')
+    t.is(errB?.code, 'LEVELKIT_BACKEND_UNAVAILABLE', `the one queued behind it, failing after the next transaction began: LEVELKIT_BACKEND_UNAVAILABLE (${errB?.code}: ${errB?.message})`)
+    t.is(errB?.transactionLost, true, 'its transaction lost: the section runs again')
+    t.ok(lock.holding, 'the next transaction is still open')
+    t.is((await /** @type {any} */ (c)).rows[0].two, 2, 'and its statement answered, on a new connection')
+    await lock.rollback()
+  } finally {
+    await db.close()
+  }
+
+  /** Until the session runs pg_sleep. @param {number} pid */
+  async function sleeping (pid) {
+    for (let i = 0; i < 3000; i++) {
+      const { rows } = await server.pool.query('SELECT query FROM pg_stat_activity WHERE pid = $1', [pid])
+      if (rows[0]?.query?.includes('pg_sleep')) return
+      await new Promise(resolve => setTimeout(resolve, 10))
+    }
+  }
+})
+
+test('postgres: idle snapshot connections end after the pool\'s idleTimeoutMillis, as its own idle connections do', async t => {
+  const name = `lk snapshots ${process.pid}`
+  const db = await open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), pg: { idleTimeoutMillis: 300, application_name: name } })
+  try {
+    const items = db.collection('items')
+    await items.insert({ n: 1 })
+    const sessions = async () => (await server.pool.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [name])).rows[0].n
+    // Three snapshots at once: three connections of their own, kept once done.
+    const read = () => db.transaction(async (/** @type {any} */ tx) => { await new Promise(resolve => setTimeout(resolve, 50)); return (await items.in(tx).get(1)).n }, { readOnly: true })
+    t.same(await Promise.all([read(), read(), read()]), [1, 1, 1], 'three read-only transactions at once')
+    t.ok(await sessions() >= 4, 'their connections kept, beside the lock\'s')
+    let left = await sessions()
+    for (const deadline = Date.now() + 10000; left > 1 && Date.now() < deadline; left = await sessions()) await new Promise(resolve => setTimeout(resolve, 50))
+    t.is(left, 1, 'once idle for 300 ms, only the connection holding the table\'s lock is left')
+    t.is(await read(), 1, 'the next read-only transaction connects again')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres: with the pool\'s allowExitOnIdle, an open database that is not used lets the process exit', async t => {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', `
+    const { open } = await import(${JSON.stringify(new URL('../index.js', import.meta.url).href)})
+    const db = await open({ backend: 'postgres', connectionString: ${JSON.stringify(server.connectionString)}, table: ${JSON.stringify(server.table())}, pg: { allowExitOnIdle: true } })
+    const items = db.collection('items')
+    await items.insert({ n: 1 })
+    const n = await db.transaction(async tx => (await items.in(tx).get(1)).n, { readOnly: true })
+    process.on('exit', () => console.log('exited, read ' + n))
+  `], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let output = ''
+  child.stdout.on('data', chunk => { output += chunk })
+  const timer = setTimeout(() => child.kill(), 10000)
+  const code = await new Promise(resolve => child.on('close', resolve))
+  clearTimeout(timer)
+  t.is(output.trim(), 'exited, read 1', 'it wrote, read in a snapshot, and exited with the database open')
+  t.is(code, 0, 'by itself (not killed after 10 s)')
 })
 
 test('postgres: postgresTables() names every table a database uses, its lock tables too', async t => {

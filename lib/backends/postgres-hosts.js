@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { levelkitError, codes, invalid } from '../errors.js'
 import { describe } from '../common.js'
+import { createOnce } from './postgres-create.js'
 
 // How long an operation waits for a primary (a promotion takes a few
 // seconds to a Patroni ttl) before it fails.
@@ -345,13 +346,8 @@ export class CommitLog {
 
   /** Create the table when missing; remove the ids of sessions long gone. */
   async open () {
-    try {
-      await this.#pool.query({ text: `CREATE TABLE IF NOT EXISTS ${COMMITS_TABLE} (session text NOT NULL, seq bigint NOT NULL, fenced boolean NOT NULL DEFAULT false, at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (session, seq))` })
-    } catch (err) {
-      // Two openers at once: the loser's duplicate is not an error.
-      const code = /** @type {any} */ (err).code
-      if (code !== '23505' && code !== '42P07') throw err
-    }
+    // Two openers at once: one creates it, the other waits and finds it.
+    await createOnce({ query: text => this.#pool.query({ text }) }, COMMITS_TABLE, [`CREATE TABLE IF NOT EXISTS ${COMMITS_TABLE} (session text NOT NULL, seq bigint NOT NULL, fenced boolean NOT NULL DEFAULT false, at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (session, seq))`])
     await this.#pool.query({ text: `DELETE FROM ${COMMITS_TABLE} WHERE at < now() - interval '${COMMITS_KEPT}'` })
   }
 

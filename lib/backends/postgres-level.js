@@ -8,7 +8,8 @@ import { levelkitError, codes, invalid } from '../errors.js'
 import { describe } from '../common.js'
 import { PostgresWriterLock, InOrder, connectClient, keepAliveConfig, keepSessionAlive } from './postgres-shared.js'
 import { PostgresKeyLocks } from './postgres-keylocks.js'
-import { PostgresSerializable, createLockTables } from './postgres-serializable.js'
+import { PostgresSerializable } from './postgres-serializable.js'
+import { createTable, createLockTables } from './postgres-create.js'
 import { PostgresSectionLock, lostTransaction, isTransactionLost } from './postgres-section-lock.js'
 import { failoverOf, PrimaryPool, CommitLog, isConnectionError } from './postgres-hosts.js'
 import { SectionCache } from '../section-cache.js'
@@ -24,8 +25,11 @@ const DEFAULT_KEEP_ALIVE = 10000
 // or 'serializable' before it fails with LEVELKIT_CONFLICT (maxReruns).
 const DEFAULT_MAX_RERUNS = 100
 // Idle snapshot connections kept for the next snapshot (each snapshot holds
-// its own connection, beyond the pool: see #acquireSnapshotClient()).
+// its own connection, beyond the pool: see #acquireSnapshotClient()), each
+// for as long as the pool keeps an idle connection (its idleTimeoutMillis).
 const IDLE_SNAPSHOT_CLIENTS = 4
+// pg's pool's idleTimeoutMillis when none is given.
+const PG_IDLE_TIMEOUT = 10000
 // Snapshot connections held at once before a read-only transaction's
 // snapshot waits for one to be released (maxSnapshots).
 const DEFAULT_MAX_SNAPSHOTS = 10
@@ -98,8 +102,10 @@ export class PostgresLevel extends AbstractLevel {
   /** @type {import('pg').Pool | null} the application's pool (the pool option) */
   #sharedPool
   #table
-  /** @type {import('pg').Client[]} */
+  /** @type {Array<{ client: import('pg').Client, until: number }>} */
   #idleSnapshotClients = []
+  /** @type {ReturnType<typeof setTimeout> | null} ends idle snapshot connections past their time */
+  #snapshotSweeper = null
   /** @type {LockHolder | null} the connection holding the table's advisory lock */
   #holder = null
   /** @type {number | null} the lock's second key (from the table's oid) */
@@ -334,7 +340,7 @@ export class PostgresLevel extends AbstractLevel {
       let rows
       try {
         // Through the holder's queue: databases opening and closing together share its connection.
-        ({ rows } = await holder.statements.query(`SELECT pg_try_advisory_lock${this.#shared ? '_shared' : ''}(${LOCK_SPACE}, k) AS locked, k FROM (SELECT ((to_regclass($1)::oid::bigint) - 2147483648)::int AS k) AS t`, [quote(this.#table)]))
+        ({ rows } = await onHolder(holder, `SELECT pg_try_advisory_lock${this.#shared ? '_shared' : ''}(${LOCK_SPACE}, k) AS locked, k FROM (SELECT ((to_regclass($1)::oid::bigint) - 2147483648)::int AS k) AS t`, [quote(this.#table)]))
       } catch (err) {
         holder.tables.delete(this.#table)
         throw err
@@ -363,14 +369,19 @@ export class PostgresLevel extends AbstractLevel {
       holder.tables.delete(this.#table)
       if (holder.lost === null) {
         // Ending the holder's session (below, when it holds nothing else) lets go too.
-        await holder.statements.query(`SELECT pg_advisory_unlock${this.#shared ? '_shared' : ''}(${LOCK_SPACE}, $1)`, [this.#lockKey]).catch(noop)
+        await onHolder(holder, `SELECT pg_advisory_unlock${this.#shared ? '_shared' : ''}(${LOCK_SPACE}, $1)`, [this.#lockKey]).catch(noop)
       }
       await letGo(pool, holder)
     }
     for (const waiter of this.#snapshotQueue.splice(0)) waiter.reject(new ModuleError('The database was closed while a snapshot waited for a connection', { code: 'LEVEL_DATABASE_NOT_OPEN' }))
     const idle = this.#idleSnapshotClients.splice(0)
+    if (this.#snapshotSweeper !== null) clearTimeout(this.#snapshotSweeper)
+    this.#snapshotSweeper = null
     // Kept for a moment for the next database (postgres-idle.js), or ended.
-    await Promise.all(idle.map(client => release(client)))
+    await Promise.all(idle.map(({ client }) => {
+      /** @type {any} */ (client).ref?.()
+      return release(client)
+    }))
     if (this.#commits) await this.#commits.close()
     this.#commits = null
     if (pool && pool !== this.#sharedPool) await pool.end()
@@ -960,7 +971,10 @@ export class PostgresLevel extends AbstractLevel {
    */
   async #acquireSnapshotClient () {
     const idle = this.#idleSnapshotClients.pop()
-    if (idle) return idle
+    if (idle) {
+      /** @type {any} */ (idle.client).ref?.()
+      return idle.client
+    }
     if (this.#failover) {
       try {
         return await /** @type {PrimaryPool} */ (/** @type {any} */ (this.#pool)).connectClient({ fallback_application_name: 'levelkit snapshot' })
@@ -987,12 +1001,48 @@ export class PostgresLevel extends AbstractLevel {
       this.#snapshotReleased()
       return
     }
-    if (this.#pool !== null && this.#idleSnapshotClients.length < IDLE_SNAPSHOT_CLIENTS) {
-      this.#idleSnapshotClients.push(client)
+    const { idleMs, exitOnIdle } = this.#idlePolicy()
+    if (this.#pool !== null && this.#idleSnapshotClients.length < IDLE_SNAPSHOT_CLIENTS && idleMs !== null) {
+      // As the pool's idle connections: ended after idleTimeoutMillis (0:
+      // never), not holding the process with allowExitOnIdle.
+      this.#idleSnapshotClients.push({ client, until: idleMs === 0 ? Infinity : Date.now() + idleMs })
+      if (exitOnIdle) /** @type {any} */ (client).unref?.()
+      this.#sweepSnapshots()
     } else {
       await release(client)
     }
     this.#snapshotReleased()
+  }
+
+  /**
+   * How the pool treats idle connections, for the connections of this
+   * database outside it: how long one stays idle (null: not kept at all,
+   * idleTimeoutMillis 0: until closed) and whether idle ones let the
+   * process exit (allowExitOnIdle). pg's defaults: 10 s, no.
+   */
+  #idlePolicy () {
+    const options = /** @type {any} */ (this.#pool)?.options ?? this.#clientConfig()
+    const ms = options?.idleTimeoutMillis
+    return { idleMs: ms === undefined ? PG_IDLE_TIMEOUT : typeof ms === 'number' && ms >= 0 ? ms : null, exitOnIdle: options?.allowExitOnIdle === true }
+  }
+
+  /** End the idle snapshot connections past their time, on an unref'd timer while any are kept. */
+  #sweepSnapshots () {
+    if (this.#snapshotSweeper !== null) return
+    const next = Math.min(...this.#idleSnapshotClients.map(entry => entry.until))
+    if (next === Infinity) return
+    this.#snapshotSweeper = setTimeout(() => {
+      this.#snapshotSweeper = null
+      const now = Date.now()
+      const idle = this.#idleSnapshotClients
+      for (let i = idle.length - 1; i >= 0; i--) {
+        if (idle[i].until > now) continue
+        idle[i].client.end().catch(noop)
+        idle.splice(i, 1)
+      }
+      if (idle.length > 0) this.#sweepSnapshots()
+    }, Math.max(0, next - Date.now()) + 10)
+    this.#snapshotSweeper.unref()
   }
 }
 
@@ -1191,6 +1241,8 @@ const PostgresValueIterator = chunkedIterator(AbstractValueIterator)
  * @property {number} users databases using it (open, or opening)
  * @property {Error | null} lost why its connection failed
  * @property {(err: Error) => void} onError what sets `lost`
+ * @property {boolean} exitOnIdle whether its connection lets the process exit while no statement runs on it (the pool's allowExitOnIdle)
+ * @property {number} running statements running on it
  */
 
 /**
@@ -1207,13 +1259,32 @@ function holderOf (pool) {
   if (!holder) {
     const client = pool.connect()
     /** @type {LockHolder} */
-    const created = { client, statements: new InOrder(client), tables: new Set(), users: 0, lost: null, onError: (/** @type {Error} */ err) => { created.lost = err } }
+    const created = { client, statements: new InOrder(client), tables: new Set(), users: 0, lost: null, onError: (/** @type {Error} */ err) => { created.lost = err }, exitOnIdle: /** @type {any} */ (pool).options?.allowExitOnIdle === true, running: 0 }
     created.client.then(client => client.on('error', created.onError), noop)
     lockHolders.set(pool, created)
     holder = created
   }
   holder.users++
   return holder
+}
+
+/**
+ * Run a statement on the holder's connection. Between statements it only
+ * holds locks: with the pool's allowExitOnIdle it then lets the process
+ * exit (its session, and the locks, end with it), as the pool's idle
+ * connections do; while one runs, it holds the process, so that an
+ * open() or close() awaited with nothing else pending comes back.
+ * @param {LockHolder} holder @param {string} text @param {unknown[]} [values]
+ */
+async function onHolder (holder, text, values) {
+  holder.running++
+  const client = /** @type {any} */ (await holder.client.catch(() => null))
+  client?.ref?.()
+  try {
+    return await holder.statements.query(text, values)
+  } finally {
+    if (--holder.running === 0 && holder.exitOnIdle) client?.unref?.()
+  }
 }
 
 /**
@@ -1233,7 +1304,7 @@ async function letGo (pool, holder) {
   client.removeListener('error', holder.onError)
   if (holder.lost !== null) return client.release(holder.lost)
   try {
-    await holder.statements.query('SELECT pg_advisory_unlock_all()')
+    await onHolder(holder, 'SELECT pg_advisory_unlock_all()')
     client.release()
   } catch (err) {
     client.release(/** @type {Error} */ (err))
@@ -1290,20 +1361,6 @@ async function tableExists (pool, table) {
   // Not plainly ours: a read says why (or finds it readable after all, a domain over bytea, say).
   if (!rows[0].ours) await pool.query(`SELECT 1 FROM ${quote(table)} WHERE key = ''::bytea AND value = ''::bytea LIMIT 0`)
   return true
-}
-
-/**
- * Create the table. Two processes opening a new database at once both try:
- * the loser's duplicate is not an error.
- * @param {import('pg').Pool} pool @param {string} table
- */
-async function createTable (pool, table) {
-  try {
-    await pool.query(`CREATE TABLE IF NOT EXISTS ${quote(table)} (key bytea PRIMARY KEY, value bytea NOT NULL)`)
-  } catch (err) {
-    const code = /** @type {any} */ (err).code
-    if (code !== '23505' && code !== '42P07') throw err
-  }
 }
 
 /**

@@ -159,7 +159,12 @@ export class PostgresSectionLock extends PostgresWriterLock {
         this.#connection = null
         Promise.resolve(connection.client).then(client => client.end()).catch(noop)
       }
-      if (transaction === 0 || transaction !== this.stats.transactions) throw err
+      // Outside a transaction: its caller tells what the failure means (a batch alone may have committed).
+      if (transaction === 0) throw err
+      // Of a transaction lost with this connection, failing after another
+      // began on a new one (a statement queued behind the one that failed
+      // is refused a moment later): lost too, and the new one is not touched.
+      if (transaction !== this.stats.transactions) throw lostTransaction(err)
       if (this.#answered) this.#lost = true
       this.#ended()
       throw lostTransaction(err)

@@ -84,28 +84,6 @@ function lockTableOf (lock) {
   return Number(BigInt.asUintN(64, BigInt(lock)) % BigInt(LOCK_TABLES))
 }
 
-/**
- * Make `table`'s lock tables if they are missing (a table made before
- * them, or a new one): one query to look, one to make them all (in one
- * implicit transaction: the last one there means all are). Two processes
- * making them at once: the loser's duplicate is not an error.
- * @param {{ query: (text: string) => Promise<import('pg').QueryResult<any>> }} pool
- * @param {string} table
- */
-export async function createLockTables (pool, table) {
-  const last = lockTableName(table, LOCK_TABLES - 1)
-  const { rows } = await pool.query(`SELECT to_regclass('"${last}"') IS NOT NULL AS there`)
-  if (rows[0].there) return
-  const statements = []
-  for (let i = 0; i < LOCK_TABLES; i++) statements.push(`CREATE TABLE IF NOT EXISTS "${lockTableName(table, i)}" ()`)
-  try {
-    await pool.query(statements.join('; '))
-  } catch (err) {
-    const code = /** @type {any} */ (err).code
-    if (code !== '23505' && code !== '42P07') throw err
-  }
-}
-
 // serialization_failure, deadlock_detected, and in_failed_sql_transaction
 // (a statement sent after one of the first two aborted the transaction).
 const RETRY_STATES = new Set(['40001', '40P01', '25P02'])

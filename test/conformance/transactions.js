@@ -397,7 +397,10 @@ export default function (test, common) {
           await accounts.in(tx).update(from, { balance: a.balance - amount })
           await accounts.in(tx).update(to, { balance: b.balance + amount })
           return true
-        }, { maxRetries: 100, lockTimeout: 10000 })
+        // 200 at once: an attempt's time is mostly its wait behind the
+        // others' commits, ~200 times one transaction's, past the default
+        // 5 s on a loaded machine (postgres, load 20+). Not what is tested.
+        }, { maxRetries: 100, lockTimeout: 10000, timeout: 60000 })
       })
       const done = await Promise.all(transfers)
       const all = await accounts.query().all()

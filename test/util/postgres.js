@@ -45,13 +45,21 @@ async function cleanup (server) {
       for (const { tablename } of rows) await pools[0].query(`DROP TABLE IF EXISTS "${tablename}"`)
     }
   } finally {
-    // A database whose close failed (abstract-level's suite makes one) keeps
-    // its connection checked out, and pool.end() waits for it: not forever.
-    const ended = Promise.all(pools.map(pool => pool.end().catch(() => {})))
-    await Promise.race([ended, new Promise(resolve => setTimeout(resolve, 2000).unref())])
-    // Connections kept for the next database (lib/backends/postgres-idle.js) end with the server anyway.
-    await endIdleConnections()
-    await server.stop()
+    // Until the server is stopped the process must not exit, whatever an
+    // await below waits for (an unref'd socket's end, say): tape's exit
+    // handler removes the cluster's own, which would stop it.
+    const hold = setInterval(() => {}, 60000)
+    try {
+      // A database whose close failed (abstract-level's suite makes one) keeps
+      // its connection checked out, and pool.end() waits for it: not forever.
+      const ended = Promise.all(pools.map(pool => pool.end().catch(() => {})))
+      await Promise.race([ended, new Promise(resolve => setTimeout(resolve, 2000).unref())])
+      // Connections kept for the next database (lib/backends/postgres-idle.js) end with the server anyway.
+      await endIdleConnections()
+      await server.stop()
+    } finally {
+      clearInterval(hold)
+    }
   }
 }
 
