@@ -64,7 +64,7 @@
 // Usage: node bench/browser-workload.js [--runs 3] [--users 2000] [--chats 200]
 //   [--members 20] [--messages 20000] [--concurrency 16] [--scale 1] [--n N]
 //   [--ops a,b] [--slices 10] [--chunk 1000] [--pbkdf2 1] [--seed 1]
-//   [--no-warmup] [--no-native] [--trace] [--profile] [--out bench/out]
+//   [--no-warmup] [--no-native] [--relation-entries] [--trace] [--profile] [--out bench/out]
 
 import os from 'node:os'
 import fs from 'node:fs'
@@ -144,6 +144,8 @@ const USAGE = `Usage: node bench/${NAME}.js [options]
   --no-warmup       skip the untimed warm-up of every row on both sides
   --no-native       levelkit's users in browser-level's store (else a native collection:
                     open()'s native option, ChatStore.native)
+  --relation-entries  levelkit's chat members kept in IndexedDB's lists store only (open()'s
+                    relationIndexes: 'entries'; else their lists in browser-level's store too)
   --trace           after the first run, list the IndexedDB transactions and requests of
                     one operation of each row, on both sides (which namespaces levelkit reads),
                     and of each table's part of the first run's preload, also per record
@@ -169,6 +171,7 @@ const args = parseCli(NAME, USAGE, {
   seed: { type: 'string', default: '1' },
   'no-warmup': { type: 'boolean', default: false },
   'no-native': { type: 'boolean', default: false },
+  'relation-entries': { type: 'boolean', default: false },
   trace: { type: 'boolean', default: false },
   profile: { type: 'boolean', default: false },
   out: { type: 'string', default: path.join(here, 'out') }
@@ -192,6 +195,7 @@ const opts = {
   seed: count('seed'),
   warmup: !args['no-warmup'],
   native: !args['no-native'],
+  entries: Boolean(args['relation-entries']),
   trace: Boolean(args.trace),
   profile: Boolean(args.profile)
 }
@@ -211,7 +215,7 @@ const concurrencyOf = (/** @type {string} */ op) => op.endsWith('C') ? opts.conc
 const run0 = startRun(NAME, args.out, ['dexie', 'browser-level', 'playwright-core'])
 const bundles = await bundleSizes()
 console.log(`${NAME}: levelkit ChatStore (browser bundle, IndexedDB) vs Dexie ${run0.versions.dexie}, one headless Chromium, ${opts.runs} run(s)`)
-console.log(`  data: ${fmt(opts.users)} users, ${fmt(opts.chats)} chats of ${opts.members} members, ${fmt(opts.messages)} messages; ${opts.concurrency} in flight; preload in writes of ${fmt(opts.chunk)}; PBKDF2 ${opts.pbkdf2} iteration(s)`)
+console.log(`  data: ${fmt(opts.users)} users, ${fmt(opts.chats)} chats of ${opts.members} members, ${fmt(opts.messages)} messages; ${opts.concurrency} in flight; preload in writes of ${fmt(opts.chunk)}; PBKDF2 ${opts.pbkdf2} iteration(s)${opts.entries ? '; levelkit\'s chat members in the lists store only (relationIndexes: \'entries\')' : ''}`)
 printMachine(run0, ['levelkit', 'browser-level', 'dexie', 'playwright-core'])
 
 const code = await bundleForBrowser('bench/lib/browser-workload-page.js')
@@ -253,7 +257,7 @@ async function runOnce (run) {
     for (const [k, side] of SIDES.entries()) {
       const page = k === 0 && context.pages()[0] ? context.pages()[0] : await context.newPage()
       page.on('pageerror', err => pageErrors.push(`${side}: ${err.message}`))
-      await page.goto(origins[(k + run + 1) % 2] + (opts.native ? '/' : '/?native=0'))
+      await page.goto(origins[(k + run + 1) % 2] + pageQuery(opts))
       await page.waitForFunction(() => /** @type {any} */ (window).browserWorkload !== undefined)
       pages[side] = page
     }
@@ -712,4 +716,13 @@ function preloadMs (part) {
 /** @param {Record<string, number>} byTable */
 function secs (byTable) {
   return Object.entries(byTable).map(([t, ms]) => t === 'gc' ? `its final gc() ${fmt(ms, 0)} ms` : `${t} ${fmt(ms / 1000, 2)} s`).join(', ')
+}
+
+/** The page's query: the levelkit side's open() options. @param {{ native: boolean, entries: boolean }} options */
+function pageQuery (options) {
+  const query = new URLSearchParams()
+  if (!options.native) query.set('native', '0')
+  if (options.entries) query.set('entries', '1')
+  const text = query.toString()
+  return text === '' ? '/' : `/?${text}`
 }

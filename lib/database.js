@@ -44,13 +44,15 @@ export class Database {
 
   /**
    * @param {any} level an open abstract-level 3 database
-   * @param {{ syncReads?: boolean, readCache?: number | { size?: number, policy?: import('./read-cache.js').CachePolicy }, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean, relationIndexes?: boolean }} [options]
+   * @param {{ syncReads?: boolean, readCache?: number | { size?: number, policy?: import('./read-cache.js').CachePolicy }, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean, relationIndexes?: boolean | 'entries' }} [options]
    */
   constructor (level, options = {}) {
     this.level = level
     this.#ownsLevel = options.ownsLevel !== false
     /** Whether a new relation with both lists may keep its reverse direction in an IndexedDB index (lib/relation.js). */
     this.relationIndexes = options.relationIndexes !== false
+    // Opt-in: such a relation's forward lists kept in the index's entries only (lib/idb-direct.js).
+    this.relationEntries = options.relationIndexes === 'entries'
     // Another tab opens the IndexedDB database at a newer version (a newer
     // layout): its connection is closed at once so that tab is not blocked
     // (lib/idb-open.js), and this database with it, until the page reloads.

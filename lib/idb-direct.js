@@ -3,6 +3,7 @@ import { entrySize } from './read-cache.js'
 import { listsStoreOf, LIST_SLOTS, LIST_CLAIMS, slotIndexOf } from './idb-open.js'
 import { nativeLayoutOf } from './native-layouts.js'
 import { decodeIds } from './stored.js'
+import { encode } from './tuple.js'
 import { compareBytes, bytesToBinaryString } from './bytes.js'
 
 // A lower layer under the write path and the reads for a browser-level
@@ -144,6 +145,15 @@ export class IdbDirect {
    */
   #mirrors = new Map()
   /**
+   * The mirrored namespaces whose lists are kept in their entries only
+   * (a relation's `native: ['from', 'to']`): a batch puts or deletes the
+   * entry, not the list in browser-level's store, and reads of the
+   * namespace answer from the entries, their ids encoded as the list's
+   * bytes again (one put per list written instead of two).
+   * @type {Set<import('./namespace.js').Namespace>}
+   */
+  #entriesOnly = new Set()
+  /**
    * Where each mirrored namespace keeps its entries: the slot it claimed
    * (its own index, whose keys are the ids alone: LIST_SLOTS in
    * lib/idb-open.js), or -1 for the `ids` index shared by tags (a lists
@@ -273,6 +283,7 @@ export class IdbDirect {
       const native = /** @type {import('./idb-records.js').NativeLayout} */ (this.#native)
       return this.#retrying(write, store => native.get(store.transaction, this.#io, segment, stored)).then(value => decodeValue(value, namespace))
     }
+    if (this.#entriesOnly.has(namespace)) return this.#retrying(write, () => this.#listValue(namespace, key)).then(value => decodeValue(value, namespace))
     return this.#retrying(write, store => this.#settle(store.get(stored))).then(value => decodeValue(value, namespace))
   }
 
@@ -326,6 +337,10 @@ export class IdbDirect {
    * @returns {Promise<Array<[Uint8Array, any]>>}
    */
   entries (namespace, bounds, options, write) {
+    if (this.#entriesOnly.has(namespace)) {
+      if (options.limit === 0) return Promise.resolve([])
+      return this.#retrying(write, () => this.#listEntries(namespace, bounds, options))
+    }
     const range = this.#range(namespace, bounds)
     if (range === null || options.limit === 0) return Promise.resolve([])
     return this.#retrying(write, store => this.#entriesOn(store, namespace, range, options))
@@ -380,10 +395,11 @@ export class IdbDirect {
    * @returns {Promise<[Array<[Uint8Array, any]>, any[]]>}
    */
   #entriesWithNow (namespace, bounds, options, keys, write) {
-    const range = this.#range(namespace, bounds)
+    const only = this.#entriesOnly.has(namespace)
+    const range = only ? null : this.#range(namespace, bounds)
     const stored = keys.map(([other, key]) => this.#prefixed(other, key))
     return this.#retrying(write, store => Promise.all([
-      range === null || options.limit === 0 ? [] : this.#entriesOn(store, namespace, range, options),
+      options.limit === 0 ? [] : only ? this.#listEntries(namespace, bounds, options) : range === null ? [] : this.#entriesOn(store, namespace, range, options),
       Promise.all(stored.map((key, i) => this.#getIn(store, keys[i][0], key)))
     ])).then(([entries, values]) => [entries, values.map((value, i) => decodeValue(value, keys[i][0]))])
   }
@@ -509,6 +525,8 @@ export class IdbDirect {
       for (const op of ops) {
         if (op === null) continue
         // One lookup of the namespace per op (a bulk batch has thousands).
+        // Kept in its mirror entry only (#mirrorBatch() puts or deletes it).
+        if (this.#entriesOnly.size > 0 && this.#entriesOnly.has(op.namespace)) continue
         const { prefix, segment } = this.#prefixOf(op.namespace)
         const key = withPrefix(prefix, op.key)
         if (segment !== null) {
@@ -602,12 +620,20 @@ export class IdbDirect {
    * its record's value too, `{ ids, v }`, kept in step by every batch that
    * writes the list or the record (#mirrorBatch()), so listingRecords()
    * answers the records in one request.
+   * With `only`, the lists are kept in their entries only (#entriesOnly).
    * @param {import('./namespace.js').Namespace} namespace
    * @param {import('./namespace.js').Namespace} [records]
+   * @param {boolean} [only]
    * @returns {boolean}
    */
-  mirror (namespace, records) {
+  mirror (namespace, records, only = false) {
     if (this.#listsStore() === null) return false
+    if (only) {
+      // Reads through browser-level's interface (check(), exports) answer from the entries too.
+      if (typeof this.#level.routeEntries !== 'function') return false
+      this.#level.routeEntries(this, namespace)
+      this.#entriesOnly.add(namespace)
+    }
     if (!this.#mirrors.has(namespace)) {
       this.#mirrors.set(namespace, namespace.prefix)
       // A lists store made before slots: the shared index, no claim.
@@ -659,6 +685,14 @@ export class IdbDirect {
    */
   carries (namespace) {
     return this.#carried.has(namespace)
+  }
+
+  /**
+   * Whether the lists of `namespace` are kept in their mirror entries only (mirror()).
+   * @param {import('./namespace.js').Namespace} namespace
+   */
+  entriesOnly (namespace) {
+    return this.#entriesOnly.has(namespace)
   }
 
   /**
@@ -861,6 +895,46 @@ export class IdbDirect {
       idsOf(at, values[i]),
       records === undefined ? undefined : { v: 'v' in values[i] ? decodeValue(values[i].v, records) : undefined, record: decodeValue(stored[i], records) }
     ]))
+  }
+
+  /**
+   * The list `key` (unprefixed) of `namespace` (kept in its entries only)
+   * as its bytes, from its entry, in the transaction requests are being
+   * made on; undefined where it has none.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @returns {Promise<Uint8Array | undefined>}
+   */
+  #listValue (namespace, key) {
+    const tag = /** @type {string} */ (this.#mirrors.get(namespace))
+    return this.#withSlot(namespace, tag, slot => {
+      const lists = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists)
+      return this.#settle(lists.get(keyOf(slot, tag, key))).then(entry => entry === undefined ? undefined : encode(idsOf(slot, entry)))
+    }, /** @type {Uint8Array | undefined} */ (undefined))
+  }
+
+  /**
+   * entries() of a namespace kept in its entries only: a range of the
+   * lists store ([slot or tag, key bytes]: binary keys order as Level's).
+   * @param {import('./namespace.js').Namespace} namespace @param {Bounds} bounds
+   * @param {{ values?: boolean, reverse?: boolean, limit?: number }} options
+   * @returns {Promise<Array<[Uint8Array, any]>>}
+   */
+  #listEntries (namespace, bounds, options) {
+    const tag = /** @type {string} */ (this.#mirrors.get(namespace))
+    const limit = options.limit ?? Infinity
+    const values = options.values !== false
+    const count = limit === Infinity || limit < 0 || limit > MAX_COUNT ? undefined : limit
+    return this.#withSlot(namespace, tag, slot => {
+      const lists = /** @type {IDBObjectStore} */ ((/** @type {Slot} */ (this.#making)).lists)
+      const range = listRange(slot < 0 ? tag : slot, bounds)
+      if (range === null) return Promise.resolve([])
+      /** @param {any} key @param {any} entry @returns {[Uint8Array, any]} */
+      const entry = (key, entry) => [new Uint8Array(key[1]), values ? encode(idsOf(slot, entry)) : undefined]
+      if (options.reverse) return this.#cursorEntries(values ? lists.openCursor(range, 'prev') : lists.openKeyCursor(range, 'prev'), count ?? Infinity, entry)
+      const keys = this.#settle(lists.getAllKeys(range, count))
+      if (!values) return keys.then((/** @type {any[]} */ keys) => keys.map(key => entry(key, undefined)))
+      return Promise.all([keys, this.#settle(lists.getAll(range, count))]).then(([keys, found]) => keys.map((/** @type {any} */ key, /** @type {number} */ i) => entry(key, found[i])))
+    }, /** @type {Array<[Uint8Array, any]>} */ ([]))
   }
 
   /**
@@ -1340,6 +1414,7 @@ export class IdbDirect {
    * @returns {Promise<any>}
    */
   #getIn (store, namespace, key) {
+    if (this.#entriesOnly.has(namespace)) return this.#listValue(namespace, key.subarray(this.#prefixOf(namespace).prefix.length))
     const { segment } = this.#prefixOf(namespace)
     if (segment === null) return this.#settle(store.get(/** @type {any} */ (key)))
     return /** @type {import('./idb-records.js').NativeLayout} */ (this.#native).get(store.transaction, this.#io, segment, key)
@@ -1538,6 +1613,29 @@ function indexQuery (location, slot, tag, id) {
   return slot < 0
     ? { index: listsStoreOf(location).index, only: IDBKeyRange.only([tag, id]) }
     : { index: slotIndexOf(slot), only: IDBKeyRange.only(id) }
+}
+
+/**
+ * The lists store's range of the entries of `bounds` (unprefixed keys) under
+ * `head` (a slot, or a tag), or null where it is empty: [head, bytes] lies
+ * between [head] and [head, []] (arrays sort after binary keys).
+ * @param {number | string} head @param {Bounds} bounds
+ * @returns {IDBKeyRange | null}
+ */
+function listRange (head, bounds) {
+  const low = bounds.gte ?? bounds.gt
+  const high = bounds.lte ?? bounds.lt
+  try {
+    return IDBKeyRange.bound(
+      low === undefined ? [head] : [head, /** @type {any} */ (low)],
+      high === undefined ? [head, []] : [head, /** @type {any} */ (high)],
+      low === undefined || bounds.gte === undefined,
+      high === undefined || bounds.lte === undefined
+    )
+  } catch (err) {
+    if (/** @type {any} */ (err)?.name === 'DataError') return null
+    throw err
+  }
 }
 
 /**

@@ -130,7 +130,7 @@ function switchingError (collection) {
  * @returns {Promise<any>} the database, open (or, if opening failed, not: its open() says why)
  */
 export async function openOwnedBrowserLevel (BrowserLevel, location, options) {
-  const { native, ...rest } = options
+  const { native, relationEntries, ...rest } = options
   options = rest
   // The native layout's code is loaded only where it is asked for.
   const records = native === undefined ? null : await import('./idb-records.js')
@@ -140,6 +140,8 @@ export async function openOwnedBrowserLevel (BrowserLevel, location, options) {
     return new BrowserLevel(location, options)
   }
   if (records !== null && layout !== null) BrowserLevel = records.nativeLevelClass(BrowserLevel, layout)
+  // Loaded only where it is asked for, as the native layout's code.
+  if (relationEntries === true) BrowserLevel = (await import('./idb-lists-level.js')).listsLevelClass(BrowserLevel)
   const name = (options.prefix ?? 'level-js-') + location
   for (let attempt = 0; ; attempt++) {
     const version = await prepareStores(name, location, layout)

@@ -81,7 +81,9 @@ export class RelationModel {
     this.idb = lists.includes('to') && lists.includes('from') ? db.writer.idb : null
     // A new database takes the index kind unless open() was told not to.
     this.indexNew = db.relationIndexes
-    /** The sides kept by an IndexedDB index (['from'] or none). @type {string[]} */
+    // And keeps its forward lists in the index's entries only (opt-in: open({ relationIndexes: 'entries' })).
+    this.entriesNew = db.relationEntries
+    /** The sides kept by IndexedDB's lists store (['from'], ['from', 'to'] where the forward lists are its entries only, or none). @type {string[]} */
     this.native = []
     // A record created under a new sequence id has no list yet: its edges
     // read none (a relation writes a record's lists in the record's
@@ -119,20 +121,43 @@ export class RelationModel {
    */
   async settleLayout (scope, stored) {
     const storedNative = Array.isArray(stored?.native) && stored.native.includes('from')
+    const storedEntries = Array.isArray(stored?.native) && stored.native.includes('to')
     // The index's keys are the listed `to` ids: sequence ids (positive integers) are IndexedDB keys, any id is not.
     // mirror() says whether the database has levelkit's lists store.
     const native = storedNative || (this.indexNew && this.to.sequential && this.idb !== null && this.idb.ready && this.idb.mirror(this.forward.namespace))
-    if (!native) return
+    if (!native) {
+      if (storedEntries) throw this.entriesRefused(stored)
+      return
+    }
+    // The forward lists in the entries only: chosen on a relation with no
+    // stored layout yet, kept where the stored layout says so; a database
+    // whose layout says otherwise is refused (moving lists between the
+    // two is not done yet), either way.
+    const entries = stored === undefined ? this.entriesNew : storedEntries
+    if (entries !== this.entriesNew) throw this.entriesRefused(stored)
     // Each mirror entry carries its from-record too: from(id).records() is
     // then one request. Entries written before they did are read around
     // (IdbDirect.listingRecords()) until a write of the record or its list fills them.
-    if (this.idb === null || !this.idb.mirror(this.forward.namespace, this.from.records)) {
+    if (this.idb === null || !this.idb.mirror(this.forward.namespace, this.from.records, entries)) {
       throw levelkitError(codes.INVALID, `Relation "${this.name}" keeps its reverse direction in an IndexedDB index of a database levelkit opened (its stored layout says native: ['from']): declare it with lists: ['from', 'to'] and open the database with open({ location }), not a database brought with { db }`, { relation: this.name })
     }
     // Where its entries are (IdbDirect's slots), known before its first read or write.
     await this.idb.learnSlots(true)
     if (this.reverse.kind !== 'index') this.reverse = new IndexDirection(/** @type {ListDirection} */ (this.forward), /** @type {ListDirection} */ (this.reverseLists), this.idb)
-    this.native = ['from']
+    this.native = entries ? ['from', 'to'] : ['from']
+  }
+
+  /**
+   * The error of a tab whose choice of where the forward lists are (the
+   * lists store's entries only, or browser-level's store too) is not the
+   * stored layout's.
+   * @param {Record<string, unknown> | undefined} stored
+   */
+  entriesRefused (stored) {
+    const there = Array.isArray(stored?.native) && stored.native.includes('to')
+    return levelkitError(codes.INVALID, there
+      ? `Relation "${this.name}" keeps its forward lists in IndexedDB's lists store only (its stored layout says native: ['from', 'to']): open the database with relationIndexes: 'entries'`
+      : `Relation "${this.name}" keeps its forward lists in browser-level's store (its stored layout says native: ${JSON.stringify(stored?.native ?? [])}): relationIndexes: 'entries' is for relations with no stored layout yet (moving existing lists is not supported yet)`, { relation: this.name })
   }
 
   /**
@@ -149,6 +174,7 @@ export class RelationModel {
     for (const direction of unused) {
       if ((await direction.namespace.sublevel.keys({ limit: 1 }).all()).length > 0) return false
     }
+    if (this.native.includes('to')) return true
     if (this.reverse.kind === 'index' && this.idb !== null) {
       // And the mirror holds every forward list.
       await this.writer.drain()

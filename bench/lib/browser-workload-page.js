@@ -29,6 +29,8 @@ let trace = null
 // their own, IndexedDB's unique index on the username), where levelkit has
 // them; --no-native opens the one-store layout.
 const NATIVE = new URLSearchParams(globalThis.location.search).get('native') === '0' ? undefined : /** @type {any} */ (ChatStore).native
+// Chat members kept in IndexedDB's lists store only (open()'s relationIndexes: 'entries'), with ?entries=1.
+const RELATION_INDEXES = new URLSearchParams(globalThis.location.search).get('entries') === '1' ? 'entries' : undefined
 
 /**
  * What a request is about: for levelkit's keys (bytes, `!namespace!...`)
@@ -163,7 +165,7 @@ async function setup (config) {
   mine = config.side
   const cost = { pbkdf2Iterations: config.pbkdf2Iterations }
   opened = { location: `${mine}-${config.tag}`, passwordCost: cost }
-  if (mine === 'levelkit') sides.levelkit = await ChatStore.open(await open({ location: opened.location, native: NATIVE }), { passwordCost: cost })
+  if (mine === 'levelkit') sides.levelkit = await ChatStore.open(await open({ location: opened.location, native: NATIVE, relationIndexes: RELATION_INDEXES }), { passwordCost: cost })
   else sides.dexie = await new DexieChatStore(opened.location, cost).open()
   data.hashes = await Promise.all(data.users.map((/** @type {any} */ u) => hashPassword(u.password, cost)))
   data.params = `pbkdf2-sha256$${config.pbkdf2Iterations}`
@@ -259,7 +261,7 @@ async function preload (side, chunk, traced = false, table) {
 async function openCold (side) {
   const { location, passwordCost } = /** @type {NonNullable<typeof opened>} */ (opened)
   if (side === 'dexie') return new DexieChatStore(location, passwordCost).open()
-  const store = await ChatStore.open(await open({ location, native: NATIVE }), { passwordCost })
+  const store = await ChatStore.open(await open({ location, native: NATIVE, relationIndexes: RELATION_INDEXES }), { passwordCost })
   await sides.levelkit.db.schemaVersion()
   return store
 }

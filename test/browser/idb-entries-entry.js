@@ -1,0 +1,186 @@
+// A relation's forward lists kept in IndexedDB's lists store only
+// (open({ relationIndexes: 'entries' }): its stored layout says native:
+// ['from', 'to'], lib/idb-direct.js's #entriesOnly): a chat costs two puts,
+// not three; every edge reads back from both sides, through the write path
+// and outside it; check() is clean; a tab that chose the other layout is
+// refused. test/browser-idb-entries-test.js bundles this file, opens it in
+// Chromium and calls window.levelkitTests.run().
+
+import { test, run } from './harness.js'
+import { open } from '../../browser.js'
+import { countRequests } from './count-requests.js'
+import { decode, encode } from '../../lib/tuple.js'
+import { ChatStore } from '../../chat.js'
+
+const run_ = Math.random().toString(36).slice(2)
+let opened = 0
+const fresh = () => `levelkit-idb-entries-${run_}-${++opened}`
+
+/** @param {Promise<unknown>} promise */
+const settled = promise => promise.then(value => ({ value }), err => ({ code: err?.code ?? err?.name }))
+
+/** @param {string} location @param {any} [relationIndexes] */
+async function openChats (location, relationIndexes = 'entries') {
+  const db = await open({ location, relationIndexes })
+  const users = db.collection('users')
+  const chats = db.collection('chats')
+  const members = db.relation('members', { from: chats, to: users, lists: ['from', 'to'] })
+  return { db, users, chats, members }
+}
+
+/** @param {number} n */
+const people = n => Array.from({ length: n }, (_, i) => ({ name: `u${i + 1}` }))
+
+/** Each of `chatIds`' members, and each user's chats among them, as the relation answers both ways. @param {any} s @param {number[]} chatIds @param {number} userCount */
+async function edges (s, chatIds, userCount) {
+  const forward = []
+  for (const chat of chatIds) for (const user of await s.members.to(chat).all()) forward.push(`${chat}>${user}`)
+  const reverse = []
+  for (let user = 1; user <= userCount; user++) for (const chat of await s.members.from(user).all()) if (chatIds.includes(chat)) reverse.push(`${chat}>${user}`)
+  return { forward: forward.sort(), reverse: reverse.sort() }
+}
+
+test('idb-entries: the stored layout says native: [\'from\', \'to\']; a bulk load of chats makes two puts per chat; every edge both ways; check() clean', async (/** @type {any} */ t) => {
+  const location = fresh()
+  const s = await openChats(location)
+  await s.users.insertMany(people(60))
+  // The schema's first write of chats and members done before counting.
+  await s.members.addMany(await s.chats.insert({ title: 'warm' }), [1])
+  const layout = (await s.db.level.sublevel(':levelkit.meta').iterator().all()).map((/** @type {any} */ [, value]) => String(value)).find((/** @type {string} */ value) => value.includes('"native"'))
+  t.same(JSON.parse(layout ?? '{}').native, ['from', 'to'], 'the stored layout')
+  const rows = Array.from({ length: 30 }, (_, c) => Array.from({ length: 20 }, (_, k) => 1 + ((c * 7 + k * 3) % 60)).filter((u, i, all) => all.indexOf(u) === i).sort((a, b) => a - b))
+  const { made, answer } = await countRequests(() => s.db.write(async (/** @type {any} */ w) => {
+    const ids = []
+    for (const members of rows) {
+      const id = await s.chats.in(w).insert({ title: 'c' })
+      await s.members.in(w).addMany(id, members)
+      ids.push(id)
+    }
+    return ids
+  }))
+  // The chat's record and its mirror entry (the list): a few more for the batch (meta, slot claims).
+  t.ok(made.put + made.add <= 2 * rows.length + 4, `two puts per chat (${JSON.stringify(made)})`)
+  const expected = rows.flatMap((members, c) => members.map(u => `${answer[c]}>${u}`)).sort()
+  const found = await edges(s, answer, 60)
+  t.same(found.forward, expected, 'every chat lists its members')
+  t.same(found.reverse, expected, 'every member lists its chats (the index)')
+  t.same((await s.db.check()).problems, [], 'check() is clean')
+  await s.db.close()
+})
+
+test('idb-entries: add, addMany, remove read back from both sides, in the write path and out, and after reopening', async (/** @type {any} */ t) => {
+  const location = fresh()
+  let s = await openChats(location)
+  await s.users.insertMany(people(8))
+  const a = await s.chats.insert({ title: 'a' })
+  const b = await s.chats.insert({ title: 'b' })
+  await s.members.add(a, 3)
+  await s.members.addMany(a, [5, 1, 7])
+  await s.members.addMany(b, [3, 4])
+  await s.members.remove(a, 5)
+  t.same(await s.members.to(a).all(), [1, 3, 7], 'to(): the forward list')
+  t.same(await s.members.from(3).all(), [a, b], 'from(): the index')
+  t.same(await s.members.from(5).all(), [], 'a removed edge is gone from the reverse side')
+  t.ok(await s.members.has(a, 7), 'has()')
+  t.notOk(await s.members.has(a, 5), 'has() of a removed edge')
+  t.same(await s.members.to(a, { reverse: true, limit: 2 }).all(), [7, 3], 'a reversed range with a limit')
+  const inWrite = await s.db.write(async (/** @type {any} */ w) => {
+    await s.members.in(w).add(b, 8)
+    return await s.members.in(w).has(b, 8)
+  })
+  t.ok(inWrite, 'in a write: its own edge')
+  t.same(await s.members.to(b).all(), [3, 4, 8], 'after it')
+  // A user's deletion cascades into the chats that list it.
+  await s.users.del(3)
+  t.same(await s.members.to(a).all(), [1, 7], 'a deleted member leaves the list')
+  t.same((await s.db.check()).problems, [], 'check() is clean')
+  await s.db.close()
+  s = await openChats(location)
+  t.same(await s.members.to(b).all(), [4, 8], 'reopened: the forward list')
+  t.same(await s.members.from(8).all(), [b], 'reopened: the reverse side')
+  t.same((await s.db.check()).problems, [], 'reopened: check() is clean')
+  await s.db.close()
+})
+
+test('idb-entries: a tab that chose the other layout is refused, both ways', async (/** @type {any} */ t) => {
+  const entries = fresh()
+  let s = await openChats(entries)
+  await s.users.insertMany(people(2))
+  await s.members.add(await s.chats.insert({ title: 'a' }), 1)
+  await s.db.close()
+  s = await openChats(entries, true)
+  t.same(await settled(s.members.to(1).all()), { code: 'LEVELKIT_INVALID' }, 'entries stored, a tab without the option: reads refused')
+  t.same(await settled(s.members.add(1, 2)), { code: 'LEVELKIT_INVALID' }, 'and writes')
+  await s.db.close()
+  const plain = fresh()
+  s = await openChats(plain, true)
+  await s.users.insertMany(people(2))
+  await s.members.add(await s.chats.insert({ title: 'a' }), 1)
+  await s.db.close()
+  s = await openChats(plain)
+  t.same(await settled(s.members.add(1, 2)), { code: 'LEVELKIT_INVALID' }, 'lists in browser-level\'s store, a tab with the option: refused')
+  await s.db.close()
+  s = await openChats(plain, true)
+  t.same(await s.members.to(1).all(), [1], 'the data is as it was')
+  await s.db.close()
+})
+
+test('idb-entries: two tabs open a new database at once, one with the option: the one that did not store the layout first is refused', async (/** @type {any} */ t) => {
+  for (const first of ['entries', 'plain']) {
+    const location = fresh()
+    const a = await openChats(location)
+    const b = await openChats(location, true)
+    const [winner, loser] = first === 'entries' ? [a, b] : [b, a]
+    await winner.users.insertMany(people(3))
+    await winner.members.add(await winner.chats.insert({ title: 'w' }), 1)
+    const refused = await settled(loser.members.add(1, 2))
+    t.is(refused.code, 'LEVELKIT_SCHEMA_CHANGED', `${first} first: the other tab's write is refused`)
+    t.same(await winner.members.to(1).all(), [1], `${first} first: its list is as it wrote it`)
+    t.same((await winner.db.check()).problems, [], `${first} first: check() is clean`)
+    await a.db.close()
+    await b.db.close()
+  }
+})
+
+test('idb-entries: browser-level\'s interface reads the lists from their entries (point reads, ranges either way, the whole database in order); a write through it is refused', async (/** @type {any} */ t) => {
+  const s = await openChats(fresh())
+  await s.users.insertMany(people(6))
+  const chats = []
+  for (let c = 0; c < 4; c++) chats.push(await s.chats.insert({ title: `c${c}` }))
+  for (let c = 0; c < 4; c++) await s.members.addMany(chats[c], [c + 1, c + 2, c + 3])
+  const lists = s.db.level.sublevel('members.list.to', { keyEncoding: 'view', valueEncoding: 'view' })
+  const all = await lists.iterator().all()
+  t.same(all.map((/** @type {any} */ [key, value]) => [decode(key), decode(value)]), chats.map((chat, c) => [chat, [c + 1, c + 2, c + 3]]), 'an iterator over the namespace: every list, in key order')
+  t.same((await lists.keys({ reverse: true, limit: 2 }).all()).map((/** @type {any} */ key) => decode(key)), [chats[3], chats[2]], 'reversed, with a limit')
+  t.same((await lists.keys({ gt: encode(chats[0]), lte: encode(chats[2]) }).all()).map((/** @type {any} */ key) => decode(key)), [chats[1], chats[2]], 'a range')
+  t.same(decode(await lists.get(encode(chats[1]))), [2, 3, 4], 'get()')
+  t.same((await lists.getMany([encode(chats[2]), encode(99)])).map((/** @type {any} */ value) => value === undefined ? undefined : decode(value)), [[3, 4, 5], undefined], 'getMany()')
+  const keys = (await s.db.level.keys({ keyEncoding: 'utf8' }).all())
+  const sorted = [...keys].sort()
+  t.same(keys, sorted, 'the whole database: in order')
+  t.is(keys.filter((/** @type {string} */ key) => key.startsWith('!members.list.to!')).length, 4, 'the whole database: the lists among its keys')
+  t.is((await s.db.level.keys({ keyEncoding: 'utf8', limit: 3 }).all()).length, 3, 'the whole database, with a limit')
+  t.is((await settled(lists.put(encode(chats[0]), encode([1])))).code, 'LEVELKIT_INVALID', 'a put through it is refused')
+  t.same(await s.members.to(chats[0]).all(), [1, 2, 3], 'nothing written')
+  await s.db.close()
+})
+
+test('idb-entries: a ChatStore with native users: createChat, members both ways, getChats(), removeChatMember, deleteChat, check() clean', async (/** @type {any} */ t) => {
+  const db = await open({ location: fresh(), native: ChatStore.native, relationIndexes: 'entries' })
+  const store = await ChatStore.open(db, { passwordCost: { scryptN: 1024, pbkdf2Iterations: 1 } })
+  const users = []
+  for (let i = 0; i < 5; i++) users.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
+  const chat = { id: await store.createChat({ name: 'one', adminId: users[0], userIds: users.slice(1, 4) }) }
+  const other = { id: await store.createChat({ name: 'two', adminId: users[1], userIds: [users[4]] }) }
+  t.ok(await store.checkChatMember(chat.id, users[3]), 'a member')
+  t.same((await store.getChats(users[1])).map((/** @type {any} */ c) => c.id).sort(), [chat.id, other.id].sort(), 'a user\'s chats (the index\'s entries)')
+  await store.removeChatMember(chat.id, users[3])
+  t.notOk(await store.checkChatMember(chat.id, users[3]), 'removed')
+  await store.deleteChat(other.id)
+  t.same((await store.getChats(users[1])).map((/** @type {any} */ c) => c.id), [chat.id], 'a deleted chat is gone from its members\' chats')
+  t.same((await db.check()).problems, [], 'check() is clean')
+  await db.close()
+})
+
+// @ts-ignore
+window.levelkitTests = { run }
