@@ -8,7 +8,8 @@
 // --library DIR runs another copy of levelkit (its own `pg` is counted).
 // --calls counts JavaScript function calls per op over the timed part (V8's
 // precise coverage with call counts: levelkit's, pg's and Node's JS alike;
-// it makes the code slower, so its CPU column is not comparable).
+// it makes the code slower, so its CPU column is not comparable) and, with
+// --top, the functions called most per op (the last run).
 //
 // Usage: node bench/pg-cpu.js [--locking serializable|keys] [--n 400]
 //   [--concurrency 16] [--users 300] [--chats 10] [--user-chats edges]
@@ -85,7 +86,9 @@ try {
     const ms = performance.now() - t0
     const { user, system } = process.cpuUsage(cpu)
     const per = (/** @type {keyof typeof counts} */ k) => ((counts[k] - before[k]) / n).toFixed(2)
-    const callsPerOp = calls ? { callsPerOp: Math.round(countCalls((await session.post('Profiler.takePreciseCoverage')).result) / n) } : {}
+    const coverage = calls ? (await session.post('Profiler.takePreciseCoverage')).result : null
+    const callsPerOp = coverage !== null ? { callsPerOp: Math.round(countCalls(coverage) / n) } : {}
+    if (coverage !== null && r === runs && top > 0) printCallsTop(coverage)
     console.log(JSON.stringify({ library, locking, n, warm, run: r, concurrency, cpuUsPerOp: Math.round((user + system) / n), userUsPerOp: Math.round(user / n), opsPerS: Math.round(n / ms * 1000), roundTrips: per('queries'), textBytes: per('textBytes'), paramBytes: per('paramBytes'), rows: per('rows'), ...callsPerOp }))
   }
   if (heap) {
@@ -115,6 +118,24 @@ function countCalls (scripts) {
     for (const fn of script.functions) if (fn.functionName !== '' || fn.ranges[0].startOffset !== 0) total += fn.ranges[0].count
   }
   return total
+}
+
+/**
+ * Calls per op by function (name url:line), the top --top: where the
+ * calls of countCalls() go. @param {any[]} scripts
+ */
+function printCallsTop (scripts) {
+  /** @type {Map<string, number>} */
+  const byFunction = new Map()
+  for (const script of scripts) {
+    const url = script.url.replace(/^.*\/(node_modules|lib|wt-[^/]+)\//, '$1/')
+    for (const fn of script.functions) {
+      if (fn.functionName === '' && fn.ranges[0].startOffset === 0) continue
+      const key = `${fn.functionName || '(anonymous)'} ${url}:@${fn.ranges[0].startOffset}`
+      byFunction.set(key, (byFunction.get(key) ?? 0) + fn.ranges[0].count)
+    }
+  }
+  for (const [key, count] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${(count / n).toFixed(1).padStart(8)} calls/op  ${key}`)
 }
 
 /** Self time by function (name url:line), the top --top. @param {any} profile */

@@ -32,6 +32,43 @@ let checkModule = null
  * (sublevels) hold the records, indexes, relations, children and counters
  * declared on it, all written through one write path.
  */
+/** The key of Database's db.write() for levelkit's own callbacks (see there). */
+export const writeUntracked = Symbol('levelkit.writeUntracked')
+
+/**
+ * Run a db.write() callback in its scope: it settles once the callback and
+ * every operation it started have, and the scope is closed then.
+ * @template T
+ * @param {import('./write-scope.js').WriteScope} scope @param {(w: import('./write-scope.js').WriteScope) => Promise<T> | T} fn
+ * @returns {Promise<T>}
+ */
+async function runCallback (scope, fn) {
+  // check() called while the callback runs reads beside it rather than
+  // wait for it: the callback may be its caller.
+  scope.hostsReads = true
+  let result
+  try {
+    result = await fn(scope)
+  } catch (err) {
+    // Operations the callback started and did not wait for settle
+    // before the critical section ends (closed first: they go no
+    // further than their next step). Else one still running asks for
+    // its key's lock (locking: 'keys') once the section has let its
+    // transaction go, and begins one that nothing ends.
+    scope.close()
+    let idle
+    while ((idle = scope.idle()) !== null) await idle
+    throw err
+  }
+  // Wait until no operation of the scope is pending, then close it in the
+  // same continuation: an operation started later (a forgotten await)
+  // is refused instead of being acknowledged without being committed.
+  let idle
+  while ((idle = scope.idle()) !== null) await idle
+  scope.close()
+  return result
+}
+
 export class Database {
   /** @type {Map<string, { kind: string, model: any, handle: any }>} */
   #models = new Map()
@@ -191,32 +228,27 @@ export class Database {
     this.#assertOpen()
     const refused = refuseInsideScope(this.writer)
     if (refused) throw refused
-    return this.writer.run(scope => runInScope(scope, async () => {
-      // check() called while the callback runs reads beside it rather than
-      // wait for it: the callback may be its caller.
-      scope.hostsReads = true
-      let result
-      try {
-        result = await fn(scope)
-      } catch (err) {
-        // Operations the callback started and did not wait for settle
-        // before the critical section ends (closed first: they go no
-        // further than their next step). Else one still running asks for
-        // its key's lock (locking: 'keys') once the section has let its
-        // transaction go, and begins one that nothing ends.
-        scope.close()
-        let idle
-        while ((idle = scope.idle()) !== null) await idle
-        throw err
-      }
-      // Wait until no operation of the scope is pending, then close it in the
-      // same continuation: an operation started later (a forgotten await)
-      // is refused instead of being acknowledged without being committed.
-      let idle
-      while ((idle = scope.idle()) !== null) await idle
-      scope.close()
-      return result
-    }), sync === true, null, rerunnable === true)
+    return this.writer.run(scope => runInScope(scope, () => runCallback(scope, fn)), sync === true, null, rerunnable === true)
+  }
+
+  /**
+   * db.write() for levelkit's own callbacks (ChatStore's), which call every
+   * model through `w`: their async context is not tracked (no frame of
+   * lib/context-node.js), so they enable no AsyncLocalStorage, whose hook
+   * every promise of the process pays while one is enabled. A model call
+   * such a callback made without in(w) would wait for it instead of being
+   * refused: only for callbacks that make none. Calls made inside a
+   * db.write() callback are refused as db.write() refuses them.
+   * @template T
+   * @param {(w: import('./write-scope.js').WriteScope) => Promise<T>} fn
+   * @param {boolean} [rerunnable] as db.write()'s option
+   * @returns {Promise<T>}
+   */
+  [writeUntracked] (fn, rerunnable = false) {
+    this.#assertOpen()
+    const refused = refuseInsideScope(this.writer)
+    if (refused) return Promise.reject(refused)
+    return this.writer.run(scope => runCallback(scope, fn), false, null, rerunnable)
   }
 
   /**

@@ -3,6 +3,9 @@ import { invalid } from './errors.js'
 import { within } from './bounds.js'
 import { decodeList } from './stored.js'
 
+/** What #decided() and #known() answer for a key they cannot: the lookup goes on. */
+const UNKNOWN = Symbol('unknown')
+
 const textEncoder = new TextEncoder()
 /** @param {string} text */
 const encodeText = text => textEncoder.encode(text)
@@ -225,20 +228,16 @@ export class WriteScope {
     if (!this.open) this.assertOpen()
     /** @type {string | undefined} the lookup key, once built */
     let id
-    // Nothing decided and unwritten: skip building the lookup key.
-    if (this.ops.length > 0 || this.writer.pending) {
+    // Nothing decided and unwritten, nothing known absent: skip building the lookup key.
+    if (this.ops.length > 0 || this.writer.pending || this.#absent !== null) {
       id = namespace.keyId(key)
-      if (this.indexed < this.ops.length) this.index()
-      const op = this.local.get(id) || this.writer.lookup(id)
-      if (op !== undefined) return op.type === 'put' ? op.value : undefined
-      if (this.#absent !== null && this.#absent.has(id)) return undefined
-    } else if (this.#absent !== null && this.#absent.has(id = namespace.keyId(key))) {
-      return undefined
+      const decided = this.#decided(id)
+      if (decided !== UNKNOWN) return decided
     }
     if (namespace.cache === null) {
       if (this.writer.syncReads) return namespace.read(key, true)
       // The lookup key built once per read (a relation's endpoint checks make many).
-      return this.#readOnce(namespace, key, id)
+      return this.#known(namespace, key, id ?? namespace.keyId(key), true)
     }
     // A cached namespace: what is not in the cache is read once and remembered.
     // Nothing is pending for the key here, so the stored value is current.
@@ -272,28 +271,25 @@ export class WriteScope {
     if (!this.writer.sharesLocks) return this.get(namespace, key)
     if (!this.open) this.assertOpen()
     const id = namespace.keyId(key)
-    if (this.ops.length > 0 || this.writer.pending) {
-      if (this.indexed < this.ops.length) this.index()
-      const op = this.local.get(id) || this.writer.lookup(id)
-      if (op !== undefined) return op.type === 'put' ? op.value : undefined
-    }
-    if (this.#absent !== null && this.#absent.has(id)) return undefined
-    // Read (and locked) exclusively already: that lock covers this.
-    const read = this.#reads?.get(id)
-    if (read !== undefined) return read
+    const decided = this.#decided(id)
+    if (decided !== UNKNOWN) return decided
     if (namespace.cache !== null) {
+      // Read (and locked) exclusively already: that lock covers this.
+      const read = this.#reads?.get(id)
+      if (read !== undefined) return read
       const name = bytesToBinaryString(key)
       if (namespace.cache.has(name)) return namespace.cache.get(name)
     } else {
-      const hit = this.writer.sectionCache?.lookup(id)
-      if (hit !== undefined) return hit[0]
+      // Read (and locked) exclusively already, or kept by the section cache: that lock covers this.
+      const known = this.#known(namespace, key, id, false)
+      if (known !== UNKNOWN) return known
     }
     // Read under a shared lock earlier in this key transaction, which still holds it.
     const kept = this.writer.sharedReads?.lookup(id)
     if (kept !== undefined) return kept[0]
     const shared = this.#sharedReads ??= new Map()
-    const known = shared.get(id)
-    if (known !== undefined) return known
+    const reading = shared.get(id)
+    if (reading !== undefined) return reading
     return this.#readShared(namespace, key, id, shared)
   }
 
@@ -319,33 +315,54 @@ export class WriteScope {
   }
 
   /**
-   * Read a key of a namespace that is not cached, from the database, once
-   * per section (see #reads), or from the writer's section cache where it
-   * keeps one (lib/section-cache.js): then a value, not a promise. A failed
-   * read is not kept.
-   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
-   * @param {string} [id] its lookup key, where the caller built it
+   * What this section already knows of key `id` without reading: the
+   * value its own ops or earlier sections' unwritten ops decided
+   * (undefined for a deletion), undefined for a key known absent (see
+   * #absent), else UNKNOWN. The first step of every lookup (get(),
+   * getShared(), getMany()): what is decided and unwritten overrides every
+   * read and cache.
+   * @param {string} id
    * @returns {any}
    */
-  #readOnce (namespace, key, id = namespace.keyId(key)) {
-    const reads = this.#reads || (this.#reads = new Map())
-    const read = reads.get(id)
-    if (read !== undefined) return read
+  #decided (id) {
+    if (this.ops.length > 0 || this.writer.pending) {
+      if (this.indexed < this.ops.length) this.index()
+      const op = this.local.get(id) || this.writer.lookup(id)
+      if (op !== undefined) return op.type === 'put' ? op.value : undefined
+    }
+    if (this.#absent !== null && this.#absent.has(id)) return undefined
+    return UNKNOWN
+  }
+
+  /**
+   * The next step for a key of a namespace that is not cached, after
+   * #decided(): this section's read of it (a promise: a key is read once
+   * per section, see #reads), the writer's section cache (lib/section-cache.js),
+   * or on IndexedDB the lease cache (values, not promises, so that the
+   * checks of many keys, a relation's endpoints, run on without a turn of
+   * the event loop each); else, with `read`, a read of it started (#read()),
+   * without, UNKNOWN.
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {string} id
+   * @param {boolean} read
+   * @returns {any}
+   */
+  #known (namespace, key, id, read) {
+    const reads = this.#reads
+    const reading = reads !== null ? reads.get(id) : undefined
+    if (reading !== undefined) return reading
     const sections = this.writer.sectionCache
     if (sections !== null) {
       const hit = sections.lookup(id)
       if (hit !== undefined) return hit[0]
     }
     // On IndexedDB, what the lease cache holds (only while this tab holds
-    // the cross-tab lock, as every critical section does): a value, not a
-    // promise, so that the checks of many keys (a relation's endpoints)
-    // run on without a turn of the event loop each.
+    // the cross-tab lock, as every critical section does).
     const idb = this.writer.idb
     if (idb !== null && idb.ready) {
       const hit = idb.cached(namespace, id)
       if (hit !== undefined) return hit[0]
     }
-    return this.#read(namespace, key, id, reads)
+    return read ? this.#read(namespace, key, id, reads ?? (this.#reads = new Map())) : UNKNOWN
   }
 
   /**
@@ -423,10 +440,6 @@ export class WriteScope {
       return each.some(value => value instanceof Promise) ? Promise.all(each) : each
     }
     const reads = this.#reads || (this.#reads = new Map())
-    if (this.indexed < this.ops.length) this.index()
-    const pending = this.ops.length > 0 || this.writer.pending
-    const sections = this.writer.sectionCache
-    const absent = this.#absent
     const values = new Array(keys.length)
     let waits = false
     /** @type {Uint8Array[] | null} */
@@ -438,42 +451,24 @@ export class WriteScope {
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]
       const id = namespace.keyId(key)
-      // In get()'s order: the ops decided and not yet written, what is
-      // known absent, this section's reads, the section cache, the lease cache.
-      if (pending) {
-        const op = this.local.get(id) || this.writer.lookup(id)
-        if (op !== undefined) {
-          values[i] = op.type === 'put' ? op.value : undefined
-          continue
-        }
-      }
-      if (absent !== null && absent.has(id)) continue
-      const read = reads.get(id)
-      if (read !== undefined) {
-        values[i] = read
-        waits = true
+      // In get()'s order.
+      const decided = this.#decided(id)
+      if (decided !== UNKNOWN) {
+        values[i] = decided
         continue
       }
-      if (sections !== null) {
-        const hit = sections.lookup(id)
-        if (hit !== undefined) {
-          values[i] = hit[0]
-          continue
-        }
+      const known = this.#known(namespace, key, id, false)
+      if (known !== UNKNOWN) {
+        values[i] = known
+        if (known instanceof Promise) waits = true
+        continue
       }
-      if (direct) {
-        const hit = idb.cached(namespace, id)
-        if (hit !== undefined) {
-          values[i] = hit[0]
-          continue
-        }
-        // A read of it on its way fills the lease cache: get() waits for that one.
-        if (!idb.knows(id)) {
-          (missed ??= []).push(key)
-          ids.push(id)
-          at.push(i)
-          continue
-        }
+      // A read of it on its way fills the lease cache: get() waits for that one.
+      if (direct && !idb.knows(id)) {
+        (missed ??= []).push(key)
+        ids.push(id)
+        at.push(i)
+        continue
       }
       values[i] = this.#read(namespace, key, id, reads)
       waits = true
@@ -491,7 +486,7 @@ export class WriteScope {
    * trip (IndexedDB, and backends without synchronous reads, such as
    * postgres, which sends reads issued together as one statement): the
    * get()s of them that follow in this section take these reads (see
-   * #readOnce) instead of making requests one after another. Keys decided
+   * #known()) instead of making requests one after another. Keys decided
    * and not yet written are left to get(), which answers them from the
    * ops; elsewhere this does nothing.
    * Shared: for getShared() (keys only checked to exist, locked shared
@@ -507,8 +502,6 @@ export class WriteScope {
     if ((!direct && this.writer.syncReads) || namespace.cache !== null || !this.open || keys.length < 2 || this.defersCounters) return false
     if (shared && this.writer.sharesLocks) return this.#prefetchShared(namespace, keys)
     const reads = this.#reads || (this.#reads = new Map())
-    if (this.indexed < this.ops.length) this.index()
-    const pending = this.ops.length > 0 || this.writer.pending
     const sections = this.writer.sectionCache
     /** @type {Uint8Array[]} */
     const missed = []
@@ -516,7 +509,7 @@ export class WriteScope {
     const ids = []
     for (const key of keys) {
       const id = namespace.keyId(key)
-      if (reads.has(id) || (this.#absent !== null && this.#absent.has(id)) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
+      if (this.#decided(id) !== UNKNOWN || reads.has(id) || (sections !== null && sections.has(id))) continue
       // What the lease cache knows (or a read of it on its way) costs no request.
       if (idb !== null && direct && idb.knows(id)) continue
       if (direct) {
@@ -537,13 +530,11 @@ export class WriteScope {
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array[]} keys
    */
   #prefetchShared (namespace, keys) {
-    if (this.indexed < this.ops.length) this.index()
-    const pending = this.ops.length > 0 || this.writer.pending
     const sections = this.writer.sectionCache
     const shared = this.#sharedReads ??= new Map()
     for (const key of keys) {
       const id = namespace.keyId(key)
-      if (shared.has(id) || this.#reads?.has(id) || this.writer.sharedReads?.has(id) || (this.#absent !== null && this.#absent.has(id)) || (sections !== null && sections.has(id)) || (pending && (this.local.has(id) || this.writer.lookup(id) !== undefined))) continue
+      if (this.#decided(id) !== UNKNOWN || shared.has(id) || this.#reads?.has(id) || this.writer.sharedReads?.has(id) || (sections !== null && sections.has(id))) continue
       this.#readShared(namespace, key, id, shared)
     }
     return true
@@ -630,12 +621,7 @@ export class WriteScope {
    */
   mayClaimKey (namespace, key, id = namespace.keyId(key)) {
     const idb = /** @type {import('./idb-direct.js').IdbDirect} */ (this.writer.idb)
-    if (this.#reads?.has(id) || this.#absent?.has(id) || idb.knows(id)) return false
-    if (this.ops.length > 0 || this.writer.pending) {
-      if (this.indexed < this.ops.length) this.index()
-      if (this.local.has(id) || this.writer.lookup(id) !== undefined) return false
-    }
-    return true
+    return !(this.#reads?.has(id) || idb.knows(id) || this.#decided(id) !== UNKNOWN)
   }
 
   /**
@@ -660,7 +646,7 @@ export class WriteScope {
 
   /** @param {Op} op */
   push (op) {
-    this.assertOpen()
+    if (!this.open) this.assertOpen()
     this.ops.push(op)
   }
 

@@ -9,6 +9,7 @@ import { chatMigrations } from './migrations.js'
 import { idbDirectFor } from '../idb-direct.js'
 import { layoutReady } from '../layout-moves.js'
 import { encodeJson } from '../json-value.js'
+import { writeUntracked } from '../database.js'
 
 const DEFAULTS = Object.freeze({
   maxMembers: 30,
@@ -174,6 +175,18 @@ export class ChatStore {
     }
   }
 
+  /**
+   * db.write() for this store's own callbacks: each calls every model
+   * through `w`, so its async context need not be tracked, and no
+   * AsyncLocalStorage is enabled for it (lib/database.js writeUntracked).
+   * @template T
+   * @param {(w: import('../write-scope.js').WriteScope) => Promise<T>} fn @param {boolean} [rerunnable]
+   * @returns {Promise<T>}
+   */
+  #write (fn, rerunnable = false) {
+    return this.db[writeUntracked](fn, rerunnable)
+  }
+
   /** Make sure, once, that the database is this store's. */
   #own () {
     if (this.#owning === null) {
@@ -259,11 +272,11 @@ export class ChatStore {
       // IndexedDB the username is then claimed by the batch, not read
       // first (Writer#run()).
       const createdAt = Date.now()
-      const id = await this.db.write(async (w) => {
+      const id = await this.#write(async (w) => {
         const id = /** @type {number} */ (await this.users.in(w).insert({ username: name, passwordHash, createdAt }))
         await this.#countCreated(w, params, id)
         return id
-      }, { rerunnable: true })
+      }, true)
       this.#countHash(params, 1)
       return id
     } catch (err) {
@@ -326,7 +339,7 @@ export class ChatStore {
     const to = paramsFor(this.options.passwordCost)
     if (from === to) return
     const passwordHash = await hashPassword(password, this.options.passwordCost)
-    const upgraded = await this.db.write(async (w) => {
+    const upgraded = await this.#write(async (w) => {
       const current = await this.users.in(w).get(user.id)
       if (!current || current.passwordHash !== user.passwordHash) return false
       await this.users.in(w).update(user.id, { passwordHash })
@@ -400,7 +413,7 @@ export class ChatStore {
 
   /** Set the hash counts from the users: for data adopted without them. */
   async #recountHashes () {
-    await this.db.write(async (w) => {
+    await this.#write(async (w) => {
       const { counts } = await this.#storedHashes(w)
       const counters = this.passwordCosts.in(w)
       // (Marks too: every hash is now counted one by one.)
@@ -440,7 +453,7 @@ export class ChatStore {
     if (typeof id !== 'string' || id.length === 0 || id.length > 256) throw invalid('sessionId must be a non-empty string of at most 256 characters')
     assertId(userId, 'userId')
     if (typeof expiry !== 'number' || !Number.isFinite(expiry)) throw invalid('expiry must be a finite number (milliseconds since the epoch)')
-    await this.db.write(async (w) => {
+    await this.#write(async (w) => {
       if (!(await this.users.in(w).has(userId))) throw notFound(`No user with id ${userId}`)
       await this.sessions.in(w).put(id, { sessionId: id, userId, expiry })
     })
@@ -474,7 +487,7 @@ export class ChatStore {
     if (typeof now !== 'number' || !Number.isFinite(now)) throw invalid('now must be a finite number')
     let removed = 0
     while (true) {
-      const count = await this.db.write(async (w) => {
+      const count = await this.#write(async (w) => {
         const sessions = this.sessions.in(w)
         const expired = await sessions.query({ index: 'expiry', lte: [now], limit: PURGE_SESSIONS_CHUNK }).all()
         for (const session of expired) await sessions.del(session.sessionId)
@@ -503,7 +516,7 @@ export class ChatStore {
       passwordHash = await hashPassword(password, this.options.passwordCost)
     }
     const now = Date.now()
-    return this.db.write(async (w) => {
+    return this.#write(async (w) => {
       // What adding the members reads, asked for with the chats' sequence
       // (the insert's read): one statement on postgres, where with locking:
       // 'serializable' the sequence key is then held for the transaction's
@@ -556,7 +569,7 @@ export class ChatStore {
    */
   async deleteChat (chatId) {
     assertId(chatId, 'chatId')
-    return this.db.write(async (w) => {
+    return this.#write(async (w) => {
       const chat = await this.chats.in(w).get(chatId)
       if (!chat) return false
       await this.#countPair(w, chat.members, null)
@@ -581,7 +594,7 @@ export class ChatStore {
         throw levelkitError(codes.FORBIDDEN, `Chat ${chatId} is private: the password is missing or wrong`, { chatId })
       }
     }
-    return this.db.write(async (w) => {
+    return this.#write(async (w) => {
       const current = await this.chats.in(w).get(chatId)
       if (!current || !(await this.users.in(w).has(userId))) return false
       if (current.members.includes(userId)) return false
@@ -601,7 +614,7 @@ export class ChatStore {
   async removeChatMember (chatId, userId) {
     assertId(chatId, 'chatId')
     assertId(userId, 'userId')
-    return this.db.write(async (w) => {
+    return this.#write(async (w) => {
       const chat = await this.chats.in(w).get(chatId)
       if (!chat || !chat.members.includes(userId)) return false
       const members = chat.members.filter((/** @type {number} */ id) => id !== userId)
@@ -646,7 +659,7 @@ export class ChatStore {
     // Read now: the write below runs later, and must use what was checked.
     const recipients = recipientList === undefined ? undefined : idList(recipientList, 'recipients')
     if (recipients !== undefined && recipients.length === 0) throw invalid('recipients must be a non-empty array of user ids')
-    return this.db.write(async (w) => {
+    return this.#write(async (w) => {
       const chats = this.chats.in(w)
       const chat = await chats.get(chatId)
       if (!chat) throw notFound(`No chat with id ${chatId}`)
@@ -785,7 +798,7 @@ export class ChatStore {
     // that called inside a db.write() callback (where this write is refused
     // in Node, and waits for the callback in browsers) it is refused before
     // db.check() has read the whole database.
-    await this.db.write(async (w) => {
+    await this.#write(async (w) => {
       /** @type {Map<string, number>} */
       const expectedPairs = new Map()
       for await (const chat of this.chats.in(w).query()) {
