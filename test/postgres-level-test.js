@@ -437,6 +437,46 @@ test('postgres shared (keys): a statement of a transaction lost with its connect
   }
 })
 
+test('postgres shared (keys): a lock statement of a transaction lost with its connection, failing after the next began, leaves the next open', async t => {
+  const db = new PostgresLevel({ connectionString: server.connectionString, table: server.table(), shared: true, locking: 'keys' })
+  await db.open()
+  try {
+    const lock = /** @type {any} */ (db.sharedWriterLock())
+    await lock.lock('!a!', [Buffer.from('one')])
+    const pid = (await lock.query('SELECT pg_backend_pid() AS pid')).rows[0].pid
+    const a = lock.query('SELECT pg_sleep(30)')
+    // A second key of the same transaction: its lock statement is queued
+    // behind a, and refused once the connection is gone.
+    const failedB = lock.lock('!a!', [Buffer.from('two')]).then(() => null, (/** @type {any} */ err) => err)
+    /** @type {Promise<any> | null} */
+    let c = null
+    const failedA = a.then(() => null, err => {
+      lock.begin()
+      c = lock.query('SELECT 2 AS two')
+      return err
+    })
+    await sleepingIn(pid)
+    await server.pool.query('SELECT pg_terminate_backend($1)', [pid])
+    await failedA
+    const errB = await failedB
+    t.is(errB?.transactionLost, true, `the lock statement's transaction lost: the section runs again (${errB?.code})`)
+    t.ok(lock.holding, 'the next transaction is not rolled back by it')
+    t.is((await /** @type {any} */ (c)).rows[0].two, 2, 'and its statement answered')
+    await lock.rollback()
+  } finally {
+    await db.close()
+  }
+})
+
+/** Until the session `pid` runs pg_sleep. @param {number} pid */
+async function sleepingIn (pid) {
+  for (let i = 0; i < 3000; i++) {
+    const { rows } = await server.pool.query('SELECT query FROM pg_stat_activity WHERE pid = $1', [pid])
+    if (rows[0]?.query?.includes('pg_sleep')) return
+    await new Promise(resolve => setTimeout(resolve, 10))
+  }
+}
+
 test('postgres: idle snapshot connections end after the pool\'s idleTimeoutMillis, as its own idle connections do', async t => {
   const name = `lk snapshots ${process.pid}`
   const db = await open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), pg: { idleTimeoutMillis: 300, application_name: name } })

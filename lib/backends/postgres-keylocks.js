@@ -272,6 +272,7 @@ export class PostgresKeyLocks extends PostgresSectionLock {
       if (exclusive) this.#exclusive.add(lock)
     })
     const sent = performance.now()
+    const transaction = this.stats.transactions
     try {
       const result = await this.query(text)
       // A first statement waits for its locks: how long, with its round trip.
@@ -301,8 +302,10 @@ export class PostgresKeyLocks extends PostgresSectionLock {
       }
     } catch (err) {
       for (const read of reads) read.reject(err)
-      if (!(err instanceof KeyLockBusy)) {
-        // The transaction is lost (its connection, or an error aborted it).
+      // The transaction is lost (its connection, or an error aborted it):
+      // rolled back, unless the statement failed after the next began (it
+      // was queued behind the failure) and the transaction is already gone.
+      if (!(err instanceof KeyLockBusy) && transaction === this.stats.transactions) {
         this.rollback().catch(noop)
       }
       if (this.busy(err)) this.#failed(err)
