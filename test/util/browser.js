@@ -250,6 +250,7 @@ export function pagePool (newContext) {
       const pages = []
       while (pages.length < count) {
         let page = idle.shift()
+        if (page?.isClosed()) continue
         if (page === undefined) {
           page = await (await (context ??= newContext())).newPage()
           for (const method of /** @type {const} */ (['exposeFunction', 'exposeBinding', 'addInitScript', 'route', 'routeFromHAR', 'routeWebSocket', 'setExtraHTTPHeaders', 'setViewportSize', 'emulateMedia'])) {
