@@ -137,7 +137,11 @@ test(`${mode}: bank transfers as transactions in 4 processes keep the total`, as
   try {
     const { accounts } = declareBank(db)
     for (let i = 0; i < ACCOUNTS; i++) await accounts.insert({ balance: INITIAL })
-    const workers = await Promise.all(range(0, 3).map(worker => start(table, 'bank', { n: 90, seed: 7 + worker })))
+    // 30 transactions a process (a third of them audits), not 90: with
+    // commits that skip their check of the keys they read (lib/transaction.js,
+    // by version in table mode, by value in the others) 30 fail the total and
+    // the audits in each locking mode, 3 runs of 3 each; 90 cost twice the CPU.
+    const workers = await Promise.all(range(0, 3).map(worker => start(table, 'bank', { n: 30, seed: 7 + worker })))
     for (const w of workers) w.go()
     const results = await Promise.all(workers.map(w => w.result()))
     t.comment(JSON.stringify(results.map(r => ({ moved: r.moved, audits: r.audits, gaveUp: r.gaveUp, auditsGaveUp: r.auditsGaveUp }))))

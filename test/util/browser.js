@@ -148,25 +148,48 @@ export function replay (t, results) {
  * is in a browser context of its own: in `shared` if given (left open, so
  * the tests of a file can share one launch: oneChromium()), else in a
  * Chromium launched for it and closed after.
+ * With `pool` (oneChromium()), the page is one of the pool's, on an origin
+ * of its own, given back to it after.
  * @param {any} t @param {string} entry @param {import('playwright-core').Browser} [shared]
+ * @param {ReturnType<typeof pagePool>} [pool]
  */
-export async function runEntryInChromium (t, entry, shared) {
+export async function runEntryInChromium (t, entry, shared, pool) {
   const code = await bundleForBrowser(entry)
   const server = await serve({ '/': modulePage('/entry.js'), '/entry.js': { body: code } })
+  /** @param {import('playwright-core').Page} page */
+  const run = async (page) => {
+    /** @type {string[]} */
+    const pageErrors = []
+    const onError = (/** @type {Error} */ err) => { pageErrors.push(err.message) }
+    page.on('pageerror', onError)
+    try {
+      await page.goto(server.url + '/')
+      await page.waitForFunction(() => /** @type {any} */ (window).levelkitTests !== undefined)
+      const results = await page.evaluate(() => /** @type {any} */ (window).levelkitTests.run())
+      replay(t, results)
+      t.same(pageErrors, [], 'no uncaught error in the page')
+    } finally {
+      page.off('pageerror', onError)
+    }
+  }
+  if (pool) {
+    /** @type {import('playwright-core').Page[]} */
+    let pages = []
+    try {
+      pages = await pool.take(1)
+      await run(pages[0])
+    } finally {
+      await pool.give(pages)
+      await server.close()
+    }
+    return
+  }
   const browser = shared ?? await launchChromium()
   /** @type {import('playwright-core').BrowserContext | undefined} */
   let context
   try {
     context = await browser.newContext()
-    const page = await context.newPage()
-    /** @type {string[]} */
-    const pageErrors = []
-    page.on('pageerror', err => pageErrors.push(err.message))
-    await page.goto(server.url + '/')
-    await page.waitForFunction(() => /** @type {any} */ (window).levelkitTests !== undefined)
-    const results = await page.evaluate(() => /** @type {any} */ (window).levelkitTests.run())
-    replay(t, results)
-    t.same(pageErrors, [], 'no uncaught error in the page')
+    await run(await context.newPage())
   } finally {
     if (shared) await context?.close()
     else await browser.close()
@@ -177,8 +200,12 @@ export async function runEntryInChromium (t, entry, shared) {
 /**
  * One Chromium for the tests of a file, launched at the first use and
  * closed when tape is done (a launch is about 3 s of CPU, more on a loaded
- * machine); each test still gets a browser context of its own (its own
- * storage, locks and channels).
+ * machine). Its tests' tabs are pages of one browser context, kept from
+ * test to test (pagePool()): a page opened in a new context is a renderer
+ * process started, about 1 s of CPU on the CI machine, against a quarter of
+ * that to navigate a kept one. Each test still starts on storage, locks
+ * and channels of its own: its pages load from a server of its own, on a
+ * port of its own, an origin no other test used.
  * @param {{ onFinish: (fn: () => void) => void }} test tape's test function
  * @returns {{
  *   withTabs: (count: number, fn: (pages: import('playwright-core').Page[]) => Promise<void>) => Promise<void>,
@@ -190,9 +217,63 @@ export function oneChromium (test) {
   let launched
   test.onFinish(() => { launched?.then(browser => browser.close(), () => {}) })
   const browser = () => (launched ??= launchChromium())
+  const pool = pagePool(async () => (await browser()).newContext())
   return {
-    withTabs: async (count, fn) => withTabs(count, fn, await browser()),
-    runEntry: async (t, entry) => runEntryInChromium(t, entry, await browser())
+    withTabs: async (count, fn) => withTabs(count, fn, undefined, pool),
+    runEntry: async (t, entry) => runEntryInChromium(t, entry, undefined, pool)
+  }
+}
+
+/**
+ * Pages kept for the next test of a file, in one browser context. A page
+ * given back is navigated to about:blank first, which unloads the test's
+ * document (its IndexedDB connections, locks and channels go with it;
+ * Playwright's Chromium keeps no back-forward cache). A page the test
+ * closed is dropped, and one it changed beyond its document (a function
+ * exposed, a route, an init script, a listener of its own) is closed: the
+ * next test gets a new one.
+ * @param {() => Promise<import('playwright-core').BrowserContext>} newContext
+ */
+export function pagePool (newContext) {
+  /** @type {Promise<import('playwright-core').BrowserContext> | undefined} */
+  let context
+  /** @type {import('playwright-core').Page[]} */
+  const idle = []
+  /** @type {WeakSet<import('playwright-core').Page>} */
+  const altered = new WeakSet()
+  /** @type {WeakMap<import('playwright-core').Page, string>} */
+  const listeners = new WeakMap()
+  const listening = (/** @type {import('playwright-core').Page} */ page) => page.eventNames().map(name => `${String(name)}:${page.listenerCount(name)}`).join(',')
+  return {
+    /** @param {number} count @returns {Promise<import('playwright-core').Page[]>} */
+    async take (count) {
+      const pages = []
+      while (pages.length < count) {
+        let page = idle.shift()
+        if (page?.isClosed()) continue
+        if (page === undefined) {
+          page = await (await (context ??= newContext())).newPage()
+          for (const method of /** @type {const} */ (['exposeFunction', 'exposeBinding', 'addInitScript', 'route', 'routeFromHAR', 'routeWebSocket', 'setExtraHTTPHeaders', 'setViewportSize', 'emulateMedia'])) {
+            const original = /** @type {any} */ (page)[method].bind(page)
+            const marked = /** @type {import('playwright-core').Page} */ (page)
+            Object.defineProperty(page, method, { value: (/** @type {any[]} */ ...args) => { altered.add(marked); return original(...args) } })
+          }
+        }
+        listeners.set(page, listening(page))
+        pages.push(page)
+      }
+      return pages
+    },
+    /** @param {import('playwright-core').Page[]} pages */
+    async give (pages) {
+      for (const page of pages) {
+        if (page.isClosed()) continue
+        let reusable = !altered.has(page) && listeners.get(page) === listening(page)
+        if (reusable) reusable = await page.goto('about:blank', { timeout: 10000 }).then(() => true, () => false)
+        if (reusable) idle.push(page)
+        else await page.close().catch(() => {})
+      }
+    }
   }
 }
 
@@ -209,23 +290,36 @@ export function tabsInOneChromium (test) {
  * Run `fn` with `count` tabs of one origin open, each with the bundle
  * loaded as window.levelkit; close them after. The tabs are in a browser
  * context of their own (its own storage): in `browser` if given (left
- * open, so the tests of a file can share one launch), else in a Chromium
- * launched for them and closed after.
+ * open), else in a Chromium launched for them and closed after; or, with
+ * `pool` (oneChromium()), pages of the pool's context on an origin of
+ * their own, given back to it after.
  * @param {number} count @param {(pages: import('playwright-core').Page[]) => Promise<void>} fn
  * @param {import('playwright-core').Browser} [shared]
+ * @param {ReturnType<typeof pagePool>} [pool]
  */
-export async function withTabs (count, fn, shared) {
+export async function withTabs (count, fn, shared, pool) {
   const server = await serve({ '/': LEVELKIT_PAGE, '/levelkit.js': bundlePath })
+  /** @type {import('playwright-core').Page[]} */
+  let pages = []
+  if (pool) {
+    try {
+      pages = await pool.take(count)
+      for (const page of pages) await load(page, server.url)
+      await fn(pages)
+    } finally {
+      await pool.give(pages)
+      await server.close()
+    }
+    return
+  }
   const browser = shared ?? await launchChromium()
   /** @type {import('playwright-core').BrowserContext | undefined} */
   let context
   try {
     context = await browser.newContext()
-    const pages = []
     for (let i = 0; i < count; i++) {
       const page = await context.newPage()
-      await page.goto(server.url + '/')
-      await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
+      await load(page, server.url)
       pages.push(page)
     }
     await fn(pages)
@@ -234,4 +328,10 @@ export async function withTabs (count, fn, shared) {
     else await browser.close()
     await server.close()
   }
+}
+
+/** Load LEVELKIT_PAGE from `url` in `page`, until window.levelkit is there. @param {import('playwright-core').Page} page @param {string} url */
+async function load (page, url) {
+  await page.goto(url + '/')
+  await page.waitForFunction(() => /** @type {any} */ (window).levelkit !== undefined)
 }
