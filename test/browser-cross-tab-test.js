@@ -1,4 +1,4 @@
-/* global IDBObjectStore */
+/* global IDBObjectStore, IDBTransaction */
 // Two tabs of one origin writing one IndexedDB database at once, in a real
 // Chromium: the write path must serialize across tabs (Web Locks), and a
 // watcher in one tab must see what the other tab writes (BroadcastChannel).
@@ -466,6 +466,74 @@ for (const deaf of [false, true]) {
     })
   })
 }
+
+test('the lease cache while the holder\'s batch commits: a read called after another tab saw the batch sees it too', { timeout: 120000 }, async t => {
+  await withTabs(2, async ([a, b]) => {
+    const location = 'cross-tab-lease-landing'
+    // In tab A, the 'complete' events of readwrite transactions are held
+    // back while window.held is an array: as in a tab that has not yet run
+    // the task that tells it its batch committed (a busy tab; the other
+    // tab's reads see the batch from the commit on).
+    await a.evaluate(() => {
+      const w = /** @type {any} */ (window)
+      w.held = null
+      const add = IDBTransaction.prototype.addEventListener
+      IDBTransaction.prototype.addEventListener = function (/** @type {string} */ type, /** @type {any} */ listener, /** @type {any} */ options) {
+        if (type !== 'complete') return add.call(this, type, listener, options)
+        const transaction = this
+        return add.call(this, type, function (/** @type {Event} */ event) {
+          if (w.held !== null && transaction.mode === 'readwrite') w.held.push(() => listener.call(transaction, event))
+          else listener.call(transaction, event)
+        }, options)
+      }
+    })
+    await openLeased(a, location, false)
+    await openLeased(b, location, false)
+
+    t.is((await leased(a, 'insert')).value, 1, 'tab A inserts item 1')
+    const first = await leased(a, 'update')
+    await leased(a, 'settle')
+    t.same(await leased(a, 'item'), { value: first.value, requests: 0 }, 'tab A, holding the lock, reads item 1 from memory')
+
+    // Tab A updates item 1; its batch commits, unannounced in tab A.
+    const next = await a.evaluate(() => {
+      const w = /** @type {any} */ (window)
+      w.held = []
+      w.next = Math.floor(Math.random() * 1e9)
+      w.updating = w.lease.items.update(1, { n: w.next })
+      return w.next
+    })
+    const seen = await b.evaluate(async (next) => {
+      const { items } = /** @type {any} */ (window).lease
+      let n = (await items.get(1)).n
+      for (const start = Date.now(); n !== next && Date.now() - start < 5000;) {
+        await new Promise(resolve => setTimeout(resolve, 5))
+        n = (await items.get(1)).n
+      }
+      return n
+    }, next)
+    t.is(seen, next, 'tab B reads item 1 as tab A\'s update left it: the batch committed')
+
+    // Called after that, a read in tab A sees the update too (from memory
+    // it would answer the value before it until tab A hears of the commit).
+    const read = await a.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      const reading = w.lease.items.get(1).then((/** @type {any} */ item) => item.n)
+      await new Promise(resolve => setTimeout(resolve, 20))
+      const held = w.held.length
+      for (const deliver of w.held.splice(0)) deliver()
+      w.held = null
+      const value = await reading
+      await w.updating
+      return { value, held }
+    })
+    t.ok(read.held > 0, `tab A had not heard of the commit (${read.held} 'complete' event(s) held back)`)
+    t.is(read.value, next, 'tab A\'s read called after tab B saw the update sees it')
+    t.same(await leased(a, 'item'), { value: next, requests: 0 }, 'then tab A reads item 1 from memory again')
+    t.same(await checkAndClose(a, 'lease'), { ok: true, problems: [] }, 'check() is clean')
+    await b.evaluate(() => /** @type {any} */ (window).lease.db.close())
+  })
+})
 
 test('the lease cache after a holder that died mid-holding: batches heard, one not, no end: the next holder reads afresh', { timeout: 120000 }, async t => {
   await withTabs(2, async ([a, b]) => {
