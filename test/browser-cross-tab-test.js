@@ -530,6 +530,51 @@ test('the lease cache while the holder\'s batch commits: a read called after ano
     t.ok(read.held > 0, `tab A had not heard of the commit (${read.held} 'complete' event(s) held back)`)
     t.is(read.value, next, 'tab A\'s read called after tab B saw the update sees it')
     t.same(await leased(a, 'item'), { value: next, requests: 0 }, 'then tab A reads item 1 from memory again')
+
+    // A relation kept by IndexedDB's index (lists both ways): tab A keeps from()'s answers.
+    for (const page of [a, b]) {
+      await page.evaluate(() => {
+        const w = /** @type {any} */ (window)
+        w.lease.links = w.lease.db.relation('links', { from: w.lease.items, to: w.lease.items, lists: ['from', 'to'] })
+      })
+    }
+    const before = await a.evaluate(async () => {
+      const { items, links } = /** @type {any} */ (window).lease
+      await items.insert({ n: 2 })
+      await items.insert({ n: 3 })
+      await links.add(2, 1)
+      return [await links.from(1).all(), await links.from(1).all()]
+    })
+    await leased(a, 'settle')
+    t.same(before, [[2], [2]], 'tab A links 2 to 1 and reads from(1)')
+    await a.evaluate(() => {
+      const w = /** @type {any} */ (window)
+      w.held = []
+      w.updating = w.lease.links.add(3, 1)
+    })
+    const listed = await b.evaluate(async () => {
+      const { links } = /** @type {any} */ (window).lease
+      let ids = await links.from(1).all()
+      for (const start = Date.now(); !ids.includes(3) && Date.now() - start < 5000;) {
+        await new Promise(resolve => setTimeout(resolve, 5))
+        ids = await links.from(1).all()
+      }
+      return ids
+    })
+    t.same(listed, [2, 3], 'tab B lists 2 and 3 from(1): tab A\'s link committed')
+    const again = await a.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      const reading = w.lease.links.from(1).all()
+      await new Promise(resolve => setTimeout(resolve, 20))
+      const held = w.held.length
+      for (const deliver of w.held.splice(0)) deliver()
+      w.held = null
+      const ids = await reading
+      await w.updating
+      return { ids, held }
+    })
+    t.ok(again.held > 0, `tab A had not heard of the commit (${again.held} 'complete' event(s) held back)`)
+    t.same(again.ids, [2, 3], 'tab A\'s from(1) called after tab B listed the link lists it')
     t.same(await checkAndClose(a, 'lease'), { ok: true, problems: [] }, 'check() is clean')
     await b.evaluate(() => /** @type {any} */ (window).lease.db.close())
   })
