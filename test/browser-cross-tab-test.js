@@ -473,19 +473,25 @@ test('the lease cache while the holder\'s batch commits: a read called after ano
     // In tab A, the 'complete' events of readwrite transactions are held
     // back while window.held is an array: as in a tab that has not yet run
     // the task that tells it its batch committed (a busy tab; the other
-    // tab's reads see the batch from the commit on).
+    // tab's reads see the batch from the commit on). levelkit listens with
+    // addEventListener(), browser-level with oncomplete.
     await a.evaluate(() => {
       const w = /** @type {any} */ (window)
       w.held = null
+      const late = (/** @type {IDBTransaction} */ transaction, /** @type {any} */ listener) => function (/** @type {Event} */ event) {
+        if (w.held !== null && transaction.mode === 'readwrite') w.held.push(() => listener.call(transaction, event))
+        else listener.call(transaction, event)
+      }
       const add = IDBTransaction.prototype.addEventListener
       IDBTransaction.prototype.addEventListener = function (/** @type {string} */ type, /** @type {any} */ listener, /** @type {any} */ options) {
-        if (type !== 'complete') return add.call(this, type, listener, options)
-        const transaction = this
-        return add.call(this, type, function (/** @type {Event} */ event) {
-          if (w.held !== null && transaction.mode === 'readwrite') w.held.push(() => listener.call(transaction, event))
-          else listener.call(transaction, event)
-        }, options)
+        return add.call(this, type, type === 'complete' ? late(this, listener) : listener, options)
       }
+      const oncomplete = /** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(IDBTransaction.prototype, 'oncomplete'))
+      Object.defineProperty(IDBTransaction.prototype, 'oncomplete', {
+        configurable: true,
+        get () { return oncomplete.get?.call(this) },
+        set (/** @type {any} */ listener) { oncomplete.set?.call(this, listener === null ? null : late(this, listener)) }
+      })
     })
     await openLeased(a, location, false)
     await openLeased(b, location, false)
@@ -530,6 +536,40 @@ test('the lease cache while the holder\'s batch commits: a read called after ano
     t.ok(read.held > 0, `tab A had not heard of the commit (${read.held} 'complete' event(s) held back)`)
     t.is(read.value, next, 'tab A\'s read called after tab B saw the update sees it')
     t.same(await leased(a, 'item'), { value: next, requests: 0 }, 'then tab A reads item 1 from memory again')
+
+    // The same with a 'write' listener on the database: batches go through browser-level's batch().
+    const bypassed = await a.evaluate(() => {
+      const w = /** @type {any} */ (window)
+      w.listener = () => {}
+      w.lease.db.level.on('write', w.listener)
+      w.held = []
+      w.next = Math.floor(Math.random() * 1e9)
+      w.updating = w.lease.items.update(1, { n: w.next })
+      return w.next
+    })
+    t.is(await b.evaluate(async (next) => {
+      const { items } = /** @type {any} */ (window).lease
+      let n = (await items.get(1)).n
+      for (const start = Date.now(); n !== next && Date.now() - start < 5000;) {
+        await new Promise(resolve => setTimeout(resolve, 5))
+        n = (await items.get(1)).n
+      }
+      return n
+    }, bypassed), bypassed, 'tab B reads item 1 as tab A\'s update past the direct layer left it')
+    const late = await a.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      const reading = w.lease.items.get(1).then((/** @type {any} */ item) => item.n)
+      await new Promise(resolve => setTimeout(resolve, 20))
+      const held = w.held.length
+      for (const deliver of w.held.splice(0)) deliver()
+      w.held = null
+      const value = await reading
+      await w.updating
+      w.lease.db.level.off('write', w.listener)
+      return { value, held }
+    })
+    t.ok(late.held > 0, `tab A had not heard of the commit (${late.held} 'complete' event(s) held back)`)
+    t.is(late.value, bypassed, 'tab A\'s read called after tab B saw that update sees it')
 
     // A relation kept by IndexedDB's index (lists both ways): tab A keeps from()'s answers.
     for (const page of [a, b]) {
