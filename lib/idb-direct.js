@@ -47,6 +47,15 @@ const READ_JOIN_MS = 50
 // or everything when this tab did not hear of all of it. A read that
 // missed fills its key only if the lock was held from its request to its
 // answer and no batch landed on that key meanwhile.
+//
+// A batch of this tab is seen by the other tabs from its commit on, and by
+// this one once the task that tells it (the transaction's `complete`
+// event) has run, which may be much later in a busy tab: meanwhile a read
+// of a key it writes, called after another tab read the new value, must not
+// answer the old one from memory. So the keys of a batch on its way are
+// read from IndexedDB until it lands (a transaction made after the batch's
+// waits for it), and the kept listing() answers are left aside while it
+// writes a mirrored list.
 
 const MAX_COUNT = 2 ** 32 - 1
 
@@ -137,6 +146,10 @@ export class IdbDirect {
   #touched = new Map()
   /** @type {Map<string, Promise<any>>} point reads that may fill the lease cache, not yet answered, by key id */
   #ahead = new Map()
+  /** @type {Map<string, number>} the keys of the batches on their way (written, not landed), by key id: how many write each */
+  #writing = new Map()
+  /** How many batches on their way write a mirrored list. */
+  #writingLists = 0
   /**
    * The namespaces whose lists are mirrored in the lists store, each with
    * its tag (its prefix): the first item of the mirror's keys and of the
@@ -230,6 +243,8 @@ export class IdbDirect {
   get (namespace, key, write) {
     if (this.#held && this.#cache !== null) {
       const id = namespace.keyId(key)
+      // A batch on its way writes it: what IndexedDB answers (see above).
+      if (this.#writing.size > 0 && this.#writing.has(id)) return this.#getNow(namespace, key, write)
       const hit = this.#hit(id)
       // As this namespace returns it (another may read the key as bytes).
       if (hit !== undefined) return Promise.resolve(decodeValue(hit[0], namespace))
@@ -270,7 +285,7 @@ export class IdbDirect {
    * @returns {[any] | undefined}
    */
   cached (namespace, id) {
-    if (!this.#held || this.#cache === null) return undefined
+    if (!this.#held || this.#cache === null || this.#onItsWay(id)) return undefined
     const hit = this.#hit(id)
     return hit === undefined ? undefined : [decodeValue(hit[0], namespace)]
   }
@@ -302,7 +317,8 @@ export class IdbDirect {
       /** @type {number[]} */
       const at = []
       for (let i = 0; i < keys.length; i++) {
-        const hit = this.#hit(namespace.keyId(keys[i]))
+        const id = namespace.keyId(keys[i])
+        const hit = this.#onItsWay(id) ? undefined : this.#hit(id)
         if (hit !== undefined) values[i] = decodeValue(hit[0], namespace)
         else {
           missed.push(keys[i])
@@ -369,7 +385,8 @@ export class IdbDirect {
       const at = []
       for (let i = 0; i < keys.length; i++) {
         const [other, key] = keys[i]
-        const hit = this.#hit(other.keyId(key))
+        const id = other.keyId(key)
+        const hit = this.#onItsWay(id) ? undefined : this.#hit(id)
         if (hit !== undefined) values[i] = decodeValue(hit[0], other)
         else {
           missed.push(keys[i])
@@ -472,7 +489,7 @@ export class IdbDirect {
    * @param {string} id
    */
   knows (id) {
-    return this.#held && this.#cache !== null && (this.#cache.has(id) || this.#ahead.has(id))
+    return this.#held && this.#cache !== null && !this.#onItsWay(id) && (this.#cache.has(id) || this.#ahead.has(id))
   }
 
   /**
@@ -565,6 +582,8 @@ export class IdbDirect {
         throw abortWith(slot, err)
       }
     }
+    // Its requests are made: it may commit from now on.
+    const onItsWay = this.writing(ops, claims)
     // Reads of the next critical sections may still join it, for JOIN_MS,
     // but no later batch: a batch is done only when its transaction is.
     slot.sealed = true
@@ -585,11 +604,13 @@ export class IdbDirect {
         // Committed, so for good (a claim is never changed); before landed() keeps entries by slot.
         for (const [namespace, at] of claimed) this.#slots.set(namespace, at)
         // Before the batch's writes resolve: a read after them finds it.
+        this.written(onItsWay)
         this.landed(ops)
         if (learned.length > 0 && epoch === this.#epoch) this.#learn(learned)
         resolve(undefined)
       })
       transaction.addEventListener('abort', () => {
+        this.written(onItsWay)
         // Reads that joined it may have seen its writes: of a claim refused
         // (add() of a key that holds a value), the batch's keys only.
         if (transaction.error?.name === 'ConstraintError') {
@@ -755,7 +776,7 @@ export class IdbDirect {
   listing (namespace, id, write) {
     const tag = this.#mirrors.get(namespace)
     if (tag === undefined) return Promise.reject(new Error(`The lists of ${namespace.prefix} are not mirrored`))
-    const kept = write === false && this.#held && this.#cache !== null
+    const kept = write === false && this.#held && this.#cache !== null && this.#writingLists === 0
     const name = kept ? listingName(tag, id) : ''
     if (kept) {
       const hit = this.#listings.get(name)
@@ -1153,6 +1174,55 @@ export class IdbDirect {
         }
       }
     }
+  }
+
+  /**
+   * A batch of `ops` (and `claims`) is on its way: it may commit, and the
+   * other tabs see it, before it lands here (landed()). Until written() is
+   * called with what this returns, the lease cache does not answer for its
+   * keys, nor the kept listing() answers if it writes a mirrored list.
+   * @param {Array<import('./write-scope.js').Op | null>} ops
+   * @param {Array<import('./write-scope.js').Op> | null} [claims]
+   * @returns {{ ids: string[], lists: boolean } | null} null: nothing to undo (no lease cache)
+   */
+  writing (ops, claims = null) {
+    if (this.#cache === null) return null
+    /** @type {string[]} */
+    const ids = []
+    let lists = false
+    const writing = this.#writing
+    for (const list of claims === null ? [ops] : [ops, claims]) {
+      for (const op of list) {
+        if (op === null) continue
+        const id = op.id ?? (op.id = op.namespace.keyId(op.key))
+        ids.push(id)
+        writing.set(id, (writing.get(id) ?? 0) + 1)
+        if (!lists && this.#mirrors.size > 0 && this.#mirrors.has(op.namespace)) lists = true
+      }
+    }
+    if (lists) this.#writingLists++
+    return { ids, lists }
+  }
+
+  /**
+   * The batch writing() was told of landed or failed (before landed() or
+   * the failure's drops).
+   * @param {{ ids: string[], lists: boolean } | null} onItsWay
+   */
+  written (onItsWay) {
+    if (onItsWay === null) return
+    const writing = this.#writing
+    for (const id of onItsWay.ids) {
+      const left = /** @type {number} */ (writing.get(id)) - 1
+      if (left > 0) writing.set(id, left)
+      else writing.delete(id)
+    }
+    if (onItsWay.lists) this.#writingLists--
+  }
+
+  /** Whether a batch on its way writes the key `id` (writing()). @param {string} id */
+  #onItsWay (id) {
+    return this.#writing.size > 0 && this.#writing.has(id)
   }
 
   /**

@@ -1142,6 +1142,8 @@ export class Writer {
         const chained = !direct && deferred === null && group.bulk && !(sync && this.strict !== null) && this.#plainRoot()
         /** @type {import('./namespace.js').Namespace[] | null} a bulk group's namespaces whose caches wait for it whole (Namespace#writing()) */
         const wholes = chained ? [] : null
+        /** @type {ReturnType<import('./idb-direct.js').IdbDirect['writing']>} a batch past the direct layer, told to its lease cache */
+        let onItsWay = null
         try {
           const message = this.#crossTab ? this.#stamp(group) : null
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.writing(op, wholes)
@@ -1157,6 +1159,8 @@ export class Writer {
           if (group.claims && !direct) await Promise.reject(claimRefusal(levelkitError(codes.ABORTED, 'A unique claim could not be made')))
           // A relation's lists mirrored for its IndexedDB index are written only by the direct layer.
           if (!direct && this.idb !== null && this.idb.mirrorsAny(group.ops)) await Promise.reject(mirrorBypass())
+          // Seen by the other tabs once it commits, before it lands here.
+          if (!direct && this.idb !== null) onItsWay = this.idb.writing(lastOpPerKey(group.ops))
           if (chained) {
             await this.#writeChained(group.ops, sync, group.distinctKeys)
           } else if (direct) {
@@ -1189,7 +1193,11 @@ export class Writer {
           }
           const ids = deferred === null ? null : this.#realIds(group, deferred)
           // Written past the direct layer: its lease cache learns of it here.
-          if (!direct) this.idb?.landed(lastOpPerKey(group.ops))
+          if (!direct) {
+            this.idb?.written(onItsWay)
+            onItsWay = null
+            this.idb?.landed(lastOpPerKey(group.ops))
+          }
           if (ids !== null) this.#patchPlaceholders(group, ids)
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.written(op)
           if (wholes !== null) for (const namespace of wholes) namespace.wholeWritten()
@@ -1201,6 +1209,8 @@ export class Writer {
             this.#crossTab?.post(message)
           }
         } catch (err) {
+          this.idb?.written(onItsWay)
+          onItsWay = null
           for (const op of group.ops) if (op.namespace.cachesWrites) op.namespace.unwritten(op)
           if (wholes !== null) for (const namespace of wholes) namespace.wholeWritten()
           // IndexedDB refused an add(): a claimed value is taken, and the

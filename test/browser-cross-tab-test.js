@@ -1,4 +1,4 @@
-/* global IDBObjectStore */
+/* global IDBObjectStore, IDBTransaction */
 // Two tabs of one origin writing one IndexedDB database at once, in a real
 // Chromium: the write path must serialize across tabs (Web Locks), and a
 // watcher in one tab must see what the other tab writes (BroadcastChannel).
@@ -466,6 +466,159 @@ for (const deaf of [false, true]) {
     })
   })
 }
+
+test('the lease cache while the holder\'s batch commits: a read called after another tab saw the batch sees it too', { timeout: 120000 }, async t => {
+  await withTabs(2, async ([a, b]) => {
+    const location = 'cross-tab-lease-landing'
+    // In tab A, the 'complete' events of readwrite transactions are held
+    // back while window.held is an array: as in a tab that has not yet run
+    // the task that tells it its batch committed (a busy tab; the other
+    // tab's reads see the batch from the commit on). levelkit listens with
+    // addEventListener(), browser-level with oncomplete.
+    await a.evaluate(() => {
+      const w = /** @type {any} */ (window)
+      w.held = null
+      const late = (/** @type {IDBTransaction} */ transaction, /** @type {any} */ listener) => function (/** @type {Event} */ event) {
+        if (w.held !== null && transaction.mode === 'readwrite') w.held.push(() => listener.call(transaction, event))
+        else listener.call(transaction, event)
+      }
+      const add = IDBTransaction.prototype.addEventListener
+      IDBTransaction.prototype.addEventListener = function (/** @type {string} */ type, /** @type {any} */ listener, /** @type {any} */ options) {
+        return add.call(this, type, type === 'complete' ? late(this, listener) : listener, options)
+      }
+      const oncomplete = /** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(IDBTransaction.prototype, 'oncomplete'))
+      Object.defineProperty(IDBTransaction.prototype, 'oncomplete', {
+        configurable: true,
+        get () { return oncomplete.get?.call(this) },
+        set (/** @type {any} */ listener) { oncomplete.set?.call(this, listener === null ? null : late(this, listener)) }
+      })
+    })
+    await openLeased(a, location, false)
+    await openLeased(b, location, false)
+
+    t.is((await leased(a, 'insert')).value, 1, 'tab A inserts item 1')
+    const first = await leased(a, 'update')
+    await leased(a, 'settle')
+    t.same(await leased(a, 'item'), { value: first.value, requests: 0 }, 'tab A, holding the lock, reads item 1 from memory')
+
+    // Tab A updates item 1; its batch commits, unannounced in tab A.
+    const next = await a.evaluate(() => {
+      const w = /** @type {any} */ (window)
+      w.held = []
+      w.next = Math.floor(Math.random() * 1e9)
+      w.updating = w.lease.items.update(1, { n: w.next })
+      return w.next
+    })
+    const seen = await b.evaluate(async (next) => {
+      const { items } = /** @type {any} */ (window).lease
+      let n = (await items.get(1)).n
+      for (const start = Date.now(); n !== next && Date.now() - start < 5000;) {
+        await new Promise(resolve => setTimeout(resolve, 5))
+        n = (await items.get(1)).n
+      }
+      return n
+    }, next)
+    t.is(seen, next, 'tab B reads item 1 as tab A\'s update left it: the batch committed')
+
+    // Called after that, a read in tab A sees the update too (from memory
+    // it would answer the value before it until tab A hears of the commit).
+    const read = await a.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      const reading = w.lease.items.get(1).then((/** @type {any} */ item) => item.n)
+      await new Promise(resolve => setTimeout(resolve, 20))
+      const held = w.held.length
+      for (const deliver of w.held.splice(0)) deliver()
+      w.held = null
+      const value = await reading
+      await w.updating
+      return { value, held }
+    })
+    t.ok(read.held > 0, `tab A had not heard of the commit (${read.held} 'complete' event(s) held back)`)
+    t.is(read.value, next, 'tab A\'s read called after tab B saw the update sees it')
+    t.same(await leased(a, 'item'), { value: next, requests: 0 }, 'then tab A reads item 1 from memory again')
+
+    // The same with a 'write' listener on the database: batches go through browser-level's batch().
+    const bypassed = await a.evaluate(() => {
+      const w = /** @type {any} */ (window)
+      w.listener = () => {}
+      w.lease.db.level.on('write', w.listener)
+      w.held = []
+      w.next = Math.floor(Math.random() * 1e9)
+      w.updating = w.lease.items.update(1, { n: w.next })
+      return w.next
+    })
+    t.is(await b.evaluate(async (next) => {
+      const { items } = /** @type {any} */ (window).lease
+      let n = (await items.get(1)).n
+      for (const start = Date.now(); n !== next && Date.now() - start < 5000;) {
+        await new Promise(resolve => setTimeout(resolve, 5))
+        n = (await items.get(1)).n
+      }
+      return n
+    }, bypassed), bypassed, 'tab B reads item 1 as tab A\'s update past the direct layer left it')
+    const late = await a.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      const reading = w.lease.items.get(1).then((/** @type {any} */ item) => item.n)
+      await new Promise(resolve => setTimeout(resolve, 20))
+      const held = w.held.length
+      for (const deliver of w.held.splice(0)) deliver()
+      w.held = null
+      const value = await reading
+      await w.updating
+      w.lease.db.level.off('write', w.listener)
+      return { value, held }
+    })
+    t.ok(late.held > 0, `tab A had not heard of the commit (${late.held} 'complete' event(s) held back)`)
+    t.is(late.value, bypassed, 'tab A\'s read called after tab B saw that update sees it')
+
+    // A relation kept by IndexedDB's index (lists both ways): tab A keeps from()'s answers.
+    for (const page of [a, b]) {
+      await page.evaluate(() => {
+        const w = /** @type {any} */ (window)
+        w.lease.links = w.lease.db.relation('links', { from: w.lease.items, to: w.lease.items, lists: ['from', 'to'] })
+      })
+    }
+    const before = await a.evaluate(async () => {
+      const { items, links } = /** @type {any} */ (window).lease
+      await items.insert({ n: 2 })
+      await items.insert({ n: 3 })
+      await links.add(2, 1)
+      return [await links.from(1).all(), await links.from(1).all()]
+    })
+    await leased(a, 'settle')
+    t.same(before, [[2], [2]], 'tab A links 2 to 1 and reads from(1)')
+    await a.evaluate(() => {
+      const w = /** @type {any} */ (window)
+      w.held = []
+      w.updating = w.lease.links.add(3, 1)
+    })
+    const listed = await b.evaluate(async () => {
+      const { links } = /** @type {any} */ (window).lease
+      let ids = await links.from(1).all()
+      for (const start = Date.now(); !ids.includes(3) && Date.now() - start < 5000;) {
+        await new Promise(resolve => setTimeout(resolve, 5))
+        ids = await links.from(1).all()
+      }
+      return ids
+    })
+    t.same(listed, [2, 3], 'tab B lists 2 and 3 from(1): tab A\'s link committed')
+    const again = await a.evaluate(async () => {
+      const w = /** @type {any} */ (window)
+      const reading = w.lease.links.from(1).all()
+      await new Promise(resolve => setTimeout(resolve, 20))
+      const held = w.held.length
+      for (const deliver of w.held.splice(0)) deliver()
+      w.held = null
+      const ids = await reading
+      await w.updating
+      return { ids, held }
+    })
+    t.ok(again.held > 0, `tab A had not heard of the commit (${again.held} 'complete' event(s) held back)`)
+    t.same(again.ids, [2, 3], 'tab A\'s from(1) called after tab B listed the link lists it')
+    t.same(await checkAndClose(a, 'lease'), { ok: true, problems: [] }, 'check() is clean')
+    await b.evaluate(() => /** @type {any} */ (window).lease.db.close())
+  })
+})
 
 test('the lease cache after a holder that died mid-holding: batches heard, one not, no end: the next holder reads afresh', { timeout: 120000 }, async t => {
   await withTabs(2, async ([a, b]) => {

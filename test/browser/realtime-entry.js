@@ -1,3 +1,4 @@
+/* global IDBTransaction */
 // One tab of test/browser-realtime-test.js: the models and operations of
 // test/util/realtime-ops.js over the built bundle, as window.realtime.
 import { open } from '../../browser.js'
@@ -8,6 +9,22 @@ let models = null
 
 Object.assign(window, {
   realtime: {
+    /**
+     * Before open(): each readwrite transaction's `complete` listeners run
+     * up to `ms` later (at random) than IndexedDB fires the event, as in a
+     * tab busy with other tasks: the other tab sees a batch from its
+     * commit on, this one only once it has run that task.
+     * @param {number} ms
+     */
+    lateComplete (ms) {
+      const add = IDBTransaction.prototype.addEventListener
+      IDBTransaction.prototype.addEventListener = function (/** @type {string} */ type, /** @type {any} */ listener, /** @type {any} */ options) {
+        if (type !== 'complete' || this.mode !== 'readwrite') return add.call(this, type, listener, options)
+        const transaction = this
+        const late = Math.random() * ms
+        return add.call(this, type, (/** @type {Event} */ event) => { setTimeout(() => listener.call(transaction, event), late) }, options)
+      }
+    },
     /** @param {string} location @param {object} options @param {{ lists?: boolean, blockSize?: number }} layout */
     async open (location, options, layout) {
       models = declare(await open({ location, ...options }), layout)

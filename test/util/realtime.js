@@ -171,7 +171,10 @@ export function checkHistory (history) {
     const writes = events.filter(e => WRITES.has(e.op)).map(e => e.result.after).sort((a, b) => a - b)
     if (writes.some((value, i) => value !== i + 1)) problems.push(`${key}: the writes made ${JSON.stringify(writes)}, not 1..${writes.length} (a write lost or made twice)`)
     for (const [x, y] of laterPairs(events, e => e.result.after, (y, bound) => y.result.observed < bound)) {
-      problems.push(`${key}: ${show(y)} was called after ${show(x)} was answered, and saw less`)
+      // Which handle made what x saw, and when: a write still unanswered
+      // when y was called was seen by x before it was acknowledged.
+      const made = events.find(e => WRITES.has(e.op) && e.result.after === x.result.after)
+      problems.push(`${key}: ${show(y)} was called after ${show(x)} was answered, and saw less${made === undefined || made === x ? '' : ` (${x.result.after} made by ${show(made)})`}`)
     }
   }
 
