@@ -1,5 +1,5 @@
 import { AbstractIterator } from 'abstract-level'
-import { compareBytes } from './bytes.js'
+import { compareBytes, concatBytes } from './bytes.js'
 import { levelkitError, codes } from './errors.js'
 
 // The abstract-level side of relations whose forward lists are kept in
@@ -154,14 +154,6 @@ function boundsIn (range, route) {
   return bounds
 }
 
-/** @param {Uint8Array} prefix @param {Uint8Array} key */
-function prefixed (prefix, key) {
-  const bytes = new Uint8Array(prefix.length + key.length)
-  bytes.set(prefix, 0)
-  bytes.set(key, prefix.length)
-  return bytes
-}
-
 /**
  * browser-level's iterator (which finds nothing in the routed namespaces:
  * their lists are not in its store) merged in key order with the entries
@@ -202,7 +194,7 @@ class EntriesIterator extends AbstractIterator {
     const extra = []
     for (const route of this.#routes) {
       const found = await this.#direct.entries(route.namespace, boundsIn(this.#options, route), { values, reverse }, false)
-      for (const [key, value] of found) extra.push([prefixed(route.prefix, key), values ? asBytes(value) : undefined])
+      for (const [key, value] of found) extra.push([concatBytes(route.prefix, key), values ? asBytes(value) : undefined])
     }
     extra.sort((a, b) => reverse ? compareBytes(b[0], a[0]) : compareBytes(a[0], b[0]))
     this.#extra = extra
