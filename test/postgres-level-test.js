@@ -403,8 +403,9 @@ test('postgres shared (keys): a statement of a transaction lost with its connect
     lock.begin()
     const pid = (await lock.query('SELECT pg_backend_pid() AS pid')).rows[0].pid
     const a = lock.query('SELECT pg_sleep(30)')
-    // Queued behind a on the writer connection: refused once the connection is gone.
-    const b = lock.query('SELECT 1')
+    // Queued behind a on the writer connection: refused once the connection
+    // is gone (heard at once: it may reject before failedA settles).
+    const failedB = lock.query('SELECT 1').then(() => null, (/** @type {any} */ err) => err)
     /** @type {Promise<any> | null} */
     let c = null
     // As a section running again would: a new transaction as soon as a fails.
@@ -416,7 +417,7 @@ test('postgres shared (keys): a statement of a transaction lost with its connect
     await sleeping(pid)
     await server.pool.query('SELECT pg_terminate_backend($1)', [pid])
     const errA = await failedA
-    const errB = await b.then(() => null, err => err)
+    const errB = await failedB
     t.is(errA?.code, 'LEVELKIT_BACKEND_UNAVAILABLE', 'the failing statement of the current transaction: LEVELKIT_BACKEND_UNAVAILABLE')
     t.is(errB?.code, 'LEVELKIT_BACKEND_UNAVAILABLE', `the one queued behind it, failing after the next transaction began: LEVELKIT_BACKEND_UNAVAILABLE (${errB?.code}: ${errB?.message})`)
     t.is(errB?.transactionLost, true, 'its transaction lost: the section runs again')
