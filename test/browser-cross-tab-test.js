@@ -502,72 +502,21 @@ test('the lease cache while the holder\'s batch commits: a read called after ano
     t.same(await leased(a, 'item'), { value: first.value, requests: 0 }, 'tab A, holding the lock, reads item 1 from memory')
 
     // Tab A updates item 1; its batch commits, unannounced in tab A.
-    const next = await a.evaluate(() => {
-      const w = /** @type {any} */ (window)
-      w.held = []
-      w.next = Math.floor(Math.random() * 1e9)
-      w.updating = w.lease.items.update(1, { n: w.next })
-      return w.next
-    })
-    const seen = await b.evaluate(async (next) => {
-      const { items } = /** @type {any} */ (window).lease
-      let n = (await items.get(1)).n
-      for (const start = Date.now(); n !== next && Date.now() - start < 5000;) {
-        await new Promise(resolve => setTimeout(resolve, 5))
-        n = (await items.get(1)).n
-      }
-      return n
-    }, next)
+    const next = await updateHeld(a, false)
+    const seen = await readUntil(b, next)
     t.is(seen, next, 'tab B reads item 1 as tab A\'s update left it: the batch committed')
 
     // Called after that, a read in tab A sees the update too (from memory
     // it would answer the value before it until tab A hears of the commit).
-    const read = await a.evaluate(async () => {
-      const w = /** @type {any} */ (window)
-      const reading = w.lease.items.get(1).then((/** @type {any} */ item) => item.n)
-      await new Promise(resolve => setTimeout(resolve, 20))
-      const held = w.held.length
-      for (const deliver of w.held.splice(0)) deliver()
-      w.held = null
-      const value = await reading
-      await w.updating
-      return { value, held }
-    })
+    const read = await readReleasingHeld(a)
     t.ok(read.held > 0, `tab A had not heard of the commit (${read.held} 'complete' event(s) held back)`)
     t.is(read.value, next, 'tab A\'s read called after tab B saw the update sees it')
     t.same(await leased(a, 'item'), { value: next, requests: 0 }, 'then tab A reads item 1 from memory again')
 
     // The same with a 'write' listener on the database: batches go through browser-level's batch().
-    const bypassed = await a.evaluate(() => {
-      const w = /** @type {any} */ (window)
-      w.listener = () => {}
-      w.lease.db.level.on('write', w.listener)
-      w.held = []
-      w.next = Math.floor(Math.random() * 1e9)
-      w.updating = w.lease.items.update(1, { n: w.next })
-      return w.next
-    })
-    t.is(await b.evaluate(async (next) => {
-      const { items } = /** @type {any} */ (window).lease
-      let n = (await items.get(1)).n
-      for (const start = Date.now(); n !== next && Date.now() - start < 5000;) {
-        await new Promise(resolve => setTimeout(resolve, 5))
-        n = (await items.get(1)).n
-      }
-      return n
-    }, bypassed), bypassed, 'tab B reads item 1 as tab A\'s update past the direct layer left it')
-    const late = await a.evaluate(async () => {
-      const w = /** @type {any} */ (window)
-      const reading = w.lease.items.get(1).then((/** @type {any} */ item) => item.n)
-      await new Promise(resolve => setTimeout(resolve, 20))
-      const held = w.held.length
-      for (const deliver of w.held.splice(0)) deliver()
-      w.held = null
-      const value = await reading
-      await w.updating
-      w.lease.db.level.off('write', w.listener)
-      return { value, held }
-    })
+    const bypassed = await updateHeld(a, true)
+    t.is(await readUntil(b, bypassed), bypassed, 'tab B reads item 1 as tab A\'s update past the direct layer left it')
+    const late = await readReleasingHeld(a)
     t.ok(late.held > 0, `tab A had not heard of the commit (${late.held} 'complete' event(s) held back)`)
     t.is(late.value, bypassed, 'tab A\'s read called after tab B saw that update sees it')
 
@@ -602,19 +551,9 @@ test('the lease cache while the holder\'s batch commits: a read called after ano
       return ids
     })
     t.same(listed, [2, 3], 'tab B lists 2 and 3 from(1): tab A\'s link committed')
-    const again = await a.evaluate(async () => {
-      const w = /** @type {any} */ (window)
-      const reading = w.lease.links.from(1).all()
-      await new Promise(resolve => setTimeout(resolve, 20))
-      const held = w.held.length
-      for (const deliver of w.held.splice(0)) deliver()
-      w.held = null
-      const ids = await reading
-      await w.updating
-      return { ids, held }
-    })
+    const again = await readReleasingHeld(a, 'links')
     t.ok(again.held > 0, `tab A had not heard of the commit (${again.held} 'complete' event(s) held back)`)
-    t.same(again.ids, [2, 3], 'tab A\'s from(1) called after tab B listed the link lists it')
+    t.same(again.value, [2, 3], 'tab A\'s from(1) called after tab B listed the link lists it')
     t.same(await checkAndClose(a, 'lease'), { ok: true, problems: [] }, 'check() is clean')
     await b.evaluate(() => /** @type {any} */ (window).lease.db.close())
   })
@@ -890,3 +829,66 @@ test('a tab that opens second and writes: the first tab, which wrote nothing, he
     t.same(await checkAndClose(b, 'alone'), { ok: true, problems: [] }, 'check() is clean')
   })
 })
+
+/**
+ * Tab `page` updates item 1 with a random n, its 'complete' events held
+ * back (past its direct IndexedDB layer: with a 'write' listener on the
+ * database, so the batch goes through browser-level's batch()).
+ * @param {import('playwright-core').Page} page @param {boolean} pastLayer
+ * @returns {Promise<number>} the new n
+ */
+function updateHeld (page, pastLayer) {
+  return page.evaluate((pastLayer) => {
+    const w = /** @type {any} */ (window)
+    if (pastLayer) {
+      w.listener = () => {}
+      w.lease.db.level.on('write', w.listener)
+    }
+    w.held = []
+    w.next = Math.floor(Math.random() * 1e9)
+    w.updating = w.lease.items.update(1, { n: w.next })
+    return w.next
+  }, pastLayer)
+}
+
+/**
+ * Item 1's n as tab `page` reads it, read again until it is `next` (5 s at most).
+ * @param {import('playwright-core').Page} page @param {number} next
+ * @returns {Promise<number>}
+ */
+function readUntil (page, next) {
+  return page.evaluate(async (next) => {
+    const { items } = /** @type {any} */ (window).lease
+    let n = (await items.get(1)).n
+    for (const start = Date.now(); n !== next && Date.now() - start < 5000;) {
+      await new Promise(resolve => setTimeout(resolve, 5))
+      n = (await items.get(1)).n
+    }
+    return n
+  }, next)
+}
+
+/**
+ * Tab `page` reads item 1's n (or `links`: from(1)'s ids) while its
+ * 'complete' events are held, then lets them go 20 ms later: what it read
+ * and how many events were held.
+ * @param {import('playwright-core').Page} page @param {'item' | 'links'} [what]
+ * @returns {Promise<{ value: any, held: number }>}
+ */
+function readReleasingHeld (page, what = 'item') {
+  return page.evaluate(async (what) => {
+    const w = /** @type {any} */ (window)
+    const reading = what === 'links' ? w.lease.links.from(1).all() : w.lease.items.get(1).then((/** @type {any} */ item) => item.n)
+    await new Promise(resolve => setTimeout(resolve, 20))
+    const held = w.held.length
+    for (const deliver of w.held.splice(0)) deliver()
+    w.held = null
+    const value = await reading
+    await w.updating
+    if (w.listener) {
+      w.lease.db.level.off('write', w.listener)
+      w.listener = null
+    }
+    return { value, held }
+  }, what)
+}

@@ -12,7 +12,7 @@
 // bundles this file, opens it in Chromium and calls window.levelkitTests.run().
 
 import { test, run } from './harness.js'
-import { open } from '../../browser.js'
+import { openChats, people, edges, memberRows, loadChats } from './chat-members.js'
 import { countRequests } from './count-requests.js'
 
 const run_ = Math.random().toString(36).slice(2)
@@ -22,43 +22,14 @@ const fresh = () => `levelkit-idb-add-many-${run_}-${++opened}`
 /** @param {Promise<unknown>} promise */
 const settled = promise => promise.then(value => ({ value }), err => ({ code: err?.code ?? err?.name, id: err?.id, written: err?.written }))
 
-/** @param {string} location */
-async function openChats (location) {
-  const db = await open({ location })
-  const users = db.collection('users')
-  const chats = db.collection('chats')
-  const members = db.relation('members', { from: chats, to: users, lists: ['from', 'to'] })
-  return { db, users, chats, members }
-}
-
-/** @param {number} n */
-const people = n => Array.from({ length: n }, (_, i) => ({ name: `u${i + 1}` }))
-
-/** Each of `chatIds`' members, and each user's chats among them, as the relation answers both ways. @param {any} s @param {number[]} chatIds @param {number} userCount */
-async function edges (s, chatIds, userCount) {
-  const forward = []
-  for (const chat of chatIds) for (const user of await s.members.to(chat).all()) forward.push(`${chat}>${user}`)
-  const reverse = []
-  for (let user = 1; user <= userCount; user++) for (const chat of await s.members.from(user).all()) if (chatIds.includes(chat)) reverse.push(`${chat}>${user}`)
-  return { forward: forward.sort(), reverse: reverse.sort() }
-}
-
 test('idb-add-many: a bulk load of chats in one db.write(): every edge both ways, each member\'s record read at most once, check() clean', async (/** @type {any} */ t) => {
   const s = await openChats(fresh())
   await s.users.insertMany(people(60))
   // The schema's first write of chats and members done before counting.
   await s.members.addMany(await s.chats.insert({ title: 'warm' }), [1])
   s.db.writer.idb?.clearCache()
-  const rows = Array.from({ length: 30 }, (_, c) => Array.from({ length: 20 }, (_, k) => 1 + ((c * 7 + k * 3) % 60)).filter((u, i, all) => all.indexOf(u) === i).sort((a, b) => a - b))
-  const { made, answer } = await countRequests(() => s.db.write(async (/** @type {any} */ w) => {
-    const ids = []
-    for (const members of rows) {
-      const id = await s.chats.in(w).insert({ title: 'c' })
-      await s.members.in(w).addMany(id, members)
-      ids.push(id)
-    }
-    return ids
-  }))
+  const rows = memberRows()
+  const { made, answer } = await countRequests(() => loadChats(s, rows))
   const expected = rows.flatMap((members, c) => members.map(u => `${answer[c]}>${u}`)).sort()
   const found = await edges(s, answer, 60)
   t.same(found.forward, expected, 'every chat lists its members')

@@ -8,6 +8,7 @@
 
 import { test, run } from './harness.js'
 import { open } from '../../browser.js'
+import { openChats as openMembers, people, edges, memberRows, loadChats } from './chat-members.js'
 import { countRequests } from './count-requests.js'
 import { decode, encode } from '../../lib/tuple.js'
 import { ChatStore } from '../../chat.js'
@@ -19,26 +20,8 @@ const fresh = () => `levelkit-idb-entries-${run_}-${++opened}`
 /** @param {Promise<unknown>} promise */
 const settled = promise => promise.then(value => ({ value }), err => ({ code: err?.code ?? err?.name }))
 
-/** @param {string} location @param {any} [relationIndexes] */
-async function openChats (location, relationIndexes = 'entries') {
-  const db = await open({ location, relationIndexes })
-  const users = db.collection('users')
-  const chats = db.collection('chats')
-  const members = db.relation('members', { from: chats, to: users, lists: ['from', 'to'] })
-  return { db, users, chats, members }
-}
-
-/** @param {number} n */
-const people = n => Array.from({ length: n }, (_, i) => ({ name: `u${i + 1}` }))
-
-/** Each of `chatIds`' members, and each user's chats among them, as the relation answers both ways. @param {any} s @param {number[]} chatIds @param {number} userCount */
-async function edges (s, chatIds, userCount) {
-  const forward = []
-  for (const chat of chatIds) for (const user of await s.members.to(chat).all()) forward.push(`${chat}>${user}`)
-  const reverse = []
-  for (let user = 1; user <= userCount; user++) for (const chat of await s.members.from(user).all()) if (chatIds.includes(chat)) reverse.push(`${chat}>${user}`)
-  return { forward: forward.sort(), reverse: reverse.sort() }
-}
+/** Chats whose members are kept in the entries (or as `relationIndexes` says). @param {string} location @param {any} [relationIndexes] */
+const openChats = (location, relationIndexes = 'entries') => openMembers(location, { relationIndexes })
 
 test('idb-entries: the stored layout says native: [\'from\', \'to\']; a bulk load of chats makes two puts per chat; every edge both ways; check() clean', async (/** @type {any} */ t) => {
   const location = fresh()
@@ -48,16 +31,8 @@ test('idb-entries: the stored layout says native: [\'from\', \'to\']; a bulk loa
   await s.members.addMany(await s.chats.insert({ title: 'warm' }), [1])
   const layout = (await s.db.level.sublevel(':levelkit.meta').iterator().all()).map((/** @type {any} */ [, value]) => String(value)).find((/** @type {string} */ value) => value.includes('"native"'))
   t.same(JSON.parse(layout ?? '{}').native, ['from', 'to'], 'the stored layout')
-  const rows = Array.from({ length: 30 }, (_, c) => Array.from({ length: 20 }, (_, k) => 1 + ((c * 7 + k * 3) % 60)).filter((u, i, all) => all.indexOf(u) === i).sort((a, b) => a - b))
-  const { made, answer } = await countRequests(() => s.db.write(async (/** @type {any} */ w) => {
-    const ids = []
-    for (const members of rows) {
-      const id = await s.chats.in(w).insert({ title: 'c' })
-      await s.members.in(w).addMany(id, members)
-      ids.push(id)
-    }
-    return ids
-  }))
+  const rows = memberRows()
+  const { made, answer } = await countRequests(() => loadChats(s, rows))
   // The chat's record and its mirror entry (the list): a few more for the batch (meta, slot claims).
   t.ok(made.put + made.add <= 2 * rows.length + 4, `two puts per chat (${JSON.stringify(made)})`)
   const expected = rows.flatMap((members, c) => members.map(u => `${answer[c]}>${u}`)).sort()
