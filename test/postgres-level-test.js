@@ -414,7 +414,7 @@ test('postgres shared (keys): a statement of a transaction lost with its connect
       c = lock.query('SELECT 2 AS two')
       return err
     })
-    await sleeping(pid)
+    await sleepingIn(pid)
     await server.pool.query('SELECT pg_terminate_backend($1)', [pid])
     const errA = await failedA
     const errB = await failedB
@@ -426,15 +426,6 @@ test('postgres shared (keys): a statement of a transaction lost with its connect
     await lock.rollback()
   } finally {
     await db.close()
-  }
-
-  /** Until the session runs pg_sleep. @param {number} pid */
-  async function sleeping (pid) {
-    for (let i = 0; i < 3000; i++) {
-      const { rows } = await server.pool.query('SELECT query FROM pg_stat_activity WHERE pid = $1', [pid])
-      if (rows[0]?.query?.includes('pg_sleep')) return
-      await new Promise(resolve => setTimeout(resolve, 10))
-    }
   }
 })
 
