@@ -30,7 +30,9 @@ for (const locking of modes) {
       await sharedFailover(t, db, {
         connectionString: cluster.connectionString,
         table: 'chat',
-        n: 150,
+        // (The promotion takes up to a minute: the workers wait for it.)
+        after: 50,
+        deadline: 7 * 60 * 1000,
         options,
         locking,
         lifetime: 8 * 60 * 1000,

@@ -1,9 +1,11 @@
 // Two worker processes (test/fixtures/postgres-shared-worker.js, role
 // 'failover') write one table in shared mode while its primary fails
 // (`fail()`, called once some messages are in): they send to one chat and
-// race to create the same usernames. Then: every acknowledged write is
-// there, every write reported as failed (but LEVELKIT_COMMIT_UNKNOWN) is
-// not, and nothing else failed; message ids are 1..N with no gap nor
+// race to create the same usernames, each until `after` of its messages
+// are acknowledged past the last id before the failover (told once fail()
+// returns), or `deadline` ms have passed (a failure of the test). Then:
+// every acknowledged write is there, every write reported as failed (but
+// LEVELKIT_COMMIT_UNKNOWN) is not, and nothing else failed; message ids are 1..N with no gap nor
 // duplicate; each username has one owner, its acknowledged winner; each
 // process's watcher saw 1..N in order, the last one written after the
 // workload by another process (heard of only through its listening
@@ -18,15 +20,17 @@ import { FAST } from '../fixtures/postgres-shared-worker.js'
 
 /**
  * @param {any} t @param {any} db the table, opened in shared mode by the test (on the primary, however found)
- * @param {{ connectionString: string, table: string, n: number, fail: () => Promise<void>, options?: object, lifetime?: number, locking?: 'table' | 'keys' | 'serializable' }} run
- *   n: messages per worker; options: more options of the workers' open(); locking: theirs (db's too)
+ * @param {{ connectionString: string, table: string, after: number, deadline: number, fail: () => Promise<void>, options?: object, lifetime?: number, locking?: 'table' | 'keys' | 'serializable' }} run
+ *   after: messages each worker writes on the new primary; deadline: ms from
+ *   the start the workers write for at most; options: more options of the
+ *   workers' open(); locking: theirs (db's too)
  */
-export async function sharedFailover (t, db, { connectionString, table, n, fail, options = {}, lifetime, locking = 'table' }) {
+export async function sharedFailover (t, db, { connectionString, table, after, deadline, fail, options = {}, lifetime, locking = 'table' }) {
   const store = new ChatStore(db, { passwordCost: FAST })
   const senders = [await store.createUser({ username: 'sender0', password: 'x' }), await store.createUser({ username: 'sender1', password: 'x' })]
   const chatId = await store.createChat({ name: 'failover', adminId: senders[0], userIds: [senders[1]] })
   const names = range(0, 19).map(i => `racer${i}`)
-  const workers = await Promise.all(senders.map((senderId, worker) => startWorker(connectionString, table, 'failover', { n, inFlight: 4, chatId, senderId, worker, names, lifetime }, locking, options)))
+  const workers = await Promise.all(senders.map((senderId, worker) => startWorker(connectionString, table, 'failover', { inFlight: 4, chatId, senderId, worker, names, after, deadline, lifetime }, locking, options)))
   for (const w of workers) w.go()
   let seq = 0
   for (let i = 0; i < 2000 && seq < 20; i++) {
@@ -34,8 +38,13 @@ export async function sharedFailover (t, db, { connectionString, table, n, fail,
     seq = await store.messages.lastSeq(chatId)
   }
   t.comment(`the primary fails ${seq} messages in`)
-  await fail()
+  // (Workers write until told of the failover: not for ever if it fails.)
+  await fail().catch(err => {
+    for (const w of workers) w.child.kill()
+    throw err
+  })
   const atCut = await store.messages.lastSeq(chatId)
+  for (const w of workers) w.child.send({ cutAt: atCut })
   await Promise.all(workers.map(w => w.next(m => m?.written === true)))
   // Heard of by the workers only through their listening connections.
   await store.addChatMessage({ chatId, senderId: senders[0], text: 'last' })
@@ -64,7 +73,8 @@ export async function sharedFailover (t, db, { connectionString, table, n, fail,
     t.deepEqual(failed.filter(s => s.code !== 'LEVELKIT_COMMIT_UNKNOWN'), [], 'with locking: \'serializable\', sections whose transaction was lost ran again: nothing else failed')
   }
   for (const [i, r] of results.entries()) {
-    t.ok(r.sent.some((/** @type {any} */ s) => s.id > atCut), `worker ${i} wrote on the new primary`)
+    const past = r.sent.filter((/** @type {any} */ s) => s.id > atCut).length
+    t.ok(past >= after, `worker ${i} wrote ${past} messages on the new primary${r.stopped ? `: stopped by ${r.stopped}, before ${after}` : ''}`)
     t.deepEqual(r.watched, range(1, total), `worker ${i}'s watcher saw 1..${total} in order, the last one written by another process after the workload (it listened again)`)
   }
   const users = results.flatMap(r => r.users)
