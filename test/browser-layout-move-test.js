@@ -26,6 +26,8 @@ const PEOPLE = 100
 const NOTES = 10
 // The writing tab adds edges this far ahead: beyond the seeded ones (up to 47 ahead).
 const AHEAD = PEOPLE / 2
+// The channel a held move waits on (each test has an origin of its own).
+const GATE = 'layout-move-gate'
 
 /** Whom person `i` follows when seeded. @param {number} i */
 const follows = i => [...new Set([1, 2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47].map(d => 1 + (i - 1 + d) % PEOPLE))]
@@ -59,13 +61,18 @@ function seed (page, location) {
  * of 16), as `window.t`, and record the most each tab's own move reported
  * done (polled). Controls: `skip` takes the moves as done in this tab
  * (never waits for them, never runs them); `noSchemaLock` makes the schema
- * lock hold nothing.
+ * lock hold nothing. `held` (not a control): once this tab's move has
+ * decided its first batch, its critical sections wait (before they take
+ * the cross-tab lock: the other tab's are not held up) until another tab
+ * says 'go' on the BroadcastChannel GATE (readAndWrite() with `signal`),
+ * or for ever if none does (a tab closed in the middle of its move); the
+ * move's progress is recorded as each batch is decided (polls wait too).
  * @param {import('playwright-core').Page} page @param {string} location
- * @param {{ skip?: boolean, noSchemaLock?: boolean }} [control]
+ * @param {{ skip?: boolean, noSchemaLock?: boolean, held?: boolean }} [control]
  * @returns {Promise<any>} what schemaStatus() said at open
  */
 function reopen (page, location, control = {}) {
-  return page.evaluate(async ({ location, control }) => {
+  return page.evaluate(async ({ location, control, gate }) => {
     const w = /** @type {any} */ (window)
     if (control.noSchemaLock) {
       const locks = navigator.locks
@@ -91,6 +98,33 @@ function reopen (page, location, control = {}) {
       }
     }
     const most = { follows: 0, notes: 0 }
+    /** @type {Promise<string> | null} */
+    let held = null
+    if (control.held) {
+      held = new Promise(resolve => {
+        const channel = new BroadcastChannel(gate)
+        channel.onmessage = () => { channel.close(); resolve('opened') }
+        // Not for ever if the other tab never says go: the test then fails on the gate.
+        setTimeout(() => { channel.close(); resolve('timed out') }, 60000)
+      })
+      let batches = 0
+      for (const [name, handle] of /** @type {const} */ ([['follows', rel], ['notes', notes]])) {
+        const model = handle[Object.getOwnPropertySymbols(handle).find(s => s.description === 'model')]
+        const move = model.moveLayoutBatch
+        model.moveLayoutBatch = async (/** @type {any} */ scope, /** @type {any} */ progress, /** @type {number} */ size) => {
+          batches++
+          const finished = await move.call(model, scope, progress, size)
+          most[name] = Math.max(most[name], progress.done)
+          return finished
+        }
+      }
+      const writer = db.writer
+      const run = writer.run
+      writer.run = async (/** @type {any[]} */ ...args) => {
+        if (batches > 0) await held
+        return run.apply(writer, args)
+      }
+    }
     // Each poll 5 ms after the last one answered, not every 5 ms:
     // schemaStatus() reads in a critical section, which waits for the
     // cross-tab lock behind the move's batches, so polls every 5 ms piled up
@@ -101,9 +135,9 @@ function reopen (page, location, control = {}) {
       for (const name of /** @type {const} */ (['follows', 'notes'])) most[name] = Math.max(most[name], s[name]?.layout?.done ?? 0)
     }, () => {}).then(() => { if (!poll.stopped) poll.timer = setTimeout(next, 5) })
     poll.timer = setTimeout(next, 5)
-    w.t = { db, people, rel, notes, most, poll }
+    w.t = { db, people, rel, notes, most, poll, held }
     return { follows: status.follows?.layout?.state ?? 'ready', notes: status.notes?.layout?.state ?? 'ready' }
-  }, { location, control })
+  }, { location, control, gate: GATE })
 }
 
 /** Start the move in a tab (not awaited). @param {import('playwright-core').Page} page */
@@ -138,17 +172,26 @@ async function whenMoving (page) {
  * the move), then, none awaited before the next, add and remove edges and
  * append and delete notes of every 10th person, and a second wave once
  * those are done. Returns the reads, each with the layout states this tab
- * saw when it was made and when it was answered.
- * @param {import('playwright-core').Page} page
+ * saw when it was made and when it was answered. The other tab's move is
+ * `held`: `signal` says when to let it go on, 'reading' (once the states
+ * before the reads are in) or 'writing' (once the first wave is sent; for
+ * a tab whose reads do not wait), or null (never: it is closed).
+ * @param {import('playwright-core').Page} page @param {'reading' | 'writing' | null} signal
  */
-function readAndWrite (page) {
-  return page.evaluate(async ({ people, ahead }) => {
+function readAndWrite (page, signal) {
+  return page.evaluate(async ({ people, ahead, signal, gate }) => {
     const { db, rel, notes } = /** @type {any} */ (window).t
     const states = async () => {
       const s = await db.schemaStatus()
       return [s.follows?.layout?.state ?? 'ready', s.notes?.layout?.state ?? 'ready']
     }
+    const go = () => {
+      const channel = new BroadcastChannel(gate)
+      channel.postMessage('go')
+      channel.close()
+    }
     const before = await states()
+    if (signal === 'reading') go()
     const reads = await Promise.all([
       rel.to(5).all(),
       rel.from(5).all(),
@@ -163,10 +206,11 @@ function readAndWrite (page) {
         writes.push(notes.append(i, `${i}:new${wave}`))
         writes.push(notes.del(i, 2 + wave))
       }
+      if (signal === 'writing' && wave === 0) go()
       await Promise.all(writes)
     }
     return { before, after, reads }
-  }, { people: PEOPLE, ahead: AHEAD })
+  }, { people: PEOPLE, ahead: AHEAD, signal, gate: GATE })
 }
 
 /**
@@ -209,6 +253,7 @@ function inspect (page) {
   return page.evaluate(async ({ people }) => {
     const t = /** @type {any} */ (window).t
     const moved = t.moved === undefined ? 'none' : await t.moved
+    const gate = t.held === null ? 'none' : await t.held
     const to = []
     const from = []
     const notes = []
@@ -223,7 +268,7 @@ function inspect (page) {
     clearTimeout(t.poll.timer)
     const status = await t.db.schemaStatus()
     const problems = (await t.db.check()).problems.map((/** @type {any} */ p) => p.type)
-    return { moved, most: t.most, layouts: [status.follows?.layout?.state ?? 'ready', status.notes?.layout?.state ?? 'ready'], to, from, notes, problems }
+    return { moved, gate, most: t.most, layouts: [status.follows?.layout?.state ?? 'ready', status.notes?.layout?.state ?? 'ready'], to, from, notes, problems }
   }, { people: PEOPLE })
 }
 
@@ -258,13 +303,15 @@ const seededReads = () => [
  */
 async function scenario ([mover, writer], location, options = {}) {
   await seed(mover, location)
-  const opened = [await reopen(mover, location, options.mover)]
+  // The move is held after its first batch until the second tab is where it should meet it:
+  // left to run, at load 10-16 it was over (or past the people written) before.
+  const opened = [await reopen(mover, location, { ...options.mover, held: true })]
   // With closeMover, the second tab opens in the middle of the move: it finds the first tab's marker.
   if (!options.closeMover) opened.push(await reopen(writer, location, options.writer))
   await startMove(mover)
   const movingAt = await whenMoving(mover)
   if (options.closeMover) opened.push(await reopen(writer, location, options.writer))
-  const writing = readAndWrite(writer)
+  const writing = readAndWrite(writer, options.closeMover ? null : options.writer?.skip ? 'writing' : 'reading')
   let closedAt = null
   if (options.closeMover) {
     // Let the writer's reads and writes queue behind the move, then close the moving tab.
@@ -274,11 +321,13 @@ async function scenario ([mover, writer], location, options = {}) {
   }
   const during = await writing
   const after = options.closeMover ? [await inspect(writer)] : await Promise.all([inspect(mover), inspect(writer)])
+  // (Else the second tab never said go: what the test asserts would be about another timing.)
+  if (!options.closeMover && after[0].gate !== 'opened') throw new Error(`the first tab's move, held after its first batch, went on only when ${after[0].gate}`)
   return { opened, movingAt, closedAt, during, after }
 }
 
 /** @param {any} result */
-const summary = result => JSON.stringify({ ...result, after: result.after.map((/** @type {any} */ a) => ({ moved: a.moved, most: a.most, layouts: a.layouts, problems: counted(a.problems) })) })
+const summary = result => JSON.stringify({ ...result, after: result.after.map((/** @type {any} */ a) => ({ moved: a.moved, gate: a.gate, most: a.most, layouts: a.layouts, problems: counted(a.problems) })) })
 
 /** How many of each problem type. @param {string[]} problems */
 function counted (problems) {
