@@ -6,7 +6,10 @@
 // lib/schema-lock.js: the other tab waits, then finds it moved), its reads
 // wait and answer right, no write is lost or doubled, check() is clean in
 // both tabs; a tab opened in the middle of a move and left alone when the
-// moving tab is closed finishes it.
+// moving tab is closed finishes it. The moving tab's move is held after its
+// first batch until the other tab is where it should meet it (reopen()'s
+// `held`): left to run, on a loaded machine the move was over before the
+// other tab read (or opened), and the controls passed.
 // Controls: a writing tab that takes the moves as done (neither waits for
 // them nor runs them), and a schema lock that holds nothing, make the
 // assertions fail. With no schema lock both tabs move at once and the data
