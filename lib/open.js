@@ -65,8 +65,8 @@ export async function openIn (environment, options) {
   }
   // Reads of relations' forward lists kept in the lists store only, through
   // browser-level's interface too (lib/idb-lists-level.js): the default
-  // layout of a new relation, and any database may store it.
-  if (relationIndexes !== false && backend === 'indexeddb') levelOptions.relationEntries = true
+  // layout of a new relation, and a stored one is kept whatever the option.
+  if (backend === 'indexeddb') levelOptions.relationEntries = true
   let level
   try {
     level = await factory(location, levelOptions)

@@ -155,11 +155,11 @@ export class RelationModel {
 
   /**
    * The error of a tab that cannot keep the relation in IndexedDB's index
-   * (relationIndexes: false, a database brought with { db }) on a database
+   * (a database brought with { db }, ids that are not sequence ids) on a database
    * whose stored layout keeps its forward lists in the lists store only.
    */
   entriesRefused () {
-    return levelkitError(codes.INVALID, `Relation "${this.name}" keeps its forward lists in IndexedDB's lists store only (its stored layout says native: ['from', 'to']): open the database with open({ location }) and without relationIndexes: false (relationIndexes: 'lists' moves them into browser-level's store)`, { relation: this.name })
+    return levelkitError(codes.INVALID, `Relation "${this.name}" keeps its forward lists in IndexedDB's lists store only (its stored layout says native: ['from', 'to']): open the database with open({ location }) (relationIndexes: 'lists' moves them into browser-level's store)`, { relation: this.name })
   }
 
   /**
