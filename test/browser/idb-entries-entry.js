@@ -1,4 +1,4 @@
-/* global IDBObjectStore */
+/* global IDBObjectStore, IDBCursor */
 // A relation's forward lists kept in IndexedDB's lists store only (the
 // default for a new relation, open({ relationIndexes: 'entries' }) to move
 // a stored one there: its stored layout says native: ['from', 'to'],
@@ -219,13 +219,39 @@ test('idb-entries: a ChatStore with native users: createChat, members both ways,
 })
 
 test('idb-entries: browser-level\'s interface reads a range larger than a chunk of entries (300 lists): both ways, with limits, bounds and seeks', async (/** @type {any} */ t) => {
-  const s = await openChats(fresh())
+  const s = await openChats(fresh(), 'entries')
   await s.users.insertMany(people(60))
   const rows = manyRows(300)
   const ids = await loadChats(s, rows)
   const lists = s.db.level.sublevel('members.list.to', { keyEncoding: 'view', valueEncoding: 'view' })
   const all = rows.map((members, c) => [ids[c], members])
   const read = async (/** @type {any} */ options) => (await lists.iterator(options).all()).map((/** @type {any} */ [key, value]) => [decode(key), decode(value)])
+  // What the first step of an iterator over all 300 lists reads of the
+  // lists store: entries fetched by getAll()/getAllKeys() (their count) and
+  // cursor steps (reversed).
+  for (const reverse of [false, true]) {
+    const store = /** @type {any} */ (IDBObjectStore.prototype)
+    const cursor = /** @type {any} */ (IDBCursor.prototype)
+    const originals = { getAll: store.getAll, getAllKeys: store.getAllKeys, continue: cursor.continue }
+    let fetched = 0
+    for (const name of /** @type {const} */ (['getAll', 'getAllKeys'])) {
+      store[name] = function (/** @type {any} */ range, /** @type {any} */ count) {
+        if (this.name.endsWith('/levelkit-lists')) fetched = Math.max(fetched, count ?? Infinity)
+        return originals[name].call(this, range, count)
+      }
+    }
+    cursor.continue = function (/** @type {any[]} */ ...args) { fetched++; return originals.continue.apply(this, args) }
+    const it = lists.iterator({ reverse })
+    try {
+      await it.next()
+    } finally {
+      store.getAll = originals.getAll
+      store.getAllKeys = originals.getAllKeys
+      cursor.continue = originals.continue
+    }
+    await it.close()
+    t.ok(fetched <= 128, `${reverse ? 'reverse' : 'forward'}: the first step reads one chunk of the 300 lists, not all (${fetched} entries at most in a request)`)
+  }
   t.same(await read({}), all, 'forward: every list, in order')
   t.same(await read({ reverse: true }), [...all].reverse(), 'reverse: every list, in order')
   t.same(await read({ limit: 200 }), all.slice(0, 200), 'forward, a limit past a chunk')
