@@ -112,3 +112,37 @@ test('IndexedDB, tabs: a move between the two layouts of the forward lists, its 
     await closedMidMove(t, back, seeder, location, 'lists', ['from'])
   })
 })
+
+test('IndexedDB, two tabs: a tab that kept the lists in browser-level\'s store while the other moved them into the entries is refused (reload), and the edges stay whole', { timeout: 120000 }, async t => {
+  const location = 'idb-entries-other-tab-moves'
+  await withTabs(2, async ([a, b]) => {
+    await openIn(a, location, 'lists')
+    await a.evaluate(async () => {
+      const { people, rel } = /** @type {any} */ (window).t
+      await people.insertMany(Array.from({ length: 8 }, (_, i) => ({ n: i + 1 })))
+      await rel.addMany(1, [2, 3])
+      await /** @type {any} */ (window).t.db.close()
+    })
+    // Tab a with the default option keeps the lists where they are; tab b moves them.
+    await openIn(a, location, undefined)
+    t.same(await a.evaluate(() => /** @type {any} */ (window).t.rel.to(1).all()), [2, 3], 'tab a (the default): reads the stored lists')
+    await openIn(b, location, 'entries')
+    t.same(await b.evaluate(async () => {
+      const { rel } = /** @type {any} */ (window).t
+      await rel.add(1, 4)
+      return rel.to(1).all()
+    }), [2, 3, 4], 'tab b (\'entries\'): the move done at its first use, its write read back')
+    const later = await a.evaluate(async () => {
+      const { rel } = /** @type {any} */ (window).t
+      /** @param {Promise<unknown>} p */
+      const code = p => p.then(value => JSON.stringify(value), (/** @type {any} */ err) => err.code ?? String(err))
+      return { add: await code(rel.add(1, 5)), to: await code(rel.to(1).all()) }
+    })
+    t.same(later, { add: 'LEVELKIT_SCHEMA_CHANGED', to: 'LEVELKIT_SCHEMA_CHANGED' }, 'tab a: its write and read after the move are refused')
+    const found = await b.evaluate(async () => {
+      const { db, rel } = /** @type {any} */ (window).t
+      return { to: await rel.to(1).all(), from: await rel.from(4).all(), problems: (await db.check()).problems.length }
+    })
+    t.same(found, { to: [2, 3, 4], from: [1], problems: 0 }, 'tab b: the edges whole, check() clean')
+  })
+})
