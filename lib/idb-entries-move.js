@@ -1,5 +1,3 @@
-import { levelkitError, codes } from './errors.js'
-
 // A relation kept by IndexedDB's index (lists: ['from', 'to'] over sequence
 // ids, on a database levelkit opened) keeps its forward lists either in the
 // lists store's entries only (stored layout native: ['from', 'to'], the
@@ -30,14 +28,14 @@ export const RELIST = 'relist'
  * takes the entries unless told 'lists', or browser-level's store holds
  * lists of it already (a database levelkit made before it kept a layout).
  * An existing one keeps its stored layout unless the choice names the
- * other; a move into the index kind not over yet (its forward lists not
- * all in the entries) cannot go to the entries and is refused.
- * @param {string} relation its name, for the error
+ * other; one not in the index kind yet, or whose move into it is not over
+ * (its forward lists not all in the entries), goes there with its lists in
+ * browser-level's store first, whatever the choice.
  * @param {IdbDirect} idb @param {Namespace} forward the forward lists' namespace (mirrored)
  * @param {Record<string, unknown> | undefined} stored @param {Choice} choice
  * @returns {Promise<{ entries: boolean, move: string | null }>}
  */
-export async function entriesLayout (relation, idb, forward, stored, choice) {
+export async function entriesLayout (idb, forward, stored, choice) {
   if (stored === undefined) {
     if (choice === 'lists') return { entries: false, move: null }
     return { entries: (await storedLists(idb, forward, 1)).length === 0, move: null }
@@ -46,11 +44,12 @@ export async function entriesLayout (relation, idb, forward, stored, choice) {
   const storedEntries = native.includes('to')
   if (choice === undefined || (choice === 'entries') === storedEntries) return { entries: storedEntries, move: null }
   // Only a layout whose entries hold every list moves (a move between the
-  // two, resumed or turned back, included).
+  // two, resumed or turned back, included). Reverse lists, or a move into
+  // the index kind not over, go into the index with their lists in
+  // browser-level's store first (the entries are not full until that move
+  // is over); an open with 'entries' after it moves them on.
   const phase = stored.state === 'moving' ? stored.phase ?? null : null
-  if (!native.includes('from') || (stored.state === 'moving' && phase !== UNLIST && phase !== RELIST)) {
-    throw levelkitError(codes.INVALID, `Relation "${relation}" is being moved into IndexedDB's index (its stored layout says ${JSON.stringify({ native, phase })}): relationIndexes: '${choice}' can move it once that move is over (open the database without the option first, and use the relation once)`, { relation })
-  }
+  if (!native.includes('from') || (stored.state === 'moving' && phase !== UNLIST && phase !== RELIST)) return { entries: false, move: null }
   return { entries: choice === 'entries', move: choice === 'entries' ? UNLIST : RELIST }
 }
 

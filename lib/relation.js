@@ -134,7 +134,7 @@ export class RelationModel {
     }
     // The forward lists in the entries only, or in browser-level's store
     // too: the stored layout's, or the tab's choice by a move.
-    const { entries, move } = await entriesLayout(this.name, /** @type {any} */ (this.idb), this.forward.namespace, stored, this.entriesChoice)
+    const { entries, move } = await entriesLayout(/** @type {any} */ (this.idb), this.forward.namespace, stored, this.entriesChoice)
     this.entriesMove = move
     // Each mirror entry carries its from-record too: from(id).records() is
     // then one request. Entries written before they did are read around
