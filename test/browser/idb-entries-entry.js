@@ -161,6 +161,29 @@ test('idb-entries: relationIndexes: \'lists\' and \'entries\' move a stored rela
   await s.db.close()
 })
 
+test('idb-entries: \'entries\' on a relation that stores reverse lists: moved into the index with its lists in browser-level\'s store first, into the entries at the next open with \'entries\'', async (/** @type {any} */ t) => {
+  const location = fresh()
+  let s = await openChats(location, false)
+  await s.users.insertMany(people(60))
+  const rows = manyRows(40)
+  const ids = await loadChats(s, rows)
+  const expected = rows.flatMap((members, c) => members.map(u => `${ids[c]}>${u}`)).sort()
+  const lists = rows.map((members, c) => [ids[c], members])
+  t.same((await storedLayout(s)).native, [], 'relationIndexes: false: reverse lists, not the index')
+  await s.db.close()
+  s = await openChats(location, 'entries')
+  t.same(await edges(s, ids, 60), { forward: expected, reverse: expected }, 'first \'entries\' open: every edge both ways')
+  t.same(await storedLayout(s), { native: ['from'], state: 'ready' }, 'first \'entries\' open: into the index, the lists in browser-level\'s store')
+  t.same(await bothStores(s), { stored: lists, entries: lists }, 'first \'entries\' open: every list in both stores')
+  await s.db.close()
+  s = await openChats(location, 'entries')
+  t.same(await edges(s, ids, 60), { forward: expected, reverse: expected }, 'second \'entries\' open: every edge both ways')
+  t.same(await storedLayout(s), { native: ['from', 'to'], state: 'ready' }, 'second \'entries\' open: the entries only')
+  t.same(await bothStores(s), { stored: [], entries: lists }, 'second \'entries\' open: no list left in browser-level\'s store')
+  t.same((await s.db.check()).problems, [], 'check() is clean')
+  await s.db.close()
+})
+
 test('idb-entries: two tabs open a new database at once, one with relationIndexes: \'lists\': the one that did not store the layout first is refused', async (/** @type {any} */ t) => {
   for (const first of ['entries', 'plain']) {
     const location = fresh()
