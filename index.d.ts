@@ -167,13 +167,15 @@ export interface OpenOptions {
   /**
    * IndexedDB, a database open() opens itself: whether a new relation with lists: ['from', 'to']
    * over sequence ids keeps from() in an IndexedDB index over its `to` lists instead of lists of
-   * its own (default true). A database's stored layout decides for an existing database.
-   * 'entries' (opt-in): such a new relation keeps its `to` lists in the index's entries only,
-   * not in browser-level's store too (one put per list written instead of two; stored layout
-   * native: ['from', 'to']); a relation whose stored layout is another one is refused, as is a
-   * tab without it on a relation stored so.
+   * its own (default true). Such a new relation keeps its `to` lists in the index's entries only
+   * (stored layout native: ['from', 'to'], one put per list written). A database's stored layout
+   * decides for an existing relation, unless 'entries' or 'lists' names the other one: 'entries'
+   * moves a relation whose lists are in browser-level's store into the entries (deleting them
+   * there, in batches), 'lists' keeps new relations' lists in browser-level's store too (native:
+   * ['from']) and moves an entries-only relation back (writing them there, in batches). false:
+   * new relations keep reverse lists; a stored index layout is kept.
    */
-  relationIndexes?: boolean | 'entries'
+  relationIndexes?: boolean | 'entries' | 'lists'
   /**
    * IndexedDB, a new database open() opens itself: collections kept native, each with the names of
    * all its indexes, as `{ users: ['username'] }`. A native collection's records are in an object

@@ -64,7 +64,7 @@
 // Usage: node bench/browser-workload.js [--runs 3] [--users 2000] [--chats 200]
 //   [--members 20] [--messages 20000] [--concurrency 16] [--scale 1] [--n N]
 //   [--ops a,b] [--slices 10] [--chunk 1000] [--pbkdf2 1] [--seed 1]
-//   [--no-warmup] [--no-native] [--relation-entries] [--trace] [--profile] [--out bench/out]
+//   [--no-warmup] [--no-native] [--relation-entries | --relation-lists] [--trace] [--profile] [--out bench/out]
 
 import os from 'node:os'
 import fs from 'node:fs'
@@ -144,8 +144,10 @@ const USAGE = `Usage: node bench/${NAME}.js [options]
   --no-warmup       skip the untimed warm-up of every row on both sides
   --no-native       levelkit's users in browser-level's store (else a native collection:
                     open()'s native option, ChatStore.native)
-  --relation-entries  levelkit's chat members kept in IndexedDB's lists store only (open()'s
-                    relationIndexes: 'entries'; else their lists in browser-level's store too)
+  --relation-entries  levelkit's chat members kept in IndexedDB's lists store only, chosen
+                    (open()'s relationIndexes: 'entries'; the default keeps them so too)
+  --relation-lists  levelkit's chat members' lists in browser-level's store too (open()'s
+                    relationIndexes: 'lists', the default before session 24)
   --trace           after the first run, list the IndexedDB transactions and requests of
                     one operation of each row, on both sides (which namespaces levelkit reads),
                     and of each table's part of the first run's preload, also per record
@@ -172,6 +174,7 @@ const args = parseCli(NAME, USAGE, {
   'no-warmup': { type: 'boolean', default: false },
   'no-native': { type: 'boolean', default: false },
   'relation-entries': { type: 'boolean', default: false },
+  'relation-lists': { type: 'boolean', default: false },
   trace: { type: 'boolean', default: false },
   profile: { type: 'boolean', default: false },
   out: { type: 'string', default: path.join(here, 'out') }
@@ -196,6 +199,7 @@ const opts = {
   warmup: !args['no-warmup'],
   native: !args['no-native'],
   entries: Boolean(args['relation-entries']),
+  lists: Boolean(args['relation-lists']),
   trace: Boolean(args.trace),
   profile: Boolean(args.profile)
 }
@@ -215,7 +219,7 @@ const concurrencyOf = (/** @type {string} */ op) => op.endsWith('C') ? opts.conc
 const run0 = startRun(NAME, args.out, ['dexie', 'browser-level', 'playwright-core'])
 const bundles = await bundleSizes()
 console.log(`${NAME}: levelkit ChatStore (browser bundle, IndexedDB) vs Dexie ${run0.versions.dexie}, one headless Chromium, ${opts.runs} run(s)`)
-console.log(`  data: ${fmt(opts.users)} users, ${fmt(opts.chats)} chats of ${opts.members} members, ${fmt(opts.messages)} messages; ${opts.concurrency} in flight; preload in writes of ${fmt(opts.chunk)}; PBKDF2 ${opts.pbkdf2} iteration(s)${opts.entries ? '; levelkit\'s chat members in the lists store only (relationIndexes: \'entries\')' : ''}`)
+console.log(`  data: ${fmt(opts.users)} users, ${fmt(opts.chats)} chats of ${opts.members} members, ${fmt(opts.messages)} messages; ${opts.concurrency} in flight; preload in writes of ${fmt(opts.chunk)}; PBKDF2 ${opts.pbkdf2} iteration(s)${opts.entries ? '; levelkit\'s chat members in the lists store only (relationIndexes: \'entries\')' : ''}${opts.lists ? '; levelkit\'s chat members\' lists in browser-level\'s store too (relationIndexes: \'lists\')' : ''}`)
 printMachine(run0, ['levelkit', 'browser-level', 'dexie', 'playwright-core'])
 
 const code = await bundleForBrowser('bench/lib/browser-workload-page.js')
@@ -718,11 +722,12 @@ function secs (byTable) {
   return Object.entries(byTable).map(([t, ms]) => t === 'gc' ? `its final gc() ${fmt(ms, 0)} ms` : `${t} ${fmt(ms / 1000, 2)} s`).join(', ')
 }
 
-/** The page's query: the levelkit side's open() options. @param {{ native: boolean, entries: boolean }} options */
+/** The page's query: the levelkit side's open() options. @param {{ native: boolean, entries: boolean, lists: boolean }} options */
 function pageQuery (options) {
   const query = new URLSearchParams()
   if (!options.native) query.set('native', '0')
   if (options.entries) query.set('entries', '1')
+  if (options.lists) query.set('lists', '1')
   const text = query.toString()
   return text === '' ? '/' : `/?${text}`
 }

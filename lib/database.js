@@ -81,15 +81,21 @@ export class Database {
 
   /**
    * @param {any} level an open abstract-level 3 database
-   * @param {{ syncReads?: boolean, readCache?: number | { size?: number, policy?: import('./read-cache.js').CachePolicy }, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean, relationIndexes?: boolean | 'entries' }} [options]
+   * @param {{ syncReads?: boolean, readCache?: number | { size?: number, policy?: import('./read-cache.js').CachePolicy }, readCacheBytes?: number, durability?: 'sync' | 'relaxed', ownsLevel?: boolean, relationIndexes?: boolean | 'entries' | 'lists' }} [options]
    */
   constructor (level, options = {}) {
     this.level = level
     this.#ownsLevel = options.ownsLevel !== false
     /** Whether a new relation with both lists may keep its reverse direction in an IndexedDB index (lib/relation.js). */
     this.relationIndexes = options.relationIndexes !== false
-    // Opt-in: such a relation's forward lists kept in the index's entries only (lib/idb-direct.js).
-    this.relationEntries = options.relationIndexes === 'entries'
+    /**
+     * Where such a relation keeps its forward lists: 'entries' (the index's
+     * entries only, lib/idb-direct.js) or 'lists' (browser-level's store
+     * too), moving a stored relation there; undefined: entries for a new
+     * relation, the stored layout for an existing one.
+     * @type {'entries' | 'lists' | undefined}
+     */
+    this.relationEntries = options.relationIndexes === 'entries' || options.relationIndexes === 'lists' ? options.relationIndexes : undefined
     // Another tab opens the IndexedDB database at a newer version (a newer
     // layout): its connection is closed at once so that tab is not blocked
     // (lib/idb-open.js), and this database with it, until the page reloads.

@@ -167,6 +167,12 @@ export class IdbDirect {
    */
   #entriesOnly = new Set()
   /**
+   * Of the namespaces kept in their entries only, the namespace that is
+   * their key range in browser-level's store (storedSide()).
+   * @type {Map<import('./namespace.js').Namespace, import('./namespace.js').Namespace>}
+   */
+  #storedSides = new Map()
+  /**
    * Where each mirrored namespace keeps its entries: the slot it claimed
    * (its own index, whose keys are the ids alone: LIST_SLOTS in
    * lib/idb-open.js), or -1 for the `ids` index shared by tags (a lists
@@ -360,6 +366,21 @@ export class IdbDirect {
     const range = this.#range(namespace, bounds)
     if (range === null || options.limit === 0) return Promise.resolve([])
     return this.#retrying(write, store => this.#entriesOn(store, namespace, range, options))
+  }
+
+  /**
+   * The lists of `namespace` (mirrored) as its entries hold them, within
+   * `bounds`, as [key, list bytes] pairs: what entries() answers where the
+   * namespace is kept in its entries only, whether it is or not (a layout
+   * move writes them into browser-level's store from there).
+   * @param {import('./namespace.js').Namespace} namespace @param {Bounds} bounds
+   * @param {{ values?: boolean, reverse?: boolean, limit?: number }} options
+   * @param {Mode} write
+   * @returns {Promise<Array<[Uint8Array, any]>>}
+   */
+  listEntries (namespace, bounds, options, write) {
+    if (options.limit === 0) return Promise.resolve([])
+    return this.#retrying(write, () => this.#listEntries(namespace, bounds, options))
   }
 
   /**
@@ -706,6 +727,27 @@ export class IdbDirect {
    */
   carries (namespace) {
     return this.#carried.has(namespace)
+  }
+
+  /**
+   * The key range of `namespace` in browser-level's store, as a namespace
+   * of its own (neither mirrored nor kept in entries): where lists written
+   * before it was kept in its entries only are left, until a layout move
+   * deletes them (lib/idb-entries-move.js), its reads and batches reaching
+   * that store alone. Its ops are named apart from the namespace's (keyId)
+   * and it keeps no caches: deleting a leftover list is not deleting the list.
+   * @param {import('./namespace.js').Namespace} namespace
+   * @returns {import('./namespace.js').Namespace}
+   */
+  storedSide (namespace) {
+    let side = this.#storedSides.get(namespace)
+    if (side === undefined) {
+      const keyId = (/** @type {Uint8Array} */ key) => '\u0000stored' + namespace.keyId(key)
+      const own = { value: null, writable: true }
+      side = Object.create(namespace, { keyId: { value: keyId }, cache: own, readCache: { ...own }, listCache: { ...own }, cachesWrites: { value: false, writable: true } })
+      this.#storedSides.set(namespace, /** @type {import('./namespace.js').Namespace} */ (side))
+    }
+    return /** @type {import('./namespace.js').Namespace} */ (side)
   }
 
   /**

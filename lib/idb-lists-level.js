@@ -155,24 +155,61 @@ function boundsIn (range, route) {
 }
 
 /**
+ * Routed entries read per request, at most: a large range (an export, a
+ * check() of a large relation) is read a chunk at a time as the iterator
+ * goes, not all at its first step.
+ */
+export const ENTRIES_CHUNK = 128
+
+/**
+ * `range` narrowed to start at `from` (a key read last, or a seek's
+ * target) in the iterator's direction, where that is tighter.
+ * @param {Range} range @param {{ key: Uint8Array, inclusive: boolean } | null} from @param {boolean} reverse
+ * @returns {Range}
+ */
+function narrowed (range, from, reverse) {
+  /** @type {Range} */
+  const out = {}
+  for (const bound of /** @type {Array<keyof Range>} */ (['gt', 'gte', 'lt', 'lte'])) if (range[bound] !== undefined) out[bound] = range[bound]
+  if (from === null) return out
+  const [open, closed] = reverse ? /** @type {const} */ (['lt', 'lte']) : /** @type {const} */ (['gt', 'gte'])
+  const start = out[closed] ?? out[open]
+  const order = start === undefined ? 1 : compareBytes(from.key, start) * (reverse ? -1 : 1)
+  if (order > 0 || (order === 0 && !from.inclusive)) {
+    delete out[open]
+    delete out[closed]
+    out[from.inclusive ? closed : open] = from.key
+  }
+  return out
+}
+
+/**
  * browser-level's iterator (which finds nothing in the routed namespaces:
  * their lists are not in its store) merged in key order with the entries
- * of the routed namespaces in the range, read at the first step.
+ * of the routed namespaces in the range, read ENTRIES_CHUNK at a time (one
+ * request each) as the merge reaches them, route after route in the
+ * iterator's direction.
  */
 /** @extends {AbstractIterator<any, Uint8Array, Uint8Array>} */
 class EntriesIterator extends AbstractIterator {
   #inner
+  /** @type {Route[]} in the iterator's direction */
   #routes
   #direct
   #options
-  /** @type {Array<[Uint8Array, any]> | null} the routed entries in order, once read */
-  #extra = null
+  #reverse
+  /** the route being read */
+  #route = 0
+  /** whether that route's entries are all read into #chunk */
+  #routeDone = false
+  /** @type {Array<[Uint8Array, any]>} the current chunk of routed entries, in order */
+  #chunk = []
   #at = 0
+  /** @type {{ key: Uint8Array, inclusive: boolean } | null} where the next chunk starts: past the last key read, or at a seek's target */
+  #from = null
   /** @type {Array<[Uint8Array, any]>} */
   #buffer = []
   #innerDone = false
-  /** @type {Uint8Array | null} where a seek before the first step goes */
-  #target = null
 
   /**
    * @param {any} db @param {any} options @param {any} inner browser-level's iterator (keys on, no limit)
@@ -181,39 +218,41 @@ class EntriesIterator extends AbstractIterator {
   constructor (db, options, inner, routes, direct) {
     super(db, options)
     this.#inner = inner
-    this.#routes = routes
+    this.#reverse = options.reverse === true
+    this.#routes = [...routes].sort((a, b) => compareBytes(a.prefix, b.prefix) * (this.#reverse ? -1 : 1))
     this.#direct = direct
     this.#options = options
   }
 
-  async #load () {
-    if (this.#extra !== null) return
-    const reverse = this.#options.reverse === true
-    const values = this.#options.values !== false
-    /** @type {Array<[Uint8Array, any]>} */
-    const extra = []
-    for (const route of this.#routes) {
-      const found = await this.#direct.entries(route.namespace, boundsIn(this.#options, route), { values, reverse }, false)
-      for (const [key, value] of found) extra.push([concatBytes(route.prefix, key), values ? asBytes(value) : undefined])
+  /**
+   * The next routed entry in order (not taken), reading the next chunk
+   * where the current one is used up; undefined past the last.
+   * @returns {Promise<[Uint8Array, any] | undefined>}
+   */
+  async #peek () {
+    while (this.#at >= this.#chunk.length && this.#route < this.#routes.length) {
+      const route = this.#routes[this.#route]
+      const range = narrowed(this.#options, this.#from, this.#reverse)
+      if (this.#routeDone || !overlaps(range, route)) {
+        this.#route++
+        this.#routeDone = false
+        continue
+      }
+      const values = this.#options.values !== false
+      // No more than the iterator may still return (its limit counts every entry, routed or not).
+      const count = this.limit === Infinity ? ENTRIES_CHUNK : Math.max(1, Math.min(ENTRIES_CHUNK, this.limit - this.count))
+      const found = await this.#direct.entries(route.namespace, boundsIn(range, route), { values, reverse: this.#reverse, limit: count }, false)
+      this.#chunk = found.map(([key, value]) => [concatBytes(route.prefix, key), values ? asBytes(value) : undefined])
+      this.#at = 0
+      if (found.length < count) this.#routeDone = true
+      if (this.#chunk.length > 0) this.#from = { key: this.#chunk[this.#chunk.length - 1][0], inclusive: false }
     }
-    extra.sort((a, b) => reverse ? compareBytes(b[0], a[0]) : compareBytes(a[0], b[0]))
-    this.#extra = extra
-    if (this.#target !== null) this.#skipTo(this.#target)
-  }
-
-  /** Past the routed entries before `target`, in the iterator's direction. @param {Uint8Array} target */
-  #skipTo (target) {
-    const extra = /** @type {Array<[Uint8Array, any]>} */ (this.#extra)
-    const reverse = this.#options.reverse === true
-    this.#at = 0
-    while (this.#at < extra.length && (reverse ? compareBytes(extra[this.#at][0], target) > 0 : compareBytes(extra[this.#at][0], target) < 0)) this.#at++
+    return this.#chunk[this.#at]
   }
 
   /** @param {number} size @param {any} options */
   async _nextv (size, options) {
-    await this.#load()
-    const extra = /** @type {Array<[Uint8Array, any]>} */ (this.#extra)
-    const reverse = this.#options.reverse === true
+    const reverse = this.#reverse
     /** @type {Array<[any, any]>} */
     const out = []
     while (out.length < size) {
@@ -223,10 +262,10 @@ class EntriesIterator extends AbstractIterator {
         else this.#buffer = items
       }
       const a = this.#buffer[0]
-      const b = extra[this.#at]
+      const b = await this.#peek()
       if (a === undefined && b === undefined) break
       const takeExtra = a === undefined || (b !== undefined && (reverse ? compareBytes(b[0], a[0]) > 0 : compareBytes(b[0], a[0]) < 0))
-      const entry = takeExtra ? extra[this.#at++] : /** @type {[Uint8Array, any]} */ (this.#buffer.shift())
+      const entry = takeExtra ? this.#chunk[this.#at++] : /** @type {[Uint8Array, any]} */ (this.#buffer.shift())
       out.push([this.#options.keys === false ? undefined : entry[0], entry[1]])
     }
     return out
@@ -242,8 +281,12 @@ class EntriesIterator extends AbstractIterator {
     this.#inner._seek(target, options)
     this.#buffer = []
     this.#innerDone = false
-    this.#target = target
-    if (this.#extra !== null) this.#skipTo(target)
+    // The routed entries from the target on, read again from there.
+    this.#route = 0
+    this.#routeDone = false
+    this.#chunk = []
+    this.#at = 0
+    this.#from = { key: target, inclusive: true }
   }
 
   async _close () {

@@ -15,6 +15,8 @@ import { scopeOf, scopedPrepare, writeThrough } from './model-handle.js'
  *   whether its data is in the declared layout already, `stored` the layout the stored schema names (if any)
  * @property {(scope: import('./write-scope.js').WriteScope, stored: Record<string, unknown> | undefined) => Promise<void>} [settleLayout]
  *   settle what its declaration depends on in the stored layout, before the comparison (a relation's IndexedDB index kind)
+ * @property {() => string | null} [firstLayoutPhase]
+ *   the phase its move starts with, where it depends on the stored layout (else null)
  * @property {() => void} startLayoutMove start the move the comparison found needed, if not yet (lib/schema.js)
  * @property {((scope: import('./write-scope.js').WriteScope) => void) | null} layoutRecord
  *   puts the stored layout record a comparison left for the model's next write (lib/schema.js), until it is written

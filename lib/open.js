@@ -23,7 +23,9 @@ export async function openIn (environment, options) {
   const given = optionsObject(options, 'open()')
   const { backend: named, location, db, syncReads, readCache, readCacheBytes, durability, relationIndexes, native, ...levelOptions } = given
   if (syncReads !== undefined && typeof syncReads !== 'boolean') throw invalid('The syncReads option must be a boolean')
-  if (relationIndexes !== undefined && typeof relationIndexes !== 'boolean' && relationIndexes !== 'entries') throw invalid("The relationIndexes option must be a boolean or 'entries'")
+  if (relationIndexes !== undefined && typeof relationIndexes !== 'boolean' && relationIndexes !== 'entries' && relationIndexes !== 'lists') {
+    throw invalid("The relationIndexes option must be a boolean, 'entries' or 'lists'")
+  }
   const readCacheOptions = readCacheOption(readCache)
   if (durability !== undefined && durability !== 'sync' && durability !== 'relaxed') {
     throw invalid("The durability option must be 'relaxed' (the default: a write resolves once the backend has it) or 'sync' (once it is flushed to disk)")
@@ -61,8 +63,10 @@ export async function openIn (environment, options) {
     if (backend !== 'indexeddb') throw invalid(`The native option is for the indexeddb backend (a collection's records in an object store of their own), not ${describe(backend)}`)
     levelOptions.native = nativeSpecs
   }
-  // Reads of relations' forward lists kept in the lists store only, through browser-level's interface too (lib/idb-lists-level.js).
-  if (relationIndexes === 'entries' && backend === 'indexeddb') levelOptions.relationEntries = true
+  // Reads of relations' forward lists kept in the lists store only, through
+  // browser-level's interface too (lib/idb-lists-level.js): the default
+  // layout of a new relation, and a stored one is kept whatever the option.
+  if (backend === 'indexeddb') levelOptions.relationEntries = true
   let level
   try {
     level = await factory(location, levelOptions)

@@ -12,6 +12,7 @@ import { describe, isDefined, elementsOf, noop } from './common.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
 import { optionsOf, optionsObject, RANGE } from './options.js'
 import { EdgeDirection, ListDirection, IndexDirection, compareIds } from './relation-directions.js'
+import { entriesLayout, storedLists, moveEntriesBatch, UNLIST, RELIST } from './idb-entries-move.js'
 
 const ON_DELETE = ['cascade', 'restrict']
 const LIST_SIDES = ['from', 'to']
@@ -81,8 +82,10 @@ export class RelationModel {
     this.idb = lists.includes('to') && lists.includes('from') ? db.writer.idb : null
     // A new database takes the index kind unless open() was told not to.
     this.indexNew = db.relationIndexes
-    // And keeps its forward lists in the index's entries only (opt-in: open({ relationIndexes: 'entries' })).
-    this.entriesNew = db.relationEntries
+    // And where it keeps its forward lists: the index's entries only, or browser-level's store too (lib/idb-entries-move.js).
+    this.entriesChoice = db.relationEntries
+    /** The move between the two that settleLayout() found needed (UNLIST, RELIST), or null. @type {string | null} */
+    this.entriesMove = null
     /** The sides kept by IndexedDB's lists store (['from'], ['from', 'to'] where the forward lists are its entries only, or none). @type {string[]} */
     this.native = []
     // A record created under a new sequence id has no list yet: its edges
@@ -126,15 +129,13 @@ export class RelationModel {
     // mirror() says whether the database has levelkit's lists store.
     const native = storedNative || (this.indexNew && this.to.sequential && this.idb !== null && this.idb.ready && this.idb.mirror(this.forward.namespace))
     if (!native) {
-      if (storedEntries) throw this.entriesRefused(stored)
+      if (storedEntries) throw this.entriesRefused()
       return
     }
-    // The forward lists in the entries only: chosen on a relation with no
-    // stored layout yet, kept where the stored layout says so; a database
-    // whose layout says otherwise is refused (moving lists between the
-    // two is not done yet), either way.
-    const entries = stored === undefined ? this.entriesNew : storedEntries
-    if (entries !== this.entriesNew) throw this.entriesRefused(stored)
+    // The forward lists in the entries only, or in browser-level's store
+    // too: the stored layout's, or the tab's choice by a move.
+    const { entries, move } = await entriesLayout(/** @type {any} */ (this.idb), this.forward.namespace, stored, this.entriesChoice)
+    this.entriesMove = move
     // Each mirror entry carries its from-record too: from(id).records() is
     // then one request. Entries written before they did are read around
     // (IdbDirect.listingRecords()) until a write of the record or its list fills them.
@@ -147,17 +148,18 @@ export class RelationModel {
     this.native = entries ? ['from', 'to'] : ['from']
   }
 
+  /** The phase a move into the declared layout starts with (lib/schema.js stores it with the move's first marker). */
+  firstLayoutPhase () {
+    return this.entriesMove
+  }
+
   /**
-   * The error of a tab whose choice of where the forward lists are (the
-   * lists store's entries only, or browser-level's store too) is not the
-   * stored layout's.
-   * @param {Record<string, unknown> | undefined} stored
+   * The error of a tab that cannot keep the relation in IndexedDB's index
+   * (a database brought with { db }, ids that are not sequence ids) on a database
+   * whose stored layout keeps its forward lists in the lists store only.
    */
-  entriesRefused (stored) {
-    const there = Array.isArray(stored?.native) && stored.native.includes('to')
-    return levelkitError(codes.INVALID, there
-      ? `Relation "${this.name}" keeps its forward lists in IndexedDB's lists store only (its stored layout says native: ['from', 'to']): open the database with relationIndexes: 'entries'`
-      : `Relation "${this.name}" keeps its forward lists in browser-level's store (its stored layout says native: ${JSON.stringify(stored?.native ?? [])}): relationIndexes: 'entries' is for relations with no stored layout yet (moving existing lists is not supported yet)`, { relation: this.name })
+  entriesRefused () {
+    return levelkitError(codes.INVALID, `Relation "${this.name}" keeps its forward lists in IndexedDB's lists store only (its stored layout says native: ['from', 'to']): open the database with open({ location }) (relationIndexes: 'lists' moves them into browser-level's store)`, { relation: this.name })
   }
 
   /**
@@ -174,7 +176,8 @@ export class RelationModel {
     for (const direction of unused) {
       if ((await direction.namespace.sublevel.keys({ limit: 1 }).all()).length > 0) return false
     }
-    if (this.native.includes('to')) return true
+    // Kept in the entries only: and none left in browser-level's store.
+    if (this.native.includes('to')) return this.idb === null || (await storedLists(this.idb, this.forward.namespace, 1)).length === 0
     if (this.reverse.kind === 'index' && this.idb !== null) {
       // And the mirror holds every forward list.
       await this.writer.drain()
@@ -196,6 +199,7 @@ export class RelationModel {
    */
   async moveLayoutBatch (scope, progress, size) {
     await this.writer.drain()
+    if (progress.phase === UNLIST || progress.phase === RELIST) return moveEntriesBatch(/** @type {any} */ (this.idb), this.forward.namespace, scope, progress, size)
     if (progress.phase !== null) return this.moveIntoIndex(scope, progress, size)
     let budget = size
     for (const [old, now] of /** @type {Array<[Direction, Direction]>} */ ([[this.unused.forward, this.forward], [this.unused.reverse, this.reverse]])) {

@@ -258,8 +258,12 @@ export class Schema {
       this.#deferLayout(model, key, { ...declared, state: 'ready' })
       return null
     }
-    if (moving) scope.put(this.#namespace, key, JSON.stringify({ ...declared, state: 'moving', phase: null, after: null, done: 0 }))
-    return { phase: null, after: null, done: 0 }
+    // A move whose first phase depends on where the data is (a relation's
+    // lists between IndexedDB's two layouts) stores it at once: resumed
+    // from the marker, it takes the same way.
+    const phase = model.firstLayoutPhase?.() ?? null
+    if (moving) scope.put(this.#namespace, key, JSON.stringify({ ...declared, state: 'moving', phase, after: null, done: 0 }))
+    return { phase, after: null, done: 0 }
   }
 
   /**

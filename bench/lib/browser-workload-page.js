@@ -29,8 +29,11 @@ let trace = null
 // their own, IndexedDB's unique index on the username), where levelkit has
 // them; --no-native opens the one-store layout.
 const NATIVE = new URLSearchParams(globalThis.location.search).get('native') === '0' ? undefined : /** @type {any} */ (ChatStore).native
-// Chat members kept in IndexedDB's lists store only (open()'s relationIndexes: 'entries'), with ?entries=1.
-const RELATION_INDEXES = new URLSearchParams(globalThis.location.search).get('entries') === '1' ? 'entries' : undefined
+// Chat members kept in IndexedDB's lists store only (the default; open()'s
+// relationIndexes: 'entries' with ?entries=1), or in browser-level's store
+// too with ?lists=1 (relationIndexes: 'lists').
+const QUERY = new URLSearchParams(globalThis.location.search)
+const RELATION_INDEXES = QUERY.get('lists') === '1' ? 'lists' : QUERY.get('entries') === '1' ? 'entries' : undefined
 
 /**
  * What a request is about: for levelkit's keys (bytes, `!namespace!...`)

@@ -1,10 +1,14 @@
-// A relation's forward lists kept in IndexedDB's lists store only
-// (open({ relationIndexes: 'entries' }): its stored layout says native:
-// ['from', 'to'], lib/idb-direct.js's #entriesOnly): a chat costs two puts,
-// not three; every edge reads back from both sides, through the write path
-// and outside it; check() is clean; a tab that chose the other layout is
-// refused. test/browser-idb-entries-test.js bundles this file, opens it in
-// Chromium and calls window.levelkitTests.run().
+/* global IDBObjectStore, IDBCursor */
+// A relation's forward lists kept in IndexedDB's lists store only (the
+// default for a new relation, open({ relationIndexes: 'entries' }) to move
+// a stored one there: its stored layout says native: ['from', 'to'],
+// lib/idb-direct.js's #entriesOnly): a chat costs two puts, not three; every
+// edge reads back from both sides, through the write path and outside it;
+// check() is clean; relationIndexes: 'lists' and 'entries' move a stored
+// relation between the two layouts (lib/idb-entries-move.js); browser-level's
+// interface reads large ranges a chunk at a time.
+// test/browser-idb-entries-test.js bundles this file, opens it in Chromium
+// and calls window.levelkitTests.run().
 
 import { test, run } from './harness.js'
 import { open } from '../../browser.js'
@@ -20,17 +24,42 @@ const fresh = () => `levelkit-idb-entries-${run_}-${++opened}`
 /** @param {Promise<unknown>} promise */
 const settled = promise => promise.then(value => ({ value }), err => ({ code: err?.code ?? err?.name }))
 
-/** Chats whose members are kept in the entries (or as `relationIndexes` says). @param {string} location @param {any} [relationIndexes] */
-const openChats = (location, relationIndexes = 'entries') => openMembers(location, { relationIndexes })
+/** Chats whose members are kept as `relationIndexes` says (by default: in the entries). @param {string} location @param {any} [relationIndexes] */
+const openChats = (location, relationIndexes) => openMembers(location, relationIndexes === undefined ? {} : { relationIndexes })
 
-test('idb-entries: the stored layout says native: [\'from\', \'to\']; a bulk load of chats makes two puts per chat; every edge both ways; check() clean', async (/** @type {any} */ t) => {
+/** The members relation's stored layout record. @param {any} s */
+async function storedLayout (s) {
+  const layout = (await s.db.level.sublevel(':levelkit.meta').iterator().all()).map((/** @type {any} */ [, value]) => String(value)).find((/** @type {string} */ value) => value.includes('"native"'))
+  const { native, state } = JSON.parse(layout ?? '{}')
+  return { native, state }
+}
+
+/** The members relation's model. @param {any} s */
+const membersOf = s => s.db.models().find((/** @type {any} */ m) => m.kind === 'relation' && m.model.name === 'members').model
+
+/**
+ * The members' forward lists as browser-level's store holds them (past the
+ * routing of lists kept in their entries), and as the entries do, decoded.
+ * @param {any} s
+ */
+async function bothStores (s) {
+  const idb = s.db.writer.idb
+  const forward = membersOf(s).forward.namespace
+  const stored = (await idb.entries(idb.storedSide(forward), {}, {}, false)).map((/** @type {any} */ [key, value]) => [decode(key), decode(value)])
+  const entries = (await idb.listEntries(forward, {}, {}, false)).map((/** @type {any} */ [key, value]) => [decode(key), decode(value)])
+  return { stored, entries }
+}
+
+/** `n` chats' members among users 1..60, 2 to 6 each. @param {number} n */
+const manyRows = n => Array.from({ length: n }, (_, c) => [1 + c % 60, 1 + (c * 7 + 3) % 60, 1 + (c * 13 + 5) % 60].filter((u, i, all) => all.indexOf(u) === i).sort((a, b) => a - b))
+
+test('idb-entries: by default, the stored layout says native: [\'from\', \'to\']; a bulk load of chats makes two puts per chat; every edge both ways; check() clean', async (/** @type {any} */ t) => {
   const location = fresh()
   const s = await openChats(location)
   await s.users.insertMany(people(60))
   // The schema's first write of chats and members done before counting.
   await s.members.addMany(await s.chats.insert({ title: 'warm' }), [1])
-  const layout = (await s.db.level.sublevel(':levelkit.meta').iterator().all()).map((/** @type {any} */ [, value]) => String(value)).find((/** @type {string} */ value) => value.includes('"native"'))
-  t.same(JSON.parse(layout ?? '{}').native, ['from', 'to'], 'the stored layout')
+  t.same((await storedLayout(s)).native, ['from', 'to'], 'the stored layout (the default)')
   const rows = memberRows()
   const { made, answer } = await countRequests(() => loadChats(s, rows))
   // The chat's record and its mirror entry (the list): a few more for the batch (meta, slot claims).
@@ -77,34 +106,89 @@ test('idb-entries: add, addMany, remove read back from both sides, in the write 
   await s.db.close()
 })
 
-test('idb-entries: a tab that chose the other layout is refused, both ways', async (/** @type {any} */ t) => {
-  const entries = fresh()
-  let s = await openChats(entries)
-  await s.users.insertMany(people(2))
-  await s.members.add(await s.chats.insert({ title: 'a' }), 1)
+test('idb-entries: relationIndexes: \'lists\' and \'entries\' move a stored relation between the two layouts (300 lists, batches of 256); the default and false keep either', async (/** @type {any} */ t) => {
+  const location = fresh()
+  let s = await openChats(location, 'lists')
+  await s.users.insertMany(people(60))
+  const rows = manyRows(300)
+  const ids = await loadChats(s, rows)
+  const expected = rows.flatMap((members, c) => members.map(u => `${ids[c]}>${u}`)).sort()
+  const lists = rows.map((members, c) => [ids[c], members])
+  t.same(await storedLayout(s), { native: ['from'], state: 'ready' }, '\'lists\': a new relation stores native: [\'from\']')
+  t.same(await bothStores(s), { stored: lists, entries: lists }, '\'lists\': every list in browser-level\'s store and in its entry')
   await s.db.close()
-  s = await openChats(entries, true)
-  t.same(await settled(s.members.to(1).all()), { code: 'LEVELKIT_INVALID' }, 'entries stored, a tab without the option: reads refused')
-  t.same(await settled(s.members.add(1, 2)), { code: 'LEVELKIT_INVALID' }, 'and writes')
+  s = await openChats(location)
+  await s.members.add(ids[0], 59)
+  t.same((await storedLayout(s)).native, ['from'], 'the default keeps the stored layout')
+  await s.members.remove(ids[0], 59)
   await s.db.close()
-  const plain = fresh()
-  s = await openChats(plain, true)
-  await s.users.insertMany(people(2))
-  await s.members.add(await s.chats.insert({ title: 'a' }), 1)
+  s = await openChats(location, 'entries')
+  t.same(await edges(s, ids, 60), { forward: expected, reverse: expected }, '\'entries\': every edge both ways (its first use moves it)')
+  t.same(await storedLayout(s), { native: ['from', 'to'], state: 'ready' }, '\'entries\': the stored layout says native: [\'from\', \'to\'], ready')
+  t.same(await bothStores(s), { stored: [], entries: lists }, '\'entries\': no list left in browser-level\'s store, every one in its entry')
+  t.same((await s.db.check()).problems, [], '\'entries\': check() is clean')
+  // The first write after open stores what the schema keeps of it: not counted.
+  await s.members.add(ids[2], 56)
+  // Which object store each put goes to.
+  const proto = /** @type {any} */ (IDBObjectStore.prototype)
+  const put = proto.put
+  /** @type {string[]} */
+  const stores = []
+  proto.put = function (/** @type {any[]} */ ...args) { stores.push(this.name.slice(location.length)); return put.apply(this, args) }
+  try {
+    await s.members.addMany(ids[1], [58, 57])
+  } finally {
+    proto.put = put
+  }
+  t.ok(stores.length > 0 && stores.every(store => store === '/levelkit-lists'), `'entries': a list written goes to the lists store only (${stores.join(', ')})`)
+  await s.members.remove(ids[1], 58)
+  await s.members.remove(ids[1], 57)
+  await s.members.remove(ids[2], 56)
   await s.db.close()
-  s = await openChats(plain)
-  t.same(await settled(s.members.add(1, 2)), { code: 'LEVELKIT_INVALID' }, 'lists in browser-level\'s store, a tab with the option: refused')
+  s = await openChats(location, false)
+  t.same(await s.members.to(ids[0]).all(), rows[0], 'entries stored, relationIndexes: false keeps them: reads')
+  t.same((await storedLayout(s)).native, ['from', 'to'], 'and the stored layout')
   await s.db.close()
-  s = await openChats(plain, true)
-  t.same(await s.members.to(1).all(), [1], 'the data is as it was')
+  s = await openChats(location)
+  t.same((await storedLayout(s)).native, ['from', 'to'], 'the default keeps the stored entries')
+  t.same(await s.members.to(ids[0]).all(), rows[0], 'and reads them')
+  await s.db.close()
+  s = await openChats(location, 'lists')
+  t.same(await edges(s, ids, 60), { forward: expected, reverse: expected }, '\'lists\' again: every edge both ways (moved back)')
+  t.same(await storedLayout(s), { native: ['from'], state: 'ready' }, '\'lists\' again: the stored layout says native: [\'from\'], ready')
+  t.same(await bothStores(s), { stored: lists, entries: lists }, '\'lists\' again: every list in browser-level\'s store and in its entry')
+  t.same((await s.db.check()).problems, [], '\'lists\' again: check() is clean')
   await s.db.close()
 })
 
-test('idb-entries: two tabs open a new database at once, one with the option: the one that did not store the layout first is refused', async (/** @type {any} */ t) => {
+test('idb-entries: \'entries\' on a relation that stores reverse lists: moved into the index with its lists in browser-level\'s store first, into the entries at the next open with \'entries\'', async (/** @type {any} */ t) => {
+  const location = fresh()
+  let s = await openChats(location, false)
+  await s.users.insertMany(people(60))
+  const rows = manyRows(40)
+  const ids = await loadChats(s, rows)
+  const expected = rows.flatMap((members, c) => members.map(u => `${ids[c]}>${u}`)).sort()
+  const lists = rows.map((members, c) => [ids[c], members])
+  t.same((await storedLayout(s)).native, [], 'relationIndexes: false: reverse lists, not the index')
+  await s.db.close()
+  s = await openChats(location, 'entries')
+  t.same(await edges(s, ids, 60), { forward: expected, reverse: expected }, 'first \'entries\' open: every edge both ways')
+  t.same(await storedLayout(s), { native: ['from'], state: 'ready' }, 'first \'entries\' open: into the index, the lists in browser-level\'s store')
+  t.same(await bothStores(s), { stored: lists, entries: lists }, 'first \'entries\' open: every list in both stores')
+  await s.db.close()
+  s = await openChats(location, 'entries')
+  t.same(await edges(s, ids, 60), { forward: expected, reverse: expected }, 'second \'entries\' open: every edge both ways')
+  t.same(await storedLayout(s), { native: ['from', 'to'], state: 'ready' }, 'second \'entries\' open: the entries only')
+  t.same(await bothStores(s), { stored: [], entries: lists }, 'second \'entries\' open: no list left in browser-level\'s store')
+  t.same((await s.db.check()).problems, [], 'check() is clean')
+  await s.db.close()
+})
+
+test('idb-entries: two tabs open a new database at once, one with relationIndexes: \'lists\': the one that did not store the layout first is refused', async (/** @type {any} */ t) => {
   for (const first of ['entries', 'plain']) {
     const location = fresh()
     const a = await openChats(location)
-    const b = await openChats(location, true)
+    const b = await openChats(location, 'lists')
     const [winner, loser] = first === 'entries' ? [a, b] : [b, a]
     await winner.users.insertMany(people(3))
     await winner.members.add(await winner.chats.insert({ title: 'w' }), 1)
@@ -141,7 +225,7 @@ test('idb-entries: browser-level\'s interface reads the lists from their entries
 })
 
 test('idb-entries: a ChatStore with native users: createChat, members both ways, getChats(), removeChatMember, deleteChat, check() clean', async (/** @type {any} */ t) => {
-  const db = await open({ location: fresh(), native: ChatStore.native, relationIndexes: 'entries' })
+  const db = await open({ location: fresh(), native: ChatStore.native })
   const store = await ChatStore.open(db, { passwordCost: { scryptN: 1024, pbkdf2Iterations: 1 } })
   const users = []
   for (let i = 0; i < 5; i++) users.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
@@ -155,6 +239,70 @@ test('idb-entries: a ChatStore with native users: createChat, members both ways,
   t.same((await store.getChats(users[1])).map((/** @type {any} */ c) => c.id), [chat.id], 'a deleted chat is gone from its members\' chats')
   t.same((await db.check()).problems, [], 'check() is clean')
   await db.close()
+})
+
+test('idb-entries: browser-level\'s interface reads a range larger than a chunk of entries (300 lists): both ways, with limits, bounds and seeks', async (/** @type {any} */ t) => {
+  const s = await openChats(fresh(), 'entries')
+  await s.users.insertMany(people(60))
+  const rows = manyRows(300)
+  const ids = await loadChats(s, rows)
+  const lists = s.db.level.sublevel('members.list.to', { keyEncoding: 'view', valueEncoding: 'view' })
+  const all = rows.map((members, c) => [ids[c], members])
+  const read = async (/** @type {any} */ options) => (await lists.iterator(options).all()).map((/** @type {any} */ [key, value]) => [decode(key), decode(value)])
+  // What the first step of an iterator over all 300 lists reads of the
+  // lists store: entries fetched by getAll()/getAllKeys() (their count) and
+  // cursor steps (reversed).
+  for (const reverse of [false, true]) {
+    const store = /** @type {any} */ (IDBObjectStore.prototype)
+    const cursor = /** @type {any} */ (IDBCursor.prototype)
+    const originals = { getAll: store.getAll, getAllKeys: store.getAllKeys, continue: cursor.continue }
+    let fetched = 0
+    for (const name of /** @type {const} */ (['getAll', 'getAllKeys'])) {
+      store[name] = function (/** @type {any} */ range, /** @type {any} */ count) {
+        if (this.name.endsWith('/levelkit-lists')) fetched = Math.max(fetched, count ?? Infinity)
+        return originals[name].call(this, range, count)
+      }
+    }
+    cursor.continue = function (/** @type {any[]} */ ...args) { fetched++; return originals.continue.apply(this, args) }
+    const it = lists.iterator({ reverse })
+    try {
+      await it.next()
+    } finally {
+      store.getAll = originals.getAll
+      store.getAllKeys = originals.getAllKeys
+      cursor.continue = originals.continue
+    }
+    await it.close()
+    t.ok(fetched <= 128, `${reverse ? 'reverse' : 'forward'}: the first step reads one chunk of the 300 lists, not all (${fetched} entries at most in a request)`)
+  }
+  t.same(await read({}), all, 'forward: every list, in order')
+  t.same(await read({ reverse: true }), [...all].reverse(), 'reverse: every list, in order')
+  t.same(await read({ limit: 200 }), all.slice(0, 200), 'forward, a limit past a chunk')
+  t.same(await read({ reverse: true, limit: 150 }), [...all].reverse().slice(0, 150), 'reverse, a limit past a chunk')
+  t.same(await read({ gt: encode(ids[10]), lte: encode(ids[270]) }), all.slice(11, 271), 'bounds across chunks')
+  t.same(await read({ gte: encode(ids[10]), lt: encode(ids[270]), reverse: true }), all.slice(10, 270).reverse(), 'bounds across chunks, reversed')
+  const whole = await s.db.level.keys({ keyEncoding: 'utf8' }).all()
+  t.same(whole, [...whole].sort(), 'the whole database: in order')
+  t.is(whole.filter((/** @type {string} */ key) => key.startsWith('!members.list.to!')).length, 300, 'the whole database: every list among its keys')
+  for (const reverse of [false, true]) {
+    const it = lists.iterator({ reverse })
+    const seen = []
+    for (let i = 0; i < 3; i++) seen.push(decode((await it.next())[0]))
+    it.seek(encode(ids[200]))
+    seen.push(decode((await it.next())[0]))
+    it.seek(encode(ids[5]))
+    const after = []
+    for (let i = 0; i < 140; i++) {
+      const entry = await it.next()
+      if (entry === undefined) break
+      after.push(decode(entry[0]))
+    }
+    await it.close()
+    const order = reverse ? [...ids].reverse() : ids
+    t.same(seen, [...order.slice(0, 3), ids[200]], `${reverse ? 'reverse' : 'forward'}: a seek past a chunk`)
+    t.same(after, reverse ? ids.slice(0, 6).reverse() : ids.slice(5, 145), `${reverse ? 'reverse' : 'forward'}: a seek back, then on past a chunk`)
+  }
+  await s.db.close()
 })
 
 // @ts-ignore

@@ -331,8 +331,11 @@ async function assertChats (t, store, users, chats, when) {
   t.is(same, users.length, `${when}: from() and getChats() answer each user's chats (${users.length} users)`)
 }
 
+// relationIndexes: 'lists' (the default keeps the forward lists in the
+// entries only, test/browser/idb-entries-entry.js): the mirror beside lists
+// in browser-level's store, which check() compares.
 test('idb-native: on a new database levelkit opened, ChatStore\'s members keep their reverse direction in the index: createChat writes no reverse lists', async (/** @type {any} */ t) => {
-  const db = await open({ location: fresh() })
+  const db = await open({ location: fresh(), relationIndexes: 'lists' })
   const store = await ChatStore.open(db, COST)
   const users = []
   for (let i = 0; i < 24; i++) users.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
@@ -394,7 +397,7 @@ test('idb-native: on a new database levelkit opened, ChatStore\'s members keep t
 
 test('idb-native: check() finds a mirror that differs from the forward lists and repairs it', async (/** @type {any} */ t) => {
   const name = fresh()
-  const db = await open({ location: name })
+  const db = await open({ location: name, relationIndexes: 'lists' })
   const store = await ChatStore.open(db, COST)
   const users = []
   for (let i = 0; i < 4; i++) users.push(await store.createUser({ username: `user${i}`, password: 'secret-password' }))
@@ -575,7 +578,7 @@ test('idb-native: a lists store made before slots keeps [tag, id] entries in the
 
 test('idb-native: past the last slot a relation keeps the shared index; every relation answers, and check() finds what is planted in either layout', async (/** @type {any} */ t) => {
   const name = fresh()
-  const db = await open({ location: name })
+  const db = await open({ location: name, relationIndexes: 'lists' })
   const people = db.collection('people')
   const groups = db.collection('groups')
   const count = LIST_SLOTS + 1

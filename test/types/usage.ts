@@ -73,6 +73,10 @@ export async function usage (): Promise<void> {
   await open({ backend: 'memory', readCache: 500 })
   // @ts-expect-error policies are 'lru', '2q', 'arc' and 'tinylfu'
   await open({ backend: 'memory', readCache: { policy: 'fifo' } })
+  await open({ backend: 'indexeddb', location: 'chat', relationIndexes: 'lists' })
+  await open({ backend: 'indexeddb', location: 'chat', relationIndexes: 'entries' })
+  // @ts-expect-error relationIndexes is a boolean, 'entries' or 'lists'
+  await open({ backend: 'indexeddb', location: 'chat', relationIndexes: 'mirror' })
   const hits: number = db.stats().users.hits
   const policy: ReadCachePolicy = db.readCachePolicy
   const states: string = (await db.schemaStatus()).tagged.byTag.state

@@ -145,8 +145,10 @@ const command = fc.oneof(
   { arbitrary: cmd('pages', { probe, between: fc.array(writeCommand, { maxLength: 3 }) }), weight: 1 },
   // Close and reopen (a no-op where closing loses the data, memory-level).
   // relationIndexes: false → true moves the members' reverse lists into
-  // IndexedDB's index (elsewhere the option does nothing).
-  { arbitrary: cmd('reopen', { relationIndexes: fc.boolean() }), weight: 1 },
+  // IndexedDB's index; 'entries' and 'lists' move its forward lists between
+  // the lists store's entries only and browser-level's store too
+  // (lib/idb-entries-move.js; elsewhere the option does nothing).
+  { arbitrary: cmd('reopen', { relationIndexes: fc.constantFrom(true, false, 'entries', 'lists') }), weight: 1 },
   // Commands run one after the other through a second handle on the same
   // data, where the target has one (another tab on IndexedDB, another
   // database on a shared PostgreSQL table; else the same handle): the lock

@@ -15,7 +15,7 @@ import { Reference, ok, fail, edge, ABORT } from './model-reference.js'
 /**
  * Where a scenario runs, made fresh for each run.
  * @typedef {object} ModelTarget
- * @property {(options: { syncReads: boolean, relationIndexes: boolean }) => Promise<any>} open
+ * @property {(options: { syncReads: boolean, relationIndexes: boolean | 'entries' | 'lists' }) => Promise<any>} open
  *   open the database (again after a close: the same data)
  * @property {boolean} durable whether a close keeps the data (else `reopen` does nothing)
  * @property {OtherHandle | null} other a second handle on the same data (another
