@@ -35,3 +35,20 @@ export async function runInSection (section, fn) {
 export function currentSection () {
   return undefined
 }
+
+/**
+ * @template T @param {object} section @param {() => T} fn @returns {T}
+ */
+export function readingAs (section, fn) {
+  return fn()
+}
+
+/** @returns {any} */
+export function sectionFrame () {
+  return undefined
+}
+
+/** @returns {any} */
+export function readingNow () {
+  return null
+}
