@@ -52,3 +52,11 @@ export function sectionFrame () {
 export function readingNow () {
   return null
 }
+
+/** @param {object} section @returns {object | null} */
+export function beginReading (section) {
+  return null
+}
+
+/** @param {object | null} before */
+export function endReading (before) {}

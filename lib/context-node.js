@@ -100,13 +100,29 @@ let readingSection = null
  * @template T @param {object} section @param {() => T} fn @returns {T}
  */
 export function readingAs (section, fn) {
-  const before = readingSection
-  readingSection = section
+  const before = beginReading(section)
   try {
     return fn()
   } finally {
-    readingSection = before
+    endReading(before)
   }
+}
+
+/**
+ * readingAs() without a function to call (none to allocate, on the hot
+ * path of a section's point reads): what follows, up to endReading() with
+ * what this returns, starts reads as `section`'s. Paired in a try/finally.
+ * @param {object} section @returns {object | null}
+ */
+export function beginReading (section) {
+  const before = readingSection
+  readingSection = section
+  return before
+}
+
+/** @param {object | null} before what beginReading() returned */
+export function endReading (before) {
+  readingSection = before
 }
 
 /** @returns {any} the critical section (runInSection(), readingAs()) of the current async context, if any */

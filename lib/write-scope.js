@@ -2,7 +2,7 @@ import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { invalid } from './errors.js'
 import { within } from './bounds.js'
 import { decodeList } from './stored.js'
-import { readingAs } from '#context'
+import { readingAs, beginReading, endReading } from '#context'
 
 /** What #decided() and #known() answer for a key they cannot: the lookup goes on. */
 const UNKNOWN = Symbol('unknown')
@@ -240,6 +240,20 @@ export class WriteScope {
   }
 
   /**
+   * `key` of `namespace` read as `section`'s (startRead() of a point read, with no function made for it).
+   * @param {object} section @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @returns {any}
+   */
+  #readAs (section, namespace, key) {
+    const before = beginReading(section)
+    try {
+      return namespace.read(key, false)
+    } finally {
+      endReading(before)
+    }
+  }
+
+  /**
    * The current raw value of `key`, or undefined. Returns a value directly
    * when it can be read synchronously, else a promise.
    * @param {import('./namespace.js').Namespace} namespace
@@ -271,7 +285,7 @@ export class WriteScope {
     const idb = this.writer.idb
     const value = idb !== null && idb.ready
       ? idb.get(namespace, key, this.#mode())
-      : this.readsAs !== null ? readingAs(this.readsAs, () => namespace.read(key, false)) : namespace.read(key, this.writer.syncReads)
+      : this.readsAs !== null ? this.#readAs(this.readsAs, namespace, key) : namespace.read(key, this.writer.syncReads)
     const settle = namespace.settle
     if (settle !== null) return Promise.resolve(value).then(v => settle(key, v)).then(v => { namespace.remember(key, v); return v })
     if (value instanceof Promise) return value.then(v => { namespace.remember(key, v); return v })
@@ -405,7 +419,7 @@ export class WriteScope {
     // On IndexedDB, in the transaction the section's batch is written in.
     const read = locked !== null
       ? this.#readLocked(namespace, key, locked)
-      : Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : this.readsAs !== null ? readingAs(this.readsAs, () => namespace.read(key, false)) : namespace.read(key, false))
+      : Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : this.readsAs !== null ? this.#readAs(this.readsAs, namespace, key) : namespace.read(key, false))
     reads.set(id, read)
     read.then(value => { if (sections !== null) sections.keep(id, value, version) }, () => { if (reads.get(id) === read) reads.delete(id) })
     return read
