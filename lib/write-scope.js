@@ -232,11 +232,13 @@ export class WriteScope {
    * they go to its transaction, where PostgreSQL watches them. Model code
    * that reads past get() and entries() inside a section starts its reads
    * so; the backend decides where a read goes as it is started, so `fn`
-   * must start them synchronously.
+   * must start them synchronously. Once the scope has ended (a query made
+   * in it read later) they are reads like any other: its transaction may
+   * be another group's by then.
    * @template T @param {() => T} fn @returns {T}
    */
   startRead (fn) {
-    return this.readsAs === null ? fn() : readingAs(this.readsAs, fn)
+    return this.readsAs === null || !this.open ? fn() : readingAs(this.readsAs, fn)
   }
 
   /**
