@@ -9,7 +9,11 @@
 // a query over the records and over a non-unique index (which, outside a
 // serializable section, reads the records from a snapshot of its own).
 import test from 'tape'
+import { open } from '../index.js'
+import { ChatStore } from '../chat.js'
 import { writeUntracked } from '../lib/database.js'
+import { WriteScope } from '../lib/write-scope.js'
+import { sectionFrame } from '../lib/context-node.js'
 import { postgresForTests, twoDatabases } from './util/postgres.js'
 
 const server = await postgresForTests(test)
@@ -66,3 +70,27 @@ const tracked = (db, fn) => db.write(fn)
 skew('untracked, a query of the records', untracked, doctors => doctors.query().all())
 skew('untracked, a query of a non-unique index', untracked, doctors => doctors.query({ index: 'shift', eq: 'night' }).all())
 skew('db.write(), a query of a non-unique index', tracked, doctors => doctors.query({ index: 'shift', eq: 'night' }).all())
+
+test('postgres untracked skew: ChatStore\'s sections run with no section frame (no AsyncLocalStorage enabled for them); a db.write() callback\'s still has one', async t => {
+  const db = await open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), shared: true, locking: 'serializable', poolSize: 2 })
+  t.teardown(() => db.close())
+  const store = await ChatStore.open(db, { passwordCost: { scryptN: 1024, pbkdf2Iterations: 1000 } })
+  const atomic = WriteScope.prototype.atomic
+  /** @type {unknown[]} what sectionFrame() answered at each model operation made through a scope */
+  const seen = []
+  WriteScope.prototype.atomic = function (fn) {
+    seen.push(sectionFrame())
+    return atomic.call(this, fn)
+  }
+  t.teardown(() => { WriteScope.prototype.atomic = atomic })
+  const a = await store.createUser({ username: 'ann', password: 'a-password' })
+  const b = await store.createUser({ username: 'bob', password: 'b-password' })
+  const chat = await store.createChat({ name: 'room', adminId: a, userIds: [b] })
+  await store.addChatMessage({ chatId: chat, senderId: b, text: 'hi' })
+  t.ok(seen.length >= 4, `model operations inside ChatStore's sections were watched (${seen.length})`)
+  t.same(seen.filter(frame => frame !== undefined).length, 0, 'none of them ran in a section frame')
+  seen.length = 0
+  const notes = db.collection('notes')
+  await db.write(async w => { await notes.in(w).insert({ text: 'x' }) })
+  t.ok(seen.length > 0 && seen.every(frame => frame === db.level.sharedWriterLock()), 'a db.write() callback\'s model operations run in its section\'s frame')
+})
