@@ -238,11 +238,14 @@ export class ChildrenModel {
    * True if `parentId`'s children are being purged (so they are invisible).
    * @param {unknown} parentId
    * @param {WriteScope | null} [scope] read through this scope (its own deletes count)
+   * @param {WriteScope | null} [section] else, read as stored, as the reads of this scope's critical section (WriteScope#startRead())
    */
-  async isPurging (parentId, scope = null) {
+  async isPurging (parentId, scope = null, section = null) {
     if (this.purge === null) return false
     const key = encode(parentId)
-    return (await (scope ? scope.get(this.purge, key) : this.purge.read(key, this.writer.syncReads))) !== undefined
+    const purge = this.purge
+    const stored = () => purge.read(key, this.writer.syncReads)
+    return (await (scope ? scope.get(purge, key) : section ? section.startRead(stored) : stored())) !== undefined
   }
 
   /** @param {WriteScope} scope @param {unknown} parentId */
@@ -345,8 +348,9 @@ export class ChildrenModel {
    * @param {any} options checked by the caller
    * @param {(() => Promise<boolean>) | undefined} scoped
    * @param {import('./transaction.js').Transaction} [transaction] the transaction the range reads in
+   * @param {WriteScope | null} [scope] the write scope of the critical section it reads in, if any
    */
-  range (parentId, options, scoped, transaction) {
+  range (parentId, options, scoped, transaction, scope = null) {
     parentId = this.parent.idArg(parentId)
     this.parent.keyOf(parentId)
     const source = this.storage.source(parentId)
@@ -362,10 +366,11 @@ export class ChildrenModel {
       // blockSize changes.
       tag: this.name,
       consistent: false,
+      scope,
       transaction,
       ...direct
         ? { scan: (bounds, reverse, tx, limit) => this.directScan(parentId, bounds, reverse, limit ?? Infinity, source) }
-        : { prepare: async () => (!scoped || await scoped()) && !(await this.isPurging(parentId, transaction)) }
+        : { prepare: async () => (!scoped || await scoped()) && !(await this.isPurging(parentId, transaction, scope)) }
     }, options)
   }
 
@@ -537,7 +542,7 @@ export class Children extends ModelHandle {
    */
   range (parentId, options) {
     const model = modelOf(this)
-    return model.range(parentId, optionsOf(options, 'children.range()'), layoutPrepare(this, model), transactionIn(this))
+    return model.range(parentId, optionsOf(options, 'children.range()'), layoutPrepare(this, model), transactionIn(this), scopeOf(this))
   }
 
   /** The last sequence number handed out for `parentId` (0 if none). @param {unknown} parentId */

@@ -154,11 +154,11 @@ export class CollectionModel {
       const cache = /** @type {Map<string, any>} */ (/** @type {Namespace} */ (this.sequence).cache)
       const known = cache.get(SEQUENCE_NAME)
       if (known !== undefined) last = Math.max(last, parseInteger(known, /** @type {Namespace} */ (this.sequence), SEQUENCE_KEY))
-      else this.idFloor = Math.max(this.idFloor ?? 0, await this.highestStoredId())
+      else this.idFloor = Math.max(this.idFloor ?? 0, await this.highestStoredId(scope))
     }
     // The floor stays in memory: whether or not this write goes through, no
     // id at or below the highest stored one is ever handed out.
-    if (this.idFloor === null) this.idFloor = await this.highestStoredId()
+    if (this.idFloor === null) this.idFloor = await this.highestStoredId(scope)
     return Math.max(last, this.idFloor, this.reservedId)
   }
 
@@ -238,12 +238,14 @@ export class CollectionModel {
   /**
    * The highest id among the written records. (A scope's own puts need not
    * count: each one also raised the sequence in the same scope.)
+   * @param {WriteScope} [scope] the write scope of the critical section reading it, if any
    */
-  async highestStoredId () {
+  async highestStoredId (scope) {
     await this.writer.drain()
     // Ids of a sequence collection are positive integers; anything else
     // (only there if written behind levelkit's back) is check()'s business.
-    const highest = await this.records.sublevel.keys({ reverse: true, lte: encode(Number.MAX_SAFE_INTEGER), limit: 1 }).all()
+    const keys = () => this.records.sublevel.keys({ reverse: true, lte: encode(Number.MAX_SAFE_INTEGER), limit: 1 })
+    const highest = await (scope === undefined ? keys() : scope.startRead(keys)).all()
     const id = highest.length === 0 ? 0 : decodeKey(highest[0], this.records)
     // Keys below the positive numbers (null, booleans, negative numbers) are no ids.
     return typeof id === 'number' && id > 0 ? Math.floor(id) : 0
@@ -951,6 +953,7 @@ export class Collection extends ModelHandle {
         values: true,
         consistent: false,
         prepare: scopedPrepare(this),
+        scope: scopeOf(this),
         transaction,
         lock,
         load: entries => entries.map(([key, value]) => [decodeKey(key, model.records), parseRecord(value, model.records, key), key])
@@ -969,6 +972,7 @@ export class Collection extends ModelHandle {
         values: true,
         consistent: false,
         prepare,
+        scope: scopeOf(this),
         transaction,
         lock,
         load: entries => entries.map(([key, value]) => {
@@ -985,6 +989,7 @@ export class Collection extends ModelHandle {
       values: index.unique,
       consistent: true,
       prepare,
+      scope: scopeOf(this),
       transaction,
       lock,
       load: async (entries, snapshot, tx) => {

@@ -35,3 +35,28 @@ export async function runInSection (section, fn) {
 export function currentSection () {
   return undefined
 }
+
+/**
+ * @template T @param {object} section @param {() => T} fn @returns {T}
+ */
+export function readingAs (section, fn) {
+  return fn()
+}
+
+/** @returns {any} */
+export function sectionFrame () {
+  return undefined
+}
+
+/** @returns {any} */
+export function readingNow () {
+  return null
+}
+
+/** @param {object} section @returns {object | null} */
+export function beginReading (section) {
+  return null
+}
+
+/** @param {object | null} before */
+export function endReading (before) {}

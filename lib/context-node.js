@@ -83,7 +83,59 @@ export function currentScope () {
   return current()?.scope
 }
 
-/** @returns {any} the critical section (runInSection()) of the current async context, if any */
+/**
+ * The section whose reads `fn` starts, synchronously (see readingAs()). Null
+ * outside readingAs().
+ * @type {object | null}
+ */
+let readingSection = null
+
+/**
+ * Call `fn` as a read of critical section `section`: currentSection() tells
+ * it while `fn` runs synchronously, and only then. For a section run
+ * untracked (no frame of its own: a db.write() callback of levelkit's own,
+ * lib/database.js writeUntracked), whose reads all go through its write
+ * scope (lib/write-scope.js), which starts each one so; the backend decides
+ * where a read goes when it is started.
+ * @template T @param {object} section @param {() => T} fn @returns {T}
+ */
+export function readingAs (section, fn) {
+  const before = beginReading(section)
+  try {
+    return fn()
+  } finally {
+    endReading(before)
+  }
+}
+
+/**
+ * readingAs() without a function to call (none to allocate, on the hot
+ * path of a section's point reads): what follows, up to endReading() with
+ * what this returns, starts reads as `section`'s. Paired in a try/finally.
+ * @param {object} section @returns {object | null}
+ */
+export function beginReading (section) {
+  const before = readingSection
+  readingSection = section
+  return before
+}
+
+/** @param {object | null} before what beginReading() returned */
+export function endReading (before) {
+  readingSection = before
+}
+
+/** @returns {any} the critical section (runInSection(), readingAs()) of the current async context, if any */
 export function currentSection () {
+  return readingSection ?? current()?.section
+}
+
+/** @returns {any} the critical section of the current async context's frame (runInSection()), readingAs() aside */
+export function sectionFrame () {
   return current()?.section
+}
+
+/** @returns {any} the section readingAs() is starting a read of now, if any */
+export function readingNow () {
+  return readingSection
 }

@@ -5,7 +5,7 @@ import { valueBounds } from './bounds.js'
 import { invalid } from './errors.js'
 import { assertName, layout } from './names.js'
 import { Namespace } from './namespace.js'
-import { ModelHandle, modelOf, writeThrough, readThrough, scopedPrepare, after, promised, transactionIn } from './model-handle.js'
+import { ModelHandle, modelOf, scopeOf, writeThrough, readThrough, scopedPrepare, after, promised, transactionIn } from './model-handle.js'
 import { describe } from './common.js'
 import { optionsOf } from './options.js'
 
@@ -86,6 +86,7 @@ export class Counter extends ModelHandle {
       values: true,
       consistent: false,
       prepare: scopedPrepare(this),
+      scope: scopeOf(this),
       transaction: transactionIn(this),
       load: entries => entries.map(([key, value]) => [decodeKey(key, model.namespace), parseInteger(value, model.namespace, key), key])
     }, options)

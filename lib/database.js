@@ -1,6 +1,6 @@
 import { invalid, levelkitError, codes } from './errors.js'
 import { errorMessage, isLevelkitError, describe } from './common.js'
-import { Writer } from './writer.js'
+import { Writer, untrackedSections } from './writer.js'
 import { CollectionModel, Collection } from './collection.js'
 import { RelationModel, Relation } from './relation.js'
 import { ChildrenModel, Children } from './children.js'
@@ -254,7 +254,10 @@ export class Database {
     this.#assertOpen()
     const refused = refuseInsideScope(this.writer)
     if (refused) return Promise.reject(refused)
-    return this.writer.run(scope => runCallback(scope, fn), false, null, rerunnable)
+    /** @param {import('./write-scope.js').WriteScope} scope */
+    const section = scope => runCallback(scope, fn)
+    untrackedSections.add(section)
+    return this.writer.run(section, false, null, rerunnable)
   }
 
   /**

@@ -21,6 +21,9 @@ import { describe } from './common.js'
  * @property {Transaction} [transaction] the transaction the query reads in: its own writes, as of
  *   when it began, and the range read is checked when it commits
  * @property {import('./transaction.js').LockMode} [lock] in a transaction, lock the range in this mode first
+ * @property {import('./write-scope.js').WriteScope | null} [scope] the write scope of the critical
+ *   section the query reads in, if any: its reads are started as the section's (WriteScope#startRead()),
+ *   and with locking: 'serializable' the section's transaction is the consistent view (no snapshot)
  * @property {() => Promise<any[]>} [list] every item of the whole range in key order, as a new
  *   array, read without an iterator (a cache): all() uses it when the query is not resumed and
  *   has no limit (a limited read reads only what it returns)
@@ -85,7 +88,7 @@ export class Query {
     const source = this.#source
     if (source.list !== undefined && this.#bounds === source.bounds && this.#limit === Infinity) {
       assertNotClosed(source.root)
-      const items = await source.list()
+      const items = await this.#start(() => /** @type {NonNullable<QuerySource['list']>} */ (source.list)())
       if (this.#reverse) items.reverse()
       return items
     }
@@ -150,6 +153,17 @@ export class Query {
   }
 
   /**
+   * `fn()`, which starts reads, as the reads of the critical section the
+   * query reads in, if any (see QuerySource.scope): they must start
+   * synchronously in it.
+   * @template T @param {() => T} fn @returns {T}
+   */
+  #start (fn) {
+    const scope = this.#source.scope
+    return scope === undefined || scope === null ? fn() : scope.startRead(fn)
+  }
+
+  /**
    * Loaded entries, in chunks, at most `limit` of them. Loaders may drop
    * entries (an index entry whose record is gone), so the limit counts what
    * they keep, not what the iterator reads.
@@ -169,12 +183,18 @@ export class Query {
     if (this.#source.scan !== undefined) {
       let remaining = limit
       if (remaining <= 0) return
-      for await (const entries of this.#source.scan(this.#bounds, this.#reverse, tx, remaining)) {
-        let loaded = await load(entries, undefined, tx)
-        if (loaded.length > remaining) loaded = loaded.slice(0, remaining)
-        remaining -= loaded.length
-        if (loaded.length > 0) yield loaded
-        if (remaining === 0) return
+      const scan = this.#source.scan(this.#bounds, this.#reverse, tx, remaining)
+      try {
+        // Each step as the section's: the scan starts its reads in them.
+        for (let step = await this.#start(() => scan.next()); step.done !== true; step = await this.#start(() => scan.next())) {
+          let loaded = await this.#start(() => load(step.value, undefined, tx))
+          if (loaded.length > remaining) loaded = loaded.slice(0, remaining)
+          remaining -= loaded.length
+          if (loaded.length > 0) yield loaded
+          if (remaining === 0) return
+        }
+      } finally {
+        await scan.return(undefined)
       }
       return
     }
@@ -185,20 +205,22 @@ export class Query {
       if (loaded.length > 0) yield loaded
       return
     }
-    const snapshot = consistent && root.supports.explicitSnapshots ? root.snapshot() : undefined
-    const it = namespace.sublevel.iterator({
+    // A serializable section's transaction is one snapshot already, and a
+    // snapshot of its own would read outside it, unwatched.
+    const snapshot = consistent && root.supports.explicitSnapshots && !(this.#source.scope?.readsAs) ? root.snapshot() : undefined
+    const it = this.#start(() => namespace.sublevel.iterator({
       ...this.#bounds,
       reverse: this.#reverse,
       limit: consistent ? -1 : backendLimit(limit),
       values,
       snapshot
-    })
+    }))
     try {
       let remaining = limit
       while (remaining > 0) {
         const entries = await it.nextv(Math.min(remaining, remaining === limit ? FIRST_CHUNK : CHUNK))
         if (entries.length === 0) break
-        let loaded = await load(entries, snapshot)
+        let loaded = await this.#start(() => load(entries, snapshot))
         if (loaded.length > remaining) loaded = loaded.slice(0, remaining)
         remaining -= loaded.length
         if (loaded.length > 0) yield loaded
@@ -216,7 +238,7 @@ export class Query {
    */
   async #listed (limit) {
     const keys = await this.#inRange(limit)
-    let loaded = await this.#source.load(keys.map(key => [key, undefined]), undefined, this.#source.transaction)
+    let loaded = await this.#start(() => this.#source.load(keys.map(key => [key, undefined]), undefined, this.#source.transaction))
     if (loaded.length > limit) loaded = loaded.slice(0, limit)
     return loaded
   }
@@ -244,7 +266,7 @@ export class Query {
     const { root, prepare } = this.#source
     assertNotClosed(root)
     if (prepare && !(await prepare())) return []
-    const keys = await /** @type {NonNullable<QuerySource['keys']>} */ (this.#source.keys)(this.#bounds)
+    const keys = await this.#start(() => /** @type {NonNullable<QuerySource['keys']>} */ (this.#source.keys)(this.#bounds))
     const n = Math.min(keys.length, limit)
     const last = keys.length - 1
     /** @type {Uint8Array[]} */

@@ -522,8 +522,9 @@ export class RelationModel {
    * @param {any} options checked by the caller
    * @param {(() => Promise<boolean>) | undefined} prepare
    * @param {import('./transaction.js').Transaction} [transaction] the transaction the query reads in
+   * @param {import('./write-scope.js').WriteScope | null} [scope] the write scope of the critical section it reads in, if any
    */
-  query (direction, keyed, id, options, prepare, transaction) {
+  query (direction, keyed, id, options, prepare, transaction, scope = null) {
     id = keyed.idArg(id)
     keyed.keyOf(id)
     const namespace = direction.namespace
@@ -543,7 +544,9 @@ export class RelationModel {
       const lists = direction
       const syncReads = this.writer.syncReads
       const read = transaction === undefined
-        ? (/** @type {import('./namespace.js').Namespace} */ listNamespace, /** @type {Uint8Array} */ key) => listNamespace.read(key, syncReads)
+        ? scope !== null
+          ? (/** @type {import('./namespace.js').Namespace} */ listNamespace, /** @type {Uint8Array} */ key) => scope.startRead(() => listNamespace.read(key, syncReads))
+          : (/** @type {import('./namespace.js').Namespace} */ listNamespace, /** @type {Uint8Array} */ key) => listNamespace.read(key, syncReads)
         : (/** @type {import('./namespace.js').Namespace} */ listNamespace, /** @type {Uint8Array} */ key) => transaction.get(listNamespace, key)
       // The whole list as it is; else its ids as the keys an edge direction
       // would hold, so ranges and cursors mean the same on both layouts.
@@ -559,7 +562,7 @@ export class RelationModel {
     // one request; else the ids, then the records.
     const other = keyed === this.from ? this.to : this.from
     const entire = plain && options.limit === undefined && options.cursor == null
-    const records = (/** @type {import('./query.js').Query} */ query) => this.recordsOf(query, other, direction === this.forward ? null : id, entire, options.reverse === true, prepare, transaction)
+    const records = (/** @type {import('./query.js').Query} */ query) => this.recordsOf(query, other, direction === this.forward ? null : id, entire, options.reverse === true, prepare, transaction, scope)
     return new RelationQuery({
       list,
       keys,
@@ -570,6 +573,7 @@ export class RelationModel {
       values: false,
       consistent: false,
       prepare,
+      scope,
       transaction,
       load: entries => entries.map(([key]) => {
         const other = /** @type {unknown[]} */ (decodeKey(key, namespace))[1]
@@ -586,9 +590,10 @@ export class RelationModel {
    * @param {boolean} whole the query lists the whole direction (no range, limit or cursor)
    * @param {boolean} reverse @param {(() => Promise<boolean>) | undefined} prepare
    * @param {import('./transaction.js').Transaction} [transaction]
+   * @param {import('./write-scope.js').WriteScope | null} [scope] the write scope of the critical section it reads in, if any
    * @returns {Promise<any[]>}
    */
-  async recordsOf (query, other, toId, whole, reverse, prepare, transaction) {
+  async recordsOf (query, other, toId, whole, reverse, prepare, transaction, scope = null) {
     if (toId !== null && whole && transaction === undefined && this.idb !== null) {
       assertNotClosed(this.root)
       // The layout decides the direction's kind (the index, once moved).
@@ -606,7 +611,7 @@ export class RelationModel {
     const keys = ids.map(id => encode(id))
     const values = transaction !== undefined
       ? await allOf(keys, key => transaction.get(other.records, key))
-      : await other.records.readMany(keys, this.writer.syncReads)
+      : await (scope !== null ? scope.startRead(() => other.records.readMany(keys, this.writer.syncReads)) : other.records.readMany(keys, this.writer.syncReads))
     /** @type {any[]} */
     const records = []
     for (let i = 0; i < keys.length; i++) if (values[i] !== undefined) records.push(parseRecord(values[i], other.records, keys[i]))
@@ -699,7 +704,7 @@ export class Relation extends ModelHandle {
    */
   to (fromId, options) {
     const model = modelOf(this)
-    return model.query(model.forward, model.from, fromId, optionsOf(options, 'relation.to()'), layoutPrepare(this, model), transactionIn(this))
+    return model.query(model.forward, model.from, fromId, optionsOf(options, 'relation.to()'), layoutPrepare(this, model), transactionIn(this), scopeOf(this))
   }
 
   /**
@@ -708,7 +713,7 @@ export class Relation extends ModelHandle {
    */
   from (toId, options) {
     const model = modelOf(this)
-    return model.query(model.reverse, model.to, toId, optionsOf(options, 'relation.from()'), layoutPrepare(this, model), transactionIn(this))
+    return model.query(model.reverse, model.to, toId, optionsOf(options, 'relation.from()'), layoutPrepare(this, model), transactionIn(this), scopeOf(this))
   }
 }
 

@@ -2,6 +2,7 @@ import { compareBytes, bytesToBinaryString } from './bytes.js'
 import { invalid } from './errors.js'
 import { within } from './bounds.js'
 import { decodeList } from './stored.js'
+import { readingAs, beginReading, endReading } from '#context'
 
 /** What #decided() and #known() answer for a key they cannot: the lookup goes on. */
 const UNKNOWN = Symbol('unknown')
@@ -57,6 +58,14 @@ export class WriteScope {
     this.placeholders = null
     /** Whether its reads come from one snapshot of the database (a read-only transaction's): queries need not wait for the write path */
     this.readsSnapshot = false
+    /**
+     * With locking: 'serializable', the critical section whose reads this
+     * scope starts (startRead()): they go to its transaction whatever the
+     * async context, which an untracked section (lib/writer.js
+     * untrackedSections) has none of. Null otherwise.
+     * @type {object | null}
+     */
+    this.readsAs = null
   }
 
   /**
@@ -218,6 +227,35 @@ export class WriteScope {
   }
 
   /**
+   * Call `fn`, which starts reads of the database (a get, an iterator's
+   * creation), as this section's (readsAs): with locking: 'serializable'
+   * they go to its transaction, where PostgreSQL watches them. Model code
+   * that reads past get() and entries() inside a section starts its reads
+   * so; the backend decides where a read goes as it is started, so `fn`
+   * must start them synchronously. Once the scope has ended (a query made
+   * in it read later) they are reads like any other: its transaction may
+   * be another group's by then.
+   * @template T @param {() => T} fn @returns {T}
+   */
+  startRead (fn) {
+    return this.readsAs === null || !this.open ? fn() : readingAs(this.readsAs, fn)
+  }
+
+  /**
+   * `key` of `namespace` read as `section`'s (startRead() of a point read, with no function made for it).
+   * @param {object} section @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @returns {any}
+   */
+  #readAs (section, namespace, key) {
+    const before = beginReading(section)
+    try {
+      return namespace.read(key, false)
+    } finally {
+      endReading(before)
+    }
+  }
+
+  /**
    * The current raw value of `key`, or undefined. Returns a value directly
    * when it can be read synchronously, else a promise.
    * @param {import('./namespace.js').Namespace} namespace
@@ -247,7 +285,9 @@ export class WriteScope {
     const locked = this.writer.lockKeys(namespace, [key])
     if (locked !== null) return locked.then(() => this.get(namespace, key))
     const idb = this.writer.idb
-    const value = idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, this.writer.syncReads)
+    const value = idb !== null && idb.ready
+      ? idb.get(namespace, key, this.#mode())
+      : this.readsAs !== null ? this.#readAs(this.readsAs, namespace, key) : namespace.read(key, this.writer.syncReads)
     const settle = namespace.settle
     if (settle !== null) return Promise.resolve(value).then(v => settle(key, v)).then(v => { namespace.remember(key, v); return v })
     if (value instanceof Promise) return value.then(v => { namespace.remember(key, v); return v })
@@ -305,7 +345,7 @@ export class WriteScope {
     // locks gone) leaves the value out of kept.
     const mark = kept !== null ? kept.start(id) : null
     const locked = this.writer.lockKeys(namespace, [key], true)
-    const read = locked !== null ? this.#readLocked(namespace, key, locked) : Promise.resolve(namespace.read(key, false))
+    const read = locked !== null ? this.#readLocked(namespace, key, locked) : Promise.resolve(this.startRead(() => namespace.read(key, false)))
     // As get() of a cached namespace settles what it reads (#read() of others does not).
     const settle = namespace.cache !== null ? namespace.settle : null
     const settled = settle !== null ? read.then(v => settle(key, v)) : read
@@ -381,7 +421,7 @@ export class WriteScope {
     // On IndexedDB, in the transaction the section's batch is written in.
     const read = locked !== null
       ? this.#readLocked(namespace, key, locked)
-      : Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : namespace.read(key, false))
+      : Promise.resolve(idb !== null && idb.ready ? idb.get(namespace, key, this.#mode()) : this.readsAs !== null ? this.#readAs(this.readsAs, namespace, key) : namespace.read(key, false))
     reads.set(id, read)
     read.then(value => { if (sections !== null) sections.keep(id, value, version) }, () => { if (reads.get(id) === read) reads.delete(id) })
     return read
@@ -670,7 +710,7 @@ export class WriteScope {
     const idb = this.writer.idb
     const stored = idb !== null && idb.ready
       ? await idb.entries(namespace, bounds, { values }, this.#mode())
-      : await namespace.sublevel.iterator({ ...bounds, values }).all()
+      : await this.startRead(() => namespace.sublevel.iterator({ ...bounds, values })).all()
     /** @type {Map<string, [Uint8Array, any]>} */
     const merged = new Map()
     for (const [key, value] of stored) merged.set(namespace.keyId(key), [key, value])

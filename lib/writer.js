@@ -11,6 +11,17 @@ import { WANT_REPEAT_MS } from './cross-tab.js'
 import { placeholderAt, isPlaceholder, holdsPlaceholder, substitute } from './deferred-ids.js'
 import { SharedReads } from './shared-reads.js'
 
+/**
+ * Critical sections (the functions given to run()) that run untracked: with
+ * locking: 'serializable', no async context frame (lib/context-node.js) of
+ * the section, so no AsyncLocalStorage enabled for it. Each reads only
+ * through its write scope, which starts its reads as the section's
+ * (WriteScope#startRead()): lib/database.js writeUntracked, for levelkit's
+ * own db.write() callbacks, which call every model through it.
+ * @type {WeakSet<Function>}
+ */
+export const untrackedSections = new WeakSet()
+
 // How long one tab (or process) may keep the shared writer lock while it
 // has more to write, before it lets a waiting one in.
 const CROSS_TAB_SLICE_MS = 50
@@ -619,6 +630,7 @@ export class Writer {
     let failure
     const pending = this.#newest
     let scope = new WriteScope(this)
+    const untracked = untrackedSections.has(fn)
     if (sync || this.durable) scope.durable = true
     if (mode !== PLAIN) scope.rerunnable = true
     if (mode === CLAIMS) scope.claims = true
@@ -646,8 +658,13 @@ export class Writer {
         }
         try {
           const running = scope
-          // With locking: 'serializable', its reads go to the transaction.
-          result = await (this.#keyLocks?.within ? this.#keyLocks.within(() => fn(running)) : fn(running))
+          // With locking: 'serializable', its reads go to the transaction:
+          // those its scope starts whatever the async context, the others
+          // by its frame (an untracked section has none).
+          if (this.#keyLocks?.within) {
+            running.readsAs = this.#keyLocks
+            result = await this.#keyLocks.within(() => fn(running), untracked)
+          } else result = await fn(running)
           // A lock of its own found busy (or its transaction lost) whose
           // error fn caught (a db.write() callback): it runs again all the
           // same, as if fn had let the error through.
@@ -1732,7 +1749,7 @@ const SYNC = Object.freeze({ sync: true })
  * @property {() => Promise<void> | null} lockRanges
  * @property {(err: unknown) => boolean} busy whether `err` asks for the critical section to run again
  * @property {boolean} [rerunsGroups] with locking: 'serializable': a group whose transaction failed at its batch or COMMIT runs its sections again
- * @property {<T>(fn: () => Promise<T> | T) => Promise<T>} [within] runs a critical section (its reads go to the transaction)
+ * @property {<T>(fn: () => Promise<T> | T, untracked?: boolean) => Promise<T> | T} [within] runs a critical section (its reads go to the transaction; an untracked one's only as its scope starts them)
  * @property {number} [maxReruns] how many times a critical section runs again at most (busy() each time), before it fails with LEVELKIT_CONFLICT
  * @property {() => Promise<void>} idle ends the key transaction, if open
  * @property {() => number} [snapshotMark] with locking: 'serializable': taken as a critical section is called

@@ -68,7 +68,7 @@
 import { LOCK_TABLES, lockTableName } from './postgres-names.js'
 import { PostgresSectionLock, keyLockOf, noop } from './postgres-section-lock.js'
 import { inlineValues } from './postgres-literal.js'
-import { runInSection, currentSection } from '#context'
+import { runInSection, currentSection, sectionFrame, readingNow } from '#context'
 
 const BEGIN = 'BEGIN ISOLATION LEVEL SERIALIZABLE'
 
@@ -173,17 +173,42 @@ export class PostgresSerializable extends PostgresSectionLock {
   }
 
   /**
-   * Run a critical section: the reads it makes go to the transaction.
-   * @template T @param {() => Promise<T> | T} fn @returns {Promise<T>}
+   * Verification (tests, LEVELKIT_VERIFY_SECTION_READS=1): untracked
+   * sections get a frame all the same, marked as theirs, and a read their
+   * frame would send to the transaction that their write scope did not
+   * start as the section's (readingAs()) fails with LEVELKIT_UNTRACKED_READ
+   * and is kept in `untrackedReads` (its stack): a read that would have gone
+   * to the pool unwatched by PostgreSQL.
    */
-  within (fn) {
+  verifyReads = process.env.LEVELKIT_VERIFY_SECTION_READS === '1'
+  /** @type {string[]} */
+  untrackedReads = []
+
+  /**
+   * Run a critical section: the reads it makes go to the transaction. An
+   * untracked one (`untracked`: a section whose every read its write scope
+   * starts as the section's, lib/write-scope.js readsAs) runs as it is: no
+   * frame, so no AsyncLocalStorage enabled for it.
+   * @template T @param {() => Promise<T> | T} fn @param {boolean} [untracked]
+   * @returns {Promise<T> | T}
+   */
+  within (fn, untracked = false) {
+    if (untracked) return this.verifyReads ? runInSection({ untrackedOf: this }, fn) : fn()
     // The write path's AsyncLocalStorage (lib/context-node.js), not one of
     // its own: each one enabled makes every promise pay its hook again.
     return runInSection(this, fn)
   }
 
-  /** Whether the current async context is a critical section's (its reads go to the transaction). */
+  /** Whether the current async context is a critical section's (its reads go to the transaction), or a read being started as one's (readingAs()). */
   reading () {
+    if (this.verifyReads) {
+      const frame = sectionFrame()
+      if (frame?.untrackedOf === this && readingNow() !== this) {
+        const err = Object.assign(new Error('A read of an untracked serializable section was not started as the section\'s: it would go to the pool, unwatched'), { code: 'LEVELKIT_UNTRACKED_READ' })
+        this.untrackedReads.push(String(err.stack))
+        throw err
+      }
+    }
     return currentSection() === this
   }
 
