@@ -30,6 +30,8 @@ export declare const codes: Readonly<{
   READ_ONLY: 'LEVELKIT_READ_ONLY'
   /** IndexedDB only: the `native` option of open() does not match how the database keeps its collections (a collection switching layout, or a native collection's indexes changed), or a native collection cannot do what was asked. Nothing is written. */
   NATIVE_LAYOUT: 'LEVELKIT_NATIVE_LAYOUT'
+  /** PostgreSQL serializable, verification mode only (LEVELKIT_VERIFY_SECTION_READS=1): a read in a section run without an async-context frame was not started by its write scope. */
+  UNTRACKED_READ: 'LEVELKIT_UNTRACKED_READ'
   /** The operation was decided on top of an earlier write that failed: not written, or its refusal not given. */
   ABORTED: 'LEVELKIT_ABORTED'
   /** Stored data does not parse as what levelkit writes there (written behind its back, or damaged). Not bad input. */

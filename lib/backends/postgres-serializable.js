@@ -65,6 +65,7 @@
 // not counted (nothing tells it) and does not enter the mode either: the
 // mode locks the key for every transaction of the process, those that
 // never touch it too, so only a failure enters it, as before.
+import { levelkitError, codes } from '../errors.js'
 import { LOCK_TABLES, lockTableName } from './postgres-names.js'
 import { PostgresSectionLock, keyLockOf, noop } from './postgres-section-lock.js'
 import { inlineValues } from './postgres-literal.js'
@@ -204,7 +205,7 @@ export class PostgresSerializable extends PostgresSectionLock {
     if (this.verifyReads) {
       const frame = sectionFrame()
       if (frame?.untrackedOf === this && readingNow() !== this) {
-        const err = Object.assign(new Error('A read of an untracked serializable section was not started as the section\'s: it would go to the pool, unwatched'), { code: 'LEVELKIT_UNTRACKED_READ' })
+        const err = levelkitError(codes.UNTRACKED_READ, 'A read of an untracked serializable section was not started as the section\'s: it would go to the pool, unwatched')
         this.untrackedReads.push(String(err.stack))
         throw err
       }
