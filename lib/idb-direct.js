@@ -587,7 +587,9 @@ export class IdbDirect {
         waits.add()
         done.then(waits.done, err => abortWith(slot, err))
       }
-      if (this.#mirrors.size > 0) this.#mirrorBatch(store, /** @type {IDBObjectStore} */ (slot.lists), ops, absent, learned, claimed, waits)
+      // Committed at once below: no read joins the transaction after the batch.
+      const alone = last && typeof store.transaction.commit === 'function'
+      if (this.#mirrors.size > 0) this.#mirrorBatch(store, /** @type {IDBObjectStore} */ (slot.lists), ops, absent, learned, claimed, waits, alone)
     }
     try {
       put(slot.store)
@@ -1080,8 +1082,9 @@ export class IdbDirect {
    * @param {Array<[string, unknown[] | null]>} learned gets the entries read, by list key id
    * @param {Array<[import('./namespace.js').Namespace, number]>} claimed gets the slots read or claimed, kept once the batch lands
    * @param {{ add: () => void, done: () => void }} waits `add` as a request the batch's entries wait for is made, `done` once they are put
+   * @param {boolean} alone nothing joins the transaction after the batch (it is committed once its entries are put)
    */
-  #mirrorBatch (store, lists, ops, absent, learned, claimed, waits) {
+  #mirrorBatch (store, lists, ops, absent, learned, claimed, waits, alone) {
     /** @type {Set<import('./namespace.js').Namespace> | null} */
     let unknown = null
     for (const op of ops) {
@@ -1089,7 +1092,7 @@ export class IdbDirect {
       const forward = this.#mirrors.has(op.namespace) ? op.namespace : this.#carriedBy.get(op.namespace)
       if (forward !== undefined && !this.#slots.has(forward)) (unknown ??= new Set()).add(forward)
     }
-    if (unknown === null) return this.#mirrorEntries(store, lists, ops, absent, learned, this.#slots, waits)
+    if (unknown === null) return this.#mirrorEntries(store, lists, ops, absent, learned, this.#slots, waits, alone)
     const wanted = unknown
     waits.add()
     const request = lists.get(LIST_CLAIMS)
@@ -1118,7 +1121,7 @@ export class IdbDirect {
         claimed.push([namespace, slot])
       }
       if (changed) lists.put({ tags }, LIST_CLAIMS)
-      this.#mirrorEntries(store, lists, ops, absent, learned, slots, waits)
+      this.#mirrorEntries(store, lists, ops, absent, learned, slots, waits, alone)
       waits.done()
     }
   }
@@ -1129,9 +1132,9 @@ export class IdbDirect {
    * @param {Array<import('./write-scope.js').Op | null>} ops @param {string[] | null} absent
    * @param {Array<[string, unknown[] | null]>} learned
    * @param {Map<import('./namespace.js').Namespace, number>} slots
-   * @param {{ add: () => void, done: () => void }} waits
+   * @param {{ add: () => void, done: () => void }} waits @param {boolean} alone
    */
-  #mirrorEntries (store, lists, ops, absent, learned, slots, waits) {
+  #mirrorEntries (store, lists, ops, absent, learned, slots, waits, alone) {
     /** @type {Map<import('./namespace.js').Namespace, Map<string, import('./write-scope.js').Op>> | null} the carried records the batch writes */
     let records = null
     for (const op of ops) {
@@ -1168,13 +1171,16 @@ export class IdbDirect {
         lists.put(entryOf(slot, ids, known[0]), key)
         continue
       }
-      // The ids now (a read of the index in this transaction finds them),
-      // the record once read.
-      lists.put(entryOf(slot, ids, undefined), key)
+      // The entry once its record is read: one put. Unless reads may join
+      // the transaction after the batch (the next critical sections'): a
+      // read of the index made before the record's answer must find the
+      // ids, so they are put now, and the entry again with the record.
+      if (!alone) lists.put(entryOf(slot, ids, undefined), key)
       waits.add()
       const request = store.get(this.#prefixed(carried, op.key))
       request.onsuccess = () => {
         if (request.result !== undefined) lists.put(entryOf(slot, ids, decodeValue(request.result, carried)), key)
+        else if (alone) lists.put(entryOf(slot, ids, undefined), key)
         waits.done()
       }
     }

@@ -1,4 +1,4 @@
-/* global IDBObjectStore, IDBCursor */
+/* global IDBObjectStore, IDBCursor, indexedDB */
 // A relation's forward lists kept in IndexedDB's lists store only (the
 // default for a new relation, open({ relationIndexes: 'entries' }) to move
 // a stored one there: its stored layout says native: ['from', 'to'],
@@ -105,6 +105,55 @@ test('idb-entries: add, addMany, remove read back from both sides, in the write 
   t.same((await s.db.check()).problems, [], 'reopened: check() is clean')
   await s.db.close()
 })
+
+/**
+ * The keys put more than once in one transaction's object store while `fn`
+ * runs (IDBObjectStore.put() wrapped, keys compared as IndexedDB does),
+ * and how many puts were made. Restores put(), whatever `fn` does.
+ * @param {() => Promise<unknown>} fn
+ */
+async function putsTwice (fn) {
+  const original = IDBObjectStore.prototype.put
+  /** @type {Array<{ transaction: IDBTransaction, store: string, key: any }>} */
+  const made = []
+  let twice = 0
+  IDBObjectStore.prototype.put = function (/** @type {any} */ value, /** @type {any} */ key) {
+    if (key !== undefined && made.some(p => p.transaction === this.transaction && p.store === this.name && indexedDB.cmp(p.key, key) === 0)) twice++
+    made.push({ transaction: this.transaction, store: this.name, key })
+    return original.call(this, value, key)
+  }
+  try {
+    await fn()
+  } finally {
+    IDBObjectStore.prototype.put = original
+  }
+  return { puts: made.length, twice }
+}
+
+// With the lists in the entries only (the default) or in browser-level's store too ('lists').
+for (const layout of [undefined, 'lists']) {
+  test(`idb-entries: after a reopen (nothing known of the chat), add() and remove() put the chat's entry once, carrying its record; both sides and check() right (${layout ?? 'entries'})`, async (/** @type {any} */ t) => {
+    const location = fresh()
+    let s = await openChats(location, layout)
+    await s.users.insertMany(people(6))
+    const a = await s.chats.insert({ title: 'a' })
+    await s.members.addMany(a, [1, 2])
+    await s.db.close()
+    s = await openChats(location, layout)
+    const added = await putsTwice(() => s.members.add(a, 4))
+    t.is(added.twice, 0, `add(): no key put twice in a transaction (${JSON.stringify(added)})`)
+    await s.db.close()
+    s = await openChats(location, layout)
+    const removed = await putsTwice(() => s.members.remove(a, 1))
+    t.is(removed.twice, 0, `remove(): likewise (${JSON.stringify(removed)})`)
+    t.same(await s.members.to(a).all(), [2, 4], 'the forward list')
+    t.same(await s.members.from(4).all(), [a], 'the index')
+    t.same(await s.members.from(1).all(), [], 'a removed edge is gone from the index')
+    t.same((await s.members.from(2).records()).map((/** @type {any} */ c) => c.title), ['a'], 'the entry carries the chat\'s record')
+    t.same((await s.db.check()).problems, [], 'check() is clean (entries carry the stored records)')
+    await s.db.close()
+  })
+}
 
 test('idb-entries: relationIndexes: \'lists\' and \'entries\' move a stored relation between the two layouts (300 lists, batches of 256); the default and false keep either', async (/** @type {any} */ t) => {
   const location = fresh()
