@@ -654,6 +654,8 @@ export class Writer {
         const failed = this.#keyLocks?.failed
         if (this.#keyLocks !== null) {
           this.#sectionRequests = this.#keyLocks.requests
+          // (Counted where the backend counts them: its groups' sizes, for the benchmarks.)
+          if (this.#keyLocks.stats.sections !== undefined) this.#keyLocks.stats.sections++
           this.#sectionLost = false
         }
         try {
@@ -1759,7 +1761,7 @@ const SYNC = Object.freeze({ sync: true })
  * @property {number} requests how many lock requests were made
  * @property {number} [failed] how many lock requests failed with an error busy() accepts
  * @property {unknown} [lastFailure] the last of them
- * @property {{ retries: number }} stats
+ * @property {{ retries: number, sections?: number }} stats `sections`: critical sections run (each run counted)
  * @property {(message: import('./cross-tab.js').RemoteMessage, counters: Array<{ prefix: string, key: Uint8Array }>) => void} stage `counters`: the batch's sequence keys
  */
 

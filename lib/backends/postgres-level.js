@@ -102,6 +102,10 @@ export class PostgresLevel extends AbstractLevel {
   /** @type {import('pg').Pool | null} the application's pool (the pool option) */
   #sharedPool
   #table
+  /** @type {TableTexts} the table's fixed statements (tableTexts()) */
+  #texts
+  /** @type {{ channel: string, text: string } | null} the last batch statement with notifications made, and its channel (notifyingBatch()) */
+  #notifying = null
   /** @type {Array<{ client: import('pg').Client, until: number }>} */
   #idleSnapshotClients = []
   /** @type {ReturnType<typeof setTimeout> | null} ends idle snapshot connections past their time */
@@ -189,6 +193,7 @@ export class PostgresLevel extends AbstractLevel {
     this.#failover = failoverOf({ connectionString, hosts, failoverTimeout, config: this.#config })
     this.#sharedPool = pool === undefined ? null : pool
     this.#table = table
+    this.#texts = tableTexts(table)
     this.#shared = shared
     this.#locking = locking
     this.#keepAlive = keepAlive
@@ -507,7 +512,7 @@ export class PostgresLevel extends AbstractLevel {
   async _get (key, options) {
     const snapshot = options.snapshot
     if (snapshot) {
-      const rows = await this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, [key], snapshot)
+      const rows = await this.#query('read a key', this.#texts.readValue, [key], snapshot)
       return rows.length === 0 ? undefined : rows[0].value
     }
     // A critical section's read of a key it just asked to lock (locking:
@@ -569,7 +574,7 @@ export class PostgresLevel extends AbstractLevel {
   async _getMany (keys, options) {
     const snapshot = options.snapshot
     if (!snapshot) return this.#coalesce(keys, this.#sectionTransaction())
-    const rows = await this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], snapshot)
+    const rows = await this.#query('read keys', this.#texts.readValues, [keys], snapshot)
     const found = new Map(rows.map(row => [row.key.toString('latin1'), row.value]))
     return keys.map(key => found.get(key.toString('latin1')))
   }
@@ -578,7 +583,7 @@ export class PostgresLevel extends AbstractLevel {
   async _has (key, options) {
     const snapshot = options.snapshot
     if (snapshot) {
-      const rows = await this.#query('read a key', `SELECT 1 FROM ${quote(this.#table)} WHERE key = $1`, [key], snapshot)
+      const rows = await this.#query('read a key', this.#texts.hasKey, [key], snapshot)
       return rows.length > 0
     }
     const [value] = await this.#coalesce([key], this.#sectionTransaction())
@@ -589,7 +594,7 @@ export class PostgresLevel extends AbstractLevel {
   async _hasMany (keys, options) {
     const snapshot = options.snapshot
     if (!snapshot) return (await this.#coalesce(keys, this.#sectionTransaction())).map(value => value !== undefined)
-    const rows = await this.#query('read keys', `SELECT key FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [keys], snapshot)
+    const rows = await this.#query('read keys', this.#texts.hasKeys, [keys], snapshot)
     const found = new Set(rows.map(row => row.key.toString('latin1')))
     return keys.map(key => found.has(key.toString('latin1')))
   }
@@ -640,8 +645,8 @@ export class PostgresLevel extends AbstractLevel {
       const chunk = keys.slice(i, i + MAX_COALESCED)
       /** @type {Promise<Map<string, Buffer>>} */
       const found = chunk.length === 1
-        ? this.#query('read a key', `SELECT value FROM ${quote(this.#table)} WHERE key = $1`, chunk, section).then(rows => new Map(rows.length === 0 ? [] : [[chunk[0].toString('latin1'), rows[0].value]]))
-        : this.#query('read keys', `SELECT key, value FROM ${quote(this.#table)} WHERE key = ANY($1::bytea[])`, [chunk], section).then(rows => new Map(rows.map(row => [row.key.toString('latin1'), row.value])))
+        ? this.#query('read a key', this.#texts.readValue, chunk, section).then(rows => new Map(rows.length === 0 ? [] : [[chunk[0].toString('latin1'), rows[0].value]]))
+        : this.#query('read keys', this.#texts.readValues, [chunk], section).then(rows => new Map(rows.map(row => [row.key.toString('latin1'), row.value])))
       chunks.push(found)
     }
     Promise.all(chunks).then(maps => {
@@ -662,13 +667,13 @@ export class PostgresLevel extends AbstractLevel {
   /** @param {Buffer} key @param {Buffer} value */
   async _put (key, value) {
     await this.#beforeWrite()
-    await this.#query('write a key', `INSERT INTO ${quote(this.#table)} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, value], undefined, false, this.#writeClient)
+    await this.#query('write a key', this.#texts.put, [key, value], undefined, false, this.#writeClient)
   }
 
   /** @param {Buffer} key */
   async _del (key) {
     await this.#beforeWrite()
-    await this.#query('delete a key', `DELETE FROM ${quote(this.#table)} WHERE key = $1`, [key], undefined, false, this.#writeClient)
+    await this.#query('delete a key', this.#texts.del, [key], undefined, false, this.#writeClient)
   }
 
   /**
@@ -728,11 +733,9 @@ export class PostgresLevel extends AbstractLevel {
         delKeys.push(op.key)
       }
     }
-    const table = quote(this.#table)
-    const upsert = `INSERT INTO ${table} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
-    const remove = `DELETE FROM ${table} WHERE key = ANY($1::bytea[])`
+    const { upsert, remove } = this.#texts
     const keyLocks = this.#writerLock instanceof PostgresSectionLock && !this.#writerLock.closed ? this.#writerLock : null
-    if (keyLocks !== null) return this.#batchInKeyTransaction(keyLocks, upsert, [putKeys, putValues, delKeys])
+    if (keyLocks !== null) return this.#batchInKeyTransaction(keyLocks, [putKeys, putValues, delKeys])
     const client = this.#writeClient
     const notices = client === null ? null : /** @type {PostgresWriterLock} */ (this.#writerLock).takeStaged()
     if (client !== null && notices !== null) {
@@ -740,7 +743,7 @@ export class PostgresLevel extends AbstractLevel {
       // notifications in the same statement (so in the same transaction:
       // heard exactly when it commits, and never if it does not).
       const channel = /** @type {PostgresWriterLock} */ (this.#writerLock).channel
-      await this.#writeBatch(`WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`, [putKeys, putValues, delKeys, notices], client)
+      await this.#writeBatch(this.#notifyingBatch(channel), [putKeys, putValues, delKeys, notices], client)
       return
     }
     if (delKeys.length === 0 && putKeys.length === 0) return
@@ -749,8 +752,23 @@ export class PostgresLevel extends AbstractLevel {
     } else if (putKeys.length === 0) {
       await this.#writeBatch(remove, [delKeys], client)
     } else {
-      await this.#writeBatch(`WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])) ${upsert}`, [putKeys, putValues, delKeys], client)
+      await this.#writeBatch(this.#texts.removeAndUpsert, [putKeys, putValues, delKeys], client)
     }
+  }
+
+  /**
+   * The statement writing a batch (deletes $3, puts $1 with values $2) and
+   * sending its notifications ($4) on `channel`, in one statement (so in one
+   * transaction: heard exactly when it commits, and never if it does not).
+   * Made once per channel (a database's is its writer lock's, for good).
+   * @param {string} channel
+   */
+  #notifyingBatch (channel) {
+    if (this.#notifying?.channel !== channel) {
+      const table = quote(this.#table)
+      this.#notifying = { channel, text: `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${this.#texts.upsert}) SELECT count(pg_notify('${channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)` }
+    }
+    return this.#notifying.text
   }
 
   /**
@@ -764,17 +782,16 @@ export class PostgresLevel extends AbstractLevel {
    * decided in the lost transaction is written (its locks, or its
    * serializable snapshot, went with it): it rejects with committed: false
    * (with 'serializable', its sections run again, lib/writer.js).
-   * @param {PostgresSectionLock} keyLocks @param {string} upsert @param {unknown[]} values
+   * @param {PostgresSectionLock} keyLocks @param {unknown[]} values
    */
-  async #batchInKeyTransaction (keyLocks, upsert, values) {
-    const table = quote(this.#table)
+  async #batchInKeyTransaction (keyLocks, values) {
     const notices = keyLocks.takeStaged() ?? []
     if (keyLocks.takeLost()) {
       // Decided in a transaction lost since (sections after it may have begun another: it goes too).
       await keyLocks.rollback()
       throw lostTransaction(new Error('the connection was lost before the batch was sent'))
     }
-    const text = `WITH removed AS (DELETE FROM ${table} WHERE key = ANY($3::bytea[])), written AS (${upsert}) SELECT count(pg_notify('${keyLocks.channel}', payload)) FROM unnest($4::text[]) WITH ORDINALITY AS n(payload, i)`
+    const text = this.#notifyingBatch(keyLocks.channel)
     const commits = this.#commits
     const id = commits === null ? null : commits.take(text, [...values, notices])
     try {
@@ -1372,6 +1389,35 @@ function backendError (what, err) {
   if (err instanceof ModuleError && /** @type {any} */ (err).code === codes.BACKEND_UNAVAILABLE) return err
   const sqlState = /** @type {any} */ (err).code
   return levelkitError(codes.BACKEND_UNAVAILABLE, `PostgreSQL could not ${what}: ${/** @type {Error} */ (err).message}`, { cause: err, sqlState: typeof sqlState === 'string' ? sqlState : undefined })
+}
+
+/**
+ * @typedef {ReturnType<typeof tableTexts>} TableTexts
+ */
+
+/**
+ * The statements of table `table` whose text does not change, each made
+ * once: a text made again for each statement (a template string) is a new
+ * string, which statementName()'s lookup hashes whole and compares whole
+ * each time (1.4% of a serializable createChat's CPU samples, session 23),
+ * and so does pg (a named statement's text against the one it prepared);
+ * the same string's hash is kept in it, and compares by identity.
+ * @param {string} table
+ */
+function tableTexts (table) {
+  const t = quote(table)
+  const upsert = `INSERT INTO ${t} (key, value) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`
+  return {
+    readValue: `SELECT value FROM ${t} WHERE key = $1`,
+    readValues: `SELECT key, value FROM ${t} WHERE key = ANY($1::bytea[])`,
+    hasKey: `SELECT 1 FROM ${t} WHERE key = $1`,
+    hasKeys: `SELECT key FROM ${t} WHERE key = ANY($1::bytea[])`,
+    put: `INSERT INTO ${t} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+    del: `DELETE FROM ${t} WHERE key = $1`,
+    upsert,
+    remove: `DELETE FROM ${t} WHERE key = ANY($1::bytea[])`,
+    removeAndUpsert: `WITH removed AS (DELETE FROM ${t} WHERE key = ANY($3::bytea[])) ${upsert}`
+  }
 }
 
 /** The name `text` is prepared under, on every connection. @param {string} text */

@@ -12,6 +12,7 @@ import { inlineValues } from './postgres-literal.js'
 import { levelkitError, codes } from '../errors.js'
 import { isConnectionError } from './postgres-hosts.js'
 import { release } from './postgres-idle.js'
+import { tracing, trace } from './postgres-trace.js'
 
 /**
  * The section transaction of a postgres database shared with locking:
@@ -34,6 +35,8 @@ export class PostgresSectionLock extends PostgresWriterLock {
   #lost = false
   /** @type {Array<() => void>} */
   #endListeners = []
+  /** stats.sections when the last transaction ended (tracing: sections per transaction) */
+  #sectionsBefore = 0
   /** How many times a critical section runs again at most (lib/writer.js), the maxReruns option. */
   maxReruns = Infinity
   /** How many lock (or read) requests sections made (lib/writer.js tells whether a section made any). */
@@ -50,9 +53,10 @@ export class PostgresSectionLock extends PostgresWriterLock {
    * contentionWaits those whose contention mode locks were held by another
    * process (they waited; a wait for a lock table is not told),
    * contentionEntered and contentionLeft how many times a
-   * sequence key entered and left the mode.
+   * sequence key entered and left the mode; sections the critical sections
+   * run (lib/writer.js counts them: each run, reruns too).
    */
-  stats = { statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0, contended: 0, sequenceLocked: 0, contentionWaits: 0, contentionEntered: 0, contentionLeft: 0 }
+  stats = { sections: 0, statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0, contended: 0, sequenceLocked: 0, contentionWaits: 0, contentionEntered: 0, contentionLeft: 0 }
 
   /**
    * @param {import('./postgres-shared.js').SharedWriterHost} host
@@ -147,11 +151,14 @@ export class PostgresSectionLock extends PostgresWriterLock {
     this.stats.statements++
     const connection = this.#connect()
     const transaction = this.#open ? this.stats.transactions : 0
+    if (tracing) trace('sent', transaction)
     const sent = connection.query(statement, values)
     return sent.then(result => {
+      if (tracing) trace('answered', transaction)
       if (transaction === this.stats.transactions && !(typeof statement === 'string' && /^BEGIN\b[^;]*$/.test(statement))) this.#answered = true
       return result
     }, err => {
+      if (tracing) trace('failed', transaction)
       if (this.busy(err)) this.#failed(err, 'statement')
       // A connection that failed, or never connected (then the error is its own).
       if (!isConnectionError(err) || !connection.connected) throw err
@@ -206,8 +213,13 @@ export class PostgresSectionLock extends PostgresWriterLock {
     this.#ended()
     if (connection === null) return Promise.reject(new Error('The section transaction\'s connection was lost'))
     const closing = this.closing()
+    const transaction = this.stats.transactions
+    if (tracing) trace('commit', transaction)
     // (A COMMIT that fails skips what follows it in the query: then alone.)
-    return connection.query(closing === null ? 'COMMIT' : `COMMIT; ${closing}`, undefined, closing ?? undefined).then(noop, err => {
+    return connection.query(closing === null ? 'COMMIT' : `COMMIT; ${closing}`, undefined, closing ?? undefined).then(() => {
+      if (tracing) trace('ended', transaction)
+    }, err => {
+      if (tracing) trace('failed', transaction)
       if (this.busy(err)) this.#failed(err, 'commit')
       throw err
     })
@@ -281,11 +293,15 @@ export class PostgresSectionLock extends PostgresWriterLock {
     this.#ended()
     const closing = this.closing()
     const tail = closing === null ? '' : `; ${closing}`
+    const transaction = this.stats.transactions
+    if (tracing) trace(opening === null ? 'batch' : 'open', transaction)
     // A failed statement skips the rest of the query: ROLLBACK (and what closes the transaction) next.
     return connection.query(`${opening === null ? '' : opening + '; '}${text}; COMMIT${tail}`, undefined, `ROLLBACK${tail}`).then(results => {
+      if (tracing) trace('ended', transaction)
       if (opening !== null) this.opened(/** @type {any} */ (results))
       return results
     }, err => {
+      if (tracing) trace('failed', transaction)
       if (this.busy(err)) this.#failed(err, 'commit')
       // An error the server answered with has a severity (pg's DatabaseError): nothing was committed.
       if (!connected || typeof err?.severity === 'string') throw err
@@ -311,7 +327,11 @@ export class PostgresSectionLock extends PostgresWriterLock {
     this.#ended()
     if (connection === null) return Promise.resolve()
     const closing = this.closing()
-    return connection.query(closing === null ? 'ROLLBACK' : `ROLLBACK; ${closing}`).then(noop, noop)
+    const transaction = this.stats.transactions
+    if (tracing) trace('rollback', transaction)
+    return connection.query(closing === null ? 'ROLLBACK' : `ROLLBACK; ${closing}`).then(() => {
+      if (tracing) trace('ended', transaction)
+    }, noop)
   }
 
   /** Nothing decided waits to be written: end the transaction. */
@@ -339,6 +359,10 @@ export class PostgresSectionLock extends PostgresWriterLock {
   #ended () {
     if (!this.#open) return
     this.#open = false
+    if (tracing) {
+      trace('sections', this.stats.transactions, this.stats.sections - this.#sectionsBefore)
+      this.#sectionsBefore = this.stats.sections
+    }
     for (const listener of this.#endListeners) listener()
   }
 }

@@ -70,6 +70,7 @@ import { LOCK_TABLES, lockTableName } from './postgres-names.js'
 import { PostgresSectionLock, keyLockOf, noop } from './postgres-section-lock.js'
 import { inlineValues } from './postgres-literal.js'
 import { runInSection, currentSection, sectionFrame, readingNow } from '#context'
+import { tracing, trace } from './postgres-trace.js'
 
 const BEGIN = 'BEGIN ISOLATION LEVEL SERIALIZABLE'
 
@@ -296,6 +297,7 @@ export class PostgresSerializable extends PostgresSectionLock {
       return super.query(statement, values)
     }
     const rowMode = /** @type {any} */ (config).rowMode
+    if (tracing) trace('open', this.stats.transactions)
     const sent = performance.now()
     // The results of the opening's statements, then the statement's.
     return super.query(rowMode === undefined ? `${opening}; ${text}` : /** @type {import('pg').QueryConfig} */ ({ text: `${opening}; ${text}`, rowMode })).then(results => {
