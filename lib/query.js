@@ -128,18 +128,25 @@ export class Query {
   async count () {
     assertNotClosed(this.#source.root)
     if (this.#source.prepare && !(await this.#source.prepare())) return 0
-    if (this.#source.keys !== undefined) return Math.min((await this.#source.keys(this.#bounds)).length, this.#limit)
+    const listKeys = this.#source.keys
+    if (listKeys !== undefined) return Math.min((await this.#start(() => listKeys(this.#bounds))).length, this.#limit)
     if (this.#source.scan !== undefined) {
       let n = 0
-      for await (const entries of this.#source.scan(this.#bounds, false, this.#source.transaction, this.#limit)) {
-        n += entries.length
-        if (n >= this.#limit) return this.#limit
+      const scan = this.#source.scan(this.#bounds, false, this.#source.transaction, this.#limit)
+      try {
+        // Each step as the section's, as in #chunks().
+        for (let step = await this.#start(() => scan.next()); step.done !== true; step = await this.#start(() => scan.next())) {
+          n += step.value.length
+          if (n >= this.#limit) return this.#limit
+        }
+      } finally {
+        await scan.return(undefined)
       }
       return n
     }
     const tx = this.#source.transaction
     if (tx !== undefined) return (await this.#inTransaction(tx, false, this.#limit)).length
-    const it = this.#source.namespace.sublevel.keys({ ...this.#bounds, limit: backendLimit(this.#limit) })
+    const it = this.#start(() => this.#source.namespace.sublevel.keys({ ...this.#bounds, limit: backendLimit(this.#limit) }))
     let n = 0
     try {
       for (let keys = await it.nextv(CHUNK); keys.length > 0; keys = await it.nextv(CHUNK)) {
@@ -207,7 +214,9 @@ export class Query {
     }
     // A serializable section's transaction is one snapshot already, and a
     // snapshot of its own would read outside it, unwatched.
-    const snapshot = consistent && root.supports.explicitSnapshots && !(this.#source.scope?.readsAs) ? root.snapshot() : undefined
+    const scope = this.#source.scope
+    const inSection = scope !== undefined && scope !== null && scope.readsAs !== null && scope.open
+    const snapshot = consistent && root.supports.explicitSnapshots && !inSection ? root.snapshot() : undefined
     const it = this.#start(() => namespace.sublevel.iterator({
       ...this.#bounds,
       reverse: this.#reverse,

@@ -27,7 +27,12 @@ function gate () {
 }
 
 /** @param {any} db */
-const doctorsOf = db => db.collection('doctors', { indexes: { shift: { key: (/** @type {any} */ d) => d.shift } } })
+const doctorsOf = db => db.collection('doctors', {
+  indexes: {
+    shift: { key: (/** @type {any} */ d) => d.shift },
+    duty: { key: (/** @type {any} */ d) => d.onCall ? 'on' : 'off' }
+  }
+})
 
 /**
  * @param {string} name
@@ -70,6 +75,7 @@ const tracked = (db, fn) => db.write(fn)
 skew('untracked, a query of the records', untracked, doctors => doctors.query().all())
 skew('untracked, a query of a non-unique index', untracked, doctors => doctors.query({ index: 'shift', eq: 'night' }).all())
 skew('db.write(), a query of a non-unique index', tracked, doctors => doctors.query({ index: 'shift', eq: 'night' }).all())
+skew('untracked, a count of a non-unique index', untracked, async doctors => Array.from({ length: await doctors.query({ index: 'duty', eq: 'on' }).count() }, () => ({ onCall: true })))
 
 test('postgres untracked skew: ChatStore\'s sections run with no section frame (no AsyncLocalStorage enabled for them); a db.write() callback\'s still has one', async t => {
   const db = await open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), shared: true, locking: 'serializable', poolSize: 2 })
