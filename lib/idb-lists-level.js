@@ -184,8 +184,9 @@ function narrowed (range, from, reverse) {
 }
 
 /**
- * browser-level's iterator (which finds nothing in the routed namespaces:
- * their lists are not in its store) merged in key order with the entries
+ * browser-level's iterator (which finds nothing in the routed namespaces
+ * but the lists a move into the entries has not deleted yet: those give
+ * way to their entries) merged in key order with the entries
  * of the routed namespaces in the range, read ENTRIES_CHUNK at a time (one
  * request each) as the merge reaches them, route after route in the
  * iterator's direction.
@@ -261,9 +262,16 @@ class EntriesIterator extends AbstractIterator {
         if (items.length === 0) this.#innerDone = true
         else this.#buffer = items
       }
-      const a = this.#buffer[0]
+      let a = this.#buffer[0]
       const b = await this.#peek()
       if (a === undefined && b === undefined) break
+      if (a !== undefined && b !== undefined && compareBytes(a[0], b[0]) === 0) {
+        // A list a move into the entries has not deleted yet (it runs, or
+        // its tab closed mid-move): the entry holds the list, so it wins.
+        this.#buffer.shift()
+        a = this.#buffer[0]
+        if (a === undefined && !this.#innerDone) continue
+      }
       const takeExtra = a === undefined || (b !== undefined && (reverse ? compareBytes(b[0], a[0]) > 0 : compareBytes(b[0], a[0]) < 0))
       const entry = takeExtra ? this.#chunk[this.#at++] : /** @type {[Uint8Array, any]} */ (this.#buffer.shift())
       out.push([this.#options.keys === false ? undefined : entry[0], entry[1]])

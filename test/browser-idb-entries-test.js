@@ -89,8 +89,25 @@ async function closedMidMove (t, mover, next, location, option, native) {
   const status = await openIn(next, location, undefined)
   t.is(status.state, 'moving', `'${option}': the next open (the default option) finds the move not over`)
   t.ok(status.done >= movedAt - 256 && status.done > 0, `'${option}': and resumes from the stored progress (${status.done} done)`)
-  const result = await inspect(next)
-  t.same(result, { right: PEOPLE, native, stored: native.includes('to') ? 0 : PEOPLE, entries: PEOPLE, problems: 0 }, `'${option}': after it: every to() and from() right, the layout moved into, the lists where it keeps them, check() clean`)
+  // Into the entries, a list not deleted yet from browser-level's store is
+  // also in its entry: browser-level's interface gives it once. (Back into
+  // browser-level's store, that interface sees the lists written so far
+  // until the move is over: not routed, see docs/browser.md.)
+  if (!native.includes('to')) return afterMove()
+  const listed = await next.evaluate(async () => {
+    const { rel } = /** @type {any} */ (window).t
+    const model = rel[Object.getOwnPropertySymbols(rel).find(s => s.description === 'model')]
+    const keys = (await model.forward.namespace.sublevel.keys({ keyEncoding: 'view' }).all())
+      .map((/** @type {Uint8Array} */ key) => Array.from(key, byte => byte.toString(16).padStart(2, '0')).join(''))
+    return { keys: keys.length, increasing: keys.every((/** @type {string} */ key, /** @type {number} */ i) => i === 0 || keys[i - 1] < key) }
+  })
+  t.same(listed, { keys: PEOPLE, increasing: true }, `'${option}': before the move goes on, an iterator of the lists gives each list once, in order`)
+  return afterMove()
+
+  async function afterMove () {
+    const result = await inspect(next)
+    t.same(result, { right: PEOPLE, native, stored: native.includes('to') ? 0 : PEOPLE, entries: PEOPLE, problems: 0 }, `'${option}': after it: every to() and from() right, the layout moved into, the lists where it keeps them, check() clean`)
+  }
 }
 
 test('IndexedDB, tabs: a move between the two layouts of the forward lists, its tab closed in the middle, is resumed and finished by the next open with the default option; both ways', { timeout: 300000 }, async t => {
