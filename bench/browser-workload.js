@@ -515,18 +515,24 @@ console.log('  backing store last compacted: min..max over runs, levelkit then D
 console.log(`  Bundles: ${bundles.levelkit.file} (core + chat model, built now by scripts/build.js) and ${bundles.dexie.file}; ratios levelkit/Dexie.`)
 console.log(`  ${perRun[0].userAgent.replace(/^.*?(Chrome\/[\d.]+).*$/, '$1')} (Debian chromium, headless, on-disk profile); answers checked on both sides in every run (digests of every row, samples before and after the writes, ChatStore check()).`)
 console.log()
+/**
+ * levelkit's CPU over Dexie's, or n/a where Dexie's rounds to nothing (a
+ * part of a tiny preload can take less than one tick of a process's CPU).
+ * @param {number} levelkit @param {number} dexie
+ */
+const cpuRatio = (levelkit, dexie) => dexie > 0 ? `${(levelkit / dexie).toFixed(2)}×` : 'n/a'
 const cpuTable = [['operation', 'CPU ms/op lk: main thread', 'all Chromium', 'Dexie: main thread', 'all Chromium', 'lk/Dexie (all)', 'inside native calls, ms/op: levelkit | Dexie']]
 for (const op of ops) {
   const s = summary[op]
   const natives = (/** @type {string} */ side) => Object.entries(s.native[side]).filter(([, ms]) => ms >= 0.0005).sort((a, b) => b[1] - a[1]).map(([name, ms]) => `${name} ${fmt(ms, 3)}`).join(', ')
   cpuTable.push([s.label, fmt(s.perOp.levelkit.cpuMain, 2), fmt(s.perOp.levelkit.cpuAll, 2), fmt(s.perOp.dexie.cpuMain, 2), fmt(s.perOp.dexie.cpuAll, 2),
-    `${(s.perOp.levelkit.cpuAll / s.perOp.dexie.cpuAll).toFixed(2)}×`, `${natives('levelkit')} | ${natives('dexie')}`])
+    cpuRatio(s.perOp.levelkit.cpuAll, s.perOp.dexie.cpuAll), `${natives('levelkit')} | ${natives('dexie')}`])
 }
 {
   // The preload's, per 1,000 records (its CPU time over every table).
   const per = (/** @type {string} */ side, /** @type {'main' | 'all'} */ key) => median(perRun.map(r => r.preload[side].cpu[key] / (r.preload[side].records / 1000)))
   cpuTable.push([`bulk preload (per ${fmt(1000)} records)`, fmt(per('levelkit', 'main'), 1), fmt(per('levelkit', 'all'), 1), fmt(per('dexie', 'main'), 1), fmt(per('dexie', 'all'), 1),
-    `${(per('levelkit', 'all') / per('dexie', 'all')).toFixed(2)}×`, ''])
+    cpuRatio(per('levelkit', 'all'), per('dexie', 'all')), ''])
   // And each table's part, per 1,000 of its records.
   for (const table of PRELOAD_TABLES) {
     const perTable = (/** @type {string} */ side, /** @type {'main' | 'all'} */ key) => median(perRun.map(r => {
@@ -534,7 +540,7 @@ for (const op of ops) {
       return part[key] / (part.records / 1000)
     }))
     cpuTable.push([`  preload of ${table} (per ${fmt(1000)})`, fmt(perTable('levelkit', 'main'), 1), fmt(perTable('levelkit', 'all'), 1), fmt(perTable('dexie', 'main'), 1), fmt(perTable('dexie', 'all'), 1),
-      `${(perTable('levelkit', 'all') / perTable('dexie', 'all')).toFixed(2)}×`, ''])
+      cpuRatio(perTable('levelkit', 'all'), perTable('dexie', 'all')), ''])
   }
 }
 printTable(cpuTable)
