@@ -40,14 +40,24 @@ let armed = null
  */
 class ArmedLevel extends PostgresLevel {
   /** @param {any} operations @param {any} options */
-  async _batch (operations, options) {
-    const trigger = armed
-    armed = null
-    const writing = super._batch(operations, options)
-    // Right after the statement is written (setImmediate), or a moment later.
-    if (trigger) Math.random() < 0.5 ? setImmediate(trigger) : setTimeout(trigger, 1)
-    return writing
+  _batch (operations, options) {
+    return armedWrite(() => super._batch(operations, options))
   }
+
+  /** The write path's batches (lib/writer.js), past abstract-level's batch() and _batch(). @param {any} operations @param {any} options */
+  levelkitWriteBatch (operations, options) {
+    return armedWrite(() => super.levelkitWriteBatch(operations, options))
+  }
+}
+
+/** @param {() => Promise<void>} write @returns {Promise<void>} */
+function armedWrite (write) {
+  const trigger = armed
+  armed = null
+  const writing = write()
+  // Right after the statement is written (setImmediate), or a moment later.
+  if (trigger) Math.random() < 0.5 ? setImmediate(trigger) : setTimeout(trigger, 1)
+  return writing
 }
 
 /** @param {() => Promise<void>} kill @returns {Promise<void>} resolves once the kill is done */
