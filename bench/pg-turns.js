@@ -1,8 +1,8 @@
 // What a section transaction's time is made of, from the timelines
 // LEVELKIT_PG_TRACE writes (lib/backends/postgres-trace.js): run a bench with
-// LEVELKIT_PG_TRACE=/tmp/t/trace (each levelkit process writes
-// /tmp/t/trace.<pid>.json as it exits), then
-//   node bench/pg-turns.js /tmp/t/trace.*.json [--last 100]
+// LEVELKIT_PG_TRACE=bench/out/trace (each levelkit process writes
+// bench/out/trace.<pid>.json as it exits; any prefix will do), then
+//   node bench/pg-turns.js bench/out/trace.*.json [--last 100]
 // Per transaction whose sections ran (with createChat at locking:
 // 'serializable', its opening locked the chats sequence's lock table, held
 // to its end): the wait for its first answer (the lock, then the
