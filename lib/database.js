@@ -1,6 +1,6 @@
 import { invalid, levelkitError, codes } from './errors.js'
 import { errorMessage, isLevelkitError, describe } from './common.js'
-import { Writer, untrackedSections } from './writer.js'
+import { Writer, untrackedSections, readHints } from './writer.js'
 import { CollectionModel, Collection } from './collection.js'
 import { RelationModel, Relation } from './relation.js'
 import { ChildrenModel, Children } from './children.js'
@@ -245,18 +245,21 @@ export class Database {
    * such a callback made without in(w) would wait for it instead of being
    * refused: only for callbacks that make none. Calls made inside a
    * db.write() callback are refused as db.write() refuses them.
+   * `hint`: what the callback will read (lib/writer.js readHints).
    * @template T
    * @param {(w: import('./write-scope.js').WriteScope) => Promise<T>} fn
    * @param {boolean} [rerunnable] as db.write()'s option
+   * @param {() => import('./writer.js').ReadHint[]} [hint]
    * @returns {Promise<T>}
    */
-  [writeUntracked] (fn, rerunnable = false) {
+  [writeUntracked] (fn, rerunnable = false, hint) {
     this.#assertOpen()
     const refused = refuseInsideScope(this.writer)
     if (refused) return Promise.reject(refused)
     /** @param {import('./write-scope.js').WriteScope} scope */
     const section = scope => runCallback(scope, fn)
     untrackedSections.add(section)
+    if (hint !== undefined) readHints.set(section, hint)
     return this.writer.run(section, false, null, rerunnable)
   }
 

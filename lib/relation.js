@@ -377,6 +377,19 @@ export class RelationModel {
   }
 
   /**
+   * What addMany(scope, a new id, toIds) reads, as a read hint
+   * (lib/writer.js readHints): each `to` id's list where the reverse
+   * direction keeps lists, and each `to` record.
+   * @param {unknown[]} toIds checked by the caller
+   * @returns {import('./writer.js').ReadHint[]}
+   */
+  addsReads (toIds) {
+    const keys = toIds.map(id => encode(id))
+    const records = { namespace: this.to.records, keys }
+    return this.reverse.kind === 'lists' ? [{ namespace: this.reverse.namespace, keys }, records] : [records]
+  }
+
+  /**
    * Whether the record `id` exists. Where the direction keyed by it keeps
    * lists, its list (which the edge change reads anyway) answers when there
    * is one: a record's edges go in the same batch as the record (cascade or

@@ -62,6 +62,20 @@ export class SectionCache {
     if (version === this.version) this.#put(id, value)
   }
 
+  /**
+   * Keep what a read made in a serializable transaction found (lib/writer.js
+   * hintedReads()), unless a value is kept for the key already: the cache
+   * is emptied when that transaction ends, and until then its snapshot
+   * holds that value whatever other processes committed meanwhile (what
+   * the writer forgets as it hears of their writes, raising `version`).
+   * What a section decided is kept for the key, or (its op not yet
+   * written) found first by the caller.
+   * @param {string} id @param {any} value
+   */
+  fill (id, value) {
+    if (!this.#entries.has(id)) this.#put(id, value)
+  }
+
   /** A value decided by a critical section. @param {string} id @param {any} value undefined for a deletion */
   set (id, value) {
     this.version++

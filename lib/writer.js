@@ -22,6 +22,20 @@ import { SharedReads } from './shared-reads.js'
  */
 export const untrackedSections = new WeakSet()
 
+/**
+ * What a critical section will read, told when it is called (a read hint:
+ * `() => ReadHint[]`, by section function; lib/database.js writeUntracked).
+ * With locking: 'serializable' on PostgreSQL, the statement that opens a
+ * transaction reads the hinted keys of every section called by then, so
+ * that the group's sections, which run one after another in it, find their
+ * values in the section cache instead of each waiting a round trip
+ * (Writer#hintedReads()). A hint only saves reads: a key hinted and not
+ * read costs a key in that statement, a key read and not hinted its
+ * round trip.
+ * @type {WeakMap<Function, () => ReadHint[]>}
+ */
+export const readHints = new WeakMap()
+
 // How long one tab (or process) may keep the shared writer lock while it
 // has more to write, before it lets a waiting one in.
 const CROSS_TAB_SLICE_MS = 50
@@ -90,6 +104,8 @@ export class Writer {
   #rerunning = []
   /** Sections called so far: a section's number tells which were called before it. */
   #calls = 0
+  /** @type {Set<() => ReadHint[]>} the read hints of sections called and not yet answered (see readHints) */
+  #hinted = new Set()
   /** @type {Set<number>} the numbers of the sections that may run again (run() with rerunnable), until they settle */
   #mayRerun = new Set()
   /** @type {Set<number>} those of them that are to run again after a refused claim, until they take the lock */
@@ -268,6 +284,8 @@ export class Writer {
         this.#keyLocks = keyLocks
         // What a section read is known right only while its key is locked.
         if (keyLocks.locksShared === true) this.sharedReads = new SharedReads()
+        // (A transaction's opening read takes the group's hinted keys: see readHints.)
+        if (keyLocks.rerunsGroups === true) keyLocks.hintedReads = limit => this.hintedReads(limit)
         keyLocks.onEnd(() => {
           this.sectionCache?.clear()
           this.sharedReads?.clear()
@@ -584,14 +602,75 @@ export class Writer {
     // transaction, as long as its caller has no answer (at most
     // keyLocks.maxReruns times, counting the reruns #runOnce() makes).
     const reruns = { made: 0 }
-    for (;;) {
-      try {
-        return await this.#runOnce(fn, sync, decided, reruns)
-      } catch (err) {
-        const cause = /** @type {any} */ (err)?.code === codes.ABORTED ? /** @type {any} */ (err).cause : err
-        if (this.closed || !keyLocks.busy(cause)) throw err
-        rerun(keyLocks, reruns, cause)
-        keyLocks.stats.retries++
+    const hint = this.sectionCache === null ? undefined : readHints.get(fn)
+    if (hint !== undefined) this.#hinted.add(hint)
+    try {
+      for (;;) {
+        try {
+          return await this.#runOnce(fn, sync, decided, reruns)
+        } catch (err) {
+          const cause = /** @type {any} */ (err)?.code === codes.ABORTED ? /** @type {any} */ (err).cause : err
+          if (this.closed || !keyLocks.busy(cause)) throw err
+          rerun(keyLocks, reruns, cause)
+          keyLocks.stats.retries++
+        }
+      }
+    } finally {
+      if (hint !== undefined) this.#hinted.delete(hint)
+    }
+  }
+
+  /**
+   * The keys the sections called and not yet answered said they will read
+   * (readHints), that neither the section cache nor the ops decided and
+   * not yet written answer, as whole keys of the backend's table; and what
+   * to do with their values once read: keep them in the section cache,
+   * each unless a section decided it meanwhile. Asked by the backend
+   * (lib/backends/postgres-level.js) when a section's read opens a
+   * serializable transaction: the values are its snapshot's, which every
+   * read of the transaction answers (SectionCache#fill(): other processes'
+   * writes heard meanwhile do not make them stale for it), and the sections
+   * called by then run in it, or in a later one (the section cache is
+   * emptied when it ends). At most `limit` keys; null when there is
+   * nothing to read.
+   * @param {number} limit
+   * @returns {{ keys: Buffer[], found: (values: Map<string, Buffer>) => void } | null}
+   */
+  hintedReads (limit) {
+    const sections = this.sectionCache
+    if (sections === null || this.#hinted.size === 0) return null
+    /** @type {Buffer[]} */
+    const keys = []
+    /** @type {string[]} */
+    const ids = []
+    /** @type {boolean[]} */
+    const utf8 = []
+    const seen = new Set()
+    for (const hint of this.#hinted) {
+      for (const { namespace, keys: hinted } of hint()) {
+        // A cached namespace (a sequence) is read through its cache, and only a backend's own reads are kept so.
+        if (namespace.cache !== null || namespace.pg === null) continue
+        for (const key of hinted) {
+          const id = namespace.keyId(key)
+          if (seen.has(id) || sections.has(id) || this.lookup(id) !== undefined) continue
+          if (keys.length >= limit) break
+          seen.add(id)
+          ids.push(id)
+          keys.push(namespace.sublevel.prefixKey(key, 'buffer', false))
+          utf8.push(namespace.valueEncoding === 'utf8')
+        }
+      }
+    }
+    if (keys.length === 0) return null
+    return {
+      keys,
+      found: values => {
+        for (let i = 0; i < keys.length; i++) {
+          const id = ids[i]
+          if (this.lookup(id) !== undefined) continue
+          const value = values.get(keys[i].toString('latin1'))
+          sections.fill(id, value === undefined || !utf8[i] ? value : value.toString('utf8'))
+        }
       }
     }
   }
@@ -1745,6 +1824,12 @@ const VIEW_VALUE = Object.freeze({ keyEncoding: 'view', valueEncoding: 'view' })
 const SYNC = Object.freeze({ sync: true })
 
 /**
+ * @typedef {object} ReadHint keys a critical section will read (readHints)
+ * @property {Namespace} namespace
+ * @property {Uint8Array[]} keys
+ */
+
+/**
  * @typedef {object} KeyLocks the key locks of lib/backends/postgres-keylocks.js, as the write path uses them
  * @property {(prefix: string, keys: Uint8Array[], shared?: boolean, sequence?: boolean) => Promise<void> | null} lock `sequence`: the keys are sequence keys (a cached namespace's)
  * @property {boolean} [locksShared] whether lock() takes `shared` locks (locking: 'keys'; otherwise every lock is exclusive)
@@ -1757,6 +1842,7 @@ const SYNC = Object.freeze({ sync: true })
  * @property {() => number} [snapshotMark] with locking: 'serializable': taken as a critical section is called
  * @property {(mark: number) => boolean} [snapshotTakenBefore] whether the open transaction's snapshot may predate the section that took `mark` (it then runs in a new one)
  * @property {(listener: () => void) => void} onEnd
+ * @property {(limit: number) => ({ keys: Buffer[], found: (values: Map<string, Buffer>) => void } | null)} [hintedReads] with locking: 'serializable': set by the writer (Writer#hintedReads())
  * @property {boolean} [defersSequences] whether a batch may hold placeholder ids its statement takes (lib/deferred-ids.js)
  * @property {number} requests how many lock requests were made
  * @property {number} [failed] how many lock requests failed with an error busy() accepts

@@ -638,6 +638,12 @@ export class PostgresLevel extends AbstractLevel {
       if (read.keys === null) unique.set(read.id, /** @type {Buffer} */ (read.key))
       else for (const key of read.keys) unique.set(key.toString('latin1'), key)
     }
+    // A read that opens the serializable transaction takes the keys the
+    // sections called by now will read (lib/writer.js readHints), in its
+    // statement: they run in this transaction and find them in the section
+    // cache, each without a round trip. (Not past one statement's keys.)
+    const hinted = section !== null && !section.holding && unique.size < MAX_COALESCED ? section.hintedReads?.(MAX_COALESCED - unique.size) ?? null : null
+    if (hinted !== null) for (const key of hinted.keys) unique.set(key.toString('latin1'), key)
     const keys = [...unique.values()]
     /** @type {Array<Promise<Map<string, Buffer>>>} */
     const chunks = []
@@ -651,6 +657,8 @@ export class PostgresLevel extends AbstractLevel {
     }
     Promise.all(chunks).then(maps => {
       const found = maps.length === 1 ? maps[0] : new Map(maps.flatMap(map => [...map]))
+      // Kept before any read is answered: before a section decides anything on them.
+      if (hinted !== null) hinted.found(found)
       for (const read of reads) {
         if (read.keys !== null) {
           read.resolve(read.keys.map(key => found.get(key.toString('latin1'))))

@@ -136,6 +136,14 @@ export class PostgresSerializable extends PostgresSectionLock {
   lockFirstSequences = true
   /** @type {Set<string>} the lock keys of the sequence keys sections asked to read while no transaction was open: the next opening takes them */
   #firstReads = new Set()
+  /**
+   * The keys the sections called by now will read, and what to do with
+   * their values (lib/writer.js Writer#hintedReads(), set by the write
+   * path): read by the statement that opens a transaction
+   * (postgres-level.js).
+   * @type {((limit: number) => { keys: Buffer[], found: (values: Map<string, Buffer>) => void } | null) | null}
+   */
+  hintedReads = null
   /** Whether the last opening was in contention mode (hot keys), and whether it took first reads' locks (begin() counts them). */
   #openedHot = false
   #openedFirst = false

@@ -179,12 +179,15 @@ export class ChatStore {
    * db.write() for this store's own callbacks: each calls every model
    * through `w`, so its async context need not be tracked, and no
    * AsyncLocalStorage is enabled for it (lib/database.js writeUntracked).
+   * `hint`: what `fn` will read, where it is known when it is called
+   * (lib/writer.js readHints).
    * @template T
    * @param {(w: import('../write-scope.js').WriteScope) => Promise<T>} fn @param {boolean} [rerunnable]
+   * @param {() => import('../writer.js').ReadHint[]} [hint]
    * @returns {Promise<T>}
    */
-  #write (fn, rerunnable = false) {
-    return this.db[writeUntracked](fn, rerunnable)
+  #write (fn, rerunnable = false, hint) {
+    return this.db[writeUntracked](fn, rerunnable, hint)
   }
 
   /** Make sure, once, that the database is this store's. */
@@ -537,7 +540,7 @@ export class ChatStore {
       }
       await this.#countPair(w, null, members)
       return chatId
-    })
+    }, false, () => modelOf(this.members).addsReads(members))
   }
 
   /** @param {number} chatId @returns {Promise<Chat | null>} */

@@ -1,0 +1,133 @@
+// With locking: 'serializable', a critical section may tell what it will
+// read when it is called (a read hint, lib/writer.js readHints): the
+// statement that opens a transaction reads the hinted keys of every section
+// called by then, and the group's sections find them in the section cache,
+// each without a round trip. These tests hold the hints to what a read
+// would answer: a value decided earlier in the group wins over the one
+// read, keys past one statement's are not taken as absent, and another
+// process's write still fails the transaction that read the old value.
+import test from 'tape'
+import { open } from '../index.js'
+import { writeUntracked } from '../lib/database.js'
+import { modelOf } from '../lib/model-handle.js'
+import { encode } from '../lib/tuple.js'
+import { postgresForTests, twoDatabases } from './util/postgres.js'
+
+const server = await postgresForTests(test)
+
+/** @param {any} db */
+const itemsOf = db => db.collection('items')
+
+/**
+ * A read hint of `ids` of the collection `items`.
+ * @param {any} items @param {number[]} ids
+ */
+const hintOf = (items, ids) => () => [{ namespace: modelOf(items).records, keys: ids.map(id => encode(id)) }]
+
+/** @param {import('tape').Test} t @param {(db: any) => Promise<void>} fn */
+async function withDatabase (t, fn) {
+  const db = await open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), shared: true, locking: 'serializable' })
+  try {
+    await fn(db)
+  } finally {
+    await db.close()
+  }
+}
+
+/** @param {any} db */
+const statementsOf = db => /** @type {any} */ (db).level.sharedWriterLock().stats.statements
+
+test('postgres read hints: a group\'s hinted reads go in the statement that opens its transaction', async t => {
+  await withDatabase(t, async db => {
+    const items = itemsOf(db)
+    for (let i = 1; i <= 8; i++) await items.insert({ n: i })
+    /** @param {boolean} hinted */
+    const group = async hinted => {
+      const before = statementsOf(db)
+      const seen = await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map(id => db[writeUntracked](async (/** @type {any} */ w) => {
+        const item = await items.in(w).get(id)
+        await items.in(w).update(id, { n: item.n + 100 })
+        return item.n
+      }, false, hinted ? hintOf(items, [id]) : undefined)))
+      return { seen, statements: statementsOf(db) - before }
+    }
+    const plain = await group(false)
+    t.same(plain.seen, [1, 2, 3, 4, 5, 6, 7, 8], 'without hints: each section read its item')
+    t.ok(plain.statements >= 9, `without hints: a statement per section's read, then the batch (${plain.statements})`)
+    const hinted = await group(true)
+    t.same(hinted.seen, [101, 102, 103, 104, 105, 106, 107, 108], 'with hints: each section read its item as written')
+    t.is(hinted.statements, 2, 'with hints: the opening (every section\'s read) and the batch with its COMMIT')
+    t.same((await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map(id => items.get(id)))).map(item => item.n), [201, 202, 203, 204, 205, 206, 207, 208], 'every update written')
+    t.same((await db.check()).problems, [], 'check() finds nothing')
+  })
+})
+
+test('postgres read hints: a value decided earlier in the group wins over the hinted read', async t => {
+  await withDatabase(t, async db => {
+    const items = itemsOf(db)
+    for (let i = 1; i <= 3; i++) await items.insert({ n: i })
+    // The first section opens the transaction (reading item 1, with item 2
+    // hinted by the second), then decides item 2; the second reads it.
+    const [first, second] = await Promise.all([
+      db[writeUntracked](async (/** @type {any} */ w) => {
+        const one = await items.in(w).get(1)
+        await items.in(w).update(2, { n: 20 })
+        return one.n
+      }),
+      db[writeUntracked](async (/** @type {any} */ w) => (await items.in(w).get(2)).n, false, hintOf(items, [2]))
+    ])
+    t.is(first, 1, 'the first section read item 1')
+    t.is(second, 20, 'the second section read item 2 as the first decided it, not as the opening read it')
+    // Decided before the opening read: not read at all, and the same answer.
+    const [, third] = await Promise.all([
+      db[writeUntracked](async (/** @type {any} */ w) => {
+        await items.in(w).update(3, { n: 30 })
+        return (await items.in(w).get(1)).n
+      }),
+      db[writeUntracked](async (/** @type {any} */ w) => (await items.in(w).get(3)).n, false, hintOf(items, [3]))
+    ])
+    t.is(third, 30, 'a key decided before the opening: the decided value')
+    t.same((await db.check()).problems, [], 'check() finds nothing')
+  })
+})
+
+test('postgres read hints: more hinted keys than one statement reads: each read answers what is stored', async t => {
+  await withDatabase(t, async db => {
+    const items = itemsOf(db)
+    for (let i = 1; i <= 3; i++) await items.insert({ n: i })
+    // 1,200 ids without records first (one statement reads 1,000 keys at
+    // most), then the three that have one.
+    const absent = Array.from({ length: 1200 }, (_, i) => 100001 + i)
+    const [, found] = await Promise.all([
+      db[writeUntracked](async (/** @type {any} */ w) => (await items.in(w).get(1)).n),
+      db[writeUntracked](async (/** @type {any} */ w) => {
+        const records = await Promise.all([1, 2, 3].map(id => items.in(w).get(id)))
+        const missing = await items.in(w).get(absent[0])
+        return { ns: records.map(record => record?.n), missing }
+      }, false, hintOf(items, [...absent, 1, 2, 3]))
+    ])
+    t.same(found.ns, [1, 2, 3], 'the records past the statement\'s keys are found')
+    t.is(found.missing, undefined, 'a hinted id without a record: none')
+  })
+})
+
+test('postgres read hints: another process\'s write fails the transaction that read the old value (no lost update)', async t => {
+  await twoDatabases(server, { locking: 'serializable', poolSize: 2 }, async (a, b) => {
+    const counters = [itemsOf(a), itemsOf(b)]
+    await counters[0].insert({ n: 0 })
+    const rounds = 25
+    /** @param {number} i */
+    const increment = i => [a, b][i][writeUntracked](async (/** @type {any} */ w) => {
+      const counter = await counters[i].in(w).get(1)
+      await counters[i].in(w).update(1, { n: counter.n + 1 })
+    }, false, hintOf(counters[i], [1]))
+    await Promise.all([0, 1].map(async i => {
+      // Several in flight in each process: groups of sections, hinted.
+      for (let round = 0; round < rounds; round++) await Promise.all([increment(i), increment(i)])
+    }))
+    const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
+    t.is((await counters[1].get(1)).n, 2 * 2 * rounds, `every increment counted (${2 * 2 * rounds})`)
+    t.ok(locks[0].stats.retries + locks[1].stats.retries > 0, `the processes failed each other's transactions, which ran again (${locks[0].stats.retries + locks[1].stats.retries} reruns)`)
+    t.same((await a.check()).problems, [], 'check() finds nothing')
+  })
+})
