@@ -74,6 +74,11 @@ export class KeyPerChild {
     scope.put(this.namespace, encode([parentId, seq]), json)
   }
 
+  /** What append() reads: nothing (a read hint, lib/writer.js readHints). @param {unknown} parentId @returns {import('./writer.js').ReadHint[]} */
+  appendReads (parentId) {
+    return []
+  }
+
   /** Append `jsons` as the children from seq `from` on. @param {WriteScope} scope @param {unknown} parentId @param {number} from @param {string[]} jsons */
   appendMany (scope, parentId, from, jsons) {
     for (let k = 0; k < jsons.length; k++) this.append(scope, parentId, from + k, jsons[k])
@@ -141,6 +146,8 @@ export class KeyPerChild {
 export class ChildBlocks {
   /** @type {Map<string, string>} the sound text of a block, by bytesToBinaryString(key): see SOUND_LIMIT */
   #sound = new Map()
+  /** @type {Map<unknown, number>} the last seq this process appended to each parent (appendReads()'s guess), bounded as #sound */
+  #appended = new Map()
 
   /**
    * @param {any} root @param {string} name @param {number} blockSize @param {number} readCache
@@ -230,11 +237,32 @@ export class ChildBlocks {
       this.#put(scope, key, name, block === undefined ? `[${pairs.join(',')}]` : `${block.slice(0, -1)},${pairs.join(',')}]`)
       i = end
     }
+    // (Ids that are values only: a Map would keep an object id alive, and never find it again.)
+    if (typeof parentId !== 'object' && jsons.length > 0) {
+      if (this.#appended.size >= SOUND_LIMIT) this.#appended.clear()
+      this.#appended.set(parentId, from + jsons.length - 1)
+    }
   }
 
   /** @param {WriteScope} scope @param {unknown} parentId @param {number} seq @param {string} json */
   append (scope, parentId, seq, json) {
     return this.appendMany(scope, parentId, seq, [json])
+  }
+
+  /**
+   * What the next append() to `parentId` will read, as a read hint
+   * (lib/writer.js readHints), guessed from the last child this process
+   * appended to it: the block the next seq goes into, unless it starts a
+   * new one. A guess only (another process may have appended since): a
+   * wrong one costs a key read for nothing, and the append its own read.
+   * @param {unknown} parentId
+   * @returns {import('./writer.js').ReadHint[]}
+   */
+  appendReads (parentId) {
+    const last = this.#appended.get(parentId)
+    if (last === undefined) return []
+    const seq = last + 1
+    return this.first(seq) === seq ? [] : [{ namespace: this.namespace, keys: [this.keyOf(parentId, seq)] }]
   }
 
   /**

@@ -248,6 +248,27 @@ export class ChildrenModel {
     return (await (scope ? scope.get(purge, key) : section ? section.startRead(stored) : stored())) !== undefined
   }
 
+  /**
+   * What append(scope, parentId, ...) reads, as a read hint (lib/writer.js
+   * readHints): the parent's record, its sequence and its purge marker,
+   * and where the layout guesses the child goes (the block of the seq after
+   * the last this process appended; the sequence tells the real one). None
+   * for an id the parent collection refuses: append() tells why.
+   * @param {unknown} parentId
+   * @returns {import('./writer.js').ReadHint[]}
+   */
+  appendReads (parentId) {
+    let key
+    try {
+      key = this.parent.keyOf(parentId)
+    } catch {
+      return []
+    }
+    const hints = [{ namespace: this.parent.records, keys: [key] }, { namespace: this.sequence, keys: [key] }]
+    if (this.purge !== null) hints.push({ namespace: this.purge, keys: [key] })
+    return hints.concat(this.storage.appendReads(parentId))
+  }
+
   /** @param {WriteScope} scope @param {unknown} parentId */
   async lastSeq (scope, parentId) {
     const key = encode(parentId)

@@ -26,6 +26,8 @@ const SEQUENCE_NAME = bytesToBinaryString(SEQUENCE_KEY)
 // while writes keep moving the value on in between, before it reads them as
 // a read of the write path, which no write can come between.
 const GET_BY_ATTEMPTS = 3
+// The id bytes insertReads() gives a unique index's entries: their keys hold only the value.
+const EMPTY_KEY = new Uint8Array(0)
 // put() reads the record it replaces unless given it (putMany()).
 const UNREAD = Symbol('unread')
 
@@ -109,6 +111,29 @@ export class CollectionModel {
     /** Whether its record puts carry their index entries (Op.entries): set by bindNative(). */
     this.carriesEntries = false
     bindNative(this)
+  }
+
+  /**
+   * What inserting `record` reads besides its sequence, as a read hint
+   * (lib/writer.js readHints): the entry of each of its unique values
+   * (whose holder, if any, refuses it). None for an index whose key
+   * function refuses the record: the insert tells why.
+   * @param {object} record
+   * @returns {import('./writer.js').ReadHint[]}
+   */
+  insertReads (record) {
+    /** @type {import('./writer.js').ReadHint[]} */
+    const hints = []
+    for (const index of this.indexes.values()) {
+      if (!index.unique) continue
+      try {
+        const keys = index.entries(record, 0, EMPTY_KEY).map(entry => entry.key)
+        if (keys.length > 0) hints.push({ namespace: index.namespace, keys })
+      } catch {
+        // Refused again, and told, by the insert.
+      }
+    }
+    return hints
   }
 
   /** Encode and check an id passed by the user. @param {unknown} id */

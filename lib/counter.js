@@ -34,6 +34,20 @@ export class CounterModel {
     }
   }
 
+  /**
+   * What get() or add() of `key` reads, as a read hint (lib/writer.js
+   * readHints); none for a key it refuses (the call tells why).
+   * @param {unknown} key
+   * @returns {import('./writer.js').ReadHint[]}
+   */
+  readsOf (key) {
+    try {
+      return [{ namespace: this.namespace, keys: [encode(key)] }]
+    } catch {
+      return []
+    }
+  }
+
   /** @param {WriteScope} scope @param {unknown} key @param {number} delta */
   async add (scope, key, delta) {
     const bytes = this.keyOf(key)

@@ -624,8 +624,10 @@ export class Writer {
    * The keys the sections called and not yet answered said they will read
    * (readHints), that neither the section cache nor the ops decided and
    * not yet written answer, as whole keys of the backend's table; and what
-   * to do with their values once read: keep them in the section cache,
-   * each unless a section decided it meanwhile. Asked by the backend
+   * to do with their values once read: keep them in the section cache (a
+   * cached namespace's, a sequence's, in its own cache, which the section
+   * transaction's end empties too), each unless a section decided it
+   * meanwhile. Asked by the backend
    * (lib/backends/postgres-level.js) when a section's read opens a
    * serializable transaction: the values are its snapshot's, which every
    * read of the transaction answers (SectionCache#fill(): other processes'
@@ -643,21 +645,27 @@ export class Writer {
     const keys = []
     /** @type {string[]} */
     const ids = []
-    /** @type {boolean[]} */
-    const utf8 = []
+    /** @type {Array<Namespace>} */
+    const namespaces = []
+    /** @type {Uint8Array[]} */
+    const namespaceKeys = []
     const seen = new Set()
     for (const hint of this.#hinted) {
       for (const { namespace, keys: hinted } of hint()) {
-        // A cached namespace (a sequence) is read through its cache, and only a backend's own reads are kept so.
-        if (namespace.cache !== null || namespace.pg === null) continue
+        // Only the backend's own reads are kept so; a cached namespace (a
+        // sequence) keeps its values in its own cache, where get() looks.
+        // (One the transaction's end would not empty is left alone.)
+        const cache = namespace.cache
+        if (namespace.pg === null || namespace.settle !== null || (cache !== null && !this.#cachedNamespaces.has(namespace))) continue
         for (const key of hinted) {
           const id = namespace.keyId(key)
-          if (seen.has(id) || sections.has(id) || this.lookup(id) !== undefined) continue
+          if (seen.has(id) || this.lookup(id) !== undefined || (cache === null ? sections.has(id) : cache.has(bytesToBinaryString(key)))) continue
           if (keys.length >= limit) break
           seen.add(id)
           ids.push(id)
+          namespaces.push(namespace)
+          namespaceKeys.push(key)
           keys.push(namespace.sublevel.prefixKey(key, 'buffer', false))
-          utf8.push(namespace.valueEncoding === 'utf8')
         }
       }
     }
@@ -668,8 +676,12 @@ export class Writer {
         for (let i = 0; i < keys.length; i++) {
           const id = ids[i]
           if (this.lookup(id) !== undefined) continue
-          const value = values.get(keys[i].toString('latin1'))
-          sections.fill(id, value === undefined || !utf8[i] ? value : value.toString('utf8'))
+          const namespace = namespaces[i]
+          const stored = values.get(keys[i].toString('latin1'))
+          const value = stored === undefined || namespace.valueEncoding !== 'utf8' ? stored : stored.toString('utf8')
+          const cache = namespace.cache
+          if (cache === null) sections.fill(id, value)
+          else if (!cache.has(bytesToBinaryString(namespaceKeys[i]))) namespace.remember(namespaceKeys[i], value)
         }
       }
     }

@@ -8,6 +8,7 @@
 // process's write still fails the transaction that read the old value.
 import test from 'tape'
 import { open } from '../index.js'
+import { ChatStore } from '../chat.js'
 import { writeUntracked } from '../lib/database.js'
 import { modelOf } from '../lib/model-handle.js'
 import { encode } from '../lib/tuple.js'
@@ -128,6 +129,57 @@ test('postgres read hints: another process\'s write fails the transaction that r
     const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
     t.is((await counters[1].get(1)).n, 2 * 2 * rounds, `every increment counted (${2 * 2 * rounds})`)
     t.ok(locks[0].stats.retries + locks[1].stats.retries > 0, `the processes failed each other's transactions, which ran again (${locks[0].stats.retries + locks[1].stats.retries} reruns)`)
+    t.same((await a.check()).problems, [], 'check() finds nothing')
+  })
+})
+
+test('postgres read hints: ChatStore\'s createChat, addChatMessage and createUser groups read in their opening statement', async t => {
+  await withDatabase(t, async db => {
+    const store = await ChatStore.open(db, { passwordCost: { scryptN: 2, pbkdf2Iterations: 1000 }, userChats: 'edges' })
+    const users = []
+    for (let i = 0; i < 24; i++) users.push(await store.createUser({ username: `u${i}`, password: 'password1' }))
+    /** @param {() => Promise<any>[]} calls */
+    const group = async calls => {
+      const before = statementsOf(db)
+      const answers = await Promise.all(calls())
+      return { answers, statements: statementsOf(db) - before }
+    }
+    // (The first chat finds no sequence, and looks for the highest stored id: a range read.)
+    await store.createChat({ name: 'first', adminId: users[0] })
+    const chats = await group(() => Array.from({ length: 8 }, (_, i) => store.createChat({ name: `c${i}`, adminId: users[i], userIds: users.slice(8, 24) })))
+    t.is(chats.statements, 2, 'eight createChats of 17 members: the opening with every member\'s record, then the batch')
+    t.same((await store.getChats(users[8])).length, 8, 'each chat has its members')
+    const messages = await group(() => chats.answers.map((chatId, i) => store.addChatMessage({ chatId, senderId: users[i], text: `hello ${i}` })))
+    t.same(messages.answers, [1, 1, 1, 1, 1, 1, 1, 1], 'each chat\'s first message is its 1')
+    t.is(messages.statements, 2, 'eight first messages of eight chats: the opening with each chat\'s record, sequence and purge marker, then the batch')
+    const more = await group(() => chats.answers.map((chatId, i) => store.addChatMessage({ chatId, senderId: users[i], text: `again ${i}` })))
+    t.same(more.answers, [2, 2, 2, 2, 2, 2, 2, 2], 'each chat\'s second message is its 2')
+    t.is(more.statements, 2, 'eight second messages: the opening reads each chat\'s block too (guessed from the first message), then the batch')
+    const created = await group(() => Array.from({ length: 8 }, (_, i) => store.createUser({ username: `v${i}`, password: 'password1' })))
+    t.is(new Set(created.answers).size, 8, 'eight new users')
+    t.ok(created.statements <= 4, `eight createUsers: at most two transactions of two statements (hashing the passwords first, the calls come apart): ${created.statements}`)
+    const taken = await store.createUser({ username: 'v3', password: 'password1' }).catch(err => err)
+    t.is(taken.code, 'LEVELKIT_UNIQUE', 'a taken username is refused: the hinted read of its index entry found it')
+    t.same((await db.check()).problems, [], 'check() finds nothing')
+  })
+})
+
+test('postgres read hints: a block guessed wrong (another process appended past it) costs a read, not a message', async t => {
+  await twoDatabases(server, { locking: 'serializable', poolSize: 2 }, async (a, b) => {
+    const options = { passwordCost: { scryptN: 2, pbkdf2Iterations: 1000 }, userChats: 'edges' }
+    const [here, there] = [await ChatStore.open(a, options), await ChatStore.open(b, options)]
+    const alice = await here.createUser({ username: 'alice', password: 'password1' })
+    const chatId = await here.createChat({ name: 'c', adminId: alice })
+    t.is(await here.addChatMessage({ chatId, senderId: alice, text: 'one' }), 1, 'this process wrote message 1: it guesses the next goes in its block')
+    // The other process appends 40 (blocks of 16 or 32 messages: past that block).
+    for (let i = 2; i <= 41; i++) await there.addChatMessage({ chatId, senderId: alice, text: `m${i}` })
+    const lock = /** @type {any} */ (a).level.sharedWriterLock()
+    const before = lock.stats.statements
+    t.is(await here.addChatMessage({ chatId, senderId: alice, text: 'last' }), 42, 'the next message is 42')
+    t.is(lock.stats.statements - before, 3, 'the guessed block was not the one: the opening, the right block\'s read, the batch')
+    const messages = await here.getChatMessages(chatId, { n: 100 })
+    t.same(messages?.map(m => m.id), Array.from({ length: 42 }, (_, i) => i + 1), 'messages 1..42, in order, none lost')
+    t.is(messages?.at(-1)?.text, 'last', 'the last one is this process\'s')
     t.same((await a.check()).problems, [], 'check() finds nothing')
   })
 })

@@ -279,7 +279,7 @@ export class ChatStore {
         const id = /** @type {number} */ (await this.users.in(w).insert({ username: name, passwordHash, createdAt }))
         await this.#countCreated(w, params, id)
         return id
-      }, true)
+      }, true, () => [...modelOf(this.users).insertReads({ username: name }), ...modelOf(this.passwordCosts).readsOf(FROM + params)])
       this.#countHash(params, 1)
       return id
     } catch (err) {
@@ -681,7 +681,7 @@ export class ChatStore {
       await this.messages.in(w).append(chatId, message)
       await chats.update(chatId, { lastActivity: Math.max(chat.lastActivity, timestamp) })
       return id
-    })
+    }, false, () => modelOf(this.messages).appendReads(chatId))
   }
 
   /**
