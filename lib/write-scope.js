@@ -280,7 +280,10 @@ export class WriteScope {
     // A cached namespace: what is not in the cache is read once and remembered.
     // Nothing is pending for the key here, so the stored value is current.
     const name = bytesToBinaryString(key)
-    if (namespace.cache.has(name)) return namespace.cache.get(name)
+    if (namespace.cache.has(name)) {
+      this.writer.cacheHits++
+      return namespace.cache.get(name)
+    }
     // With key locks, read once the key is locked (then, cached, until the lock goes).
     const locked = this.writer.lockKeys(namespace, [key])
     if (locked !== null) return locked.then(() => this.get(namespace, key))
@@ -318,7 +321,10 @@ export class WriteScope {
       const read = this.#reads?.get(id)
       if (read !== undefined) return read
       const name = bytesToBinaryString(key)
-      if (namespace.cache.has(name)) return namespace.cache.get(name)
+      if (namespace.cache.has(name)) {
+        this.writer.cacheHits++
+        return namespace.cache.get(name)
+      }
     } else {
       // Read (and locked) exclusively already, or kept by the section cache: that lock covers this.
       const known = this.#known(namespace, key, id, false)
@@ -393,7 +399,10 @@ export class WriteScope {
     const sections = this.writer.sectionCache
     if (sections !== null) {
       const hit = sections.lookup(id)
-      if (hit !== undefined) return hit[0]
+      if (hit !== undefined) {
+        this.writer.cacheHits++
+        return hit[0]
+      }
     }
     // On IndexedDB, what the lease cache holds (only while this tab holds
     // the cross-tab lock, as every critical section does).

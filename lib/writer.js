@@ -234,7 +234,18 @@ export class Writer {
   #keyLocks = null
   /** With key locks: KeyLocks#requests when the running section began, and whether its locks went with a group drain() wrote. */
   #sectionRequests = 0
+  /** cacheHits when the running section started */
+  #sectionHits = 0
   #sectionLost = false
+  /** How many times the key transaction ended (read hints' values are kept only for the one they were read in). */
+  #sectionEnds = 0
+  /**
+   * How many reads of critical sections the section cache or a cached
+   * namespace answered (WriteScope): with key locks, a section that used a
+   * value kept for the key transaction runs again when drain() ends that
+   * transaction under it, as one that made a request does.
+   */
+  cacheHits = 0
   /** How many placeholder ids were taken (takePlaceholder()). */
   #placeholders = 0
 
@@ -287,6 +298,7 @@ export class Writer {
         // (A transaction's opening read takes the group's hinted keys: see readHints.)
         if (keyLocks.rerunsGroups === true) keyLocks.hintedReads = limit => this.hintedReads(limit)
         keyLocks.onEnd(() => {
+          this.#sectionEnds++
           this.sectionCache?.clear()
           this.sharedReads?.clear()
           for (const namespace of this.#cachedNamespaces) namespace.cache?.clear()
@@ -651,7 +663,15 @@ export class Writer {
     const namespaceKeys = []
     const seen = new Set()
     for (const hint of this.#hinted) {
-      for (const { namespace, keys: hinted } of hint()) {
+      /** @type {ReadHint[]} */
+      let reads
+      try {
+        reads = hint()
+      } catch {
+        // A hint is a guess: its section reads what it reads all the same.
+        continue
+      }
+      for (const { namespace, keys: hinted } of reads) {
         // Only the backend's own reads are kept so; a cached namespace (a
         // sequence) keeps its values in its own cache, where get() looks.
         // (One the transaction's end would not empty is left alone.)
@@ -661,6 +681,8 @@ export class Writer {
           const id = namespace.keyId(key)
           if (seen.has(id) || this.lookup(id) !== undefined || (cache === null ? sections.has(id) : cache.has(bytesToBinaryString(key)))) continue
           if (keys.length >= limit) break
+          // A sequence key read first takes its lock (postgres-serializable.js), as its section's read would.
+          if (cache !== null) this.lockKeys(namespace, [key])
           seen.add(id)
           ids.push(id)
           namespaces.push(namespace)
@@ -670,9 +692,14 @@ export class Writer {
       }
     }
     if (keys.length === 0) return null
+    const ends = this.#sectionEnds
     return {
       keys,
       found: values => {
+        // The transaction they were read in ended before they came (a
+        // section that did not wait for its read): its values are not the
+        // next one's.
+        if (this.#sectionEnds !== ends) return
         for (let i = 0; i < keys.length; i++) {
           const id = ids[i]
           if (this.lookup(id) !== undefined) continue
@@ -745,6 +772,7 @@ export class Writer {
         const failed = this.#keyLocks?.failed
         if (this.#keyLocks !== null) {
           this.#sectionRequests = this.#keyLocks.requests
+          this.#sectionHits = this.cacheHits
           // (Counted where the backend counts them: its groups' sizes, for the benchmarks.)
           if (this.#keyLocks.stats.sections !== undefined) this.#keyLocks.stats.sections++
           this.#sectionLost = false
@@ -875,7 +903,7 @@ export class Writer {
   async drain () {
     const keyLocks = this.#keyLocks
     if (keyLocks !== null && this.#group !== null && !this.#flushing) {
-      if (this.#locked && keyLocks.requests !== this.#sectionRequests) this.#sectionLost = true
+      if (this.#locked && (keyLocks.requests !== this.#sectionRequests || this.cacheHits !== this.#sectionHits)) this.#sectionLost = true
       this.#flushing = this.#flush()
     }
     while (this.#flushing) await this.#flushing

@@ -183,3 +183,76 @@ test('postgres read hints: a block guessed wrong (another process appended past 
     t.same((await a.check()).problems, [], 'check() finds nothing')
   })
 })
+
+test('postgres read hints: values read for a transaction that ended before they came are not kept for the next', async t => {
+  await withDatabase(t, async db => {
+    const items = itemsOf(db)
+    for (let i = 1; i <= 3; i++) await items.insert({ n: i * 10 })
+    const table = /** @type {any} */ (db).level.sharedWriterLock().name
+    // A section that starts a read it does not wait for (it opens the
+    // transaction, item 1 hinted), lets it go out, and throws: the
+    // transaction ends (its COMMIT queued behind the read) before the
+    // opening's answer comes.
+    const thrown = await db[writeUntracked](async (/** @type {any} */ w) => {
+      items.in(w).get(2).catch(() => {})
+      await new Promise(resolve => setImmediate(resolve))
+      throw new Error('changed its mind')
+    }, false, hintOf(items, [1])).catch((/** @type {any} */ err) => err)
+    t.is(thrown.message, 'changed its mind', 'the section threw, its read still in flight')
+    await new Promise(resolve => setTimeout(resolve, 200))
+    const id = modelOf(items).records.keyId(encode(1))
+    t.notOk(/** @type {any} */ (db).writer.sectionCache.has(id), 'the section cache keeps nothing of it')
+    // The stored value changes behind levelkit's back: a new transaction reads it.
+    const key = modelOf(items).records.sublevel.prefixKey(encode(1), 'buffer', false)
+    const { rows } = await server.pool.query(`SELECT value FROM "${table}" WHERE key = $1`, [key])
+    await server.pool.query(`UPDATE "${table}" SET value = $2 WHERE key = $1`, [key, Buffer.from(rows[0].value.toString('utf8').replace('10', '99'))])
+    const seen = await db[writeUntracked](async (/** @type {any} */ w) => (await items.in(w).get(1)).n)
+    t.is(seen, 99, 'a section in the next transaction reads item 1 as stored')
+  })
+})
+
+test('postgres read hints: a hint that throws leaves its section and the others to read as they would', async t => {
+  await withDatabase(t, async db => {
+    const items = itemsOf(db)
+    for (let i = 1; i <= 2; i++) await items.insert({ n: i })
+    const answers = await Promise.all([
+      db[writeUntracked](async (/** @type {any} */ w) => (await items.in(w).get(1)).n, false, hintOf(items, [1])),
+      db[writeUntracked](async (/** @type {any} */ w) => (await items.in(w).get(2)).n, false, () => { throw new Error('a bad hint') })
+    ])
+    t.same(answers, [1, 2], 'both sections answered')
+  })
+})
+
+test('postgres read hints: a section that decides on a hinted value runs again when a query writes its group under it', async t => {
+  await withDatabase(t, async db => {
+    const items = itemsOf(db)
+    for (let i = 1; i <= 3; i++) await items.insert({ n: i })
+    const table = /** @type {any} */ (db).level.sharedWriterLock().name
+    const key = modelOf(items).records.sublevel.prefixKey(encode(1), 'buffer', false)
+    let runs = 0
+    const [, second] = await Promise.all([
+      // Opens the transaction (item 1 hinted by the second) and decides: its group waits.
+      db[writeUntracked](async (/** @type {any} */ w) => {
+        const three = await items.in(w).get(3)
+        await items.in(w).update(3, { n: three.n + 1 })
+      }),
+      db[writeUntracked](async (/** @type {any} */ w) => {
+        runs++
+        const one = await items.in(w).get(1)
+        if (runs === 1) {
+          // Another writer sets item 1 after the transaction's snapshot.
+          const { rows } = await server.pool.query(`SELECT value FROM "${table}" WHERE key = $1`, [key])
+          await server.pool.query(`UPDATE "${table}" SET value = $2 WHERE key = $1`, [key, Buffer.from(rows[0].value.toString('utf8').replace('"n":1', '"n":1000'))])
+        }
+        // A query writes the group first (drain()): the transaction the value was read in ends.
+        await items.in(w).query().all()
+        await items.in(w).update(1, { n: one.n + 1 })
+        return one.n
+      }, false, hintOf(items, [1]))
+    ])
+    t.is(runs, 2, 'the second section ran again')
+    t.is(second, 1000, 'and read item 1 as the other writer left it')
+    t.is((await items.get(1)).n, 1001, 'no write lost')
+    t.is((await items.get(3)).n, 4, 'the first section\'s write is there')
+  })
+})
