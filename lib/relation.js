@@ -620,6 +620,10 @@ export class RelationModel {
         return reverse ? records.reverse() : records
       }
     }
+    if (toId !== null && whole && transaction === undefined && scope === null && other.sequential && this.reverse.kind === 'edges') {
+      const pg = this.reverse.namespace.pg
+      if (pg !== null && pg.status === 'open') return this.#referencedRecords(pg, other, toId, reverse, prepare)
+    }
     const ids = await query.all()
     const keys = ids.map(id => encode(id))
     const values = transaction !== undefined
@@ -628,6 +632,34 @@ export class RelationModel {
     /** @type {any[]} */
     const records = []
     for (let i = 0; i < keys.length; i++) if (values[i] !== undefined) records.push(parseRecord(values[i], other.records, keys[i]))
+    return records
+  }
+
+  /**
+   * recordsOf() of a whole reverse direction of edges to a collection with
+   * sequence ids, on PostgreSQL: the edges and the records they name in one
+   * statement (PostgresLevel#levelkitReadReferenced()), not the edges and
+   * then the records, two round trips. An edge key of `toId` is its tuple
+   * [toId, other id]: the other id's bytes (a number's, as its record's key
+   * holds them) between the tuple's head and its end.
+   * @param {any} pg the table @param {CollectionModel} other @param {unknown} toId
+   * @param {boolean} reverse @param {(() => Promise<boolean>) | undefined} prepare
+   * @returns {Promise<any[]>}
+   */
+  async #referencedRecords (pg, other, toId, reverse, prepare) {
+    if (prepare !== undefined && !(await prepare())) return []
+    const edges = this.reverse.namespace.sublevel
+    const bounds = tupleBounds([toId], {})
+    /** @type {Record<string, Buffer>} */
+    const range = {}
+    for (const [bound, key] of Object.entries(bounds)) range[bound] = edges.prefixKey(key, 'buffer', false)
+    // The head's encoding, less its end: where the other id starts.
+    const start = edges.prefixKey(encode([toId]), 'buffer', false).length - 1
+    const prefix = other.records.sublevel.prefixKey(new Uint8Array(0), 'buffer', false)
+    const rows = await pg.levelkitReadReferenced(range, reverse, prefix, start)
+    /** @type {any[]} */
+    const records = []
+    for (const { key, value } of rows) records.push(parseRecord(value.toString('utf8'), other.records, key.subarray(prefix.length)))
     return records
   }
 }

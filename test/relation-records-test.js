@@ -1,14 +1,24 @@
-// relation.to(id).records() and relation.from(id).records() on memory and
-// LevelDB, for each layout (edges, lists one way, lists both ways): the
+// relation.to(id).records() and relation.from(id).records() on memory,
+// LevelDB and PostgreSQL (one writer, and shared with serializable
+// transactions; there a whole direction of edges to records with sequence
+// ids is one statement, PostgresLevel#levelkitReadReferenced()), for each
+// layout (edges, lists one way, lists both ways): the
 // records that the query's ids name, in its order, as reading the ids and
 // then getMany() answers; the query's options apply to the ids; through
 // in(w) and in a transaction too. (On IndexedDB, from() of a relation kept
 // by its index reads them in one request: test/browser-idb-records-test.js.)
 
 import test from 'tape'
+import { open } from '../index.js'
 import { memoryAndLevelDB } from './util/backends.js'
+import { postgresForTests } from './util/postgres.js'
 
-const backends = memoryAndLevelDB('levelkit-relation-records-', test)
+const server = await postgresForTests(test)
+const backends = [
+  ...memoryAndLevelDB('levelkit-relation-records-', test),
+  { name: 'postgres', base: () => open({ backend: 'postgres', connectionString: server.connectionString, table: server.table() }) },
+  { name: 'postgres, shared, serializable', base: () => open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), shared: true, locking: 'serializable' }) }
+]
 const LAYOUTS = [[], ['to'], ['from', 'to']]
 
 /** @param {any} db @param {string[]} lists */
