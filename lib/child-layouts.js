@@ -146,8 +146,13 @@ export class KeyPerChild {
 export class ChildBlocks {
   /** @type {Map<string, string>} the sound text of a block, by bytesToBinaryString(key): see SOUND_LIMIT */
   #sound = new Map()
-  /** @type {Map<unknown, number>} the last seq this process appended to each parent (appendReads()'s guess), bounded as #sound */
-  #appended = new Map()
+  /**
+   * The newest block known of each parent (appendReads()'s guess): its
+   * first seq, and its last one where this process appended it (null when
+   * another process wrote it, heard()); bounded as #sound.
+   * @type {Map<unknown, { first: number, last: number | null }>}
+   */
+  #latest = new Map()
 
   /**
    * @param {any} root @param {string} name @param {number} blockSize @param {number} readCache
@@ -237,10 +242,9 @@ export class ChildBlocks {
       this.#put(scope, key, name, block === undefined ? `[${pairs.join(',')}]` : `${block.slice(0, -1)},${pairs.join(',')}]`)
       i = end
     }
-    // (Ids that are values only: a Map would keep an object id alive, and never find it again.)
-    if (typeof parentId !== 'object' && jsons.length > 0) {
-      if (this.#appended.size >= SOUND_LIMIT) this.#appended.clear()
-      this.#appended.set(parentId, from + jsons.length - 1)
+    if (jsons.length > 0) {
+      const last = from + jsons.length - 1
+      this.#note(parentId, this.first(last), last)
     }
   }
 
@@ -251,18 +255,51 @@ export class ChildBlocks {
 
   /**
    * What the next append() to `parentId` will read, as a read hint
-   * (lib/writer.js readHints), guessed from the last child this process
-   * appended to it: the block the next seq goes into, unless it starts a
-   * new one. A guess only (another process may have appended since): a
-   * wrong one costs a key read for nothing, and the append its own read.
+   * (lib/writer.js readHints), guessed from the newest block known of it
+   * (appended here, or heard of from another process): that block, unless
+   * the next seq after the last this process appended starts a new one. A
+   * guess only (another process may have appended since, unheard): a wrong
+   * one costs a key read for nothing, and the append its own read.
    * @param {unknown} parentId
    * @returns {import('./writer.js').ReadHint[]}
    */
   appendReads (parentId) {
-    const last = this.#appended.get(parentId)
-    if (last === undefined) return []
-    const seq = last + 1
-    return this.first(seq) === seq ? [] : [{ namespace: this.namespace, keys: [this.keyOf(parentId, seq)] }]
+    const latest = this.#latest.get(parentId)
+    if (latest === undefined) return []
+    const { first, last } = latest
+    if (last !== null && this.first(last + 1) === last + 1) return []
+    return [{ namespace: this.namespace, keys: [encode([parentId, first])] }]
+  }
+
+  /**
+   * Another process wrote the block at `key` (lib/children.js hears it):
+   * the newest of its parent, if none newer is known.
+   * @param {Uint8Array} key
+   */
+  heard (key) {
+    let parentId, first
+    try {
+      [parentId, first] = /** @type {[unknown, number]} */ (decodeKey(key, this.namespace))
+    } catch {
+      return
+    }
+    if (typeof first === 'number') this.#note(parentId, first, null)
+  }
+
+  /**
+   * The newest block known of `parentId` is at `first`, and `last` is the
+   * last seq this process appended there (null: unknown, and then an
+   * older block than the one known is not taken: what this process just
+   * appended is).
+   * @param {unknown} parentId @param {number} first @param {number | null} last
+   */
+  #note (parentId, first, last) {
+    // (Ids that are values only: a Map would keep an object id alive, and never find it again.)
+    if (typeof parentId === 'object') return
+    const known = this.#latest.get(parentId)
+    if (known !== undefined && last === null && first < known.first) return
+    if (known === undefined && this.#latest.size >= SOUND_LIMIT) this.#latest.clear()
+    this.#latest.set(parentId, { first, last })
   }
 
   /**

@@ -76,6 +76,15 @@ export class ChildrenModel {
     this.items = this.storage.namespace
     this.sequence = new Namespace(this.root, layout.sequence(name), 'utf8', { cache: true })
     this.writer.registerCache(this.sequence)
+    // The blocks other processes write: where the next append() goes (its read hint, appendReads()).
+    if (this.storage === this.blocks) {
+      const blocks = this.blocks
+      const prefix = blocks.namespace.prefix
+      this.writer.onRemote(message => {
+        if (message === null || message.ops === null) return
+        for (const op of message.ops) if (op.type === 'put' && op.prefix === prefix) blocks.heard(op.key)
+      })
+    }
     this.parent.dependents.push({
       name,
       beforeDelete: (scope, id) => this.beforeDelete(scope, id),

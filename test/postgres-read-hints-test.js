@@ -164,26 +164,47 @@ test('postgres read hints: ChatStore\'s createChat, addChatMessage and createUse
   })
 })
 
-test('postgres read hints: a block guessed wrong (another process appended past it) costs a read, not a message', async t => {
+test('postgres read hints: the block a message goes in is guessed from what this process appended and heard; a wrong guess costs a read, not a message', async t => {
   await twoDatabases(server, { locking: 'serializable', poolSize: 2 }, async (a, b) => {
     const options = { passwordCost: { scryptN: 2, pbkdf2Iterations: 1000 }, userChats: 'edges' }
     const [here, there] = [await ChatStore.open(a, options), await ChatStore.open(b, options)]
     const alice = await here.createUser({ username: 'alice', password: 'password1' })
     const chatId = await here.createChat({ name: 'c', adminId: alice })
-    t.is(await here.addChatMessage({ chatId, senderId: alice, text: 'one' }), 1, 'this process wrote message 1: it guesses the next goes in its block')
-    // The other process appends 40 (blocks of 16 or 32 messages: past that block).
-    for (let i = 2; i <= 41; i++) await there.addChatMessage({ chatId, senderId: alice, text: `m${i}` })
+    t.is(await here.addChatMessage({ chatId, senderId: alice, text: 'one' }), 1, 'this process wrote message 1')
     const lock = /** @type {any} */ (a).level.sharedWriterLock()
-    const before = lock.stats.statements
-    t.is(await here.addChatMessage({ chatId, senderId: alice, text: 'last' }), 42, 'the next message is 42')
-    t.is(lock.stats.statements - before, 3, 'the guessed block was not the one: the opening, the right block\'s read, the batch')
+    /** @param {string} text */
+    const counted = async text => {
+      const before = lock.stats.statements
+      const id = await here.addChatMessage({ chatId, senderId: alice, text })
+      return { id, statements: lock.stats.statements - before }
+    }
+    // The other process appends 40 (blocks of 16: past message 1's block),
+    // and this one hears them (its watch sees the last).
+    const abort = new AbortController()
+    const heard = (async () => {
+      for await (const message of here.watch(chatId, { signal: abort.signal })) if (message.id === 41) return true
+      return false
+    })()
+    for (let i = 2; i <= 41; i++) await there.addChatMessage({ chatId, senderId: alice, text: `m${i}` })
+    t.ok(await heard, 'this process heard message 41')
+    abort.abort()
+    const guessed = await counted('heard')
+    t.is(guessed.id, 42, 'the next message is 42')
+    t.is(guessed.statements, 2, 'its block (33..48), heard of, read in the opening: the opening and the batch')
+    // A guess that is wrong: a block past the real one, as if heard.
+    const blocks = /** @type {any} */ (modelOf(here.messages)).blocks
+    blocks.heard(encode([chatId, 49]))
+    const wrong = await counted('wrong')
+    t.is(wrong.id, 43, 'the next message is 43')
+    t.is(wrong.statements, 3, 'the guessed block was not the one: the opening, the right block\'s read, the batch')
+    const after = await counted('after')
+    t.same([after.id, after.statements], [44, 2], 'the next guess is the block this process just appended to again')
     const messages = await here.getChatMessages(chatId, { n: 100 })
-    t.same(messages?.map(m => m.id), Array.from({ length: 42 }, (_, i) => i + 1), 'messages 1..42, in order, none lost')
-    t.is(messages?.at(-1)?.text, 'last', 'the last one is this process\'s')
+    t.same(messages?.map(m => m.id), Array.from({ length: 44 }, (_, i) => i + 1), 'messages 1..44, in order, none lost')
+    t.same(messages?.slice(-3).map(m => m.text), ['heard', 'wrong', 'after'], 'the last three are this process\'s')
     t.same((await a.check()).problems, [], 'check() finds nothing')
   })
 })
-
 test('postgres read hints: values read for a transaction that ended before they came are not kept for the next', async t => {
   await withDatabase(t, async db => {
     const items = itemsOf(db)
