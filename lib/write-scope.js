@@ -332,7 +332,10 @@ export class WriteScope {
     }
     // Read under a shared lock earlier in this key transaction, which still holds it.
     const kept = this.writer.sharedReads?.lookup(id)
-    if (kept !== undefined) return kept[0]
+    if (kept !== undefined) {
+      this.writer.cacheHits++
+      return kept[0]
+    }
     const shared = this.#sharedReads ??= new Map()
     const reading = shared.get(id)
     if (reading !== undefined) return reading
@@ -373,8 +376,14 @@ export class WriteScope {
   #decided (id) {
     if (this.ops.length > 0 || this.writer.pending) {
       if (this.indexed < this.ops.length) this.index()
-      const op = this.local.get(id) || this.writer.lookup(id)
-      if (op !== undefined) return op.type === 'put' ? op.value : undefined
+      const local = this.local.get(id)
+      if (local !== undefined) return local.type === 'put' ? local.value : undefined
+      const op = this.writer.lookup(id)
+      if (op !== undefined) {
+        // What an earlier section decided: valid for the key transaction, as a cached value (Writer#cacheHits).
+        this.writer.cacheHits++
+        return op.type === 'put' ? op.value : undefined
+      }
     }
     if (this.#absent !== null && this.#absent.has(id)) return undefined
     return UNKNOWN

@@ -653,63 +653,59 @@ export class Writer {
   hintedReads (limit) {
     const sections = this.sectionCache
     if (sections === null || this.#hinted.size === 0) return null
-    /** @type {Buffer[]} */
-    const keys = []
-    /** @type {string[]} */
-    const ids = []
-    /** @type {Array<Namespace>} */
-    const namespaces = []
-    /** @type {Uint8Array[]} */
-    const namespaceKeys = []
+    /** @type {HintedKey[]} */
+    const taken = []
     const seen = new Set()
     for (const hint of this.#hinted) {
-      /** @type {ReadHint[]} */
-      let reads
+      if (taken.length >= limit) break
       try {
-        reads = hint()
+        this.#takeHinted(hint(), limit, sections, seen, taken)
       } catch {
-        // A hint is a guess: its section reads what it reads all the same.
-        continue
-      }
-      for (const { namespace, keys: hinted } of reads) {
-        // Only the backend's own reads are kept so; a cached namespace (a
-        // sequence) keeps its values in its own cache, where get() looks.
-        // (One the transaction's end would not empty is left alone.)
-        const cache = namespace.cache
-        if (namespace.pg === null || namespace.settle !== null || (cache !== null && !this.#cachedNamespaces.has(namespace))) continue
-        for (const key of hinted) {
-          const id = namespace.keyId(key)
-          if (seen.has(id) || this.lookup(id) !== undefined || (cache === null ? sections.has(id) : cache.has(bytesToBinaryString(key)))) continue
-          if (keys.length >= limit) break
-          // A sequence key read first takes its lock (postgres-serializable.js), as its section's read would.
-          if (cache !== null) this.lockKeys(namespace, [key])
-          seen.add(id)
-          ids.push(id)
-          namespaces.push(namespace)
-          namespaceKeys.push(key)
-          keys.push(namespace.sublevel.prefixKey(key, 'buffer', false))
-        }
+        // A hint is a guess (one that throws, or is not as it should be): its section reads what it reads all the same.
       }
     }
-    if (keys.length === 0) return null
+    if (taken.length === 0) return null
     const ends = this.#sectionEnds
     return {
-      keys,
+      keys: taken.map(hinted => hinted.whole),
       found: values => {
         // The transaction they were read in ended before they came (a
         // section that did not wait for its read): its values are not the
         // next one's.
         if (this.#sectionEnds !== ends) return
-        for (let i = 0; i < keys.length; i++) {
-          const id = ids[i]
+        for (const { id, namespace, key, whole } of taken) {
           if (this.lookup(id) !== undefined) continue
-          const namespace = namespaces[i]
-          const stored = values.get(keys[i].toString('latin1'))
+          const stored = values.get(whole.toString('latin1'))
           const value = stored === undefined || namespace.valueEncoding !== 'utf8' ? stored : stored.toString('utf8')
           const cache = namespace.cache
           if (cache === null) sections.fill(id, value)
-          else if (!cache.has(bytesToBinaryString(namespaceKeys[i]))) namespace.remember(namespaceKeys[i], value)
+          else if (!cache.has(bytesToBinaryString(key))) namespace.remember(key, value)
         }
+      }
+    }
+  }
+
+  /**
+   * hintedReads()'s keys of one hint, added to `taken` (at most `limit` in all).
+   * @param {ReadHint[]} reads @param {number} limit
+   * @param {import('./section-cache.js').SectionCache} sections @param {Set<string>} seen @param {HintedKey[]} taken
+   */
+  #takeHinted (reads, limit, sections, seen, taken) {
+    for (const { namespace, keys } of reads) {
+      // Only the backend's own reads are kept so; a cached namespace (a
+      // sequence) keeps its values in its own cache, where get() looks.
+      // (One the transaction's end would not empty is left alone.)
+      const cache = namespace.cache
+      if (namespace.pg === null || namespace.settle !== null || (cache !== null && !this.#cachedNamespaces.has(namespace))) continue
+      for (const key of keys) {
+        const id = namespace.keyId(key)
+        if (seen.has(id) || this.lookup(id) !== undefined || (cache === null ? sections.has(id) : cache.has(bytesToBinaryString(key)))) continue
+        if (taken.length >= limit) return
+        const whole = namespace.sublevel.prefixKey(key, 'buffer', false)
+        // A sequence key read first takes its lock (postgres-serializable.js), as its section's read would.
+        if (cache !== null) this.lockKeys(namespace, [key])
+        seen.add(id)
+        taken.push({ id, namespace, key, whole })
       }
     }
   }
@@ -1862,6 +1858,14 @@ const UTF8_VALUE = Object.freeze({ keyEncoding: 'view', valueEncoding: 'utf8' })
 const VIEW_VALUE = Object.freeze({ keyEncoding: 'view', valueEncoding: 'view' })
 /** @type {any} classic-level's option; others ignore it */
 const SYNC = Object.freeze({ sync: true })
+
+/**
+ * @typedef {object} HintedKey a key Writer#hintedReads() takes
+ * @property {string} id its Namespace#keyId()
+ * @property {Namespace} namespace
+ * @property {Uint8Array} key in its namespace
+ * @property {Buffer} whole with its namespace's prefix: the table's key
+ */
 
 /**
  * @typedef {object} ReadHint keys a critical section will read (readHints)

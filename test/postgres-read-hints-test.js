@@ -277,3 +277,42 @@ test('postgres read hints: a section that decides on a hinted value runs again w
     t.is((await items.get(3)).n, 4, 'the first section\'s write is there')
   })
 })
+
+test('postgres read hints: a section that decides on an earlier section\'s unwritten value runs again when a query writes its group under it', async t => {
+  await withDatabase(t, async db => {
+    const items = itemsOf(db)
+    for (let i = 1; i <= 3; i++) await items.insert({ n: i })
+    const lock = /** @type {any} */ (db).level.sharedWriterLock()
+    const key = modelOf(items).records.sublevel.prefixKey(encode(1), 'buffer', false)
+    let runs = 0
+    let armed = false
+    // Another writer's update, committed once the group's COMMIT is done and before the next transaction begins.
+    const query = lock.query.bind(lock)
+    lock.query = (/** @type {any} */ statement, /** @type {any} */ values) => {
+      if (!armed || lock.holding) return query(statement, values)
+      armed = false
+      return (async () => {
+        const { rows } = await server.pool.query(`SELECT value FROM "${lock.name}" WHERE key = $1`, [key])
+        await server.pool.query(`UPDATE "${lock.name}" SET value = $2 WHERE key = $1`, [key, Buffer.from(rows[0].value.toString('utf8').replace('"n":2', '"n":1000'))])
+        return query(statement, values)
+      })()
+    }
+    await Promise.all([
+      db[writeUntracked](async (/** @type {any} */ w) => {
+        const one = await items.in(w).get(1)
+        await items.in(w).update(1, { n: one.n + 1 })
+      }),
+      db[writeUntracked](async (/** @type {any} */ w) => {
+        runs++
+        // What the first section decided, not yet written.
+        const one = await items.in(w).get(1)
+        if (runs === 1) armed = true
+        // The query writes the group (its COMMIT), then reads in a new transaction.
+        await items.in(w).query().all()
+        await items.in(w).update(1, { n: one.n + 1 })
+      })
+    ])
+    t.is(runs, 2, 'the second section ran again')
+    t.is((await items.get(1)).n, 1001, 'the other writer\'s update is not lost')
+  })
+})

@@ -12,6 +12,8 @@ import test from 'tape'
 import { open } from '../index.js'
 import { memoryAndLevelDB } from './util/backends.js'
 import { postgresForTests } from './util/postgres.js'
+import { modelOf } from '../lib/model-handle.js'
+import { encode } from '../lib/tuple.js'
 
 const server = await postgresForTests(test)
 const backends = [
@@ -86,3 +88,28 @@ for (const { name, base } of backends) {
     })
   }
 }
+
+test('relation records(): postgres, shared, serializable: read without in(w) inside a critical section, in its transaction', async t => {
+  for (const lists of [['to'], ['from', 'to']]) {
+    const table = server.table()
+    const db = await open({ backend: 'postgres', connectionString: server.connectionString, table, shared: true, locking: 'serializable' })
+    try {
+      const users = db.collection('users')
+      const chats = db.collection('chats')
+      const members = db.relation('members', { from: chats, to: users, lists })
+      await users.insert({ n: 1 })
+      await chats.insert({ title: 'old' })
+      await members.add(1, 1)
+      const key = modelOf(chats).records.sublevel.prefixKey(encode(1), 'buffer', false)
+      const seen = await db.write(async (/** @type {any} */ w) => {
+        // The section's transaction takes its snapshot; then another writer renames the chat.
+        await users.in(w).get(1)
+        await server.pool.query(`UPDATE "${table}" SET value = convert_to(replace(convert_from(value, 'UTF8'), 'old', 'new'), 'UTF8') WHERE key = $1`, [key])
+        return (await members.from(1).records()).map((/** @type {any} */ c) => c.title)
+      })
+      t.same(seen, ['old'], `lists ${JSON.stringify(lists)}: the chat as of the section's snapshot`)
+    } finally {
+      await db.close()
+    }
+  }
+})

@@ -569,8 +569,11 @@ export class PostgresLevel extends AbstractLevel {
       where.push(`e.key ${operator} $${values.length}`)
     }
     const table = quote(this.#table)
-    const text = `SELECT r.key, r.value FROM ${table} AS e JOIN ${table} AS r ON r.key = $1::bytea || substring(e.key FROM $2::int FOR length(e.key) - $2::int)${where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`} ORDER BY e.key ${reverse ? 'DESC' : 'ASC'}`
-    return this.#query('read the records of a range', text, values)
+    // (A key too short to name anything names nothing.)
+    where.push('length(e.key) > $2::int')
+    const text = `SELECT r.key, r.value FROM ${table} AS e JOIN ${table} AS r ON r.key = $1::bytea || substring(e.key FROM $2::int FOR length(e.key) - $2::int) WHERE ${where.join(' AND ')} ORDER BY e.key ${reverse ? 'DESC' : 'ASC'}`
+    // In a serializable section, in its transaction, as its other reads.
+    return this.#query('read the records of a range', text, values, this.#sectionTransaction())
   }
 
   /**
