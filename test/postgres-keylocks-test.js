@@ -10,7 +10,7 @@
 import test from 'tape'
 import pg from 'pg'
 import { open } from '../index.js'
-import { postgresForTests, twoDatabases, lockWaited } from './util/postgres.js'
+import { postgresForTests, twoDatabases, lockWaited, rewriteStored } from './util/postgres.js'
 import { lostBetweenSections } from './util/pg-lost-transaction.js'
 import { cutter } from './util/pg-proxy.js'
 import { writeUntracked } from '../lib/database.js'
@@ -342,8 +342,7 @@ test('postgres key locks: a section that decides on an earlier section\'s unwrit
         await items.in(w).query().all()
         if (runs === 1) {
           // Another writer updates item 1 meanwhile.
-          const { rows } = await server.pool.query(`SELECT value FROM "${table}" WHERE key = $1`, [key])
-          await server.pool.query(`UPDATE "${table}" SET value = $2 WHERE key = $1`, [key, Buffer.from(rows[0].value.toString('utf8').replace('"n":2', '"n":1000'))])
+          await rewriteStored(server.pool, table, key, text => text.replace('"n":2', '"n":1000'))
         }
         await items.in(w).update(1, { n: one.n + 1 })
       })

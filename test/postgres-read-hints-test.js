@@ -12,7 +12,7 @@ import { ChatStore } from '../chat.js'
 import { writeUntracked } from '../lib/database.js'
 import { modelOf } from '../lib/model-handle.js'
 import { encode } from '../lib/tuple.js'
-import { postgresForTests, twoDatabases } from './util/postgres.js'
+import { postgresForTests, twoDatabases, rewriteStored } from './util/postgres.js'
 
 const server = await postgresForTests(test)
 
@@ -225,8 +225,7 @@ test('postgres read hints: values read for a transaction that ended before they 
     t.notOk(/** @type {any} */ (db).writer.sectionCache.has(id), 'the section cache keeps nothing of it')
     // The stored value changes behind levelkit's back: a new transaction reads it.
     const key = modelOf(items).records.sublevel.prefixKey(encode(1), 'buffer', false)
-    const { rows } = await server.pool.query(`SELECT value FROM "${table}" WHERE key = $1`, [key])
-    await server.pool.query(`UPDATE "${table}" SET value = $2 WHERE key = $1`, [key, Buffer.from(rows[0].value.toString('utf8').replace('10', '99'))])
+    await rewriteStored(server.pool, table, key, text => text.replace('10', '99'))
     const seen = await db[writeUntracked](async (/** @type {any} */ w) => (await items.in(w).get(1)).n)
     t.is(seen, 99, 'a section in the next transaction reads item 1 as stored')
   })
@@ -262,8 +261,7 @@ test('postgres read hints: a section that decides on a hinted value runs again w
         const one = await items.in(w).get(1)
         if (runs === 1) {
           // Another writer sets item 1 after the transaction's snapshot.
-          const { rows } = await server.pool.query(`SELECT value FROM "${table}" WHERE key = $1`, [key])
-          await server.pool.query(`UPDATE "${table}" SET value = $2 WHERE key = $1`, [key, Buffer.from(rows[0].value.toString('utf8').replace('"n":1', '"n":1000'))])
+          await rewriteStored(server.pool, table, key, text => text.replace('"n":1', '"n":1000'))
         }
         // A query writes the group first (drain()): the transaction the value was read in ends.
         await items.in(w).query().all()
@@ -292,8 +290,7 @@ test('postgres read hints: a section that decides on an earlier section\'s unwri
       if (!armed || lock.holding) return query(statement, values)
       armed = false
       return (async () => {
-        const { rows } = await server.pool.query(`SELECT value FROM "${lock.name}" WHERE key = $1`, [key])
-        await server.pool.query(`UPDATE "${lock.name}" SET value = $2 WHERE key = $1`, [key, Buffer.from(rows[0].value.toString('utf8').replace('"n":2', '"n":1000'))])
+        await rewriteStored(server.pool, lock.name, key, text => text.replace('"n":2', '"n":1000'))
         return query(statement, values)
       })()
     }

@@ -116,3 +116,14 @@ export async function lockWaited (pool, where, params = [], ms = 30000) {
   }
   return false
 }
+
+/**
+ * Change a stored value behind levelkit's back, as another writer would:
+ * the UTF-8 text at `key` (a whole key of `table`) becomes `change(text)`.
+ * @param {import('pg').Pool} pool @param {string} table @param {Buffer} key
+ * @param {(text: string) => string} change
+ */
+export async function rewriteStored (pool, table, key, change) {
+  const { rows } = await pool.query(`SELECT value FROM "${table}" WHERE key = $1`, [key])
+  await pool.query(`UPDATE "${table}" SET value = $2 WHERE key = $1`, [key, Buffer.from(change(rows[0].value.toString('utf8')))])
+}
