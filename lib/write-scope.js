@@ -380,8 +380,8 @@ export class WriteScope {
       if (local !== undefined) return local.type === 'put' ? local.value : undefined
       const op = this.writer.lookup(id)
       if (op !== undefined) {
-        // What an earlier section decided: valid for the key transaction, as a cached value (Writer#cacheHits).
-        this.writer.cacheHits++
+        // What an earlier section decided: valid for the serializable transaction, as a cached value (Writer#cacheHits).
+        if (this.writer.countsDecidedHits) this.writer.cacheHits++
         return op.type === 'put' ? op.value : undefined
       }
     }

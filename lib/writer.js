@@ -246,6 +246,13 @@ export class Writer {
    * transaction under it, as one that made a request does.
    */
   cacheHits = 0
+  /**
+   * Whether a read answered by an earlier section's unwritten decision
+   * counts in cacheHits: with locking: 'serializable'. (With 'keys' it
+   * would run again sections of a group holding placeholder ids, whose
+   * rerun puts the sequence in a batch that also raises it: not yet.)
+   */
+  countsDecidedHits = false
   /** How many placeholder ids were taken (takePlaceholder()). */
   #placeholders = 0
 
@@ -296,7 +303,10 @@ export class Writer {
         // What a section read is known right only while its key is locked.
         if (keyLocks.locksShared === true) this.sharedReads = new SharedReads()
         // (A transaction's opening read takes the group's hinted keys: see readHints.)
-        if (keyLocks.rerunsGroups === true) keyLocks.hintedReads = limit => this.hintedReads(limit)
+        if (keyLocks.rerunsGroups === true) {
+          keyLocks.hintedReads = limit => this.hintedReads(limit)
+          this.countsDecidedHits = true
+        }
         keyLocks.onEnd(() => {
           this.#sectionEnds++
           this.sectionCache?.clear()

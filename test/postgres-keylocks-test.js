@@ -10,12 +10,9 @@
 import test from 'tape'
 import pg from 'pg'
 import { open } from '../index.js'
-import { postgresForTests, twoDatabases, lockWaited, rewriteStored } from './util/postgres.js'
+import { postgresForTests, twoDatabases, lockWaited } from './util/postgres.js'
 import { lostBetweenSections } from './util/pg-lost-transaction.js'
 import { cutter } from './util/pg-proxy.js'
-import { writeUntracked } from '../lib/database.js'
-import { modelOf } from '../lib/model-handle.js'
-import { encode } from '../lib/tuple.js'
 
 const server = await postgresForTests(test)
 // LEVELKIT_TEST_LOCKING=table runs the first test with the writer lock: it must fail.
@@ -320,36 +317,3 @@ for (const cut of /** @type {const} */ (['before', 'after'])) {
     }
   })
 }
-
-test('postgres key locks: a section that decides on an earlier section\'s unwritten value runs again when a query writes its group under it (its locks went with it)', async t => {
-  const db = await open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), shared: true, locking: 'keys' })
-  try {
-    const items = db.collection('items')
-    for (let i = 1; i <= 3; i++) await items.insert({ n: i })
-    const table = /** @type {any} */ (db).level.sharedWriterLock().name
-    const key = modelOf(items).records.sublevel.prefixKey(encode(1), 'buffer', false)
-    let runs = 0
-    await Promise.all([
-      db[writeUntracked](async (/** @type {any} */ w) => {
-        const one = await items.in(w).get(1)
-        await items.in(w).update(1, { n: one.n + 1 })
-      }),
-      db[writeUntracked](async (/** @type {any} */ w) => {
-        runs++
-        // What the first section decided, not yet written: no lock of this section's.
-        const one = await items.in(w).get(1)
-        // The query writes the group: its key transaction, and the lock on item 1, end.
-        await items.in(w).query().all()
-        if (runs === 1) {
-          // Another writer updates item 1 meanwhile.
-          await rewriteStored(server.pool, table, key, text => text.replace('"n":2', '"n":1000'))
-        }
-        await items.in(w).update(1, { n: one.n + 1 })
-      })
-    ])
-    t.is(runs, 2, 'the second section ran again')
-    t.is((await items.get(1)).n, 1001, 'the other writer\'s update is not lost')
-  } finally {
-    await db.close()
-  }
-})
