@@ -25,6 +25,15 @@ const itemsOf = db => db.collection('items')
  */
 const hintOf = (items, ids) => () => [{ namespace: modelOf(items).records, keys: ids.map(id => encode(id)) }]
 
+/**
+ * A critical section that adds 1 to item `id`'s n.
+ * @param {any} db @param {any} items @param {number} id @param {() => any[]} [hint]
+ */
+const increment = (db, items, id, hint) => db[writeUntracked](async (/** @type {any} */ w) => {
+  const item = await items.in(w).get(id)
+  await items.in(w).update(id, { n: item.n + 1 })
+}, false, hint)
+
 /** @param {import('tape').Test} t @param {(db: any) => Promise<void>} fn */
 async function withDatabase (t, fn) {
   const db = await open({ backend: 'postgres', connectionString: server.connectionString, table: server.table(), shared: true, locking: 'serializable' })
@@ -118,13 +127,11 @@ test('postgres read hints: another process\'s write fails the transaction that r
     await counters[0].insert({ n: 0 })
     const rounds = 25
     /** @param {number} i */
-    const increment = i => [a, b][i][writeUntracked](async (/** @type {any} */ w) => {
-      const counter = await counters[i].in(w).get(1)
-      await counters[i].in(w).update(1, { n: counter.n + 1 })
-    }, false, hintOf(counters[i], [1]))
+    /** @param {number} i */
+    const add = i => increment([a, b][i], counters[i], 1, hintOf(counters[i], [1]))
     await Promise.all([0, 1].map(async i => {
       // Several in flight in each process: groups of sections, hinted.
-      for (let round = 0; round < rounds; round++) await Promise.all([increment(i), increment(i)])
+      for (let round = 0; round < rounds; round++) await Promise.all([add(i), add(i)])
     }))
     const locks = [a, b].map(db => /** @type {any} */ (db).level.sharedWriterLock())
     t.is((await counters[1].get(1)).n, 2 * 2 * rounds, `every increment counted (${2 * 2 * rounds})`)
@@ -252,10 +259,7 @@ test('postgres read hints: a section that decides on a hinted value runs again w
     let runs = 0
     const [, second] = await Promise.all([
       // Opens the transaction (item 1 hinted by the second) and decides: its group waits.
-      db[writeUntracked](async (/** @type {any} */ w) => {
-        const three = await items.in(w).get(3)
-        await items.in(w).update(3, { n: three.n + 1 })
-      }),
+      increment(db, items, 3),
       db[writeUntracked](async (/** @type {any} */ w) => {
         runs++
         const one = await items.in(w).get(1)
@@ -295,10 +299,7 @@ test('postgres read hints: a section that decides on an earlier section\'s unwri
       })()
     }
     await Promise.all([
-      db[writeUntracked](async (/** @type {any} */ w) => {
-        const one = await items.in(w).get(1)
-        await items.in(w).update(1, { n: one.n + 1 })
-      }),
+      increment(db, items, 1),
       db[writeUntracked](async (/** @type {any} */ w) => {
         runs++
         // What the first section decided, not yet written.
