@@ -310,6 +310,11 @@ export class CollectionModel {
    */
   async insertDeferred (scope, json) {
     if (!this.sequential || scope.defersCounters || !scope.writer.defersIds) return this.insert(scope, json)
+    // After a plain insert of the group, not yet written: the batch's bump
+    // would count from the stored sequence, under that insert's id, so the
+    // next id comes from the one it decided (its lock is held already).
+    const decided = scope.decidedPut(/** @type {Namespace} */ (this.sequence), SEQUENCE_KEY)
+    if (decided !== undefined && !isPlaceholder(parseInteger(decided, /** @type {Namespace} */ (this.sequence), SEQUENCE_KEY))) return this.insert(scope, json)
     const record = JSON.parse(json)
     this.assertNoId(record)
     return this.#insertWithPlaceholder(scope, record, json)

@@ -380,8 +380,8 @@ export class WriteScope {
       if (local !== undefined) return local.type === 'put' ? local.value : undefined
       const op = this.writer.lookup(id)
       if (op !== undefined) {
-        // What an earlier section decided: valid for the serializable transaction, as a cached value (Writer#cacheHits).
-        if (this.writer.countsDecidedHits) this.writer.cacheHits++
+        // What an earlier section decided: valid for the key transaction only, as a cached value (Writer#cacheHits).
+        this.writer.cacheHits++
         return op.type === 'put' ? op.value : undefined
       }
     }
@@ -633,6 +633,22 @@ export class WriteScope {
    */
   peek (namespace, key) {
     return this.get(namespace, key)
+  }
+
+  /**
+   * The value this section or an earlier section of the group put at `key`
+   * and did not yet write, if any (undefined for none, or a deletion),
+   * without a read, a lock or a cache: whether a sequence already holds an
+   * unwritten id (Collection#insertDeferred()).
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @returns {any}
+   */
+  decidedPut (namespace, key) {
+    if (this.ops.length === 0 && !this.writer.pending) return undefined
+    if (this.indexed < this.ops.length) this.index()
+    const id = namespace.keyId(key)
+    const op = this.local.get(id) ?? this.writer.lookup(id)
+    return op?.type === 'put' ? op.value : undefined
   }
 
   /**

@@ -240,19 +240,13 @@ export class Writer {
   /** How many times the key transaction ended (read hints' values are kept only for the one they were read in). */
   #sectionEnds = 0
   /**
-   * How many reads of critical sections the section cache or a cached
-   * namespace answered (WriteScope): with key locks, a section that used a
-   * value kept for the key transaction runs again when drain() ends that
+   * How many reads of critical sections the section cache, a cached
+   * namespace or an earlier section's unwritten decision answered
+   * (WriteScope): with key locks, a section that used a value known right
+   * only while the key transaction lasts runs again when drain() ends that
    * transaction under it, as one that made a request does.
    */
   cacheHits = 0
-  /**
-   * Whether a read answered by an earlier section's unwritten decision
-   * counts in cacheHits: with locking: 'serializable'. (With 'keys' it
-   * would run again sections of a group holding placeholder ids, whose
-   * rerun puts the sequence in a batch that also raises it: not yet.)
-   */
-  countsDecidedHits = false
   /** How many placeholder ids were taken (takePlaceholder()). */
   #placeholders = 0
 
@@ -305,7 +299,6 @@ export class Writer {
         // (A transaction's opening read takes the group's hinted keys: see readHints.)
         if (keyLocks.rerunsGroups === true) {
           keyLocks.hintedReads = limit => this.hintedReads(limit)
-          this.countsDecidedHits = true
         }
         keyLocks.onEnd(() => {
           this.#sectionEnds++

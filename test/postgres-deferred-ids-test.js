@@ -308,6 +308,23 @@ test('postgres keys: inserts of the public API beside createChat() in the same b
   }
 })
 
+test('postgres keys: a plain insert decided before createChat() in the same group: createChat() takes the next id from it, not a placeholder', async t => {
+  const table = server.table()
+  const db = await openShared(server.connectionString, table, 'keys')
+  try {
+    const { store, ids: userIds } = await users(db, 3)
+    const plain = (/** @type {string} */ name) => store.chats.insert({ name, adminId: userIds[0], members: [], lastActivity: 0, createdAt: 0, private: false, passwordHash: null })
+    // The first insert reads the highest stored id (a drain of its own): past it, the group below holds both.
+    t.is(await plain('first'), 1, 'a first plain insert')
+    const made = await Promise.all([plain('plain'), store.createChat({ name: 'c', adminId: userIds[0], userIds: [userIds[1]] }), plain('plain too'), store.createChat({ name: 'c too', adminId: userIds[1], userIds: [userIds[2]] })])
+    t.deepEqual(made, [2, 3, 4, 5], 'each call answered the next id, in call order')
+    t.deepEqual((await Promise.all(made.map(id => store.chats.get(id)))).map((/** @type {any} */ c) => c.name), ['plain', 'c', 'plain too', 'c too'], 'each id holds its record')
+    await checkChats(t, store, userIds, 'after them')
+  } finally {
+    await db.close()
+  }
+})
+
 test('postgres keys: with userChats: \'edges\' (a key per membership, holding the chat id) createChat() keeps ids 1..N and both directions', async t => {
   const table = server.table()
   const db = await openShared(server.connectionString, table, 'keys')

@@ -317,3 +317,40 @@ for (const cut of /** @type {const} */ (['before', 'after'])) {
     }
   })
 }
+
+test('postgres key locks: a section that decides on an earlier section\'s unwritten value runs again when a query writes its group under it', { skip: locking !== 'keys' }, async t => {
+  await twoDatabases(server, { locking, poolSize: 2 }, async (a, b) => {
+    const { accountsA, accountsB } = await twoAccounts(a, b)
+    const lock = /** @type {any} */ (a).level.sharedWriterLock()
+    let runs = 0
+    let armed = false
+    // The other database's update, made once the group's COMMIT let account 1's lock go, before this one begins a key transaction again.
+    const query = lock.query.bind(lock)
+    lock.query = (/** @type {any} */ statement, /** @type {any} */ values) => {
+      if (!armed || !String(statement?.text ?? statement).startsWith('BEGIN')) return query(statement, values)
+      armed = false
+      return (async () => {
+        await accountsB.update(1, { balance: 1000 })
+        return query(statement, values)
+      })()
+    }
+    await Promise.all([
+      a.write(async (/** @type {any} */ w) => {
+        const { balance } = await accountsA.in(w).get(1)
+        await accountsA.in(w).update(1, { balance: balance + 1 })
+      }),
+      a.write(async (/** @type {any} */ w) => {
+        runs++
+        // What the first section decided (2), not yet written.
+        const { balance } = await accountsA.in(w).get(1)
+        if (runs === 1) armed = true
+        // The query writes the group (its COMMIT lets the locks go), then reads.
+        await accountsA.in(w).query().all()
+        await accountsA.in(w).update(1, { balance: balance + 1 })
+      })
+    ])
+    t.is(runs, 2, 'the second section ran again')
+    t.is((await accountsA.get(1)).balance, 1001, 'the other database\'s update is not lost')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  })
+})
