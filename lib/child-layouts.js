@@ -256,10 +256,14 @@ export class ChildBlocks {
   /**
    * What the next append() to `parentId` will read, as a read hint
    * (lib/writer.js readHints), guessed from the newest block known of it
-   * (appended here, or heard of from another process): that block, unless
-   * the next seq after the last this process appended starts a new one. A
-   * guess only (another process may have appended since, unheard): a wrong
-   * one costs a key read for nothing, and the append its own read.
+   * (appended here, or heard of from another process): that block and the
+   * one after, where other processes' appends unheard of yet would have
+   * gone past it (only the one after when the seq after the last this
+   * process appended starts it: the append reads none, unless another
+   * process appended since). A guess only: a wrong one costs its keys in
+   * the statement for nothing, and the append its own read. (Making the
+   * block's key from the sequence's value in the statement, as the append
+   * does, costs PostgreSQL more than a round trip saved: bench/RESULTS.md.)
    * @param {unknown} parentId
    * @returns {import('./writer.js').ReadHint[]}
    */
@@ -267,8 +271,9 @@ export class ChildBlocks {
     const latest = this.#latest.get(parentId)
     if (latest === undefined) return []
     const { first, last } = latest
-    if (last !== null && this.first(last + 1) === last + 1) return []
-    return [{ namespace: this.namespace, keys: [encode([parentId, first])] }]
+    const after = encode([parentId, first + this.blockSize])
+    const keys = last !== null && this.first(last + 1) === last + 1 ? [after] : [encode([parentId, first]), after]
+    return [{ namespace: this.namespace, keys }]
   }
 
   /**

@@ -45,6 +45,9 @@ async function withDatabase (t, fn) {
 }
 
 /** @param {any} db */
+const statementsTable = db => /** @type {any} */ (db).level.sharedWriterLock().name
+
+/** @param {any} db */
 const statementsOf = db => /** @type {any} */ (db).level.sharedWriterLock().stats.statements
 
 test('postgres read hints: a group\'s hinted reads go in the statement that opens its transaction', async t => {
@@ -171,47 +174,60 @@ test('postgres read hints: ChatStore\'s createChat, addChatMessage and createUse
   })
 })
 
-test('postgres read hints: the block a message goes in is guessed from what this process appended and heard; a wrong guess costs a read, not a message', async t => {
-  await twoDatabases(server, { locking: 'serializable', poolSize: 2 }, async (a, b) => {
-    const options = { passwordCost: { scryptN: 2, pbkdf2Iterations: 1000 }, userChats: 'edges' }
-    const [here, there] = [await ChatStore.open(a, options), await ChatStore.open(b, options)]
-    const alice = await here.createUser({ username: 'alice', password: 'password1' })
-    const chatId = await here.createChat({ name: 'c', adminId: alice })
-    t.is(await here.addChatMessage({ chatId, senderId: alice, text: 'one' }), 1, 'this process wrote message 1')
-    const lock = /** @type {any} */ (a).level.sharedWriterLock()
-    /** @param {string} text */
-    const counted = async text => {
-      const before = lock.stats.statements
-      const id = await here.addChatMessage({ chatId, senderId: alice, text })
-      return { id, statements: lock.stats.statements - before }
-    }
-    // The other process appends 40 (blocks of 16: past message 1's block),
-    // and this one hears them (its watch sees the last).
-    const abort = new AbortController()
-    const heard = (async () => {
-      for await (const message of here.watch(chatId, { signal: abort.signal })) if (message.id === 41) return true
-      return false
-    })()
-    for (let i = 2; i <= 41; i++) await there.addChatMessage({ chatId, senderId: alice, text: `m${i}` })
-    t.ok(await heard, 'this process heard message 41')
-    abort.abort()
-    const guessed = await counted('heard')
-    t.is(guessed.id, 42, 'the next message is 42')
-    t.is(guessed.statements, 2, 'its block (33..48), heard of, read in the opening: the opening and the batch')
-    // A guess that is wrong: a block past the real one, as if heard.
-    const blocks = /** @type {any} */ (modelOf(here.messages)).blocks
-    blocks.heard(encode([chatId, 49]))
-    const wrong = await counted('wrong')
-    t.is(wrong.id, 43, 'the next message is 43')
-    t.is(wrong.statements, 3, 'the guessed block was not the one: the opening, the right block\'s read, the batch')
-    const after = await counted('after')
-    t.same([after.id, after.statements], [44, 2], 'the next guess is the block this process just appended to again')
-    const messages = await here.getChatMessages(chatId, { n: 100 })
-    t.same(messages?.map(m => m.id), Array.from({ length: 44 }, (_, i) => i + 1), 'messages 1..44, in order, none lost')
-    t.same(messages?.slice(-3).map(m => m.text), ['heard', 'wrong', 'after'], 'the last three are this process\'s')
-    t.same((await a.check()).problems, [], 'check() finds nothing')
+test('postgres read hints: the block a message goes in is guessed from what this process appended and heard, with the block after it; a wrong guess costs a read, not a message', async t => {
+  const base = { backend: 'postgres', connectionString: server.connectionString, table: server.table(), shared: true, locking: 'serializable' }
+  const b = await open(base)
+  t.teardown(() => b.close())
+  const options = { passwordCost: { scryptN: 2, pbkdf2Iterations: 1000 }, userChats: 'edges' }
+  const there = await ChatStore.open(b, options)
+  const alice = await there.createUser({ username: 'alice', password: 'password1' })
+  const chatId = await there.createChat({ name: 'c', adminId: alice })
+  // The other process appends 40 (blocks of 16: the third block), then this one opens: it heard none of them.
+  for (let i = 1; i <= 40; i++) await there.addChatMessage({ chatId, senderId: alice, text: `m${i}` })
+  const a = await open(base)
+  t.teardown(() => a.close())
+  const here = await ChatStore.open(a, options)
+  const lock = /** @type {any} */ (a).level.sharedWriterLock()
+  /** @param {string} text */
+  const counted = async text => {
+    const before = lock.stats.statements
+    const id = await here.addChatMessage({ chatId, senderId: alice, text })
+    return { id, statements: lock.stats.statements - before }
+  }
+  const blocks = /** @type {any} */ (modelOf(here.messages)).blocks
+  t.same(await counted('unknown'), { id: 41, statements: 3 }, 'a chat this process knows nothing of: no guess; the opening, the block\'s read, the batch')
+  for (let i = 42; i <= 44; i++) await there.addChatMessage({ chatId, senderId: alice, text: `m${i}` })
+  t.same(await counted('own'), { id: 45, statements: 2 }, 'after its own append and three of theirs: its block (33..48) read in the opening; the opening and the batch')
+  // The other process's appends to block 49.. not heard of yet (its notifications late).
+  blocks.heard = () => {}
+  for (let i = 46; i <= 50; i++) await there.addChatMessage({ chatId, senderId: alice, text: `m${i}` })
+  delete blocks.heard
+  t.same(await counted('after'), { id: 51, statements: 2 }, 'theirs went past the guessed block: the block after it, read in the opening too')
+  // A guess that is wrong: a block past the real one, as if heard.
+  blocks.heard(encode([chatId, 81]))
+  t.same(await counted('wrong'), { id: 52, statements: 3 }, 'the guessed blocks were not the one: the opening, the right block\'s read, the batch')
+  t.same(await counted('again'), { id: 53, statements: 2 }, 'the next guess is the block this process just appended to')
+  const messages = await here.getChatMessages(chatId, { n: 100 })
+  t.same(messages?.map(m => m.id), Array.from({ length: 53 }, (_, i) => i + 1), 'messages 1..53, in order, none lost')
+  t.same(messages?.filter(m => ['unknown', 'own', 'after', 'wrong', 'again'].includes(m.text)).map(m => m.id), [41, 45, 51, 52, 53], 'each where it was answered')
+  t.same((await a.check()).problems, [], 'check() finds nothing')
+})
+
+test('postgres read hints: a chat sequence that is no number makes the opening read no block; the append refuses it as it would', async t => {
+  await withDatabase(t, async db => {
+    const store = await ChatStore.open(db, { passwordCost: { scryptN: 2, pbkdf2Iterations: 1000 } })
+    const alice = await store.createUser({ username: 'alice', password: 'password1' })
+    const chatId = await store.createChat({ name: 'c', adminId: alice })
+    for (let i = 1; i <= 3; i++) await store.addChatMessage({ chatId, senderId: alice, text: `m${i}` })
+    const sequence = /** @type {any} */ (modelOf(store.messages)).sequence
+    await rewriteStored(server.pool, statementsTable(db), sequence.sublevel.prefixKey(encode(chatId), 'buffer', false), () => 'x3')
+    const err = await store.addChatMessage({ chatId, senderId: alice, text: 'm4' }).catch(e => e)
+    t.is(err?.code, 'LEVELKIT_DECODE_ERROR', 'the append refuses the stored sequence (not a failed statement)')
+    await rewriteStored(server.pool, statementsTable(db), sequence.sublevel.prefixKey(encode(chatId), 'buffer', false), () => '3')
+    t.is(await store.addChatMessage({ chatId, senderId: alice, text: 'm4' }), 4, 'once mended, message 4')
   })
 })
+
 test('postgres read hints: values read for a transaction that ended before they came are not kept for the next', async t => {
   await withDatabase(t, async db => {
     const items = itemsOf(db)
