@@ -618,7 +618,7 @@ export declare class Counter {
 
 export interface Problem {
   type: 'dangling-index-entry' | 'missing-index-entry' | 'unique-violation' | 'invalid-record' |
-  'dangling-edge' | 'one-sided-edge' | 'edge-list-mismatch' | 'mirror-record-mismatch' | 'edge-in-old-layout' | 'child-in-old-layout' | 'child-block-mismatch' | 'invalid-block' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key' | 'invalid-sequence' | 'invalid-child' | 'invalid-counter' | 'orphan-version' | 'invalid-version'
+  'dangling-edge' | 'one-sided-edge' | 'edge-list-mismatch' | 'mirror-record-mismatch' | 'edge-in-old-layout' | 'child-in-old-layout' | 'child-block-mismatch' | 'invalid-block' | 'orphan-child' | 'orphan-sequence' | 'sequence-behind' | 'purge-of-live-parent' | 'invalid-key' | 'invalid-sequence' | 'placeholder-id' | 'invalid-child' | 'invalid-counter' | 'orphan-version' | 'invalid-version'
   /** The sublevel the problem is in. */
   namespace: string
   /** The decoded key of the offending entry. */

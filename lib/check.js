@@ -9,6 +9,7 @@ import { describe } from './common.js'
 import { COUNTER_KEY } from './versions.js'
 import { isJson } from './json-value.js'
 import { decodeKey } from './stored.js'
+import { isPlaceholder } from './deferred-ids.js'
 
 /**
  * @typedef {import('./namespace.js').Namespace} Namespace
@@ -211,7 +212,12 @@ async function checkCollection (model, snapshot, problem, unbuilt) {
       continue
     }
     ids.add(model.records.keyId(key))
-    if (model.sequential && typeof id === 'number' && id > maxId) maxId = id
+    if (model.sequential && isPlaceholder(id)) {
+      // A deferred insert's id written as it was taken (lib/deferred-ids.js):
+      // the real one is lost, and raising the sequence to it would make every
+      // later id a placeholder too.
+      problem('placeholder-id', model.records, key, `Record ${label(id)} of "${model.name}" has a placeholder id, not the id its insert took`, null)
+    } else if (model.sequential && typeof id === 'number' && id > maxId) maxId = id
     let record
     try {
       record = JSON.parse(value)
@@ -282,6 +288,8 @@ async function checkCollection (model, snapshot, problem, unbuilt) {
     const last = stored === undefined ? 0 : storedInteger(stored)
     if (last === null) {
       problem('invalid-sequence', sequence, key, `The sequence of "${model.name}" holds ${describe(stored)}, not an integer`, { type: 'put', namespace: sequence, key, value: String(maxId) })
+    } else if (isPlaceholder(last)) {
+      problem('placeholder-id', sequence, key, `The sequence of "${model.name}" is at a placeholder id (${last}), not at the highest id in use`, { type: 'put', namespace: sequence, key, value: String(maxId) })
     } else if (maxId > last && !model.writer.lazySequences) {
       // (On IndexedDB the sequence is the larger of the two: Collection#settleSequence().)
       problem('sequence-behind', sequence, key, `The sequence of "${model.name}" is at ${last} but id ${maxId} exists`, { type: 'put', namespace: sequence, key, value: String(maxId) })

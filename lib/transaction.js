@@ -175,15 +175,20 @@ export class Transaction extends WriteScope {
   }
 
   /**
-   * The latest decided value of a key: the write path's unwritten ops, else
-   * the sequence cache, else what is stored.
+   * The latest decided value of a key: the write path's unwritten ops
+   * (one holding a placeholder id once written), else the sequence cache,
+   * else what is stored.
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key @param {string} id
+   * @returns {any}
    */
   #current (namespace, key, id) {
     const writer = this.writer
     if (writer.pending) {
       const op = writer.lookup(id)
       if (op !== undefined) {
+        // A value holding a deferred insert's placeholder id (lib/deferred-ids.js):
+        // its real value is known once its batch is written, so read it then.
+        if (op.deferred === true) return (writer.decidedWritten() ?? Promise.resolve()).then(() => /** @type {any} */ (this.#current(namespace, key, id)))
         this.#readUnwritten = writer.decidedWritten() ?? this.#readUnwritten
         return op.type === 'put' ? op.value : undefined
       }

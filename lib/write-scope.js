@@ -281,7 +281,7 @@ export class WriteScope {
     // Nothing is pending for the key here, so the stored value is current.
     const name = bytesToBinaryString(key)
     if (namespace.cache.has(name)) {
-      this.writer.cacheHits++
+      this.writer.kept()
       return namespace.cache.get(name)
     }
     // With key locks, read once the key is locked (then, cached, until the lock goes).
@@ -322,7 +322,7 @@ export class WriteScope {
       if (read !== undefined) return read
       const name = bytesToBinaryString(key)
       if (namespace.cache.has(name)) {
-        this.writer.cacheHits++
+        this.writer.kept()
         return namespace.cache.get(name)
       }
     } else {
@@ -333,7 +333,7 @@ export class WriteScope {
     // Read under a shared lock earlier in this key transaction, which still holds it.
     const kept = this.writer.sharedReads?.lookup(id)
     if (kept !== undefined) {
-      this.writer.cacheHits++
+      this.writer.kept()
       return kept[0]
     }
     const shared = this.#sharedReads ??= new Map()
@@ -381,7 +381,7 @@ export class WriteScope {
       const op = this.writer.lookup(id)
       if (op !== undefined) {
         // What an earlier section decided: valid for the key transaction only, as a cached value (Writer#cacheHits).
-        this.writer.cacheHits++
+        this.writer.kept()
         return op.type === 'put' ? op.value : undefined
       }
     }
@@ -409,7 +409,7 @@ export class WriteScope {
     if (sections !== null) {
       const hit = sections.lookup(id)
       if (hit !== undefined) {
-        this.writer.cacheHits++
+        this.writer.kept()
         return hit[0]
       }
     }

@@ -311,6 +311,17 @@ export class Writer {
   }
 
   /**
+   * A critical section used a value kept for the key transaction (see
+   * cacheHits). One used while the group is being written (a drain() made
+   * elsewhere, a transaction's range read or check(), while the section
+   * ran), whose COMMIT lets the key's lock go, makes the section run again.
+   */
+  kept () {
+    this.cacheHits++
+    if (this.#flushing !== null && this.#locked && this.#keyLocks !== null) this.#sectionLost = true
+  }
+
+  /**
    * Whether a deferred insert (Collection#insertDeferred()) may take a
    * placeholder id: the backend writes a batch holding placeholders with
    * the ids its statement takes from the sequences (lib/deferred-ids.js).

@@ -316,9 +316,50 @@ test('postgres keys: a plain insert decided before createChat() in the same grou
     const plain = (/** @type {string} */ name) => store.chats.insert({ name, adminId: userIds[0], members: [], lastActivity: 0, createdAt: 0, private: false, passwordHash: null })
     // The first insert reads the highest stored id (a drain of its own): past it, the group below holds both.
     t.is(await plain('first'), 1, 'a first plain insert')
+    // createChat()'s deferred inserts that take the id insert() takes instead.
+    const model = /** @type {any} */ (modelOf(store.chats))
+    const { insert, insertDeferred } = model
+    let deferring = false
+    let fellBack = 0
+    model.insertDeferred = async (/** @type {any[]} */ ...args) => {
+      deferring = true
+      try {
+        return await insertDeferred.apply(model, args)
+      } finally {
+        deferring = false
+      }
+    }
+    model.insert = (/** @type {any[]} */ ...args) => {
+      if (deferring) fellBack++
+      return insert.apply(model, args)
+    }
     const made = await Promise.all([plain('plain'), store.createChat({ name: 'c', adminId: userIds[0], userIds: [userIds[1]] }), plain('plain too'), store.createChat({ name: 'c too', adminId: userIds[1], userIds: [userIds[2]] })])
     t.deepEqual(made, [2, 3, 4, 5], 'each call answered the next id, in call order')
+    t.is(fellBack, 2, 'both createChat() calls took theirs after the plain insert\'s, in its group')
+    delete model.insert
+    delete model.insertDeferred
     t.deepEqual((await Promise.all(made.map(id => store.chats.get(id)))).map((/** @type {any} */ c) => c.name), ['plain', 'c', 'plain too', 'c too'], 'each id holds its record')
+    await checkChats(t, store, userIds, 'after them')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres keys: a transaction inserting beside a createChat() not yet written reads the real id once it is, never the placeholder', async t => {
+  const db = await openShared(server.connectionString, server.table(), 'keys')
+  try {
+    const { store, ids: userIds } = await users(db, 3)
+    const plain = (/** @type {string} */ name) => ({ name, adminId: userIds[0], members: [], lastActivity: 0, createdAt: 0, private: false, passwordHash: null })
+    t.is(await store.createChat({ name: 'c0', adminId: userIds[0], userIds: [userIds[1]] }), 1, 'chat 1')
+    const writer = modelOf(store.chats).writer
+    const chat = store.createChat({ name: 'c1', adminId: userIds[0], userIds: [userIds[2]] })
+    // Once its ops are decided (a placeholder id in the overlay), not yet written.
+    for (let i = 0; i < 10000 && !writer.pending; i++) await new Promise(resolve => setImmediate(resolve))
+    t.ok(writer.pending, 'createChat() decided, not written')
+    const inTransaction = db.transaction((/** @type {any} */ tx) => store.chats.in(tx).insert(plain('tx')))
+    t.same(await Promise.all([chat, inTransaction]), [2, 3], 'createChat() answered 2, the transaction\'s insert 3')
+    t.is(await db.transaction((/** @type {any} */ tx) => store.chats.in(tx).insert(plain('tx too'))), 4, 'a later transaction\'s insert: 4')
+    t.same((await store.chats.query().all()).map((/** @type {any} */ c) => c.id), [1, 2, 3, 4], 'the chats stored are 1..4')
     await checkChats(t, store, userIds, 'after them')
   } finally {
     await db.close()

@@ -354,3 +354,50 @@ test('postgres key locks: a section that decides on an earlier section\'s unwrit
     t.same((await a.check()).problems, [], 'check() is clean')
   })
 })
+
+test('postgres key locks: a section that used an earlier section\'s unwritten value runs again when a drain() made elsewhere writes its group under it', { skip: locking !== 'keys' }, async t => {
+  await twoDatabases(server, { locking, poolSize: 2 }, async (a, b) => {
+    const { accountsA, accountsB } = await twoAccounts(a, b)
+    const lock = /** @type {any} */ (a).level.sharedWriterLock()
+    let runs = 0
+    let armed = false
+    /** @type {() => void} */
+    let waiting = () => {}
+    const running = new Promise(resolve => { waiting = () => resolve(undefined) })
+    /** @type {() => void} */
+    let letGo = () => {}
+    const gate = new Promise(resolve => { letGo = () => resolve(undefined) })
+    // The other database's update, made once the group's COMMIT let account 1's lock go, before this one begins a key transaction again.
+    const query = lock.query.bind(lock)
+    lock.query = (/** @type {any} */ statement, /** @type {any} */ values) => {
+      if (!armed || !String(statement?.text ?? statement).startsWith('BEGIN')) return query(statement, values)
+      armed = false
+      return (async () => {
+        await accountsB.update(1, { balance: 1000 })
+        return query(statement, values)
+      })()
+    }
+    const first = a.write(async (/** @type {any} */ w) => {
+      const { balance } = await accountsA.in(w).get(1)
+      await accountsA.in(w).update(1, { balance: balance + 1 })
+    })
+    const second = a.write(async (/** @type {any} */ w) => {
+      runs++
+      waiting()
+      await gate
+      // What the first section decided (2), while its group is being written.
+      const { balance } = await accountsA.in(w).get(1)
+      if (runs === 1) armed = true
+      await sleep(50)
+      await accountsA.in(w).update(1, { balance: balance + 1 })
+    })
+    await running
+    // A transaction's range read drains: the group goes out while the second section runs.
+    const reading = a.transaction((/** @type {any} */ tx) => accountsA.in(tx).query().all())
+    letGo()
+    await Promise.all([first, second, reading])
+    t.is(runs, 2, 'the second section ran again')
+    t.is((await accountsA.get(1)).balance, 1001, 'the other database\'s update is not lost')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  })
+})

@@ -198,9 +198,17 @@ test('postgres read hints: the block a message goes in is guessed from what this
   t.same(await counted('unknown'), { id: 41, statements: 3 }, 'a chat this process knows nothing of: no guess; the opening, the block\'s read, the batch')
   for (let i = 42; i <= 44; i++) await there.addChatMessage({ chatId, senderId: alice, text: `m${i}` })
   t.same(await counted('own'), { id: 45, statements: 2 }, 'after its own append and three of theirs: its block (33..48) read in the opening; the opening and the batch')
-  // The other process's appends to block 49.. not heard of yet (its notifications late).
+  // The other process's appends to block 49.. not heard of yet (its notifications late): the stub
+  // stays until this process has had them all (its watch sees message 50).
   blocks.heard = () => {}
+  const abort = new AbortController()
+  const heard = (async () => {
+    for await (const message of here.watch(chatId, { signal: abort.signal })) if (message.id === 50) return true
+    return false
+  })()
   for (let i = 46; i <= 50; i++) await there.addChatMessage({ chatId, senderId: alice, text: `m${i}` })
+  t.ok(await heard, 'this process had the notifications of 46..50')
+  abort.abort()
   delete blocks.heard
   t.same(await counted('after'), { id: 51, statements: 2 }, 'theirs went past the guessed block: the block after it, read in the opening too')
   // A guess that is wrong: a block past the real one, as if heard.

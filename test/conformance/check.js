@@ -72,6 +72,25 @@ export default function (test, common) {
     await first.close()
   })
 
+  test(`${common.backend}: check() reports a record and a sequence at a placeholder id, and sets the sequence back to the highest id in use`, async t => {
+    const db = await common.open()
+    const users = usersSchema(db)
+    for (const username of ['a', 'b']) await users.insert({ username })
+    // What a deferred insert's batch written as taken would leave (a bug: lib/deferred-ids.js).
+    const placeholder = 2 ** 53 - 2 ** 24 + 1
+    const sequence = db.level.sublevel('users.seq', { keyEncoding: 'view', valueEncoding: 'utf8' })
+    await db.level.sublevel('users', { keyEncoding: 'view', valueEncoding: 'utf8' }).put(encode(placeholder), JSON.stringify({ id: placeholder, username: 'p' }))
+    await sequence.put(encode('last'), String(placeholder))
+    const placeholders = (/** @type {any} */ report) => report.problems.filter((/** @type {any} */ p) => p.type === 'placeholder-id')
+    const found = placeholders(await db.check())
+    t.same(found.map((/** @type {any} */ p) => p.namespace).sort(), ['users', 'users.seq'], 'the record and the sequence, each once')
+    t.notOk((await db.check()).problems.some((/** @type {any} */ p) => p.type === 'sequence-behind'), 'the placeholder is not taken for the highest id')
+    const repaired = placeholders(await db.check({ repair: true }))
+    t.same(repaired.map((/** @type {any} */ p) => [p.namespace, p.repaired]).sort(), [['users', false], ['users.seq', true]], 'the sequence repaired, the record left to look at')
+    t.is(await sequence.get(encode('last')), '2', 'the sequence is at the highest id in use')
+    await db.close()
+  })
+
   test(`${common.backend}: the first put() of a new process past the sequence raises it`, async t => {
     const first = await common.open()
     const users = usersSchema(first)
