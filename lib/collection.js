@@ -16,7 +16,7 @@ import { optionsOf } from './options.js'
 import { batchSizeOf, loadInBatches } from './bulk.js'
 import { readKeys, isIncreasing, Gap } from './read-keys.js'
 import { RecordVersions, ifVersionOf } from './versions.js'
-import { isPlaceholder } from './deferred-ids.js'
+import { isPlaceholder, PLACEHOLDER_BASE } from './deferred-ids.js'
 
 const SEQUENCE_KEY = encode('last')
 // Its name in the sequence namespace's cache.
@@ -267,9 +267,10 @@ export class CollectionModel {
    */
   async highestStoredId (scope) {
     await this.writer.drain()
-    // Ids of a sequence collection are positive integers; anything else
-    // (only there if written behind levelkit's back) is check()'s business.
-    const keys = () => this.records.sublevel.keys({ reverse: true, lte: encode(Number.MAX_SAFE_INTEGER), limit: 1 })
+    // Ids of a sequence collection are positive integers below the
+    // placeholders (lib/deferred-ids.js); anything else (only there if
+    // written behind levelkit's back, or by a bug) is check()'s business.
+    const keys = () => this.records.sublevel.keys({ reverse: true, lt: encode(PLACEHOLDER_BASE), limit: 1 })
     const highest = await (scope === undefined ? keys() : scope.startRead(keys)).all()
     const id = highest.length === 0 ? 0 : decodeKey(highest[0], this.records)
     // Keys below the positive numbers (null, booleans, negative numbers) are no ids.

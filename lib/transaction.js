@@ -4,6 +4,7 @@ import { concatBytes, compareBytes } from './bytes.js'
 import { within } from './bounds.js'
 import { BACKEND_LIMIT } from './query.js'
 import { parseInteger } from './stored.js'
+import { isPlaceholder } from './deferred-ids.js'
 
 /**
  * @typedef {import('./write-scope.js').Bounds} Bounds
@@ -293,6 +294,17 @@ export class Transaction extends WriteScope {
   }
 
   /**
+   * A key read only to check that it exists (a relation's endpoint): read
+   * as get() reads, recorded and checked at commit like any other read (no
+   * shared key lock: a transaction runs outside critical sections).
+   * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
+   * @returns {any}
+   */
+  getShared (namespace, key) {
+    return this.get(namespace, key)
+  }
+
+  /**
    * The latest value of a counter key, the attempt's own first, without
    * making the attempt depend on it.
    * @param {import('./namespace.js').Namespace} namespace @param {Uint8Array} key
@@ -381,6 +393,10 @@ export class Transaction extends WriteScope {
         // A lock taken since the writes were locked (or before any lock
         // existed) on a key written here: wait for it outside, then again.
         if (writer.locks.active && this.#blockedWrite()) return false
+        // A group holding placeholder ids (a createChat() whose section took
+        // one before this transaction began): written first, so that the
+        // keys it writes are checked under their real ids.
+        if (writer.placeholdersPending) await writer.drain()
         this.#validate()
         // The cross-tab lock is held here: no other tab writes meanwhile.
         if (acrossTabs) await this.#validateAcrossTabs()
@@ -477,6 +493,8 @@ export class Transaction extends WriteScope {
 async function raised (scope, op) {
   const stored = await scope.get(op.namespace, op.key)
   const current = stored === undefined ? 0 : parseInteger(stored, op.namespace, op.key)
+  // (A placeholder id is no value to raise from: the commit drained its group first.)
+  if (isPlaceholder(current)) throw conflict('a counter it raises holds a placeholder id not yet written')
   return String(Math.max(current, Number(op.value)))
 }
 

@@ -530,6 +530,11 @@ export class Writer {
     return this.#group?.claims === true || this.#writing?.claims === true
   }
 
+  /** Whether the group not yet written holds placeholder ids (takePlaceholder()). */
+  get placeholdersPending () {
+    return this.#group !== null && this.#group.placeholders.length > 0
+  }
+
   /** True while some decided op is not yet written. */
   get pending () {
     return this.#unindexed.length > 0 || this.#overlay.size > 0

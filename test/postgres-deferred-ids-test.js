@@ -354,12 +354,55 @@ test('postgres keys: a transaction inserting beside a createChat() not yet writt
     const writer = modelOf(store.chats).writer
     const chat = store.createChat({ name: 'c1', adminId: userIds[0], userIds: [userIds[2]] })
     // Once its ops are decided (a placeholder id in the overlay), not yet written.
-    for (let i = 0; i < 10000 && !writer.pending; i++) await new Promise(resolve => setImmediate(resolve))
+    for (const deadline = Date.now() + 10000; !writer.pending && Date.now() < deadline;) await new Promise(resolve => setImmediate(resolve))
     t.ok(writer.pending, 'createChat() decided, not written')
     const inTransaction = db.transaction((/** @type {any} */ tx) => store.chats.in(tx).insert(plain('tx')))
     t.same(await Promise.all([chat, inTransaction]), [2, 3], 'createChat() answered 2, the transaction\'s insert 3')
     t.is(await db.transaction((/** @type {any} */ tx) => store.chats.in(tx).insert(plain('tx too'))), 4, 'a later transaction\'s insert: 4')
     t.same((await store.chats.query().all()).map((/** @type {any} */ c) => c.id), [1, 2, 3, 4], 'the chats stored are 1..4')
+    await checkChats(t, store, userIds, 'after them')
+  } finally {
+    await db.close()
+  }
+})
+
+test('postgres keys: a transaction begun while a createChat() section holds a placeholder, committing in its group: the group is written first and the transaction runs again on the next id', async t => {
+  const db = await openShared(server.connectionString, server.table(), 'keys')
+  try {
+    const { store, ids: userIds } = await users(db, 3)
+    const plain = (/** @type {string} */ name) => ({ name, adminId: userIds[0], members: [], lastActivity: 0, createdAt: 0, private: false, passwordHash: null })
+    t.is(await store.createChat({ name: 'c0', adminId: userIds[0], userIds: [userIds[1]] }), 1, 'chat 1')
+    const model = /** @type {any} */ (modelOf(store.chats))
+    const { create } = model
+    /** @type {Promise<number> | null} */
+    let inTransaction = null
+    /** @type {(id: number) => void} */
+    let reserved = () => {}
+    const reservedId = new Promise(resolve => { reserved = resolve })
+    let attempts = 0
+    // The section, holding its placeholder, lets a transaction take its id (from the stored sequence) before it decides.
+    model.create = async (/** @type {any[]} */ ...args) => {
+      if (isPlaceholder(args[3]) && inTransaction === null) {
+        inTransaction = db.transaction(async (/** @type {any} */ tx) => {
+          attempts++
+          const id = await store.chats.in(tx).insert(plain('tx'))
+          if (attempts === 1) reserved(id)
+          return id
+        })
+        inTransaction.catch(() => {})
+        await reservedId
+      }
+      return create.apply(model, args)
+    }
+    const chat = store.createChat({ name: 'c1', adminId: userIds[0], userIds: [userIds[2]] })
+    // (Awaited below: a failure is this test's, not the process's.)
+    chat.catch(() => {})
+    t.is(await reservedId, 2, 'the transaction took id 2 from the stored sequence, before the section decided')
+    t.is(await chat, 2, 'createChat() answered 2')
+    t.is(await inTransaction, 3, 'the transaction, checked once the group was written, ran again: 3')
+    t.is(attempts, 2, 'in two attempts')
+    delete model.create
+    t.same((await store.chats.query().all()).map((/** @type {any} */ c) => [c.id, c.name]), [[1, 'c0'], [2, 'c1'], [3, 'tx']], 'the chats stored are 1..3, each its own')
     await checkChats(t, store, userIds, 'after them')
   } finally {
     await db.close()

@@ -401,3 +401,25 @@ test('postgres key locks: a section that used an earlier section\'s unwritten va
     t.same((await a.check()).problems, [], 'check() is clean')
   })
 })
+
+test('postgres key locks: a transaction that adds an edge takes no key lock: another process deletes the endpoint once it ended', { skip: locking !== 'keys' }, async t => {
+  await twoDatabases(server, { locking, poolSize: 2 }, async (a, b) => {
+    const [usersA, usersB] = [a, b].map(db => db.collection('users'))
+    const likes = a.relation('likes', { from: usersA, to: usersA })
+    b.relation('likes', { from: usersB, to: usersB })
+    for (let i = 0; i < 3; i++) await usersA.insert({ n: i })
+    const lock = /** @type {any} */ (a).level.sharedWriterLock()
+    const given = await a.transaction(async (/** @type {any} */ tx) => {
+      await likes.in(tx).add(1, 2)
+      throw new Error('give up')
+    }).catch((/** @type {any} */ err) => err.message)
+    t.is(given, 'give up', 'the transaction gave up after add()')
+    t.is(lock.holding, false, 'no key transaction is left open')
+    const other = await Promise.race([usersB.del(2).then(() => 'deleted'), sleep(5000).then(() => 'still waiting after 5 s')])
+    t.is(other, 'deleted', 'the other process deletes user 2 at once')
+    t.is(await a.transaction((/** @type {any} */ tx) => likes.in(tx).add(1, 3)), true, 'a transaction that adds an edge commits')
+    t.same(await likes.to(1).all(), [3], 'its edge is there, the given-up one is not')
+    t.is(lock.holding, false, 'and leaves no key transaction open')
+    t.same((await a.check()).problems, [], 'check() is clean')
+  })
+})

@@ -88,6 +88,10 @@ export default function (test, common) {
     const repaired = placeholders(await db.check({ repair: true }))
     t.same(repaired.map((/** @type {any} */ p) => [p.namespace, p.repaired]).sort(), [['users', false], ['users.seq', true]], 'the sequence repaired, the record left to look at')
     t.is(await sequence.get(encode('last')), '2', 'the sequence is at the highest id in use')
+    // A new process (here: a new levelkit database over the same store) takes the next id below the placeholders.
+    const again = await open({ db: db.level })
+    t.is(await usersSchema(again).insert({ username: 'c' }), 3, 'the next insert takes id 3, not one past the placeholder')
+    await again.close()
     await db.close()
   })
 
