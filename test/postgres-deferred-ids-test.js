@@ -61,6 +61,12 @@ async function checkChats (t, store, userIds, what) {
   return last
 }
 
+/**
+ * A chat record for `chats.insert()`, named `name`, of admin `adminId`.
+ * @param {string} name @param {number} adminId
+ */
+const plainChat = (name, adminId) => ({ name, adminId, members: [], lastActivity: 0, createdAt: 0, private: false, passwordHash: null })
+
 /** @param {any} db @param {number} n */
 async function users (db, n) {
   const store = new ChatStore(db, { passwordCost: FAST })
@@ -313,7 +319,7 @@ test('postgres keys: a plain insert decided before createChat() in the same grou
   const db = await openShared(server.connectionString, table, 'keys')
   try {
     const { store, ids: userIds } = await users(db, 3)
-    const plain = (/** @type {string} */ name) => store.chats.insert({ name, adminId: userIds[0], members: [], lastActivity: 0, createdAt: 0, private: false, passwordHash: null })
+    const plain = (/** @type {string} */ name) => store.chats.insert(plainChat(name, userIds[0]))
     // The first insert reads the highest stored id (a drain of its own): past it, the group below holds both.
     t.is(await plain('first'), 1, 'a first plain insert')
     // createChat()'s deferred inserts that take the id insert() takes instead.
@@ -349,7 +355,7 @@ test('postgres keys: a transaction inserting beside a createChat() not yet writt
   const db = await openShared(server.connectionString, server.table(), 'keys')
   try {
     const { store, ids: userIds } = await users(db, 3)
-    const plain = (/** @type {string} */ name) => ({ name, adminId: userIds[0], members: [], lastActivity: 0, createdAt: 0, private: false, passwordHash: null })
+    const plain = (/** @type {string} */ name) => plainChat(name, userIds[0])
     t.is(await store.createChat({ name: 'c0', adminId: userIds[0], userIds: [userIds[1]] }), 1, 'chat 1')
     const writer = modelOf(store.chats).writer
     const chat = store.createChat({ name: 'c1', adminId: userIds[0], userIds: [userIds[2]] })
@@ -370,7 +376,7 @@ test('postgres keys: a transaction begun while a createChat() section holds a pl
   const db = await openShared(server.connectionString, server.table(), 'keys')
   try {
     const { store, ids: userIds } = await users(db, 3)
-    const plain = (/** @type {string} */ name) => ({ name, adminId: userIds[0], members: [], lastActivity: 0, createdAt: 0, private: false, passwordHash: null })
+    const plain = (/** @type {string} */ name) => plainChat(name, userIds[0])
     t.is(await store.createChat({ name: 'c0', adminId: userIds[0], userIds: [userIds[1]] }), 1, 'chat 1')
     const model = /** @type {any} */ (modelOf(store.chats))
     const { create } = model

@@ -56,6 +56,23 @@ async function twoAccounts (a, b) {
   return { accountsA, accountsB }
 }
 
+/**
+ * Make `lock`'s next BEGIN wait for `fn` once armed (arm()): another
+ * writer's change, made between this process's key transactions.
+ * @param {any} lock a database's sharedWriterLock() @param {() => Promise<unknown>} fn
+ * @returns {() => void} arm
+ */
+function beforeNextBegin (lock, fn) {
+  let armed = false
+  const query = lock.query.bind(lock)
+  lock.query = (/** @type {any} */ statement, /** @type {any} */ values) => {
+    if (!armed || !String(statement?.text ?? statement).startsWith('BEGIN')) return query(statement, values)
+    armed = false
+    return fn().then(() => query(statement, values))
+  }
+  return () => { armed = true }
+}
+
 test('postgres key locks: a write of another key goes on while a critical section holds one; a write of that key waits for it', async t => {
   await twoDatabases(server, { locking, poolSize: 2 }, async (a, b) => {
     const { accountsA, accountsB } = await twoAccounts(a, b)
@@ -323,17 +340,8 @@ test('postgres key locks: a section that decides on an earlier section\'s unwrit
     const { accountsA, accountsB } = await twoAccounts(a, b)
     const lock = /** @type {any} */ (a).level.sharedWriterLock()
     let runs = 0
-    let armed = false
     // The other database's update, made once the group's COMMIT let account 1's lock go, before this one begins a key transaction again.
-    const query = lock.query.bind(lock)
-    lock.query = (/** @type {any} */ statement, /** @type {any} */ values) => {
-      if (!armed || !String(statement?.text ?? statement).startsWith('BEGIN')) return query(statement, values)
-      armed = false
-      return (async () => {
-        await accountsB.update(1, { balance: 1000 })
-        return query(statement, values)
-      })()
-    }
+    const arm = beforeNextBegin(lock, () => accountsB.update(1, { balance: 1000 }))
     await Promise.all([
       a.write(async (/** @type {any} */ w) => {
         const { balance } = await accountsA.in(w).get(1)
@@ -343,7 +351,7 @@ test('postgres key locks: a section that decides on an earlier section\'s unwrit
         runs++
         // What the first section decided (2), not yet written.
         const { balance } = await accountsA.in(w).get(1)
-        if (runs === 1) armed = true
+        if (runs === 1) arm()
         // The query writes the group (its COMMIT lets the locks go), then reads.
         await accountsA.in(w).query().all()
         await accountsA.in(w).update(1, { balance: balance + 1 })
@@ -360,7 +368,6 @@ test('postgres key locks: a section that used an earlier section\'s unwritten va
     const { accountsA, accountsB } = await twoAccounts(a, b)
     const lock = /** @type {any} */ (a).level.sharedWriterLock()
     let runs = 0
-    let armed = false
     /** @type {() => void} */
     let waiting = () => {}
     const running = new Promise(resolve => { waiting = () => resolve(undefined) })
@@ -368,15 +375,7 @@ test('postgres key locks: a section that used an earlier section\'s unwritten va
     let letGo = () => {}
     const gate = new Promise(resolve => { letGo = () => resolve(undefined) })
     // The other database's update, made once the group's COMMIT let account 1's lock go, before this one begins a key transaction again.
-    const query = lock.query.bind(lock)
-    lock.query = (/** @type {any} */ statement, /** @type {any} */ values) => {
-      if (!armed || !String(statement?.text ?? statement).startsWith('BEGIN')) return query(statement, values)
-      armed = false
-      return (async () => {
-        await accountsB.update(1, { balance: 1000 })
-        return query(statement, values)
-      })()
-    }
+    const arm = beforeNextBegin(lock, () => accountsB.update(1, { balance: 1000 }))
     const first = a.write(async (/** @type {any} */ w) => {
       const { balance } = await accountsA.in(w).get(1)
       await accountsA.in(w).update(1, { balance: balance + 1 })
@@ -387,7 +386,7 @@ test('postgres key locks: a section that used an earlier section\'s unwritten va
       await gate
       // What the first section decided (2), while its group is being written.
       const { balance } = await accountsA.in(w).get(1)
-      if (runs === 1) armed = true
+      if (runs === 1) arm()
       await sleep(50)
       await accountsA.in(w).update(1, { balance: balance + 1 })
     })
