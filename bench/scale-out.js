@@ -118,6 +118,12 @@
 // chat's message ids 1..N without gap and holding the messages sent to it,
 // the users and chats created, no more) and must give the same digest.
 //
+// LEVELKIT_BENCH_CPU_PROFILE=<dir>: each worker writes a CPU profile of each
+// timed slice (<dir>/<cell>-x<processes>-<op>-r<rank>-<slice>.<pid>.cpuprofile,
+// sampled every 100 µs), not of its whole life. The profiler's own cost
+// shows as `dispatch`, and a sample counts wall time: a process waiting for
+// a core is charged to the function it waits in.
+//
 // PostgreSQL: the server LEVELKIT_PG_URL names, else a throwaway cluster
 // (levelkit-testkit/postgres: fsync, synchronous_commit and
 // full_page_writes off, as LevelDB's default writes do not fsync either).

@@ -7,6 +7,8 @@
 // Every answer is one message { ok, result } or { ok: false, code, error }.
 
 import path from 'node:path'
+import fs from 'node:fs'
+import { Session } from 'node:inspector/promises'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
 import { createRequire } from 'node:module'
@@ -263,6 +265,30 @@ async function finalCheck (store, work, written, steady) {
 }
 
 /**
+ * With LEVELKIT_BENCH_CPU_PROFILE=<dir>: a CPU profile of this process over
+ * one timed slice (node:inspector, sampled every 100 µs), not its whole life
+ * as `node --cpu-prof` would take (the fill and warm-up too). Resolves with
+ * the function that stops it and writes <dir>/<name>.<pid>.cpuprofile; null
+ * without the variable.
+ * @returns {Promise<((name: string) => Promise<void>) | null>}
+ */
+async function startProfile () {
+  const dir = process.env.LEVELKIT_BENCH_CPU_PROFILE
+  if (!dir) return null
+  const session = new Session()
+  session.connect()
+  await session.post('Profiler.enable')
+  await session.post('Profiler.setSamplingInterval', { interval: 100 })
+  await session.post('Profiler.start')
+  return async name => {
+    const { profile } = await session.post('Profiler.stop')
+    session.disconnect()
+    fs.mkdirSync(dir, { recursive: true })
+    fs.writeFileSync(path.join(dir, `${name}.${process.pid}.cpuprofile`), JSON.stringify(profile))
+  }
+}
+
+/**
  * Run `inputs` through `call` with `concurrency` in flight; the latency of
  * every call, and the start and end as epoch milliseconds (comparable
  * across the processes of one machine).
@@ -368,9 +394,11 @@ function serve () {
       const statsBefore = opened?.lockStats() ?? null
       const sent = queries
       const connected = connects
+      const profiling = await startProfile()
       const cpu = process.cpuUsage()
       const result = await timed(x => op.call(opened?.store, x), inputs, c.concurrency)
       const { user, system } = process.cpuUsage(cpu)
+      await profiling?.(`${c.kind}${c.library ? '-base' : ''}-x${c.processes}-${op.key}-r${c.rank}-${message.from}`)
       const after = opened?.retries() ?? null
       const statsAfter = opened?.lockStats() ?? null
       // A write on PostgreSQL sends at least one statement: none counted
