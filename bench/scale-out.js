@@ -203,6 +203,9 @@ const USAGE = `Usage: node bench/scale-out.js [options]
   --seed N           seed of the data set and inputs (default 1)
   --out DIR          output folder (default bench/out)
   --db-dir DIR       where the LevelDB databases go (default the OS temp dir)
+  --pg-set L         name=value,... server settings for the throwaway cluster, set by ALTER
+                     SYSTEM and a reload before the run (only settings a reload applies; not
+                     with LEVELKIT_PG_URL), e.g. max_pred_locks_per_page=1000
 PostgreSQL: the server LEVELKIT_PG_URL names, else a throwaway cluster.`
 
 /** @param {string} message @returns {never} */
@@ -232,7 +235,8 @@ const args = parseCli('scale-out', USAGE, {
   turns: { type: 'string', default: 'pairs' },
   'idle-ms': { type: 'string' },
   'base-library': { type: 'string' },
-  'warm-ops': { type: 'string', default: '0' }
+  'warm-ops': { type: 'string', default: '0' },
+  'pg-set': { type: 'string' }
 })
 
 /** @template T @param {() => T} parse @returns {T} */
@@ -269,6 +273,13 @@ const userChatsList = option(() => {
   const list = String(args['user-chats']).split(',')
   if (list.some(l => l !== 'list' && l !== 'edges') || new Set(list).size !== list.length) throw new Error('--user-chats lists list and/or edges')
   return list
+})
+/** @type {Array<[string, string]>} --pg-set's settings */
+const pgSet = option(() => {
+  if (args['pg-set'] === undefined) return []
+  const pairs = String(args['pg-set']).split(',').map(item => item.split('='))
+  if (pairs.some(pair => pair.length !== 2 || !/^[a-z_]+$/.test(pair[0]) || !/^[A-Za-z0-9_.]+$/.test(pair[1]))) throw new Error('--pg-set is name=value,... (a setting\'s name, a plain value)')
+  return /** @type {Array<[string, string]>} */ (pairs)
 })
 const sqlIdsList = option(() => {
   const list = String(args['sql-ids']).split(',')
@@ -357,8 +368,28 @@ const connectionsNeeded = turns !== 'slices' ? busiest[0] + 2 + 3 : kept + busie
 const server = await postgres({ maxConnections: Math.max(200, connectionsNeeded) })
 const admin = new pg.Pool({ connectionString: server.connectionString, max: 2 })
 admin.on('error', () => {})
+if (pgSet.length > 0) {
+  if (!server.throwaway) fail('--pg-set changes only a throwaway cluster, not the server LEVELKIT_PG_URL names')
+  for (const [name, value] of pgSet) {
+    const { rows } = await admin.query('SELECT context FROM pg_settings WHERE name = $1', [name])
+    if (rows.length === 0) fail(`--pg-set: PostgreSQL has no setting ${name}`)
+    if (rows[0].context === 'postmaster' || rows[0].context === 'internal') fail(`--pg-set: ${name} takes a restart, not a reload`)
+    await admin.query(`ALTER SYSTEM SET ${name} = ${pg.escapeLiteral(value)}`)
+  }
+  await admin.query('SELECT pg_reload_conf()')
+  // The backends read the file once signalled: a new connection sees it.
+  for (const [name, value] of pgSet) {
+    let seen
+    for (let i = 0; i < 50 && seen !== value; i++) {
+      const client = await admin.connect()
+      try { seen = (await client.query('SELECT setting FROM pg_settings WHERE name = $1', [name])).rows[0].setting } finally { client.release(true) }
+      if (seen !== value) await new Promise(resolve => setTimeout(resolve, 100))
+    }
+    if (seen !== value) fail(`--pg-set: ${name} reads ${seen} after the reload, not ${value}`)
+  }
+}
 const serverVersion = (await admin.query('SHOW server_version')).rows[0].server_version
-const settings = Object.fromEntries((await admin.query("SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'max_connections', 'shared_buffers')")).rows.map(row => [row.name, row.setting]))
+const settings = Object.fromEntries((await admin.query("SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'max_connections', 'shared_buffers') OR name = ANY($1)", [pgSet.map(([name]) => name)])).rows.map(row => [row.name, row.setting]))
 // The postmaster (the parent of a backend), if it runs on this machine: its
 // CPU time and its backends' are PostgreSQL's (null: not measured).
 const postmaster = await (async () => {
@@ -375,7 +406,7 @@ console.log(`scale-out: the chat workload on PostgreSQL ${serverVersion} with se
 console.log(`  cells: ${cells.map(c => c.label).join(', ')}; ${turns === 'pairs' ? 'one at a time, SQL between every two others' : turns === 'cells' ? 'one at a time' : 'taking turns slice by slice'}`)
 console.log(`  processes: ${warmOps > 0 ? `steady state (--warm-ops ${warmOps}: each process ran ${warmOps} of each measured operation, its own inputs, before the timed slices, untimed)` : 'cold (fresh processes: the timed slices follow a short warm-up, 20 createUser, 10 createChat and 100 addChatMessage split among a cell\'s processes; --warm-ops N for the steady state)'}`)
 console.log(`  data: ${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats of ${sizes.members} members, ${fmt(sizes.messages)} messages; ${concurrency} calls in flight per process; scrypt N=${scryptN}`)
-console.log(`  PostgreSQL: ${server.throwaway ? 'a throwaway cluster' : 'LEVELKIT_PG_URL'}; fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit}, full_page_writes ${settings.full_page_writes}, shared_buffers ${settings.shared_buffers} (8 kB pages)`)
+console.log(`  PostgreSQL: ${server.throwaway ? 'a throwaway cluster' : 'LEVELKIT_PG_URL'}; fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit}, full_page_writes ${settings.full_page_writes}, shared_buffers ${settings.shared_buffers} (8 kB pages)${pgSet.map(([name]) => `, ${name} ${settings[name]}`).join('')}`)
 printMachine({ ...run0, versions }, ['pg', 'classic-level'])
 
 /** A worker process, asked one thing at a time. */

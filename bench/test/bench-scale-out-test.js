@@ -25,10 +25,13 @@ const N = 16
 const WARM = 3
 const server = await postgresForTests(test)
 
-/** @param {string[]} args @param {number} [timeout] ms @returns {Promise<{ code: number, stdout: string, stderr: string }>} */
-function run (args, timeout = 55000) {
+/**
+ * @param {string[]} args @param {number} [timeout] ms @param {Record<string, string>} [env] over this test's (LEVELKIT_PG_URL: the test's server)
+ * @returns {Promise<{ code: number, stdout: string, stderr: string }>}
+ */
+function run (args, timeout = 55000, env = {}) {
   return new Promise(resolve => {
-    execFile(process.execPath, [script, ...args], { timeout, env: { ...process.env, LEVELKIT_PG_URL: server.connectionString } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [script, ...args], { timeout, env: { ...process.env, LEVELKIT_PG_URL: server.connectionString, ...env } }, (err, stdout, stderr) => {
       resolve({ code: err ? /** @type {any} */ (err).code ?? 1 : 0, stdout, stderr })
     })
   })
@@ -167,6 +170,29 @@ test('bench/scale-out.js --turns pairs --base-library', async t => {
   }
 })
 
+// --pg-set changes a throwaway cluster's settings before the run, never a
+// server LEVELKIT_PG_URL names.
+test('bench/scale-out.js --pg-set', async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-scale-out-'))
+  try {
+    const args = [
+      '--runs', '1', '--writers', '1', '--processes', '1', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
+      '--n', String(N), '--concurrency', '3', '--slices', '1', '--ops', 'createUser', '--no-leveldb', '--turns', 'cells',
+      '--pg-set', 'max_pred_locks_per_page=8', '--out', out, '--db-dir', out
+    ]
+    const refused = await run(args)
+    t.ok(refused.code !== 0 && /--pg-set changes only a throwaway cluster/.test(refused.stderr), 'refused on the server LEVELKIT_PG_URL names')
+    const { code, stdout, stderr } = await run(args, 110000, { LEVELKIT_PG_URL: '' })
+    t.is(code, 0, `exit 0 on a throwaway cluster${code ? `: ${stderr}\n${stdout}` : ''}`)
+    t.match(stdout, /PostgreSQL: a throwaway cluster;.*, max_pred_locks_per_page 8/, 'the setting printed as the server has it')
+    const dir = join(out, readdirSync(out).filter(name => name.startsWith('scale-out-'))[0])
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+    t.is(summary.postgres.settings.max_pred_locks_per_page, '8', 'and recorded')
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
+
 // A copy of levelkit with its own `pg` (a checkout with its own
 // node_modules, as session 20's base was): the statements it sends are
 // counted all the same, and the ratio of round trips is the copy's, not 0.
@@ -210,7 +236,9 @@ test('bench/scale-out.js refuses bad options', async t => {
     [['--turns', 'slice'], /--turns is pairs, cells or slices/],
     [['--base-library', '/nonexistent'], /--base-library: no levelkit at/],
     [['--warm-ops', '1.5'], /--warm-ops is a count, 0 or more/],
-    [['--warm-ops', 'many'], /--warm-ops is a count, 0 or more/]
+    [['--warm-ops', 'many'], /--warm-ops is a count, 0 or more/],
+    [['--pg-set', 'max_pred_locks_per_page'], /--pg-set is name=value/],
+    [['--pg-set', 'x=1;DROP'], /--pg-set is name=value/]
   ])) {
     const { code, stderr } = await run(options)
     t.is(code, 2, `${options.join(' ')}: exit 2`)
