@@ -211,13 +211,18 @@ test('a session signed out through one server closes its sockets on the other at
     const onB = await connect(apps[1].url, ann.token)
     const stays = await connect(apps[1].url, other)
     sockets.push(onB.ws, stays.ws)
+    /** @type {number | null} */
+    let staysClosed = null
+    stays.ws.once('close', code => { staysClosed = code })
     const closed = new Promise(resolve => onB.ws.once('close', (code, reason) => resolve([code, reason.toString()])))
     t.is((await a('DELETE', '/api/sessions/current', { token: ann.token })).status, 204, 'signed out through A')
     let timer
     const outcome = await Promise.race([closed, new Promise(resolve => { timer = setTimeout(resolve, 5000, 'still open after 5 s') })])
     clearTimeout(timer)
     t.same(outcome, [1008, 'The session has ended'], 'her socket on B is closed with 1008')
-    t.is(stays.ws.readyState, WebSocket.OPEN, 'her socket of another session stays open')
+    // (A socket that misses a pong within the 100 ms heartbeat is cut, 1006:
+    // on a loaded machine, as in one CI run. Never for its session.)
+    t.ok(staysClosed === null || staysClosed === 1006, `her socket of another session is not closed for its session (${staysClosed === null ? 'open' : `closed with ${staysClosed}`})`)
     t.is((await b('GET', '/api/me', { token: other })).status, 200, 'and that session still works through B')
   } finally {
     for (const ws of sockets) ws.terminate()
