@@ -68,6 +68,21 @@ async function checkChats (t, store, userIds, what) {
  */
 const plainChat = (name, adminId) => ({ name, adminId, members: [], lastActivity: 0, createdAt: 0, private: false, passwordHash: null })
 
+/**
+ * `fn` on a new table shared with locking: 'keys': its database, a
+ * ChatStore and `n` users; the database closed after.
+ * @param {number} n @param {(opened: { db: any, store: ChatStore, userIds: number[] }) => Promise<void>} fn
+ */
+async function withKeysStore (n, fn) {
+  const db = await openShared(server.connectionString, server.table(), 'keys')
+  try {
+    const { store, ids } = await users(db, n)
+    await fn({ db, store, userIds: ids })
+  } finally {
+    await db.close()
+  }
+}
+
 /** @param {any} db @param {number} n */
 async function users (db, n) {
   const store = new ChatStore(db, { passwordCost: FAST })
@@ -353,9 +368,7 @@ test('postgres keys: a plain insert decided before createChat() in the same grou
 })
 
 test('postgres keys: a transaction inserting beside a createChat() not yet written reads the real id once it is, never the placeholder', async t => {
-  const db = await openShared(server.connectionString, server.table(), 'keys')
-  try {
-    const { store, ids: userIds } = await users(db, 3)
+  await withKeysStore(3, async ({ db, store, userIds }) => {
     const plain = (/** @type {string} */ name) => plainChat(name, userIds[0])
     t.is(await store.createChat({ name: 'c0', adminId: userIds[0], userIds: [userIds[1]] }), 1, 'chat 1')
     const writer = modelOf(store.chats).writer
@@ -368,15 +381,11 @@ test('postgres keys: a transaction inserting beside a createChat() not yet writt
     t.is(await db.transaction((/** @type {any} */ tx) => store.chats.in(tx).insert(plain('tx too'))), 4, 'a later transaction\'s insert: 4')
     t.same((await store.chats.query().all()).map((/** @type {any} */ c) => c.id), [1, 2, 3, 4], 'the chats stored are 1..4')
     await checkChats(t, store, userIds, 'after them')
-  } finally {
-    await db.close()
-  }
+  })
 })
 
 test('postgres keys: a transaction begun while a createChat() section holds a placeholder, committing in its group: the group is written first and the transaction runs again on the next id', async t => {
-  const db = await openShared(server.connectionString, server.table(), 'keys')
-  try {
-    const { store, ids: userIds } = await users(db, 3)
+  await withKeysStore(3, async ({ db, store, userIds }) => {
     const plain = (/** @type {string} */ name) => plainChat(name, userIds[0])
     t.is(await store.createChat({ name: 'c0', adminId: userIds[0], userIds: [userIds[1]] }), 1, 'chat 1')
     const model = /** @type {any} */ (modelOf(store.chats))
@@ -411,9 +420,7 @@ test('postgres keys: a transaction begun while a createChat() section holds a pl
     delete model.create
     t.same((await store.chats.query().all()).map((/** @type {any} */ c) => [c.id, c.name]), [[1, 'c0'], [2, 'c1'], [3, 'tx']], 'the chats stored are 1..3, each its own')
     await checkChats(t, store, userIds, 'after them')
-  } finally {
-    await db.close()
-  }
+  })
 })
 
 // A seeded mix of what met deferred ids in this file's bugs: createChat(),
@@ -427,9 +434,7 @@ const MIX_SEEDS = process.env.LEVELKIT_TEST_SEED ? [Number(process.env.LEVELKIT_
 for (const seed of MIX_SEEDS) {
   test(`postgres keys: createChat(), inserts and transactions called together in rounds (seed ${seed}): each answered id is its record's, none twice`, async t => {
     const random = prng(seed)
-    const db = await openShared(server.connectionString, server.table(), 'keys')
-    try {
-      const { store, ids: userIds } = await users(db, 4)
+    await withKeysStore(4, async ({ db, store, userIds }) => {
       /** @type {Array<{ name: string, id: number }>} */
       const made = []
       for (let round = 0; round < 12; round++) {
@@ -454,9 +459,7 @@ for (const seed of MIX_SEEDS) {
       t.is(made.filter(m => stored.get(m.id) !== m.name).length, 0, 'each answered id holds that call\'s record')
       t.ok(await modelOf(store.chats).storedSequenceValue() >= ids[ids.length - 1], 'the sequence is at or past the highest id')
       t.same((await db.check()).problems, [], 'check() is clean')
-    } finally {
-      await db.close()
-    }
+    })
   })
 }
 
