@@ -118,6 +118,12 @@
 // chat's message ids 1..N without gap and holding the messages sent to it,
 // the users and chats created, no more) and must give the same digest.
 //
+// --shard-chats: each process of a cell sends only the messages of the
+// chats routed to it (a chat's id modulo the cell's processes), as a chat
+// server that routes each chat to one process would; the processes then
+// write disjoint keys (bench/RESULTS.md: serializable transactions fail
+// each other all the same, as PostgreSQL's predicate locks cover pages).
+//
 // LEVELKIT_BENCH_CPU_PROFILE=<dir>: each worker writes a CPU profile of each
 // timed slice (<dir>/<cell>-x<processes>-<op>-r<rank>-<slice>.<pid>.cpuprofile,
 // sampled every 100 µs), not of its whole life. The profiler's own cost
@@ -136,7 +142,7 @@
 //   [--processes 1,2,4] [--users 2000] [--chats 200] [--members 20]
 //   [--messages 20000] [--concurrency 16] [--scale 1] [--n N] [--slices 4] [--ops a,b]
 //   [--scrypt-n 2] [--seed 1] [--locking table] [--user-chats list] [--sql-ids serial] [--no-leveldb] [--out bench/out]
-//   [--db-dir <tmpdir>] [--turns pairs] [--idle-ms N] [--base-library DIR] [--warm-ops 0]
+//   [--db-dir <tmpdir>] [--turns pairs] [--idle-ms N] [--base-library DIR] [--warm-ops 0] [--shard-chats]
 
 import os from 'node:os'
 import fs from 'node:fs'
@@ -203,6 +209,8 @@ const USAGE = `Usage: node bench/scale-out.js [options]
   --seed N           seed of the data set and inputs (default 1)
   --out DIR          output folder (default bench/out)
   --db-dir DIR       where the LevelDB databases go (default the OS temp dir)
+  --shard-chats      each process sends the messages of its own chats only (a chat's id modulo
+                     the processes: a server routing each chat to one process), every cell alike
   --pg-set L         name=value,... server settings for the throwaway cluster, set by ALTER
                      SYSTEM and a reload before the run (only settings a reload applies; not
                      with LEVELKIT_PG_URL), e.g. max_pred_locks_per_page=1000
@@ -236,7 +244,8 @@ const args = parseCli('scale-out', USAGE, {
   'idle-ms': { type: 'string' },
   'base-library': { type: 'string' },
   'warm-ops': { type: 'string', default: '0' },
-  'pg-set': { type: 'string' }
+  'pg-set': { type: 'string' },
+  'shard-chats': { type: 'boolean', default: false }
 })
 
 /** @template T @param {() => T} parse @returns {T} */
@@ -274,6 +283,8 @@ const userChatsList = option(() => {
   if (list.some(l => l !== 'list' && l !== 'edges') || new Set(list).size !== list.length) throw new Error('--user-chats lists list and/or edges')
   return list
 })
+/** --shard-chats: each process sends to the chats routed to it (bench/lib/scale-out-warm.js routedToProcess()). */
+const shardChats = args['shard-chats'] === true
 /** @type {Array<[string, string]>} --pg-set's settings */
 const pgSet = option(() => {
   if (args['pg-set'] === undefined) return []
@@ -405,7 +416,7 @@ const versions = { ...run0.versions, postgresql: serverVersion }
 console.log(`scale-out: the chat workload on PostgreSQL ${serverVersion} with several writer processes, ${runs} run(s)`)
 console.log(`  cells: ${cells.map(c => c.label).join(', ')}; ${turns === 'pairs' ? 'one at a time, SQL between every two others' : turns === 'cells' ? 'one at a time' : 'taking turns slice by slice'}`)
 console.log(`  processes: ${warmOps > 0 ? `steady state (--warm-ops ${warmOps}: each process ran ${warmOps} of each measured operation, its own inputs, before the timed slices, untimed)` : 'cold (fresh processes: the timed slices follow a short warm-up, 20 createUser, 10 createChat and 100 addChatMessage split among a cell\'s processes; --warm-ops N for the steady state)'}`)
-console.log(`  data: ${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats of ${sizes.members} members, ${fmt(sizes.messages)} messages; ${concurrency} calls in flight per process; scrypt N=${scryptN}`)
+console.log(`  data: ${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats of ${sizes.members} members, ${fmt(sizes.messages)} messages; ${concurrency} calls in flight per process; scrypt N=${scryptN}${shardChats ? '; messages sharded: each process sends to its own chats (--shard-chats)' : ''}`)
 console.log(`  PostgreSQL: ${server.throwaway ? 'a throwaway cluster' : 'LEVELKIT_PG_URL'}; fsync ${settings.fsync}, synchronous_commit ${settings.synchronous_commit}, full_page_writes ${settings.full_page_writes}, shared_buffers ${settings.shared_buffers} (8 kB pages)${pgSet.map(([name]) => `, ${name} ${settings[name]}`).join('')}`)
 printMachine({ ...run0, versions }, ['pg', 'classic-level'])
 
@@ -457,7 +468,7 @@ async function openCell (cell, run, work) {
   const location = path.join(args['db-dir'], `levelkit-scale-out-${process.pid}-${run}-${cell.key}`)
   fs.rmSync(location, { recursive: true, force: true })
   /** @param {number} rank */
-  const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN, userChats: cell.userChats, sqlIds: cell.sqlIds, idleMs, library: cell.library })
+  const config = rank => ({ kind: cell.kind, rank, processes: cell.processes, connectionString: server.connectionString, schema: name, table: name, location, concurrency, scryptN, userChats: cell.userChats, sqlIds: cell.sqlIds, idleMs, library: cell.library, shardChats })
   /** @type {Worker[]} */
   const workers = []
   const handle = {
@@ -957,7 +968,7 @@ for (const op of ops) {
 if (lockTable.length > 1) {
   console.log()
   printTable(lockTable, 2)
-  console.log('  table lock: acquired = times the shared writer lock was taken, waitMs = ms waiting for it (with its round trip), released = times it was let go (the holding\'s end and the unlock in one query). keys/serializable: transactions, statements, retries (sections run again), failures (COMMITs refused), failedOn.<where>:<kind> (update: a row changed since the snapshot; readWrite: a read made stale), busyOn.<namespace> (a key lock found held by another process), firstStatementMs (a key transaction\'s first statement, which waits for its locks; serializable: the opening query, its locks\' wait, BEGIN and first statement), contended (serializable: transactions begun in contention mode, after a failure on a sequence key: each took that key\'s lock first), sequenceLocked (serializable: transactions whose first statement read a sequence key, which took its lock first), contentionWaits (of those two, the ones that waited for a lock: another process held it; each puts or keeps the key in the mode), contentionEntered / contentionLeft (a sequence key entering / leaving the mode).')
+  console.log('  table lock: acquired = times the shared writer lock was taken, waitMs = ms waiting for it (with its round trip), released = times it was let go (the holding\'s end and the unlock in one query). keys/serializable: transactions, statements, retries (sections run again), failures (COMMITs refused), failedOn.<where>:<kind> (update: a row changed since the snapshot; readWrite: a read made stale), busyOn.<namespace> (a key lock found held by another process), firstStatementMs (a key transaction\'s first statement, which waits for its locks; serializable: the opening query, its locks\' wait, BEGIN and first statement), contended (serializable: transactions begun in contention mode, after a failure on a sequence key: each took that key\'s lock first), sequenceLocked (serializable: transactions whose first statement read a sequence key, which took its lock first), contentionWaits (of those two, the ones that waited for a lock: another process held it; each puts or keeps the key in the mode), contentionEntered / contentionLeft (a sequence key, or the table\'s turn, entering / leaving the mode), tableContended (serializable: transactions begun holding the table\'s turn, taken after two failures in a row).')
 }
 const pop = (/** @type {string} */ key) => {
   const measured = perRun.filter(r => !r.cells[key].na)
@@ -982,7 +993,7 @@ const colors = { sql: ['#1f77b4', '#6baed6', '#c6dbef', '#08519c'], 'sql-gapfree
 const shownCells = cells.filter(c => ops.some(op => !summary[op][c.key].na))
 const svg = barChartSvg({
   title: `Scale-out: the chat workload on PostgreSQL, ops/s (median of ${runs} run${runs === 1 ? '' : 's'})`,
-  subtitle: `${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats × ${sizes.members}, ${fmt(sizes.messages)} messages, ${concurrency} in flight per process, ${warmOps > 0 ? `steady (--warm-ops ${warmOps})` : 'cold processes'}; ${run0.machine.cpu}, ${run0.machine.cores} cores, PostgreSQL ${serverVersion}, node ${versions.node}, ${run0.startedAt.toISOString().slice(0, 10)}`,
+  subtitle: `${fmt(sizes.users)} users, ${fmt(sizes.chats)} chats × ${sizes.members}, ${fmt(sizes.messages)} messages, ${concurrency} in flight per process${shardChats ? ', chats sharded' : ''}, ${warmOps > 0 ? `steady (--warm-ops ${warmOps})` : 'cold processes'}; ${run0.machine.cpu}, ${run0.machine.cores} cores, PostgreSQL ${serverVersion}, node ${versions.node}, ${run0.startedAt.toISOString().slice(0, 10)}`,
   yLabel: 'Operations per second',
   categories: ops.map(op => OPERATIONS.find(o => o.key === op)?.label ?? op),
   series: shownCells.map(c => ({
@@ -999,7 +1010,7 @@ const loadAfter = os.loadavg()
 printProblems(problems)
 finishRun(run0.outDir, { name: 'scale-out', startedAt: run0.startedAt, machine: run0.machine, versions, loadBefore: run0.loadBefore, loadAfter }, {
   postgres: { throwaway: server.throwaway, settings },
-  options: { runs, turns, idleMs, warmOps, baseLibrary, writers, processes, sqlIds: sqlIdsList, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops },
+  options: { runs, turns, idleMs, warmOps, baseLibrary, writers, processes, sqlIds: sqlIdsList, leveldb: !args['no-leveldb'], ...sizes, concurrency, slices, scryptN, seed, n, ops, shardChats },
   cells,
   csvColumns: CSV_COLUMNS,
   summary,

@@ -682,6 +682,49 @@ test('postgres serializable: contention mode lasts while its locks are waited fo
   })
 })
 
+test('postgres serializable: processes writing disjoint keys, which fail each other\'s transactions all the same, take turns on the table after two failures in a row and fail no more', async t => {
+  // PostgreSQL's predicate locks cover the index pages a transaction read:
+  // appends to four sets of chats, no chat shared, fail each other's
+  // COMMITs where their keys share a page (on the base of this test, a
+  // third of the transactions, for as long as they go on).
+  const table = server.table()
+  const dbs = []
+  try {
+    for (let i = 0; i < 4; i++) dbs.push(await open(options(table)))
+    const locks = dbs.map(db => /** @type {any} */ (db).level.sharedWriterLock())
+    // Long enough for the whole test: the table's turn is entered once, never left.
+    for (const lock of locks) lock.contentionMs = 600000
+    const stores = await Promise.all(dbs.map(db => ChatStore.open(db, { passwordCost: { scryptN: 2, pbkdf2Iterations: 1000 } })))
+    const alice = await stores[0].createUser({ username: 'alice', password: 'password1' })
+    /** @type {number[][]} each database's own chats */
+    const chats = dbs.map(() => [])
+    for (let i = 0; i < 40; i++) chats[i % 4].push(await stores[0].createChat({ name: `chat ${i}`, adminId: alice }))
+    let sent = 0
+    // A round: 8 appends at once from each database, each to its own chats.
+    const round = () => Promise.all(stores.map((store, i) => Promise.all(Array.from({ length: 8 }, () => store.addChatMessage({ chatId: chats[i][sent % 10], senderId: alice, text: `message ${sent++}` })))))
+    let rounds = 0
+    while (locks.some(lock => lock.stats.tableContended === undefined || lock.stats.tableContended === 0) && rounds < 200) {
+      await round()
+      rounds++
+    }
+    t.ok(locks.every(lock => lock.stats.failures >= 2), `each process had transactions fail (${locks.map(lock => lock.stats.failures)} failures in ${rounds} rounds)`)
+    t.ok(locks.every(lock => lock.stats.tableContended > 0), `then each took the table's turn (${locks.map(lock => lock.stats.tableContended)} transactions)`)
+    const before = locks.map(lock => ({ ...lock.stats }))
+    for (let i = 0; i < 20; i++) await round()
+    const failures = locks.map((lock, i) => lock.stats.failures - before[i].failures)
+    const turns = locks.map((lock, i) => lock.stats.tableContended - before[i].tableContended)
+    const transactions = locks.map((lock, i) => lock.stats.transactions - before[i].transactions)
+    t.same(failures, [0, 0, 0, 0], `then 20 rounds of 4 × 8 appends fail no transaction (${transactions} transactions)`)
+    t.same(turns, transactions, 'every transaction of theirs began holding the table\'s turn')
+    const counts = await Promise.all(chats.flat().map(async chatId => (await stores[0].getChatMessages(chatId, { n: 1000 }) ?? []).map(message => message.id)))
+    t.ok(counts.every(ids => ids.every((id, i) => id === i + 1)), 'every chat\'s message ids are 1..N without gap')
+    t.is(counts.reduce((sum, ids) => sum + ids.length, 0), sent, 'one message per append')
+    t.same((await dbs[0].check()).problems, [], 'check() is clean')
+  } finally {
+    for (const db of dbs) await db.close()
+  }
+})
+
 test('postgres serializable: a group decided in a transaction lost with its connection runs again in a new one, on what it reads there', async t => {
   await lostBetweenSections(t, server, 'serializable')
 })

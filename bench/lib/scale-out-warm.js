@@ -80,11 +80,28 @@ export function warmInputs (work, { perProcess, processes, ops, memberCount, see
 }
 
 /**
- * Process `rank`'s own inputs of one operation: the rank-th `perProcess`.
- * @template T @param {WarmInputs} warm @param {T[]} list @param {number} rank @returns {T[]}
+ * Process `rank`'s own inputs of one operation: the rank-th `perProcess`;
+ * with `shardChats`, the messages of the cell's (the first `perProcess`
+ * × `processes`) to the chats routed to it. Either way the cell's
+ * processes write what warmWritten() tells.
+ * @template T @param {WarmInputs} warm @param {T[]} list
+ * @param {{ rank: number, processes: number, shardChats?: boolean }} process @param {string} op
+ * @returns {T[]}
  */
-export function warmShare (warm, list, rank) {
+export function warmShare (warm, list, { rank, processes, shardChats }, op) {
+  if (shardChats === true && op === 'addChatMessage') {
+    return list.slice(0, processes * warm.perProcess).filter(message => routedToProcess(/** @type {any} */ (message).chatId, processes) === rank)
+  }
   return list.slice(rank * warm.perProcess, (rank + 1) * warm.perProcess)
+}
+
+/**
+ * Which of `processes` processes the messages of chat `chatId` go to with
+ * --shard-chats: its id's rank modulo their number.
+ * @param {number} chatId @param {number} processes
+ */
+export function routedToProcess (chatId, processes) {
+  return (chatId - 1) % processes
 }
 
 /**

@@ -17,14 +17,14 @@ import { open as openLevelkit } from 'levelkit'
 import { ChatStore as LevelkitChatStore } from 'levelkit/chat'
 import { prng } from 'levelkit-testkit/prng'
 import { PgChatStore } from './pg-chat-store.js'
-import { warmShare, warmWritten } from './scale-out-warm.js'
+import { warmShare, warmWritten, routedToProcess } from './scale-out-warm.js'
 
 /**
  * @typedef {'sql' | 'levelkit-pg' | 'levelkit-pg-keys' | 'levelkit-pg-serializable' | 'levelkit-leveldb'} Kind
  * @typedef {{
  *   kind: Kind, rank: number, processes: number, connectionString?: string, schema?: string, table?: string,
  *   location?: string, concurrency: number, scryptN: number, userChats?: 'list' | 'edges', sqlIds?: 'serial' | 'gapfree',
- *   idleMs?: number, library?: string
+ *   idleMs?: number, library?: string, shardChats?: boolean
  * }} OpenConfig
  *   library: the root of another copy of levelkit to load (scale-out.js --base-library), else this one's
  * @typedef {ReturnType<typeof import('./chat-workload-worker.js').makeWorkload> & { steady?: import('./scale-out-warm.js').WarmInputs }} Work
@@ -99,6 +99,18 @@ async function pump (items, concurrency, fn) {
 /** This process's share of a list: every `processes`-th item from `rank`. @template T @param {T[]} items @param {number} rank @param {number} processes @returns {T[]} */
 export function share (items, rank, processes) {
   return items.filter((_, i) => i % processes === rank)
+}
+
+/**
+ * This process's part of an operation's inputs: its share(), or with
+ * --shard-chats the messages to the chats routed to it (routedToProcess()),
+ * as a chat server routing each chat to one process would send them.
+ * @param {string} op @param {any[]} items @param {OpenConfig} config
+ */
+export function inputsOf (op, items, config) {
+  return config.shardChats === true && op === 'addChatMessage'
+    ? items.filter(message => routedToProcess(message.chatId, config.processes) === config.rank)
+    : share(items, config.rank, config.processes)
 }
 
 /** @param {OpenConfig} config @returns {Promise<{ store: any, retries: () => number | null, lockStats: () => Record<string, any> | null, close: () => Promise<void> }>} */
@@ -360,7 +372,7 @@ function serve () {
       const store = opened?.store
       for (const u of share(w.createUser, c.rank, c.processes)) await store.createUser(u)
       for (const x of share(w.createChat, c.rank, c.processes)) await store.createChat(x)
-      await pump(share(w.addChatMessage, c.rank, c.processes), c.concurrency, m => store.addChatMessage(m))
+      await pump(inputsOf('addChatMessage', w.addChatMessage, c), c.concurrency, m => store.addChatMessage(m))
       await pump(w.last50, c.concurrency, x => store.getChatMessages(x, { n: 50 }))
       await pump(w.getChats, c.concurrency, x => store.getChats(x))
       return null
@@ -378,7 +390,7 @@ function serve () {
       const start = performance.now()
       let ops = 0
       for (const op of OPERATIONS) {
-        const inputs = warmShare(warm, warm[op.key], c.rank)
+        const inputs = warmShare(warm, warm[op.key], c, op.key)
         ops += inputs.length
         await pump(inputs, c.concurrency, x => op.call(store, x))
       }
@@ -389,7 +401,7 @@ function serve () {
       const c = /** @type {OpenConfig} */ (config)
       const op = OPERATIONS.find(o => o.key === message.op)
       if (!op) throw new Error(`Unknown operation ${message.op}`)
-      const inputs = share(/** @type {Work} */ (work).inputs[op.key].slice(message.from, message.to), c.rank, c.processes)
+      const inputs = inputsOf(op.key, /** @type {Work} */ (work).inputs[op.key].slice(message.from, message.to), c)
       const before = opened?.retries() ?? null
       const statsBefore = opened?.lockStats() ?? null
       const sent = queries

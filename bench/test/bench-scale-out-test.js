@@ -170,6 +170,29 @@ test('bench/scale-out.js --turns pairs --base-library', async t => {
   }
 })
 
+// --shard-chats: each process sends to its own chats; the final check
+// (every chat's ids 1..N, holding what was sent to it) and the digest both
+// sides share hold as without, warm-up included.
+test('bench/scale-out.js --shard-chats', async t => {
+  const out = mkdtempSync(join(tmpdir(), 'levelkit-bench-scale-out-'))
+  try {
+    const { code, stdout, stderr } = await run([
+      '--runs', '1', '--writers', '2', '--processes', '2', '--users', '40', '--chats', '4', '--members', '4', '--messages', '80',
+      '--n', String(N), '--concurrency', '3', '--slices', '1', '--no-leveldb', '--turns', 'cells',
+      '--locking', 'serializable', '--sql-ids', 'gapfree', '--warm-ops', String(WARM), '--shard-chats', '--out', out, '--db-dir', out
+    ], 110000)
+    t.is(code, 0, `exit 0${code ? `: ${stderr}\n${stdout}` : ''}`)
+    t.match(stdout, /messages sharded: each process sends to its own chats/, 'said in the header')
+    t.match(stdout, /final state checked out/, 'both cells have the same final state, every chat\'s ids 1..N')
+    const dir = join(out, readdirSync(out).filter(name => name.startsWith('scale-out-'))[0])
+    const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'))
+    t.is(summary.options.shardChats, true, 'recorded')
+    t.ok(summary.summary.addChatMessage['levelkit-pg-serializable-2'].ratio > 0, 'levelkit\'s appends measured against the SQL store\'s')
+  } finally {
+    rmSync(out, { recursive: true, force: true })
+  }
+})
+
 // --pg-set changes a throwaway cluster's settings before the run, never a
 // server LEVELKIT_PG_URL names.
 test('bench/scale-out.js --pg-set', async t => {

@@ -6,7 +6,8 @@
 
 import test from 'tape'
 import { makeWorkload } from '../lib/chat-workload-worker.js'
-import { warmInputs, warmShare, warmWritten } from '../lib/scale-out-warm.js'
+import { warmInputs, warmShare, warmWritten, routedToProcess } from '../lib/scale-out-warm.js'
+import { inputsOf } from '../lib/scale-out-worker.js'
 
 const SIZES = { users: 50, chats: 5, members: 6, messages: 100, pairChats: 0, zipf: 0 }
 const N = { createUser: 12, createChat: 12, addChatMessage: 12, last50: 12, getChats: 12 }
@@ -35,7 +36,7 @@ test('warmInputs(): perProcess of each measured operation per process, its own',
   for (const op of OPS) {
     const list = /** @type {any[]} */ (/** @type {any} */ (warm)[op])
     t.is(list.length, 12, `${op}: 4 for each of 3 processes`)
-    const shares = [0, 1, 2].map(rank => warmShare(warm, list, rank))
+    const shares = [0, 1, 2].map(rank => warmShare(warm, list, { rank, processes: 3 }, op))
     t.ok(shares.every(s => s.length === 4), `${op}: each process's share is 4`)
     t.same(shares.flat(), list, `${op}: the shares are disjoint and cover the list`)
   }
@@ -43,6 +44,24 @@ test('warmInputs(): perProcess of each measured operation per process, its own',
   t.same([some.createUser.length, some.createChat.length, some.addChatMessage.length, some.last50.length, some.getChats.length], [0, 12, 0, 0, 0], 'only the measured operations')
   t.same(warmWritten(warm, 2).createChat, warm.createChat.slice(0, 8), 'a cell of 2 processes wrote the first 2 × 4')
   t.same(warmWritten(undefined, 4), { createUser: [], createChat: [], addChatMessage: [] }, 'no warm-up: nothing written')
+  t.end()
+})
+
+test('--shard-chats: each process sends the messages of the chats routed to it, the cell\'s messages all, and the other operations\' shares are as without', t => {
+  const work = workload(1)
+  const warm = warmInputs(work, { perProcess: 20, processes: 3, ops: OPS, memberCount: 6, seed: 1, run: 1 })
+  for (const processes of [1, 2, 3]) {
+    const cell = Array.from({ length: processes }, (_, rank) => ({ rank, processes, shardChats: true }))
+    const warmParts = cell.map(config => warmShare(warm, warm.addChatMessage, config, 'addChatMessage'))
+    t.ok(warmParts.every((part, rank) => part.every(m => routedToProcess(m.chatId, processes) === rank)), `×${processes} warm-up: each process's messages go to its own chats`)
+    t.same(warmParts.flat().sort((a, b) => a.timestamp - b.timestamp), warmWritten(warm, processes).addChatMessage, `×${processes} warm-up: together, what warmWritten() tells`)
+    const timed = work.inputs.addChatMessage
+    const timedParts = cell.map(config => inputsOf('addChatMessage', timed, config))
+    t.ok(timedParts.every((part, rank) => part.every(m => routedToProcess(m.chatId, processes) === rank)), `×${processes} timed: each process's messages go to its own chats`)
+    t.is(timedParts.reduce((sum, part) => sum + part.length, 0), timed.length, `×${processes} timed: every message once`)
+    t.same(cell.map(config => inputsOf('createChat', work.inputs.createChat, config)), cell.map(config => inputsOf('createChat', work.inputs.createChat, { ...config, shardChats: false })), `×${processes}: other operations shared as without`)
+  }
+  t.same(new Set(work.inputs.addChatMessage.map(m => routedToProcess(m.chatId, 3))).size, 3, 'the timed messages go to chats of every process')
   t.end()
 })
 

@@ -53,10 +53,12 @@ export class PostgresSectionLock extends PostgresWriterLock {
    * contentionWaits those whose contention mode locks were held by another
    * process (they waited; a wait for a lock table is not told),
    * contentionEntered and contentionLeft how many times a
-   * sequence key entered and left the mode; sections the critical sections
+   * sequence key (or the table's turn) entered and left the mode,
+   * tableContended the transactions that began holding the table's turn
+   * (after two failures in a row, postgres-serializable.js); sections the critical sections
    * run (lib/writer.js counts them: each run, reruns too).
    */
-  stats = { sections: 0, statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0, contended: 0, sequenceLocked: 0, contentionWaits: 0, contentionEntered: 0, contentionLeft: 0 }
+  stats = { sections: 0, statements: 0, retries: 0, transactions: 0, failures: 0, failedOn: /** @type {Record<string, number>} */ ({}), busyOn: /** @type {Record<string, number>} */ ({}), firstStatementMs: 0, contended: 0, sequenceLocked: 0, contentionWaits: 0, contentionEntered: 0, contentionLeft: 0, tableContended: 0 }
 
   /**
    * @param {import('./postgres-shared.js').SharedWriterHost} host
@@ -226,6 +228,13 @@ export class PostgresSectionLock extends PostgresWriterLock {
   }
 
   /**
+   * A failure busy() tells ended the open transaction (or the statement
+   * sent outside one): told once per statement that failed so, for a
+   * subclass's bookkeeping (postgres-serializable.js).
+   */
+  failedTransaction () {}
+
+  /**
    * Count a failure busy() tells, by where (a statement, or the batch and
    * COMMIT: those are the `failures`) and by what PostgreSQL says of it: a
    * row another transaction updated since the snapshot ("concurrent
@@ -234,6 +243,7 @@ export class PostgresSectionLock extends PostgresWriterLock {
    * @param {any} err @param {'statement' | 'commit'} where
    */
   #failed (err, where) {
+    this.failedTransaction()
     if (where === 'commit') this.stats.failures++
     const message = String(err?.message ?? '')
     const kind = /concurrent update/.test(message) ? 'update' : /read\/write dependencies/.test(message) ? 'readWrite' : err?.code === '40P01' ? 'deadlock' : 'other'

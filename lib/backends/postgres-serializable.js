@@ -36,6 +36,21 @@
 // whether they are taken or not (a process not in contention mode, or a
 // lock let go early, costs failures, not correctness).
 //
+// The table's turn: PostgreSQL's predicate locks cover the index pages a
+// transaction read (a B-tree leaf holds the keys of many chats), so
+// processes writing disjoint keys fail each other's transactions all the
+// same where one inserts into a page the other read (a new key, an update
+// that is not HOT), and their sequence keys' locks, which no other process
+// takes, do not stop it: four processes appending to chats of their own
+// failed about half of their transactions, and sections gave up after
+// maxReruns (session 27, bench/RESULTS.md). So a second failure within
+// contentionMs of the one before, whatever keys it wrote, puts the table's
+// turn (tableLock, a lock key no key has) in contention mode: the process's
+// transactions take that one lock instead of their keys' (a wait keeps it,
+// as a key's), and processes that keep failing each other take turns on the
+// whole table. It is left as a key is, once a process has had it to itself
+// for contentionMs.
+//
 // A failure to enter the mode is paid by each process, again after each
 // quiet second, and it fails a whole group (a createChat group of 16 runs
 // 16 sections again). Most of them need none: a transaction whose first
@@ -134,6 +149,19 @@ export class PostgresSerializable extends PostgresSectionLock {
   #opened = []
   /** Whether a transaction whose first statement reads a sequence key locks the key's lock table first (see above); tests of contention mode turn it off. */
   lockFirstSequences = true
+  /**
+   * The lock key of the table's turn (keyLockOf() of no namespace and no
+   * key, which is no key's): contention mode's lock for every transaction
+   * of the table, taken after two transactions in a row failed (see above).
+   */
+  get tableLock () {
+    return (this.#tableLock ??= keyLockOf(this.name, '', new Uint8Array(0)))
+  }
+
+  /** @type {string | undefined} */
+  #tableLock
+  /** The last failure a transaction had (failedTransaction()): when (Date.now()), and which transaction (stats.transactions). */
+  #lastFailure = { at: -Infinity, transaction: -1 }
   /** @type {Set<string>} the lock keys of the sequence keys sections asked to read while no transaction was open: the next opening takes them */
   #firstReads = new Set()
   /**
@@ -232,12 +260,13 @@ export class PostgresSerializable extends PostgresSectionLock {
     this.#openedHot = hot.length > 0
     this.#openedFirst = first.size > 0
     this.#opened = hot
+    if (hot.length === 1 && hot[0] === this.tableLock) this.stats.tableContended++
     let opening = hot.length === 0 ? BEGIN : `${lockStatement(hot)}; COMMIT; ${BEGIN}`
     if (first.size > 0) {
       this.#firstReads = new Set()
-      // (A key in contention mode is held already.)
+      // (A key whose contention lock this opening takes is held already.)
       const tables = new Set()
-      for (const lock of first) if (!this.#hot.has(lock)) tables.add(lockTableOf(lock))
+      for (const lock of first) if (!hot.includes(lock)) tables.add(lockTableOf(lock))
       // In one order: no two openings wait for each other.
       const names = [...tables].sort((x, y) => x - y).map(i => `"${lockTableName(this.name, i)}"`)
       if (names.length > 0) opening += `; LOCK TABLE ${names.join(', ')} IN SHARE ROW EXCLUSIVE MODE`
@@ -261,7 +290,11 @@ export class PostgresSerializable extends PostgresSectionLock {
     this.#contend(waited)
   }
 
-  /** The lock keys of contention mode now, sorted (one order: no two transactions wait for each other). */
+  /**
+   * The lock keys of contention mode now, sorted (one order: no two
+   * transactions wait for each other); the table's turn alone when it is
+   * in the mode (it stands for every key).
+   */
   #contended () {
     if (this.#hot.size === 0) return []
     const now = Date.now()
@@ -270,7 +303,22 @@ export class PostgresSerializable extends PostgresSectionLock {
       this.#hot.delete(lock)
       this.stats.contentionLeft++
     }
+    if (this.#hot.has(this.tableLock)) return [this.tableLock]
     return [...this.#hot.keys()].sort()
+  }
+
+  /**
+   * A transaction failed (40001, 40P01): a second failure within
+   * contentionMs of the one before puts the table's turn in contention
+   * mode (counted once per transaction: the statements queued behind a
+   * failed one fail too).
+   */
+  failedTransaction () {
+    const transaction = this.stats.transactions
+    if (transaction === this.#lastFailure.transaction) return
+    const now = Date.now()
+    if (now - this.#lastFailure.at < this.contentionMs) this.#contend([this.tableLock])
+    this.#lastFailure = { at: now, transaction }
   }
 
   begin () {
