@@ -161,7 +161,7 @@ export class PostgresSectionLock extends PostgresWriterLock {
       return result
     }, err => {
       if (tracing) trace('failed', transaction)
-      if (this.busy(err)) this.#failed(err, 'statement')
+      if (this.busy(err)) this.#failed(err, 'statement', transaction)
       // A connection that failed, or never connected (then the error is its own).
       if (!isConnectionError(err) || !connection.connected) throw err
       if (this.#connection === connection) {
@@ -222,17 +222,19 @@ export class PostgresSectionLock extends PostgresWriterLock {
       if (tracing) trace('ended', transaction)
     }, err => {
       if (tracing) trace('failed', transaction)
-      if (this.busy(err)) this.#failed(err, 'commit')
+      if (this.busy(err)) this.#failed(err, 'commit', transaction)
       throw err
     })
   }
 
   /**
-   * A failure busy() tells ended the open transaction (or the statement
-   * sent outside one): told once per statement that failed so, for a
+   * A failure busy() tells ended transaction number `transaction`
+   * (stats.transactions when its statement was sent; 0: a statement sent
+   * outside one): told once per statement that failed so, for a
    * subclass's bookkeeping (postgres-serializable.js).
+   * @param {number} transaction
    */
-  failedTransaction () {}
+  failedTransaction (transaction) {}
 
   /**
    * Count a failure busy() tells, by where (a statement, or the batch and
@@ -240,10 +242,10 @@ export class PostgresSectionLock extends PostgresWriterLock {
    * row another transaction updated since the snapshot ("concurrent
    * update"), a read another one's write made stale ("read/write
    * dependencies"), a deadlock; for the benchmark.
-   * @param {any} err @param {'statement' | 'commit'} where
+   * @param {any} err @param {'statement' | 'commit'} where @param {number} transaction
    */
-  #failed (err, where) {
-    this.failedTransaction()
+  #failed (err, where, transaction) {
+    this.failedTransaction(transaction)
     if (where === 'commit') this.stats.failures++
     const message = String(err?.message ?? '')
     const kind = /concurrent update/.test(message) ? 'update' : /read\/write dependencies/.test(message) ? 'readWrite' : err?.code === '40P01' ? 'deadlock' : 'other'
@@ -312,7 +314,7 @@ export class PostgresSectionLock extends PostgresWriterLock {
       return results
     }, err => {
       if (tracing) trace('failed', transaction)
-      if (this.busy(err)) this.#failed(err, 'commit')
+      if (this.busy(err)) this.#failed(err, 'commit', transaction)
       // An error the server answered with has a severity (pg's DatabaseError): nothing was committed.
       if (!connected || typeof err?.severity === 'string') throw err
       throw levelkitError(codes.COMMIT_UNKNOWN, `The connection to PostgreSQL failed after a batch and its COMMIT were sent: it may or may not have committed (${err?.message})`, { cause: err })

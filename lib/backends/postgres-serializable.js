@@ -40,16 +40,19 @@
 // transaction read (a B-tree leaf holds the keys of many chats), so
 // processes writing disjoint keys fail each other's transactions all the
 // same where one inserts into a page the other read (a new key, an update
-// that is not HOT), and their sequence keys' locks, which no other process
-// takes, do not stop it: four processes appending to chats of their own
-// failed about half of their transactions, and sections gave up after
-// maxReruns (session 27, bench/RESULTS.md). So a second failure within
-// contentionMs of the one before, whatever keys it wrote, puts the table's
-// turn (tableLock, a lock key no key has) in contention mode: the process's
-// transactions take that one lock instead of their keys' (a wait keeps it,
-// as a key's), and processes that keep failing each other take turns on the
-// whole table. It is left as a key is, once a process has had it to itself
-// for contentionMs.
+// that is not HOT). The lock tables kept such processes apart (sixteen
+// keys hash to most of the 64), until contention mode replaced them with
+// their keys' advisory locks, which no other process takes: four processes
+// appending to chats of their own then failed about half of their
+// transactions, each failure putting more keys in the mode, and sections
+// gave up after maxReruns (session 27, bench/RESULTS.md). So the second
+// transaction in a row to fail (no commit between), whatever keys it
+// wrote, puts the table's turn (tableLock, a lock key no key has) in
+// contention mode: the process's transactions take that lock first, then
+// their keys' as before, and processes that keep failing each other take
+// turns on the whole table. Failures keep it, waits do not: a process in
+// the turn fails nobody, so it leaves contentionMs after its last failure
+// and pays two failures to enter again if the failures go on.
 //
 // A failure to enter the mode is paid by each process, again after each
 // quiet second, and it fails a whole group (a createChat group of 16 runs
@@ -160,8 +163,15 @@ export class PostgresSerializable extends PostgresSectionLock {
 
   /** @type {string | undefined} */
   #tableLock
-  /** The last failure a transaction had (failedTransaction()): when (Date.now()), and which transaction (stats.transactions). */
-  #lastFailure = { at: -Infinity, transaction: -1 }
+  /** Whether two failed transactions in a row put the table's turn in contention mode (see above); tests of the keys' contention mode turn it off. */
+  tableTurn = true
+  /** How many transactions in a row failed (a commit resets it), and the number of the last (failedTransaction() is told once per failed statement). */
+  #failuresInRow = 0
+  #lastFailed = 0
+  /** The opening computed and not yet sent (begin() clears it): asked for twice, the same. @type {string | null} */
+  #opening = null
+  /** Whether that opening takes the table's turn (begin() counts it). */
+  #openedTable = false
   /** @type {Set<string>} the lock keys of the sequence keys sections asked to read while no transaction was open: the next opening takes them */
   #firstReads = new Set()
   /**
@@ -255,12 +265,14 @@ export class PostgresSerializable extends PostgresSectionLock {
    * of the sequence keys the first statement reads (see above), if any.
    */
   get opening () {
+    // (Asked for again before begin(), by a batch whose values cannot be written as literals: the same one.)
+    if (this.#opening !== null) return this.#opening
     const hot = this.#contended()
     const first = this.#firstReads
     this.#openedHot = hot.length > 0
     this.#openedFirst = first.size > 0
+    this.#openedTable = hot[0] === this.tableLock
     this.#opened = hot
-    if (hot.length === 1 && hot[0] === this.tableLock) this.stats.tableContended++
     let opening = hot.length === 0 ? BEGIN : `${lockStatement(hot)}; COMMIT; ${BEGIN}`
     if (first.size > 0) {
       this.#firstReads = new Set()
@@ -271,6 +283,7 @@ export class PostgresSerializable extends PostgresSectionLock {
       const names = [...tables].sort((x, y) => x - y).map(i => `"${lockTableName(this.name, i)}"`)
       if (names.length > 0) opening += `; LOCK TABLE ${names.join(', ')} IN SHARE ROW EXCLUSIVE MODE`
     }
+    this.#opening = opening
     return opening
   }
 
@@ -287,13 +300,16 @@ export class PostgresSerializable extends PostgresSectionLock {
     const waited = /** @type {string[] | null} */ (row.waited)
     if (waited === null || waited.length === 0) return
     this.stats.contentionWaits++
-    this.#contend(waited)
+    // (The table's turn is kept by failures only: a process that waits for it fails nobody.)
+    this.#contend(waited.filter(lock => lock !== this.tableLock))
   }
 
   /**
-   * The lock keys of contention mode now, sorted (one order: no two
-   * transactions wait for each other); the table's turn alone when it is
-   * in the mode (it stands for every key).
+   * The lock keys of contention mode now: the table's turn first when it
+   * is in the mode, then the keys, sorted (one order in every process: no
+   * two transactions wait for each other). A process in the table's turn
+   * takes its keys' locks too, which a process contending on a key
+   * without the turn takes alone.
    */
   #contended () {
     if (this.#hot.size === 0) return []
@@ -303,25 +319,28 @@ export class PostgresSerializable extends PostgresSectionLock {
       this.#hot.delete(lock)
       this.stats.contentionLeft++
     }
-    if (this.#hot.has(this.tableLock)) return [this.tableLock]
-    return [...this.#hot.keys()].sort()
+    const table = this.tableLock
+    const keys = [...this.#hot.keys()].filter(lock => lock !== table).sort()
+    return this.#hot.has(table) ? [table, ...keys] : keys
   }
 
   /**
-   * A transaction failed (40001, 40P01): a second failure within
-   * contentionMs of the one before puts the table's turn in contention
-   * mode (counted once per transaction: the statements queued behind a
-   * failed one fail too).
+   * Transaction `transaction` failed (40001, 40P01): the second in a row
+   * (no commit between) puts the table's turn in contention mode, and
+   * each one after keeps it there (told once per transaction: the
+   * statements queued behind a failed one fail too).
+   * @param {number} transaction
    */
-  failedTransaction () {
-    const transaction = this.stats.transactions
-    if (transaction === this.#lastFailure.transaction) return
-    const now = Date.now()
-    if (now - this.#lastFailure.at < this.contentionMs) this.#contend([this.tableLock])
-    this.#lastFailure = { at: now, transaction }
+  failedTransaction (transaction) {
+    if (transaction === 0 || transaction === this.#lastFailed) return
+    this.#lastFailed = transaction
+    if (++this.#failuresInRow >= 2 && this.tableTurn && this.contentionMs > 0) this.#contend([this.tableLock])
   }
 
   begin () {
+    this.#opening = null
+    if (this.#openedTable) this.stats.tableContended++
+    this.#openedTable = false
     // What the opening sent with it takes (opening is asked for first).
     this.#held = this.#opened
     this.#opened = []
@@ -398,7 +417,10 @@ export class PostgresSerializable extends PostgresSectionLock {
     const written = super.writeAndCommit(statement)
     // Written with its COMMIT (else commit() lets the locks go).
     if (!this.holding) this.#letGo()
-    return written.catch(err => {
+    return written.then(result => {
+      this.#failuresInRow = 0
+      return result
+    }, err => {
       if (this.busy(err)) this.#contend(staged)
       throw err
     })
@@ -407,6 +429,7 @@ export class PostgresSerializable extends PostgresSectionLock {
   commit () {
     const committed = super.commit()
     this.#letGo()
+    committed?.then(() => { this.#failuresInRow = 0 }, noop)
     return committed
   }
 
