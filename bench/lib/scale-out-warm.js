@@ -12,9 +12,10 @@
 // same with and without a warm-up, and named apart (`steady<run>x<k>`), so
 // no input collides with a timed or shared warm-up one. Every cell gets the
 // same list; process `rank` of a cell takes its own `perProcess` of each
-// (warmShare()), so each process runs N whatever the cell's process count,
-// and a cell of P processes writes the first P × N (warmWritten(): the final
-// check counts them).
+// (warmShare()), so each process runs N whatever the cell's process count
+// (with --shard-chats, the messages of the cell's first P × N to its own
+// chats: about N), and a cell of P processes writes the first P × N
+// (warmWritten(): the final check counts them).
 
 import { prng } from 'levelkit-testkit/prng'
 
