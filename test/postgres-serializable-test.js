@@ -733,6 +733,39 @@ test('postgres serializable: processes writing disjoint keys, which fail each ot
   }
 })
 
+test('postgres serializable: an opening whose wait for contention mode\'s lock is cancelled (statement_timeout) begins no transaction: its sections run again, none reads or writes outside one', async t => {
+  const table = server.table()
+  // Every statement of this database is cancelled after 300 ms, its wait for an advisory lock too.
+  const db = await open({ ...options(table), pg: { statement_timeout: 300 } })
+  const holder = new pg.Client({ connectionString: server.connectionString })
+  await holder.connect()
+  try {
+    const accounts = db.collection('accounts')
+    await accounts.insert({ balance: 0 })
+    const lock = /** @type {any} */ (db).level.sharedWriterLock()
+    // In the table's turn (two failed transactions in a row), whose lock another session holds for a second.
+    lock.contentionMs = 600000
+    lock.failedTransaction(1000001)
+    lock.failedTransaction(1000002)
+    await holder.query(`SELECT pg_advisory_lock('${lock.tableLock}'::bigint)`)
+    const released = sleep(1000).then(() => holder.query(`SELECT pg_advisory_unlock('${lock.tableLock}'::bigint)`))
+    const before = lock.stats.retries
+    /** Read the balance, then add `n`, in one critical section. @param {number} n */
+    const add = n => db.write(async (/** @type {any} */ w) => {
+      const account = await accounts.in(w).get(1)
+      await accounts.in(w).update(1, { balance: account.balance + n })
+    }).then(() => 'written', (/** @type {any} */ err) => `rejected ${err?.code} ${err?.cause?.code ?? ''}`)
+    const results = await Promise.all([add(1), add(10)])
+    await released
+    t.same(results, ['written', 'written'], 'both writes are made, once the lock is let go')
+    t.ok(lock.stats.retries > before, `their sections ran again after each cancelled opening (${lock.stats.retries - before} reruns)`)
+    t.is((await accounts.get(1)).balance, 11, 'each on what the other wrote: no update lost')
+  } finally {
+    await holder.end()
+    await db.close()
+  }
+})
+
 test('postgres serializable: a group decided in a transaction lost with its connection runs again in a new one, on what it reads there', async t => {
   await lostBetweenSections(t, server, 'serializable')
 })

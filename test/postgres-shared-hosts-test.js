@@ -142,6 +142,12 @@ for (const [locking, cut, commit] of /** @type {Array<['table' | 'keys' | 'seria
         after: 10,
         deadline: 120000,
         locking,
+        // With serializable transactions a group reads what its sections
+        // will read in its opening (read hints) and writes its batch with
+        // its COMMIT: two statements, none midway, so a cut 'mid' waited
+        // for a guess gone wrong (it missed 20 s in 1 of 3 runs). Without
+        // the section cache the sections read for themselves.
+        ...(locking === 'serializable' && cut === 'mid' ? { options: { readCache: 0 } } : {}),
         // Mid-workload: the next batch through the first host.
         async fail () {
           const cutDone = hosts.first.cutDone()

@@ -84,6 +84,7 @@
 // mode locks the key for every transaction of the process, those that
 // never touch it too, so only a failure enters it, as before.
 import { levelkitError, codes } from '../errors.js'
+import { isConnectionError } from './postgres-hosts.js'
 import { LOCK_TABLES, lockTableName } from './postgres-names.js'
 import { PostgresSectionLock, keyLockOf, noop } from './postgres-section-lock.js'
 import { inlineValues } from './postgres-literal.js'
@@ -326,15 +327,19 @@ export class PostgresSerializable extends PostgresSectionLock {
 
   /**
    * Transaction `transaction` failed (40001, 40P01): the second in a row
-   * (no commit between) puts the table's turn in contention mode, and
-   * each one after keeps it there (told once per transaction: the
+   * (no batch committed between: a COMMIT of a transaction that only read,
+   * or of one a failure aborted, which PostgreSQL answers with a ROLLBACK,
+   * does not count) puts the table's turn in contention mode, and any
+   * failure while it is there keeps it (told once per transaction: the
    * statements queued behind a failed one fail too).
    * @param {number} transaction
    */
   failedTransaction (transaction) {
     if (transaction === 0 || transaction === this.#lastFailed) return
     this.#lastFailed = transaction
-    if (++this.#failuresInRow >= 2 && this.tableTurn && this.contentionMs > 0) this.#contend([this.tableLock])
+    this.#failuresInRow++
+    if (!this.tableTurn || this.contentionMs <= 0) return
+    if (this.#failuresInRow >= 2 || this.#hot.has(this.tableLock)) this.#contend([this.tableLock])
   }
 
   begin () {
@@ -366,10 +371,14 @@ export class PostgresSerializable extends PostgresSectionLock {
     this.begin()
     const config = typeof statement === 'string' ? { text: statement, values } : values === undefined ? statement : null
     const text = config === null ? null : inlineValues(config.text, config.values)
+    // Whether the opening takes contention mode's locks before its BEGIN (see openingFailed()).
+    const locksFirst = this.#held.length > 0
     if (config === null || text === null) {
-      // Its failure fails the statement sent behind it (no transaction: 25P02 is not what it gets, but the statement's own error is told).
-      super.query(opening).then(results => this.opened(/** @type {any} */ (results)), noop)
-      return super.query(statement, values)
+      // The statement once the opening is answered: sent behind a failed one, it would run outside any transaction.
+      return super.query(opening).then(results => {
+        this.opened(/** @type {any} */ (results))
+        return super.query(statement, values)
+      }, err => { throw this.#openingFailed(err, locksFirst) })
     }
     const rowMode = /** @type {any} */ (config).rowMode
     if (tracing) trace('open', this.stats.transactions)
@@ -380,7 +389,23 @@ export class PostgresSerializable extends PostgresSectionLock {
       this.stats.firstStatementMs += performance.now() - sent
       this.opened(/** @type {any} */ (results))
       return /** @type {any} */ (results).at(-1)
-    })
+    }, err => { throw this.#openingFailed(err, locksFirst) })
+  }
+
+  /**
+   * What a failed opening rejects with. One that takes contention mode's
+   * locks before its BEGIN (`<lock>; COMMIT; BEGIN ...`) and fails there
+   * (a statement_timeout or lock_timeout while it waits, a cancel) skips
+   * the rest of its query: no transaction began, and a statement sent in
+   * it next would run and commit outside any, unchecked. So any failure of
+   * such an opening, but a serialization failure or a lost connection
+   * (which end the transaction already), ends it as lost: the write path
+   * rolls back (which lets the locks taken go) and runs its sections again.
+   * @param {unknown} err @param {boolean} locksFirst
+   */
+  #openingFailed (err, locksFirst) {
+    if (!locksFirst || this.busy(err) || isConnectionError(err)) return err
+    return levelkitError(codes.BACKEND_UNAVAILABLE, `The statement taking contention mode's locks before the section transaction's BEGIN failed, so no transaction began and nothing of it was written: ${/** @type {Error} */ (err)?.message}`, { cause: err, committed: false, transactionLost: true })
   }
 
   /**
@@ -429,7 +454,6 @@ export class PostgresSerializable extends PostgresSectionLock {
   commit () {
     const committed = super.commit()
     this.#letGo()
-    committed?.then(() => { this.#failuresInRow = 0 }, noop)
     return committed
   }
 
