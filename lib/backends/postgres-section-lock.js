@@ -51,7 +51,8 @@ export class PostgresSectionLock extends PostgresWriterLock {
    * contention mode (postgres-serializable.js), sequenceLocked those that
    * locked the lock table of a sequence key their first statement reads,
    * contentionWaits those whose contention mode locks were held by another
-   * process (they waited; a wait for a lock table is not told),
+   * process (they waited, which keeps a key in the mode but not the table's
+   * turn; a wait for a lock table is not told),
    * contentionEntered and contentionLeft how many times a
    * sequence key (or the table's turn) entered and left the mode,
    * tableContended the transactions that began holding the table's turn
