@@ -46,13 +46,14 @@
 // appending to chats of their own then failed about half of their
 // transactions, each failure putting more keys in the mode, and sections
 // gave up after maxReruns (session 27, bench/RESULTS.md). So the second
-// transaction in a row to fail (no commit between), whatever keys it
+// transaction in a row to fail (no batch committed between), whatever keys it
 // wrote, puts the table's turn (tableLock, a lock key no key has) in
 // contention mode: the process's transactions take that lock first, then
 // their keys' as before, and processes that keep failing each other take
-// turns on the whole table. Failures keep it, waits do not: a process in
-// the turn fails nobody, so it leaves contentionMs after its last failure
-// and pays two failures to enter again if the failures go on.
+// turns on the whole table. Failures keep it, waits do not (processes in
+// the turn fail none of each other's transactions), so a process leaves it
+// contentionMs after its last failure, and pays two failures to enter it
+// again if the failures go on.
 //
 // A failure to enter the mode is paid by each process, again after each
 // quiet second, and it fails a whole group (a createChat group of 16 runs
@@ -166,7 +167,7 @@ export class PostgresSerializable extends PostgresSectionLock {
   #tableLock
   /** Whether two failed transactions in a row put the table's turn in contention mode (see above); tests of the keys' contention mode turn it off. */
   tableTurn = true
-  /** How many transactions in a row failed (a commit resets it), and the number of the last (failedTransaction() is told once per failed statement). */
+  /** How many transactions in a row failed (a committed batch resets it), and the number of the last (failedTransaction() is told once per failed statement). */
   #failuresInRow = 0
   #lastFailed = 0
   /** The opening computed and not yet sent (begin() clears it): asked for twice, the same. @type {string | null} */
@@ -277,7 +278,7 @@ export class PostgresSerializable extends PostgresSectionLock {
     let opening = hot.length === 0 ? BEGIN : `${lockStatement(hot)}; COMMIT; ${BEGIN}`
     if (first.size > 0) {
       this.#firstReads = new Set()
-      // (A key whose contention lock this opening takes is held already.)
+      // (A key whose contention lock this opening takes is held by then.)
       const tables = new Set()
       for (const lock of first) if (!hot.includes(lock)) tables.add(lockTableOf(lock))
       // In one order: no two openings wait for each other.
