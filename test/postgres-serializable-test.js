@@ -78,7 +78,8 @@ test('postgres serializable: a write skew between two processes fails one transa
     })
     const drawn = await Promise.all([draw(a, accountsA, 0), draw(b, accountsB, 1)])
     t.deepEqual(drawn.filter(Boolean).length, 1, 'exactly one of the two draws is made')
-    t.deepEqual([...runs].sort(), [1, 2], 'the other section ran twice: its first transaction failed')
+    // (Twice, or more when its reruns read before the winner's COMMIT is done: CI once saw 11.)
+    t.ok(Math.min(...runs) === 1 && Math.max(...runs) >= 2, `the winner ran once, the other again: its first transaction failed (${runs})`)
     const balances = [(await accountsA.get(1)).balance, (await accountsA.get(2)).balance]
     t.is(balances[0] + balances[1], 20, 'the accounts hold 120 - 100 together')
     t.ok(balances.every(x => x >= -40), 'one account drawn once')
