@@ -30,10 +30,12 @@
 import os from 'node:os'
 import path from 'node:path'
 import { fork } from 'node:child_process'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
 import { postgres } from 'levelkit-testkit/postgres'
+import { postgresTables } from 'levelkit'
 import { parseCli, failWith, optionOf, startRun, printMachine, finishRun, printTable, printProblems } from './lib/seeds-common.js'
-import { median, fmt } from './lib/stats.js'
+import { median, fmt, parseCount } from './lib/stats.js'
 import { levelkitOf, openOptions, PASSWORD_COST, WARM_MS } from './lib/shared-table-worker.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -64,24 +66,18 @@ const args = parseCli('shared-table', USAGE, {
 const fail = message => failWith('shared-table', USAGE, message)
 /** @template T @param {() => T} parse @returns {T} */
 const option = parse => optionOf('shared-table', USAGE, parse)
-/** @param {string} name @param {unknown} text */
-const positive = (name, text) => {
-  const n = Number(text)
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} is a positive integer, got ${JSON.stringify(text)}`)
-  return n
-}
 const counts = option(() => {
-  const list = String(args.processes).split(',').map(p => positive('processes', p))
+  const list = String(args.processes).split(',').map(p => parseCount(p))
   return [...new Set([1, ...list])].sort((a, b) => a - b)
 })
-const chatCount = option(() => positive('chats', args.chats))
+const chatCount = option(() => parseCount(args.chats))
 const seconds = option(() => {
   const s = Number(args.seconds)
   if (!(s > 0 && s <= 600)) throw new Error(`--seconds is a number of seconds above 0 (at most 600), got ${JSON.stringify(args.seconds)}`)
   return s
 })
-const runs = option(() => positive('runs', args.runs))
-const concurrency = option(() => positive('concurrency', args.concurrency))
+const runs = option(() => parseCount(args.runs))
+const concurrency = option(() => parseCount(args.concurrency))
 const locking = String(args.locking)
 if (!['table', 'keys', 'serializable'].includes(locking)) fail('--locking is table, keys or serializable')
 const shardChats = args['shard-chats'] === true
@@ -90,6 +86,8 @@ if (counts.some(p => p > 1) && chatCount < Math.max(...counts) && shardChats) fa
 
 const { open, ChatStore } = await levelkitOf(library)
 const server = await postgres({ maxConnections: Math.max(200, Math.max(...counts) * 2 * (concurrency + 3) + 20) })
+const admin = new pg.Pool({ connectionString: server.connectionString, max: 1 })
+admin.on('error', () => {})
 const run0 = startRun('shared-table', args.out, ['pg'])
 console.log(`shared-table: ${locking === 'serializable' ? 'serializable transactions' : locking === 'keys' ? 'key locks' : 'the table lock'}, P processes appending to one shared table, or each to a table of its own; ${runs} run(s)`)
 console.log(`  data: ${fmt(chatCount)} chats in each table; ${concurrency} appends in flight per process; ${seconds} s timed per cell after ${WARM_MS / 1000} s untimed${shardChats ? '; shared cells: each process appends to its own chats (--shard-chats)' : ''}`)
@@ -148,15 +146,7 @@ async function checkTable (table, appended) {
 
 /** @param {string} table */
 async function dropTable (table) {
-  const { postgresTables } = await import(pathToFileURL(path.join(library, 'index.js')).href)
-  const { default: pg } = await import('pg')
-  const client = new pg.Client({ connectionString: server.connectionString })
-  await client.connect()
-  try {
-    await client.query(`DROP TABLE IF EXISTS ${postgresTables(table).map((/** @type {string} */ name) => `"${name}"`).join(', ')}`)
-  } finally {
-    await client.end()
-  }
+  await admin.query(`DROP TABLE IF EXISTS ${postgresTables(table).map(name => `"${name}"`).join(', ')}`)
 }
 
 /** One cell once: what its workers did. @param {Cell} cell */
@@ -220,6 +210,7 @@ try {
     console.log(`  run ${run + 1}: load ${os.loadavg().map(l => l.toFixed(2)).join(' ')}; ${line.join(', ')}`)
   }
 } finally {
+  await admin.end()
   await server.stop()
 }
 

@@ -37,10 +37,14 @@ function fakeLock () {
   const lock = /** @type {any} */ (new PostgresSerializable(/** @type {any} */ (host), 'turn_test'))
   return {
     lock,
-    /** A transaction whose first statement fails (the write path then rolls it back). */
-    async fail () {
+    /**
+     * A transaction whose first statement fails, rolled back as the write
+     * path does (`rollback` false: left open).
+     */
+    async fail (rollback = true) {
       const err = await lock.query('SELECT FAIL').then(() => null, (/** @type {any} */ e) => e)
       if (err?.code !== '40001') throw new Error(`the statement did not fail as asked: ${err}`)
+      if (rollback) await lock.rollback()
     },
     /** Whether the next transaction's opening takes the table's turn: sent, then rolled back. */
     async inTurn () {
@@ -54,29 +58,25 @@ function fakeLock () {
 }
 
 test('postgres table\'s turn: the second transaction in a row to fail puts it in contention mode, not the first', async t => {
-  const { lock, fail, inTurn } = fakeLock()
+  const { fail, inTurn } = fakeLock()
   await fail()
-  await lock.rollback()
   t.notOk(await inTurn(), 'one failed transaction: no turn')
   // (inTurn() ran a transaction that only read: no batch, so the row goes on.)
   await fail()
-  await lock.rollback()
   t.ok(await inTurn(), 'a second one, no batch committed between: the turn')
   t.end()
 })
 
 test('postgres table\'s turn: two failed transactions in a row take it; a failure told twice for one transaction counts once', async t => {
   const once = fakeLock()
-  await once.fail()
+  await once.fail(false)
   // The statements queued behind a failed one fail too (25P02): the same transaction.
   once.lock.failedTransaction(once.lock.stats.transactions)
   await once.lock.rollback()
   t.notOk(await once.inTurn(), 'one transaction told twice: no turn')
   const twice = fakeLock()
   await twice.fail()
-  await twice.lock.rollback()
   await twice.fail()
-  await twice.lock.rollback()
   t.ok(await twice.inTurn(), 'two transactions in a row: the next opening takes the table\'s lock')
   t.is(twice.lock.stats.tableContended, 1, 'counted once, as the transaction begins')
   t.end()
@@ -85,17 +85,14 @@ test('postgres table\'s turn: two failed transactions in a row take it; a failur
 test('postgres table\'s turn: a committed batch ends the row; a COMMIT of a transaction a failure aborted does not', async t => {
   const batch = fakeLock()
   await batch.fail()
-  await batch.lock.rollback()
   await batch.lock.writeAndCommit({ text: 'SELECT 2', values: [] })
   await batch.fail()
-  await batch.lock.rollback()
   t.notOk(await batch.inTurn(), 'failed, a batch committed, failed: no turn')
   const idle = fakeLock()
-  await idle.fail()
+  await idle.fail(false)
   // The write path ends a transaction whose read failed with idle()'s COMMIT (PostgreSQL answers ROLLBACK).
   await idle.lock.idle()
   await idle.fail()
-  await idle.lock.rollback()
   t.ok(await idle.inTurn(), 'failed, COMMIT of the aborted transaction, failed: in the turn')
   t.end()
 })
@@ -104,9 +101,7 @@ test('postgres table\'s turn: any failure in the turn keeps it, a wait for it do
   const { lock, fail, inTurn } = fakeLock()
   lock.contentionMs = 300
   await fail()
-  await lock.rollback()
   await fail()
-  await lock.rollback()
   t.ok(await inTurn(), 'in the turn')
   await sleep(200)
   // Waited for (another process held it): told, and kept no longer.
@@ -118,15 +113,12 @@ test('postgres table\'s turn: any failure in the turn keeps it, a wait for it do
   const kept = fakeLock()
   kept.lock.contentionMs = 1000
   await kept.fail()
-  await kept.lock.rollback()
   await kept.fail()
-  await kept.lock.rollback()
   const entered = Date.now()
   await sleep(600)
   // One failure in the turn, after a committed batch (not in a row): kept all the same.
   await kept.lock.writeAndCommit({ text: 'SELECT 2', values: [] })
   await kept.fail()
-  await kept.lock.rollback()
   const failed = Date.now()
   await sleep(600)
   if (Date.now() - failed < 1000) t.ok(await kept.inTurn(), `a failure in the turn kept it past contentionMs from its entry (${Date.now() - entered} ms after it)`)
@@ -139,19 +131,14 @@ test('postgres table\'s turn: taken before the keys\' contention locks, in one o
   // A key in contention mode (a wait for its lock puts it there).
   lock.opened([{ rows: [{ waited: ['123'] }] }])
   await fail()
-  await lock.rollback()
   await fail()
-  await lock.rollback()
   await lock.query('SELECT 1')
   t.ok(sent[sent.length - 1].includes(`{${lock.tableLock},123}`), 'the table\'s lock, then the key\'s')
   await lock.rollback()
   for (const off of [{ tableTurn: false }, { contentionMs: 0 }]) {
     const other = fakeLock()
     Object.assign(other.lock, off)
-    for (let i = 0; i < 3; i++) {
-      await other.fail()
-      await other.lock.rollback()
-    }
+    for (let i = 0; i < 3; i++) await other.fail()
     t.notOk(await other.inTurn(), `${JSON.stringify(off)}: three failures in a row, no turn`)
   }
   t.end()

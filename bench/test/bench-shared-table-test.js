@@ -45,7 +45,7 @@ test('bench/shared-table.js refuses bad options', async t => {
   for (const [args, message] of /** @type {Array<[string[], RegExp]>} */ ([
     [['--locking', 'snapshot'], /--locking is table, keys or serializable/],
     [['--seconds', '0'], /--seconds is a number of seconds/],
-    [['--processes', '4,x'], /--processes is a positive integer/],
+    [['--processes', '4,x'], /Not a positive count: "x"/],
     [['--processes', '4', '--chats', '2', '--shard-chats'], /--shard-chats needs at least as many --chats as processes/]
   ])) {
     const { code, stderr } = await run(args)

@@ -172,8 +172,6 @@ export class PostgresSerializable extends PostgresSectionLock {
   #lastFailed = 0
   /** The opening computed and not yet sent (begin() clears it): asked for twice, the same. @type {string | null} */
   #opening = null
-  /** Whether that opening takes the table's turn (begin() counts it). */
-  #openedTable = false
   /** @type {Set<string>} the lock keys of the sequence keys sections asked to read while no transaction was open: the next opening takes them */
   #firstReads = new Set()
   /**
@@ -273,7 +271,6 @@ export class PostgresSerializable extends PostgresSectionLock {
     const first = this.#firstReads
     this.#openedHot = hot.length > 0
     this.#openedFirst = first.size > 0
-    this.#openedTable = hot[0] === this.tableLock
     this.#opened = hot
     let opening = hot.length === 0 ? BEGIN : `${lockStatement(hot)}; COMMIT; ${BEGIN}`
     if (first.size > 0) {
@@ -345,8 +342,7 @@ export class PostgresSerializable extends PostgresSectionLock {
 
   begin () {
     this.#opening = null
-    if (this.#openedTable) this.stats.tableContended++
-    this.#openedTable = false
+    if (this.#opened[0] === this.tableLock) this.stats.tableContended++
     // What the opening sent with it takes (opening is asked for first).
     this.#held = this.#opened
     this.#opened = []
